@@ -1,0 +1,86 @@
+// swift-tools-version: 6.1
+//
+// ObjectGraph: an embedded, Core Data-style object graph for Swift on Linux,
+// persisted in an append-only LZ4-compressed journal.
+
+import CompilerPluginSupport
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "ObjectGraph",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+        .executable(name: "objectgraph-demo", targets: ["objectgraph-demo"]),
+        .executable(name: "debian-fixture", targets: ["debian-fixture"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        // liblz4 from Debian's liblz4-dev; only GraphJournal's codec includes it.
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"])]
+        ),
+        .target(
+            name: "GraphJournal",
+            dependencies: ["CLZ4"],
+            swiftSettings: strictSettings
+        ),
+        .macro(
+            name: "ObjectGraphMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ObjectGraph",
+            dependencies: ["ObjectGraphMacros", "GraphJournal"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "objectgraph-demo",
+            dependencies: ["ObjectGraph", "GraphJournal"],
+            path: "Tools/Demo",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "debian-fixture",
+            dependencies: ["GraphJournal"],
+            path: "Tools/DebianFixture",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ObjectGraphTests",
+            dependencies: [
+                "ObjectGraph",
+                "GraphJournal",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ObjectGraphMacrosTests",
+            dependencies: [
+                "ObjectGraphMacros",
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the C libraries ObjectGraph builds against (Debian's liblz4-dev and pkg-config)
+# when they are missing. Uses sudo when not root; says what to do when neither works.
+set -euo pipefail
+
+missing=()
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists liblz4; then
+    missing+=(liblz4-dev)
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]} with apt-get" >&2
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO="sudo -n"
+else
+    echo "install-deps: ${missing[*]} missing and this user can neither run apt-get nor sudo." >&2
+    echo "install-deps: run as root: apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: no apt-get here; install ${missing[*]} (liblz4 with its pkg-config file) by hand." >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 || {
+    $SUDO apt-get update >/dev/null
+    $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+}
+pkg-config --exists liblz4 || { echo "install-deps: liblz4 still not found by pkg-config" >&2; exit 1; }
