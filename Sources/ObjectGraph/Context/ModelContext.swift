@@ -1,0 +1,279 @@
+/// An in-memory object graph: typed objects with change tracking, rollback and saves.
+///
+/// A context holds every object of its schema in compact per-entity tables and hands out
+/// instances on demand; the same ``ObjectID`` gives the same instance for as long as the
+/// context keeps it (until save detaches a deleted object, or ``reset()``).
+///
+/// ```swift
+/// let context = ModelContext(schema: try Schema(Package.self))
+/// let p = try context.insert(Package.self)
+/// p.name = "zlib1g"
+/// try context.save()
+/// p.version = "1:1.3"
+/// context.rollback()            // p.version is back to its saved value
+/// ```
+///
+/// ## Concurrency
+/// A context is not `Sendable`: create and use it in one isolation domain (an actor you own, or
+/// the main actor). Objects belong to their context's domain too. Pass ``ObjectID``s or plain
+/// value snapshots between domains, never objects.
+public final class ModelContext {
+    /// The entities this context holds.
+    public let schema: Schema
+    /// Where saves are recorded; `nil` keeps the graph in memory only.
+    public var backend: (any PersistenceBackend)?
+
+    var tables: [EntityTable] = []
+    private var lastTypeID: ObjectIdentifier?
+    private var lastTable: EntityTable?
+
+    /// Creates an empty context for `schema`.
+    ///
+    /// - Parameters:
+    ///   - schema: The entities the context holds.
+    ///   - backend: Where saves go; `nil` for an in-memory graph.
+    public init(schema: Schema, backend: (any PersistenceBackend)? = nil) {
+        self.schema = schema
+        self.backend = backend
+        tables = schema.entities.enumerated().map { EntityTable(entity: $1, index: $0, context: self) }
+    }
+
+    // MARK: Tables
+
+    func table<T: Entity>(for type: T.Type) throws(ObjectGraphError) -> EntityTable {
+        let id = ObjectIdentifier(type)
+        if id == lastTypeID, let t = lastTable { return t }
+        guard let index = schema.indexByType[id] else {
+            throw ObjectGraphError(
+                .unknownEntity, "\(type) is not an entity of this context's schema", entity: "\(type)")
+        }
+        lastTypeID = id
+        lastTable = tables[index]
+        return tables[index]
+    }
+
+    func table(named name: String) -> EntityTable? {
+        schema.indexByName[name].map { tables[$0] }
+    }
+
+    func owns(_ backing: ObjectBacking) -> EntityTable? {
+        guard let t = backing.managedTable, t.context === self else { return nil }
+        return t
+    }
+
+    // MARK: Insert
+
+    /// Inserts a new object of `type` with its attributes' default values, calls
+    /// `awakeFromInsert`, and returns it.
+    ///
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity` when `type` is not in the schema.
+    @discardableResult
+    public func insert<T: Entity>(_ type: T.Type) throws(ObjectGraphError) -> T {
+        let table = try table(for: type)
+        let row = table.insertRow()
+        let object = T(_backing: ObjectBacking(table: table, row: Int32(row)))
+        table.instances[row] = object
+        object.awakeFromInsert()
+        return object
+    }
+
+    /// Inserts a new object of `type`, lets `configure` set it up, and returns it.
+    ///
+    /// `awakeFromInsert` runs before `configure`. If `configure` throws, the object is removed
+    /// again (it was never saved) and the error is rethrown.
+    @discardableResult
+    public func insert<T: Entity>(_ type: T.Type, _ configure: (T) throws -> Void) throws -> T {
+        let object = try insert(type)
+        do {
+            try configure(object)
+        } catch {
+            delete(object)
+            throw error
+        }
+        return object
+    }
+
+    /// Inserts an object created with its own initializer (SwiftData style): the values set
+    /// on it so far become the new object's values, and it gets its permanent ``ObjectID``.
+    ///
+    /// Inserting an object already in this context does nothing.
+    ///
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity` when its type is not in the
+    ///   schema, or `wrongContext` when it belongs to another context.
+    public func insert<T: Entity>(_ object: T) throws(ObjectGraphError) {
+        switch object._backing.storage {
+        case .managed(let t):
+            if t.context === self { return }
+            throw ObjectGraphError(
+                .wrongContext, "\(T.entityDescription.name) object \(object.objectID.map { "\($0)" } ?? "") belongs to another context",
+                entity: T.entityDescription.name)
+        case .unmanaged, .standalone:
+            let table = try table(for: T.self)
+            let row = table.insertRow()
+            if case .standalone(let s) = object._backing.storage {
+                for (slot, v) in s.values.enumerated() {
+                    if case .some(let value) = v { table.set(row: row, slot: slot, value: value) }
+                }
+            }
+            object._backing = ObjectBacking(table: table, row: Int32(row))
+            table.instances[row] = object
+            object.awakeFromInsert()
+        }
+    }
+
+    // MARK: Delete
+
+    /// Marks `object` deleted; the next save removes it, ``rollback()`` restores it.
+    ///
+    /// Deleting an object inserted since the last save removes it at once: it is never
+    /// persisted (DESIGN rule 7). Deleting a standalone object does nothing.
+    ///
+    /// - Precondition: `object` does not belong to another context.
+    public func delete<T: Entity>(_ object: T) {
+        guard let table = object._backing.managedTable else { return }
+        precondition(table.context === self, "\(object.objectID.map { "\($0)" } ?? "object") belongs to another context")
+        table.delete(row: object._backing.rowIndex)
+    }
+
+    // MARK: Lookup
+
+    /// The object with `id`, or `nil` when no live object has it. O(1).
+    public func object(with id: ObjectID) -> (any Entity)? {
+        guard let table = table(named: id.entityName), let row = table.row(ofSerial: id.serial) else { return nil }
+        return table.instance(row: row)
+    }
+
+    /// The object with `id` as a `T`, or `nil` when there is none or it is not a `T`. O(1).
+    public func object<T: Entity>(with id: ObjectID, as type: T.Type) -> T? {
+        object(with: id) as? T
+    }
+
+    /// Every object of `type` not deleted in this transaction, pending inserts included, in
+    /// storage order.
+    ///
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity`.
+    public func objects<T: Entity>(of type: T.Type) throws(ObjectGraphError) -> [T] {
+        let table = try table(for: type)
+        var result: [T] = []
+        result.reserveCapacity(table.liveCount)
+        for row in 0..<table.rowCount {
+            guard table.isVisible(row: row) else { continue }
+            if let o = table.instance(row: row) as? T { result.append(o) }
+        }
+        return result
+    }
+
+    /// The number of objects of `type` not deleted in this transaction, pending inserts included.
+    ///
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity`.
+    public func count<T: Entity>(of type: T.Type) throws(ObjectGraphError) -> Int {
+        let table = try table(for: type)
+        return table.liveCount - table.deletedRows.count - table.vanishedRows.count
+    }
+
+    // MARK: Pending changes
+
+    /// Whether anything was inserted, updated or deleted since the last save.
+    public var hasChanges: Bool { tables.contains { $0.hasPendingChanges } }
+
+    /// The objects inserted since the last save, in insertion order per entity.
+    public var insertedObjects: [any Entity] {
+        tables.flatMap { t in
+            t.insertedRows.lazy.map(Int.init).filter { t.isInserted(row: $0) }.map { t.instance(row: $0) }
+        }
+    }
+
+    /// The objects with changed attribute values since the last save (not inserted, not deleted).
+    public var updatedObjects: [any Entity] {
+        tables.flatMap { t in
+            t.dirtyRows.lazy.map(Int.init).filter { t.isUpdated(row: $0) }.map { t.instance(row: $0) }
+        }
+    }
+
+    /// The objects deleted since the last save (not those inserted and deleted before a save).
+    public var deletedObjects: [any Entity] {
+        tables.flatMap { t in
+            t.deletedRows.lazy.map(Int.init).filter { t.isDeleted(row: $0) }.map { t.instance(row: $0) }
+        }
+    }
+
+    // MARK: Rollback and reset
+
+    /// Discards every change since the last save: inserted objects are removed (and detached),
+    /// deleted objects restored, attribute values restored (DESIGN rule 8).
+    public func rollback() {
+        for t in tables { t.rollback() }
+    }
+
+    /// Discards pending changes like ``rollback()`` and forgets every object instance: each
+    /// instance is detached (keeping its last values as a standalone object), and the next lookup
+    /// creates a fresh instance. The committed data stays.
+    public func reset() {
+        rollback()
+        for t in tables {
+            for row in 0..<t.rowCount where t.instances[row] != nil { t.detachInstance(row: row) }
+        }
+    }
+
+    // MARK: Save
+
+    /// Makes the pending changes the committed state.
+    ///
+    /// Validation runs first and reports every failure at once; then the change set goes to the
+    /// ``backend`` (if any). If either throws, nothing changes: the context keeps its pending
+    /// changes and the save can be retried (DESIGN rule 12). Deleted objects are detached
+    /// afterwards (rule 9).
+    ///
+    /// - Throws: ``ValidationError`` listing every failure, or the backend's error.
+    public func save() throws {
+        try validate()
+        if let backend {
+            let changes = makeChangeSet()
+            if !changes.isEmpty { try backend.persist(changes) }
+        }
+        for t in tables { t.commit() }
+    }
+
+    func validate() throws(ValidationError) {
+        var failures: [ValidationError.Failure] = []
+        for t in tables {
+            var rows = t.insertedRows.filter { t.isInserted(row: Int($0)) }
+            rows += t.dirtyRows.filter { t.flags[Int($0)] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 }
+            for r in rows {
+                let row = Int(r)
+                for w in 0..<t.maskWords where t.nulls[row * t.maskWords + w] & t.requiredMask[w] != 0 {
+                    let missing = t.nulls[row * t.maskWords + w] & t.requiredMask[w]
+                    for bit in 0..<64 where missing & (1 << UInt64(bit)) != 0 {
+                        let slot = w * 64 + bit
+                        failures.append(.init(
+                            entity: t.entity.name, objectID: ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)),
+                            key: t.entity.attributes[slot].name, reason: "a required attribute has no value"))
+                    }
+                }
+            }
+        }
+        guard failures.isEmpty else { throw ValidationError(failures: failures) }
+    }
+
+    /// The pending changes as a change set (what the next save would persist).
+    public func makeChangeSet() -> ChangeSet {
+        var result = ChangeSet()
+        for t in tables {
+            var c = EntityChanges(entityName: t.entity.name, attributeNames: t.entity.attributes.map(\.name))
+            for r in t.insertedRows where t.isInserted(row: Int(r)) {
+                let row = Int(r)
+                c.insertedSerials.append(t.serial(ofRow: row))
+                for slot in 0..<t.stride { c.insertedValues.append(t.value(row: row, slot: slot)) }
+            }
+            for r in t.dirtyRows where t.flags[Int(r)] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 {
+                let row = Int(r)
+                for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
+                    c.updates.append(.init(serial: t.serial(ofRow: row), attribute: slot, value: t.value(row: row, slot: slot)))
+                }
+            }
+            for r in t.deletedRows where t.isDeleted(row: Int(r)) { c.deletedSerials.append(t.serial(ofRow: Int(r))) }
+            if !c.isEmpty { result.entities.append(c) }
+        }
+        return result
+    }
+}

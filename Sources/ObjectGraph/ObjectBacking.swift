@@ -1,0 +1,232 @@
+import Foundation
+
+/// The storage handle inside every entity instance. Generated code reads and writes attributes
+/// through it; applications do not use it directly.
+///
+/// An instance is in one of three states: *unmanaged* (created by its own initializer, no value
+/// set yet: attributes read as the entity's defaults), *standalone* (values set before
+/// insertion, held in a small side buffer), or *managed* (a row of its context's entity table).
+/// A handle is 16 bytes, so an instance costs one small allocation.
+public struct ObjectBacking {
+    enum Storage {
+        case unmanaged(EntityDescription)
+        case standalone(StandaloneValues)
+        case managed(EntityTable)
+    }
+
+    var storage: Storage
+    var row: Int32
+
+    /// A handle for a new, not yet inserted instance of the entity `entity`.
+    public init(entity: EntityDescription) {
+        storage = .unmanaged(entity)
+        row = -1
+    }
+
+    init(table: EntityTable, row: Int32) {
+        storage = .managed(table)
+        self.row = row
+    }
+
+    init(standalone: StandaloneValues) {
+        storage = .standalone(standalone)
+        row = -1
+    }
+
+    var managedTable: EntityTable? {
+        if case .managed(let t) = storage { return t }
+        return nil
+    }
+
+    var rowIndex: Int { Int(row) }
+
+    var objectID: ObjectID? {
+        guard case .managed(let t) = storage else { return nil }
+        return ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: Int(row)))
+    }
+
+    var entity: EntityDescription {
+        switch storage {
+        case .unmanaged(let d): d
+        case .standalone(let s): s.entity
+        case .managed(let t): t.entity
+        }
+    }
+
+    // MARK: Dynamic access
+
+    /// The value of `slot` as a dynamic value (`nil` when unset).
+    func dynamicValue(_ slot: Int) -> AttributeValue? {
+        switch storage {
+        case .managed(let t): t.value(row: Int(row), slot: slot)
+        case .standalone(let s): s.values[slot] ?? nil
+        case .unmanaged(let d): d.attributes[slot].defaultValue
+        }
+    }
+
+    /// Sets `slot` from an already type-checked dynamic value.
+    mutating func setDynamic(_ slot: Int, _ value: AttributeValue?, primitive: Bool = false) {
+        switch storage {
+        case .managed(let t):
+            t.set(row: Int(row), slot: slot, value: value, primitive: primitive)
+        case .standalone(let s):
+            s.values[slot] = .some(value)
+        case .unmanaged(let d):
+            let s = StandaloneValues(entity: d)
+            s.values[slot] = .some(value)
+            storage = .standalone(s)
+        }
+    }
+
+    // MARK: Primitive types
+
+    /// Reads a non-optional attribute of a primitive type.
+    public func get<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type) -> T { get(slot, as: type, generic: ()) }
+    /// Reads an optional attribute of a primitive type.
+    public func getOptional<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type) -> T? { getOptional(slot, as: type, generic: ()) }
+    /// Writes a non-optional attribute of a primitive type.
+    public mutating func set<T: PrimitiveAttribute>(_ slot: Int, _ value: T) { set(slot, value, generic: ()) }
+    /// Writes an optional attribute of a primitive type.
+    public mutating func setOptional<T: PrimitiveAttribute>(_ slot: Int, _ value: T?) { setOptional(slot, value, generic: ()) }
+
+    func get<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type, generic: Void) -> T {
+        if case .managed(let t) = storage {
+            return t.read(row: Int(row), slot: slot, as: T.self) ?? T._zero
+        }
+        return dynamicValue(slot).flatMap(T.init) ?? T._zero
+    }
+
+    func getOptional<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type, generic: Void) -> T? {
+        if case .managed(let t) = storage {
+            return t.read(row: Int(row), slot: slot, as: T.self)
+        }
+        return dynamicValue(slot).flatMap(T.init)
+    }
+
+    mutating func set<T: PrimitiveAttribute>(_ slot: Int, _ value: T, generic: Void) {
+        if case .managed(let t) = storage {
+            t.write(row: Int(row), slot: slot, value)
+            return
+        }
+        setDynamic(slot, value.attributeValue)
+    }
+
+    mutating func setOptional<T: PrimitiveAttribute>(_ slot: Int, _ value: T?, generic: Void) {
+        if case .managed(let t) = storage {
+            if let value { t.write(row: Int(row), slot: slot, value) } else { t.set(row: Int(row), slot: slot, value: nil) }
+            return
+        }
+        setDynamic(slot, value?.attributeValue)
+    }
+
+    // MARK: RawRepresentable
+
+    /// Reads a non-optional `RawRepresentable` attribute (an unknown raw value reads as the
+    /// first case the raw type's zero maps to, else traps: see the type's documentation).
+    public func get<T: RawRepresentable>(_ slot: Int, as type: T.Type) -> T where T.RawValue: PrimitiveAttribute {
+        let raw = get(slot, as: T.RawValue.self)
+        guard let value = T(rawValue: raw) else {
+            preconditionFailure("\(entity.name).\(entity.attributes[slot].name): stored raw value \(raw) is not a valid \(T.self)")
+        }
+        return value
+    }
+
+    /// Reads an optional `RawRepresentable` attribute; an unknown raw value reads as `nil`.
+    public func getOptional<T: RawRepresentable>(_ slot: Int, as type: T.Type) -> T? where T.RawValue: PrimitiveAttribute {
+        getOptional(slot, as: T.RawValue.self).flatMap(T.init(rawValue:))
+    }
+
+    /// Writes a non-optional `RawRepresentable` attribute as its raw value.
+    public mutating func set<T: RawRepresentable>(_ slot: Int, _ value: T) where T.RawValue: PrimitiveAttribute {
+        set(slot, value.rawValue)
+    }
+
+    /// Writes an optional `RawRepresentable` attribute as its raw value.
+    public mutating func setOptional<T: RawRepresentable>(_ slot: Int, _ value: T?) where T.RawValue: PrimitiveAttribute {
+        setOptional(slot, value?.rawValue)
+    }
+
+    // Disambiguation for types that are both RawRepresentable and Codable: the raw value wins.
+
+    /// Reads a non-optional `RawRepresentable & Codable` attribute, stored as its raw value.
+    public func get<T: RawRepresentable & Codable>(_ slot: Int, as type: T.Type) -> T where T.RawValue: PrimitiveAttribute {
+        let raw = get(slot, as: T.RawValue.self)
+        guard let value = T(rawValue: raw) else {
+            preconditionFailure("\(entity.name).\(entity.attributes[slot].name): stored raw value \(raw) is not a valid \(T.self)")
+        }
+        return value
+    }
+
+    /// Reads an optional `RawRepresentable & Codable` attribute, stored as its raw value.
+    public func getOptional<T: RawRepresentable & Codable>(_ slot: Int, as type: T.Type) -> T? where T.RawValue: PrimitiveAttribute {
+        getOptional(slot, as: T.RawValue.self).flatMap(T.init(rawValue:))
+    }
+
+    /// Writes a non-optional `RawRepresentable & Codable` attribute as its raw value.
+    public mutating func set<T: RawRepresentable & Codable>(_ slot: Int, _ value: T) where T.RawValue: PrimitiveAttribute {
+        set(slot, value.rawValue)
+    }
+
+    /// Writes an optional `RawRepresentable & Codable` attribute as its raw value.
+    public mutating func setOptional<T: RawRepresentable & Codable>(_ slot: Int, _ value: T?) where T.RawValue: PrimitiveAttribute {
+        setOptional(slot, value?.rawValue)
+    }
+
+    // MARK: Codable
+
+    /// Reads a non-optional `Codable` attribute, decoding its JSON.
+    public func get<T: Codable>(_ slot: Int, as type: T.Type) -> T {
+        let data = get(slot, as: Data.self)
+        do {
+            return try CodableAttributeCoder.decode(T.self, from: data)
+        } catch {
+            preconditionFailure("\(entity.name).\(entity.attributes[slot].name): stored JSON is not a valid \(T.self): \(error)")
+        }
+    }
+
+    /// Reads an optional `Codable` attribute; undecodable JSON reads as `nil`.
+    public func getOptional<T: Codable>(_ slot: Int, as type: T.Type) -> T? {
+        guard let data = getOptional(slot, as: Data.self) else { return nil }
+        return try? CodableAttributeCoder.decode(T.self, from: data)
+    }
+
+    /// Writes a non-optional `Codable` attribute as JSON with sorted keys.
+    public mutating func set<T: Codable>(_ slot: Int, _ value: T) {
+        do {
+            set(slot, try CodableAttributeCoder.encode(value))
+        } catch {
+            preconditionFailure("\(entity.name).\(entity.attributes[slot].name): \(T.self) cannot be encoded as JSON: \(error)")
+        }
+    }
+
+    /// Writes an optional `Codable` attribute as JSON with sorted keys.
+    public mutating func setOptional<T: Codable>(_ slot: Int, _ value: T?) {
+        guard let value else { return setOptional(slot, Data?.none) }
+        set(slot, value)
+    }
+
+    // MARK: Declaration defaults
+
+    /// Called by the init accessor of an attribute declared with a default. The default is
+    /// recorded once in the entity description (like a Core Data model default) and applied from
+    /// there, so this does nothing; use `awakeFromInsert` for per-object values such as dates.
+    @inlinable public func initialize<T>(_ slot: Int, _ initialValue: T) {}
+
+    /// The optional counterpart of ``initialize(_:_:)``.
+    @inlinable public func initializeOptional<T>(_ slot: Int, _ initialValue: T?) {}
+}
+
+/// Values set on an instance before it is inserted into a context.
+final class StandaloneValues {
+    let entity: EntityDescription
+    /// `.none`: never set (reads as the default); `.some(nil)`: set to nil.
+    var values: [AttributeValue??]
+
+    init(entity: EntityDescription) {
+        self.entity = entity
+        values = Array(repeating: .none, count: entity.attributes.count)
+        for (i, a) in entity.attributes.enumerated() where a.defaultValue != nil {
+            values[i] = .some(a.defaultValue)
+        }
+    }
+}

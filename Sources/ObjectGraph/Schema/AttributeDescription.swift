@@ -1,0 +1,132 @@
+import Foundation
+
+/// One persisted attribute of an entity: its name, storage type, optionality and default.
+///
+/// The `@Entity` macro builds these from a class's stored properties; hand-written models call
+/// the ``attribute(_:_:optional:default:originalName:)-(_,T.Type,_,_,_)`` factories the same way:
+///
+/// ```swift
+/// .attribute("name", String.self),
+/// .attribute("age", Int.self, default: 18),
+/// .attribute("nickname", String.self, optional: true),
+/// ```
+public struct AttributeDescription: Sendable, Hashable {
+    /// The attribute's key: the Swift property name.
+    public let name: String
+    /// How the value is stored.
+    public let type: AttributeType
+    /// How the Swift type maps onto ``type``.
+    public let valueKind: AttributeValueKind
+    /// The Swift type's name, for messages and the journal's schema record.
+    public let swiftTypeName: String
+    /// Whether `nil` is a valid value. A non-optional attribute without a value fails validation.
+    public let isOptional: Bool
+    /// The value a new object starts with, or `nil` for none.
+    public let defaultValue: AttributeValue?
+    /// The attribute's name in an older model, for schema evolution.
+    public let originalName: String?
+    /// A problem found while building the description (for example a default value that cannot
+    /// be encoded). ``Schema`` refuses descriptions with problems.
+    public let problem: String?
+
+    /// Creates a description from its parts (for tools that rebuild a schema from a journal).
+    public init(
+        name: String, type: AttributeType, valueKind: AttributeValueKind = .primitive,
+        swiftTypeName: String? = nil, isOptional: Bool = false, defaultValue: AttributeValue? = nil,
+        originalName: String? = nil
+    ) {
+        self.name = name
+        self.type = type
+        self.valueKind = valueKind
+        self.swiftTypeName = swiftTypeName ?? type.rawValue
+        self.isOptional = isOptional
+        self.defaultValue = defaultValue
+        self.originalName = originalName
+        self.problem = nil
+    }
+
+    init(
+        name: String, type: AttributeType, valueKind: AttributeValueKind, swiftTypeName: String,
+        isOptional: Bool, defaultValue: AttributeValue?, originalName: String?, problem: String?
+    ) {
+        self.name = name
+        self.type = type
+        self.valueKind = valueKind
+        self.swiftTypeName = swiftTypeName
+        self.isOptional = isOptional
+        self.defaultValue = defaultValue
+        self.originalName = originalName
+        self.problem = problem
+    }
+
+    /// An attribute of a primitive type (`Int`, `String`, `Date`, …).
+    ///
+    /// - Parameters:
+    ///   - name: The property name.
+    ///   - type: The Swift type (the wrapped type for an optional).
+    ///   - optional: Whether the property is optional.
+    ///   - default: The declaration's default value, evaluated once.
+    ///   - originalName: The attribute's name in an older model.
+    public static func attribute<T: PrimitiveAttribute>(
+        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil
+    ) -> AttributeDescription {
+        AttributeDescription(
+            name: name, type: T.attributeType, valueKind: .primitive, swiftTypeName: "\(T.self)",
+            isOptional: optional, defaultValue: `default`?.attributeValue, originalName: originalName, problem: nil)
+    }
+
+    /// An attribute of a `RawRepresentable` type (typically an enum), stored as its raw value.
+    public static func attribute<T: RawRepresentable>(
+        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil
+    ) -> AttributeDescription where T.RawValue: PrimitiveAttribute {
+        AttributeDescription(
+            name: name, type: T.RawValue.attributeType, valueKind: .rawRepresentable, swiftTypeName: "\(T.self)",
+            isOptional: optional, defaultValue: `default`?.rawValue.attributeValue, originalName: originalName,
+            problem: nil)
+    }
+
+    /// An attribute of a `RawRepresentable` type that is also `Codable`: stored as its raw value.
+    public static func attribute<T: RawRepresentable & Codable>(
+        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil
+    ) -> AttributeDescription where T.RawValue: PrimitiveAttribute {
+        AttributeDescription(
+            name: name, type: T.RawValue.attributeType, valueKind: .rawRepresentable, swiftTypeName: "\(T.self)",
+            isOptional: optional, defaultValue: `default`?.rawValue.attributeValue, originalName: originalName,
+            problem: nil)
+    }
+
+    /// An attribute of any other `Codable` type, stored as its JSON encoding (sorted keys).
+    public static func attribute<T: Codable>(
+        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil
+    ) -> AttributeDescription {
+        var problem: String?
+        var defaultValue: AttributeValue?
+        if let d = `default` {
+            do {
+                defaultValue = .data(try CodableAttributeCoder.encode(d))
+            } catch {
+                problem = "default value of '\(name)' cannot be encoded as JSON: \(error)"
+            }
+        }
+        return AttributeDescription(
+            name: name, type: .data, valueKind: .codable, swiftTypeName: "\(T.self)",
+            isOptional: optional, defaultValue: defaultValue, originalName: originalName, problem: problem)
+    }
+}
+
+/// The JSON coding of `Codable` attribute values: sorted keys, so equal values encode to equal
+/// bytes and setting an equal value is recognised as no change.
+enum CodableAttributeCoder {
+    static func encode<T: Encodable>(_ value: T) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        return try encoder.encode(value)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return try decoder.decode(type, from: data)
+    }
+}

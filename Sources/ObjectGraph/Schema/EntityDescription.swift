@@ -1,0 +1,125 @@
+/// The description of one entity: its name, Swift type and persisted attributes in slot order.
+///
+/// The `@Entity` macro generates one as the class's `entityDescription`. Written by hand:
+///
+/// ```swift
+/// final class Tag: Entity {
+///     var _backing = ObjectBacking(entity: Tag.entityDescription)
+///     static let entityDescription = EntityDescription(
+///         name: "Tag", type: Tag.self, attributes: [.attribute("label", String.self)])
+///     init(_backing: ObjectBacking) { self._backing = _backing }
+///     var label: String {
+///         get { _backing.get(0, as: String.self) }
+///         set { _backing.set(0, newValue) }
+///     }
+/// }
+/// ```
+public final class EntityDescription: Sendable, CustomStringConvertible {
+    /// The entity's name, unique within a schema and recorded in the journal.
+    public let name: String
+    /// The Swift class that represents the entity's objects.
+    public let type: any Entity.Type
+    /// The persisted attributes; an attribute's index is its slot.
+    public let attributes: [AttributeDescription]
+    let slotByName: [String: Int]
+    let problems: [String]
+
+    /// Creates an entity description.
+    ///
+    /// Problems such as duplicate attribute names are not fatal here; ``Schema/init(_:)`` reports
+    /// them as ``SchemaError``.
+    ///
+    /// - Parameters:
+    ///   - name: The entity's name.
+    ///   - type: The class representing its objects.
+    ///   - attributes: The persisted attributes in slot order.
+    public init(name: String, type: any Entity.Type, attributes: [AttributeDescription]) {
+        self.name = name
+        self.type = type
+        self.attributes = attributes
+        var slots: [String: Int] = [:]
+        var problems: [String] = []
+        for (i, a) in attributes.enumerated() {
+            if slots[a.name] != nil {
+                problems.append("entity '\(name)' declares attribute '\(a.name)' twice")
+            } else {
+                slots[a.name] = i
+            }
+            if let p = a.problem { problems.append("entity '\(name)': \(p)") }
+            if a.name.isEmpty { problems.append("entity '\(name)' has an attribute with an empty name") }
+        }
+        if name.isEmpty { problems.append("an entity has an empty name") }
+        self.slotByName = slots
+        self.problems = problems
+    }
+
+    /// The slot of the attribute named `key`, or `nil` when there is none.
+    public func slot(forKey key: String) -> Int? { slotByName[key] }
+
+    /// The attribute named `key`, or `nil` when there is none.
+    public func attribute(named key: String) -> AttributeDescription? {
+        slotByName[key].map { attributes[$0] }
+    }
+
+    public var description: String {
+        "\(name)(" + attributes.map { "\($0.name): \($0.swiftTypeName)\($0.isOptional ? "?" : "")" }.joined(separator: ", ") + ")"
+    }
+}
+
+/// The set of entities a context or store holds.
+///
+/// ```swift
+/// let schema = try Schema(Package.self, Maintainer.self)
+/// let context = ModelContext(schema: schema)
+/// ```
+public struct Schema: Sendable {
+    /// The entities, in the order given.
+    public let entities: [EntityDescription]
+    let indexByName: [String: Int]
+    let indexByType: [ObjectIdentifier: Int]
+
+    /// Creates a schema of the given entity types.
+    ///
+    /// - Throws: ``SchemaError`` for an empty schema, two entities with one name, the same type
+    ///   listed twice, or a problem inside an entity description (duplicate attribute names, a
+    ///   default value that cannot be encoded).
+    public init(_ types: [any Entity.Type]) throws(SchemaError) {
+        guard !types.isEmpty else { throw SchemaError(message: "a schema needs at least one entity") }
+        var byName: [String: Int] = [:]
+        var byType: [ObjectIdentifier: Int] = [:]
+        var entities: [EntityDescription] = []
+        var problems: [String] = []
+        for type in types {
+            let d = type.entityDescription
+            if byType[ObjectIdentifier(type)] != nil {
+                problems.append("\(type) is listed twice")
+                continue
+            }
+            if ObjectIdentifier(d.type) != ObjectIdentifier(type) {
+                problems.append("\(type).entityDescription describes \(d.type), not \(type)")
+            }
+            if byName[d.name] != nil {
+                problems.append("two entities are named '\(d.name)'")
+                continue
+            }
+            problems += d.problems
+            byName[d.name] = entities.count
+            byType[ObjectIdentifier(type)] = entities.count
+            entities.append(d)
+        }
+        guard problems.isEmpty else { throw SchemaError(message: problems.joined(separator: "; ")) }
+        self.entities = entities
+        self.indexByName = byName
+        self.indexByType = byType
+    }
+
+    /// Creates a schema of the given entity types.
+    public init(_ types: any Entity.Type...) throws(SchemaError) {
+        try self.init(types)
+    }
+
+    /// The entity named `name`, or `nil`.
+    public func entity(named name: String) -> EntityDescription? {
+        indexByName[name].map { entities[$0] }
+    }
+}

@@ -1,0 +1,434 @@
+import Foundation
+
+/// The compact storage of one entity's objects in one context.
+///
+/// Row-major: row `r` holds `stride` 64-bit cells (`values[r * stride + slot]`) and
+/// `maskWords` words of null bits. Fixed-size attributes are stored as their bit pattern;
+/// strings, data, UUIDs and URLs as an ``ArenaRef`` into `arena`, an append-only byte buffer.
+/// Nothing is allocated per attribute value, and an object instance is only created when
+/// somebody asks for it (then kept, so the same row always yields the same instance).
+///
+/// Change tracking: the first change of a committed row in a transaction copies the row
+/// (cells and null bits) to a before-image; `rollback` copies it back and truncates the arena to
+/// its committed length, which discards every byte the transaction appended.
+final class EntityTable {
+    struct Flags {
+        static let live: UInt8 = 1
+        static let inserted: UInt8 = 2
+        static let deleted: UInt8 = 4
+        static let dirty: UInt8 = 8
+        /// Inserted and deleted in the same transaction: invisible, freed at save or rollback.
+        static let vanished: UInt8 = 16
+    }
+
+    let entity: EntityDescription
+    let entityIndex: Int
+    unowned let context: ModelContext
+    let stride: Int
+    let maskWords: Int
+    let types: [AttributeType]
+    /// Null bits of the attributes that must have a value.
+    let requiredMask: [UInt64]
+
+    var values: [UInt64] = []
+    var nulls: [UInt64] = []
+    var arena = ByteArena()
+    var flags: [UInt8] = []
+    var serialOfRow: [UInt64] = []
+    var instances: [AnyObject?] = []
+    var beforeIndex: [Int32] = []
+
+    /// Row `serial - 1`; -1 for a serial with no live row.
+    var rowOfSerial: [Int32] = []
+    var nextSerial: UInt64 = 1
+    var freeRows: [Int32] = []
+    var liveCount = 0
+
+    // The pending transaction.
+    var insertedRows: [Int32] = []
+    var deletedRows: [Int32] = []
+    var dirtyRows: [Int32] = []
+    /// Rows inserted and deleted in the same transaction: freed at save or rollback.
+    var vanishedRows: [Int32] = []
+    var beforeValues: [UInt64] = []
+    var beforeNulls: [UInt64] = []
+    var committedArenaCount = 0
+    var committedGarbage = 0
+
+    var defaultValues: [UInt64]
+    let defaultNulls: [UInt64]
+
+    init(entity: EntityDescription, index: Int, context: ModelContext) {
+        self.entity = entity
+        self.entityIndex = index
+        self.context = context
+        stride = entity.attributes.count
+        maskWords = max(1, (stride + 63) / 64)
+        types = entity.attributes.map(\.type)
+        var required = Array(repeating: UInt64(0), count: maskWords)
+        for (i, a) in entity.attributes.enumerated() where !a.isOptional {
+            required[i / 64] |= 1 << UInt64(i % 64)
+        }
+        requiredMask = required
+        // Defaults: cells and null bits every new row starts with. Default bytes live at the
+        // start of the arena and are never garbage.
+        var dv = Array(repeating: UInt64(0), count: stride)
+        var dn = Array(repeating: UInt64(0), count: maskWords)
+        var arena = ByteArena()
+        for (i, a) in entity.attributes.enumerated() {
+            if let d = a.defaultValue, let v = AttributeValue.coerce(attributeValue: d, to: a.type) {
+                v.withCell { cell in
+                    switch cell {
+                    case .fixed(let bits): dv[i] = bits
+                    case .bytes(let buffer): dv[i] = arena.append(buffer)
+                    }
+                }
+            } else {
+                dn[i / 64] |= 1 << UInt64(i % 64)
+            }
+        }
+        defaultValues = dv
+        defaultNulls = dn
+        self.arena = arena
+        committedArenaCount = arena.count
+    }
+
+    // MARK: Rows and serials
+
+    var rowCount: Int { flags.count }
+
+    func serial(ofRow row: Int) -> UInt64 { serialOfRow[row] }
+
+    func row(ofSerial serial: UInt64) -> Int? {
+        guard serial >= 1, serial <= UInt64(rowOfSerial.count) else { return nil }
+        let r = rowOfSerial[Int(serial - 1)]
+        return r < 0 ? nil : Int(r)
+    }
+
+    /// Allocates a row for `serial` with default values.
+    func allocateRow(serial: UInt64) -> Int {
+        let row: Int
+        if let r = freeRows.popLast() {
+            row = Int(r)
+            values.replaceSubrange(row * stride..<(row + 1) * stride, with: defaultValues)
+            nulls.replaceSubrange(row * maskWords..<(row + 1) * maskWords, with: defaultNulls)
+        } else {
+            row = flags.count
+            values.append(contentsOf: defaultValues)
+            nulls.append(contentsOf: defaultNulls)
+            flags.append(0)
+            serialOfRow.append(0)
+            instances.append(nil)
+            beforeIndex.append(-1)
+        }
+        flags[row] = Flags.live
+        serialOfRow[row] = serial
+        if UInt64(rowOfSerial.count) < serial {
+            rowOfSerial.append(contentsOf: repeatElement(-1, count: Int(serial) - rowOfSerial.count))
+        }
+        rowOfSerial[Int(serial - 1)] = Int32(row)
+        if serial >= nextSerial { nextSerial = serial + 1 }
+        liveCount += 1
+        return row
+    }
+
+    /// Pre-sizes the storage for `count` more rows.
+    func reserve(_ count: Int) {
+        values.reserveCapacity(values.count + count * stride)
+        nulls.reserveCapacity(nulls.count + count * maskWords)
+        flags.reserveCapacity(flags.count + count)
+        serialOfRow.reserveCapacity(serialOfRow.count + count)
+        instances.reserveCapacity(instances.count + count)
+        beforeIndex.reserveCapacity(beforeIndex.count + count)
+        rowOfSerial.reserveCapacity(rowOfSerial.count + count)
+    }
+
+    /// Inserts a new row (a pending insert) and returns it.
+    func insertRow() -> Int {
+        let row = allocateRow(serial: nextSerial)
+        flags[row] |= Flags.inserted
+        insertedRows.append(Int32(row))
+        return row
+    }
+
+    /// Frees a row: its serial is retired for good, its instance reference dropped.
+    func releaseRow(_ row: Int) {
+        let serial = serialOfRow[row]
+        if serial >= 1, Int(serial) <= rowOfSerial.count { rowOfSerial[Int(serial - 1)] = -1 }
+        serialOfRow[row] = 0
+        flags[row] = 0
+        instances[row] = nil
+        beforeIndex[row] = -1
+        freeRows.append(Int32(row))
+        liveCount -= 1
+    }
+
+    func instance(row: Int) -> any Entity {
+        if let object = instances[row], let entity = object as? any Entity { return entity }
+        let object = entity.type.init(_backing: ObjectBacking(table: self, row: Int32(row)))
+        instances[row] = object
+        return object
+    }
+
+    /// Turns the row's instance, if any, into a standalone object holding the row's current
+    /// values, so that it stays readable after its row is freed.
+    func detachInstance(row: Int) {
+        guard let object = instances[row], let e = object as? any Entity else { return }
+        let snapshot = StandaloneValues(entity: entity)
+        for slot in 0..<stride { snapshot.values[slot] = .some(value(row: row, slot: slot)) }
+        e._backing = ObjectBacking(standalone: snapshot)
+        instances[row] = nil
+    }
+
+    // MARK: State queries
+
+    /// Whether a row is an object that lookups see: live, not deleted, not vanished.
+    func isVisible(row: Int) -> Bool {
+        flags[row] & (Flags.live | Flags.deleted | Flags.vanished) == Flags.live
+    }
+
+    func isInserted(row: Int) -> Bool { row >= 0 && flags[row] & Flags.inserted != 0 }
+    func isDeleted(row: Int) -> Bool { row >= 0 && flags[row] & Flags.deleted != 0 }
+
+    func isUpdated(row: Int) -> Bool {
+        guard row >= 0 else { return false }
+        let f = flags[row]
+        guard f & Flags.dirty != 0, f & (Flags.inserted | Flags.deleted) == 0 else { return false }
+        return differsFromCommitted(row: row)
+    }
+
+    func differsFromCommitted(row: Int) -> Bool {
+        for slot in 0..<stride where slotDiffers(row: row, slot: slot) { return true }
+        return false
+    }
+
+    func slotDiffers(row: Int, slot: Int) -> Bool {
+        let b = Int(beforeIndex[row])
+        guard b >= 0 else { return false }
+        let bit = UInt64(1) << UInt64(slot % 64)
+        let nowNull = nulls[row * maskWords + slot / 64] & bit != 0
+        let wasNull = beforeNulls[b * maskWords + slot / 64] & bit != 0
+        if nowNull != wasNull { return true }
+        if nowNull { return false }
+        let now = values[row * stride + slot]
+        let was = beforeValues[b * stride + slot]
+        if now == was { return false }
+        return !(types[slot].isVariableLength && arena.equal(ArenaRef(now), ArenaRef(was)))
+    }
+
+    var hasPendingChanges: Bool {
+        insertedRows.contains { isInserted(row: Int($0)) } || !deletedRows.isEmpty
+            || dirtyRows.contains { isUpdated(row: Int($0)) }
+    }
+
+    // MARK: Reading
+
+    @inline(__always)
+    func isNull(row: Int, slot: Int) -> Bool {
+        nulls[row * maskWords + slot / 64] & (1 << UInt64(slot % 64)) != 0
+    }
+
+    func read<T: PrimitiveAttribute>(row: Int, slot: Int, as type: T.Type) -> T? {
+        if isNull(row: row, slot: slot) { return nil }
+        let cell = values[row * stride + slot]
+        if types[slot].isVariableLength {
+            return arena.withBytes(ArenaRef(cell)) { T._decode(.bytes($0)) }
+        }
+        return T._decode(.fixed(cell))
+    }
+
+    func value(row: Int, slot: Int) -> AttributeValue? {
+        if isNull(row: row, slot: slot) { return nil }
+        return decode(cell: values[row * stride + slot], slot: slot)
+    }
+
+    func decode(cell: UInt64, slot: Int) -> AttributeValue {
+        let type = types[slot]
+        if type.isVariableLength {
+            return arena.withBytes(ArenaRef(cell)) { AttributeValue.decode(.bytes($0), as: type) }
+        }
+        return AttributeValue.decode(.fixed(cell), as: type)
+    }
+
+    func committedValue(row: Int, slot: Int) -> AttributeValue? {
+        let b = Int(beforeIndex[row])
+        guard b >= 0 else { return value(row: row, slot: slot) }
+        if beforeNulls[b * maskWords + slot / 64] & (1 << UInt64(slot % 64)) != 0 { return nil }
+        return decode(cell: beforeValues[b * stride + slot], slot: slot)
+    }
+
+    func slots(forKeys keys: [String]?) throws(ObjectGraphError) -> [Int] {
+        guard let keys else { return Array(0..<stride) }
+        var result: [Int] = []
+        for key in keys {
+            guard let s = entity.slot(forKey: key) else {
+                throw ObjectGraphError(.unknownKey, "\(entity.name) has no attribute '\(key)'", entity: entity.name, key: key)
+            }
+            result.append(s)
+        }
+        return result
+    }
+
+    func changedValues(row: Int) -> [String: AttributeValue?] {
+        guard row >= 0 else { return [:] }
+        var result: [String: AttributeValue?] = [:]
+        if flags[row] & Flags.inserted != 0 {
+            for slot in 0..<stride where !isNull(row: row, slot: slot) {
+                result[entity.attributes[slot].name] = .some(value(row: row, slot: slot))
+            }
+            return result
+        }
+        for slot in 0..<stride where slotDiffers(row: row, slot: slot) {
+            result[entity.attributes[slot].name] = .some(value(row: row, slot: slot))
+        }
+        return result
+    }
+
+    func committedValues(row: Int, slots: [Int]) -> [String: AttributeValue?] {
+        guard row >= 0, flags[row] & Flags.inserted == 0 else { return [:] }
+        var result: [String: AttributeValue?] = [:]
+        for slot in slots { result[entity.attributes[slot].name] = .some(committedValue(row: row, slot: slot)) }
+        return result
+    }
+
+    // MARK: Writing
+
+    @inline(__always)
+    func willChange(row: Int) {
+        if flags[row] & (Flags.inserted | Flags.dirty) == 0 { captureBeforeImage(row: row) }
+    }
+
+    func captureBeforeImage(row: Int) {
+        beforeIndex[row] = Int32(dirtyRows.count)
+        dirtyRows.append(Int32(row))
+        beforeValues.append(contentsOf: values[row * stride..<(row + 1) * stride])
+        beforeNulls.append(contentsOf: nulls[row * maskWords..<(row + 1) * maskWords])
+        flags[row] |= Flags.dirty
+    }
+
+    func write<T: PrimitiveAttribute>(row: Int, slot: Int, _ value: T) {
+        value._withCell { setCell(row: row, slot: slot, $0) }
+    }
+
+    func set(row: Int, slot: Int, value: AttributeValue?, primitive: Bool = false) {
+        guard let value else {
+            if isNull(row: row, slot: slot) { return }
+            willChange(row: row)
+            if types[slot].isVariableLength { arena.garbage += ArenaRef(values[row * stride + slot]).length }
+            nulls[row * maskWords + slot / 64] |= 1 << UInt64(slot % 64)
+            return
+        }
+        value.withCell { setCell(row: row, slot: slot, $0) }
+    }
+
+    func setCell(row: Int, slot: Int, _ cell: RawCell) {
+        let index = row * stride + slot
+        let maskIndex = row * maskWords + slot / 64
+        let bit = UInt64(1) << UInt64(slot % 64)
+        let wasNull = nulls[maskIndex] & bit != 0
+        switch cell {
+        case .fixed(let bits):
+            if !wasNull && values[index] == bits { return }
+            willChange(row: row)
+            values[index] = bits
+        case .bytes(let buffer):
+            if !wasNull {
+                let old = ArenaRef(values[index])
+                if arena.equal(old, buffer) { return }
+                arena.garbage += old.length
+            }
+            willChange(row: row)
+            values[index] = arena.append(buffer)
+        }
+        if wasNull { nulls[maskIndex] &= ~bit }
+    }
+
+    // MARK: Delete
+
+    /// Marks a row deleted. An inserted row vanishes instead (DESIGN rule 7).
+    func delete(row: Int) {
+        let f = flags[row]
+        if f & Flags.inserted != 0 {
+            detachInstance(row: row)
+            flags[row] = Flags.live | Flags.vanished  // skipped by save and rollback
+            rowOfSerial[Int(serialOfRow[row] - 1)] = -1  // invisible to lookups at once
+            vanishedRows.append(Int32(row))
+            return
+        }
+        guard f & Flags.deleted == 0 else { return }
+        flags[row] |= Flags.deleted
+        deletedRows.append(Int32(row))
+    }
+
+    // MARK: Transaction end
+
+    func rollback() {
+        for r in insertedRows where flags[Int(r)] & Flags.inserted != 0 {
+            detachInstance(row: Int(r))
+            releaseRow(Int(r))
+        }
+        for r in vanishedRows { releaseRow(Int(r)) }
+        for r in dirtyRows {
+            let row = Int(r)
+            let b = Int(beforeIndex[row])
+            guard b >= 0 else { continue }
+            values.replaceSubrange(row * stride..<(row + 1) * stride, with: beforeValues[b * stride..<(b + 1) * stride])
+            nulls.replaceSubrange(
+                row * maskWords..<(row + 1) * maskWords, with: beforeNulls[b * maskWords..<(b + 1) * maskWords])
+            flags[row] &= ~Flags.dirty
+            beforeIndex[row] = -1
+        }
+        for r in deletedRows { flags[Int(r)] &= ~Flags.deleted }
+        arena.truncate(to: committedArenaCount, garbage: committedGarbage)
+        clearTransaction()
+    }
+
+    func commit() {
+        for r in deletedRows where flags[Int(r)] & Flags.deleted != 0 {
+            let row = Int(r)
+            detachInstance(row: row)
+            for slot in 0..<stride where types[slot].isVariableLength && !isNull(row: row, slot: slot) {
+                arena.garbage += ArenaRef(values[row * stride + slot]).length
+            }
+            releaseRow(row)
+        }
+        for r in vanishedRows { releaseRow(Int(r)) }
+        for r in insertedRows { flags[Int(r)] &= ~Flags.inserted }
+        for r in dirtyRows {
+            flags[Int(r)] &= ~Flags.dirty
+            beforeIndex[Int(r)] = -1
+        }
+        clearTransaction()
+        if arena.garbage > 1 << 20, arena.garbage > arena.count / 2 { compactArena() }
+        committedArenaCount = arena.count
+        committedGarbage = arena.garbage
+    }
+
+    private func clearTransaction() {
+        insertedRows.removeAll(keepingCapacity: false)
+        deletedRows.removeAll()
+        vanishedRows.removeAll()
+        dirtyRows.removeAll(keepingCapacity: false)
+        beforeValues.removeAll(keepingCapacity: false)
+        beforeNulls.removeAll(keepingCapacity: false)
+    }
+
+    /// Rewrites the arena with only the bytes live rows (and defaults) still reference.
+    func compactArena() {
+        var fresh = ByteArena()
+        fresh.reserve(arena.count - arena.garbage)
+        let variable = (0..<stride).filter { types[$0].isVariableLength }
+        var dv = defaultValues
+        for slot in variable where defaultNulls[slot / 64] & (1 << UInt64(slot % 64)) == 0 {
+            dv[slot] = arena.withBytes(ArenaRef(defaultValues[slot])) { fresh.append($0) }
+        }
+        for row in 0..<rowCount where flags[row] & Flags.live != 0 {
+            for slot in variable where !isNull(row: row, slot: slot) {
+                let i = row * stride + slot
+                values[i] = arena.withBytes(ArenaRef(values[i])) { fresh.append($0) }
+            }
+        }
+        arena = fresh
+        defaultValues = dv
+    }
+}

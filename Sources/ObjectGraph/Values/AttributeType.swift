@@ -1,0 +1,216 @@
+public import Foundation
+
+/// The storage type of an attribute, as recorded in an entity description and the journal.
+///
+/// Every Swift type an entity can declare maps to one of these: `Int` is ``int64``, a
+/// `RawRepresentable` enum is its raw value's type, and any other `Codable` value is ``data``
+/// holding its JSON encoding.
+public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
+    case bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+    case double, float, string, data, date, uuid, url
+
+    /// Whether values of this type live in the per-entity byte arena (variable length)
+    /// rather than in a fixed 64-bit cell.
+    public var isVariableLength: Bool {
+        switch self {
+        case .string, .data, .uuid, .url: true
+        default: false
+        }
+    }
+}
+
+/// How a Swift property type is mapped onto its ``AttributeType``.
+public enum AttributeValueKind: String, Sendable, Hashable, Codable {
+    /// A type the store holds natively (`Int`, `String`, `Date`, …).
+    case primitive
+    /// A `RawRepresentable` type stored as its raw value.
+    case rawRepresentable
+    /// A `Codable` type stored as its JSON encoding in a ``AttributeType/data`` attribute.
+    case codable
+}
+
+/// A dynamically typed attribute value: what `value(forKey:)` returns, what change sets carry,
+/// and what import mapping works with.
+///
+/// `nil` is represented by `Optional<AttributeValue>.none`, never by a case of its own.
+///
+/// ```swift
+/// let name = try person.attributeValue(forKey: "name")   // .string("Ada")
+/// ```
+public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+    case float(Float)
+    case string(String)
+    case data(Data)
+    case date(Date)
+    case uuid(UUID)
+    case url(URL)
+
+    /// The value as a Foundation/Swift value (`Int64`, `String`, `Date`, …), for `Any`-based APIs.
+    public var anyValue: Any {
+        switch self {
+        case .bool(let v): v
+        case .int(let v): v
+        case .uint(let v): v
+        case .double(let v): v
+        case .float(let v): v
+        case .string(let v): v
+        case .data(let v): v
+        case .date(let v): v
+        case .uuid(let v): v
+        case .url(let v): v
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .bool(let v): "\(v)"
+        case .int(let v): "\(v)"
+        case .uint(let v): "\(v)"
+        case .double(let v): "\(v)"
+        case .float(let v): "\(v)"
+        case .string(let v): String(reflecting: v)
+        case .data(let v): "<\(v.count) bytes>"
+        case .date(let v): v.formatted(.iso8601)
+        case .uuid(let v): v.uuidString
+        case .url(let v): v.absoluteString
+        }
+    }
+
+    /// Converts an arbitrary Swift value to the attribute value an attribute of `type` stores,
+    /// or returns `nil` when the value cannot represent that type exactly.
+    ///
+    /// Integers convert between widths when the value fits; `Double` accepts any integer that it
+    /// represents exactly; strings do not silently become numbers.
+    public static func coerce(_ value: Any, to type: AttributeType) -> AttributeValue? {
+        if let v = value as? AttributeValue { return coerce(attributeValue: v, to: type) }
+        switch type {
+        case .bool:
+            return (value as? Bool).map(AttributeValue.bool)
+        case .int8, .int16, .int32, .int64:
+            guard let i = integerValue(value) else { return nil }
+            guard let v = i.int64, type.signedRange.contains(v) else { return nil }
+            return .int(v)
+        case .uint8, .uint16, .uint32, .uint64:
+            guard let i = integerValue(value), let v = i.uint64, v <= type.unsignedMax else { return nil }
+            return .uint(v)
+        case .double:
+            if let d = value as? Double { return .double(d) }
+            if let f = value as? Float { return .double(Double(f)) }
+            if let i = integerValue(value), let d = i.exactDouble { return .double(d) }
+            return nil
+        case .float:
+            if let f = value as? Float { return .float(f) }
+            if let d = value as? Double, let f = Float(exactly: d) { return .float(f) }
+            if let i = integerValue(value), let d = i.exactDouble, let f = Float(exactly: d) { return .float(f) }
+            return nil
+        case .string:
+            return (value as? String).map(AttributeValue.string)
+        case .data:
+            if let d = value as? Data { return .data(d) }
+            if let b = value as? [UInt8] { return .data(Data(b)) }
+            return nil
+        case .date:
+            return (value as? Date).map(AttributeValue.date)
+        case .uuid:
+            return (value as? UUID).map(AttributeValue.uuid)
+        case .url:
+            return (value as? URL).map(AttributeValue.url)
+        }
+    }
+
+    /// Converts an ``AttributeValue`` of one case to the case `type` stores, when exact.
+    public static func coerce(attributeValue v: AttributeValue, to type: AttributeType) -> AttributeValue? {
+        switch v {
+        case .bool(let b): return coerce(b, to: type)
+        case .int(let i): return coerce(i, to: type)
+        case .uint(let u): return coerce(u, to: type)
+        case .double(let d): return coerce(d, to: type)
+        case .float(let f): return coerce(f, to: type)
+        case .string(let s): return coerce(s, to: type)
+        case .data(let d): return coerce(d, to: type)
+        case .date(let d): return coerce(d, to: type)
+        case .uuid(let u): return coerce(u, to: type)
+        case .url(let u): return coerce(u, to: type)
+        }
+    }
+
+    /// The type that this value's case naturally stores as.
+    public var naturalType: AttributeType {
+        switch self {
+        case .bool: .bool
+        case .int: .int64
+        case .uint: .uint64
+        case .double: .double
+        case .float: .float
+        case .string: .string
+        case .data: .data
+        case .date: .date
+        case .uuid: .uuid
+        case .url: .url
+        }
+    }
+}
+
+/// An integer of any width, widened without loss.
+private enum WideInteger {
+    case signed(Int64)
+    case unsigned(UInt64)
+
+    var int64: Int64? {
+        switch self {
+        case .signed(let v): v
+        case .unsigned(let v): Int64(exactly: v)
+        }
+    }
+    var uint64: UInt64? {
+        switch self {
+        case .signed(let v): UInt64(exactly: v)
+        case .unsigned(let v): v
+        }
+    }
+    var exactDouble: Double? {
+        switch self {
+        case .signed(let v): Double(exactly: v)
+        case .unsigned(let v): Double(exactly: v)
+        }
+    }
+}
+
+private func integerValue(_ value: Any) -> WideInteger? {
+    switch value {
+    case let v as Int: .signed(Int64(v))
+    case let v as Int8: .signed(Int64(v))
+    case let v as Int16: .signed(Int64(v))
+    case let v as Int32: .signed(Int64(v))
+    case let v as Int64: .signed(v)
+    case let v as UInt: .unsigned(UInt64(v))
+    case let v as UInt8: .unsigned(UInt64(v))
+    case let v as UInt16: .unsigned(UInt64(v))
+    case let v as UInt32: .unsigned(UInt64(v))
+    case let v as UInt64: .unsigned(v)
+    default: nil
+    }
+}
+
+extension AttributeType {
+    var signedRange: ClosedRange<Int64> {
+        switch self {
+        case .int8: Int64(Int8.min)...Int64(Int8.max)
+        case .int16: Int64(Int16.min)...Int64(Int16.max)
+        case .int32: Int64(Int32.min)...Int64(Int32.max)
+        default: Int64.min...Int64.max
+        }
+    }
+    var unsignedMax: UInt64 {
+        switch self {
+        case .uint8: UInt64(UInt8.max)
+        case .uint16: UInt64(UInt16.max)
+        case .uint32: UInt64(UInt32.max)
+        default: UInt64.max
+        }
+    }
+}
