@@ -1,0 +1,104 @@
+// The macros that turn plain Swift classes into ObjectGraph entities.
+
+/// Turns a class into an ObjectGraph entity whose stored properties are persisted.
+///
+/// Every stored instance `var` of the class becomes a persisted attribute: its
+/// value lives in the object's ``ObjectBacking`` rather than in the instance,
+/// and the class's ``EntityDescription`` lists it. Attributes are numbered in
+/// declaration order; that order, with their names and types, is the entity's
+/// schema.
+///
+/// These members are not persisted and stay as written:
+/// - computed properties and `static`/`class` properties;
+/// - `lazy` properties;
+/// - properties marked ``Transient()``.
+///
+/// The macro adds to the class:
+/// - `_backing`, the ``ObjectBacking`` that holds the attribute values;
+/// - `static let entityDescription`, the ``EntityDescription`` built from the attributes;
+/// - `required init(_backing:)`, which the object graph uses to materialize
+///   stored objects;
+/// - conformance to ``Entity``.
+///
+/// Each attribute needs an explicit type annotation and must be declared with
+/// `var`, one per declaration, without `willSet`/`didSet` observers; the macro
+/// reports an error otherwise. An attribute's initializer (`= 0`) becomes its
+/// default value. An optional type (`T?`, `T!`, `Optional<T>`) makes the
+/// attribute optional. `@Entity` applies only to classes; they need not be
+/// `final`.
+///
+/// ```swift
+/// @Entity
+/// final class Person {
+///     var name: String
+///     var age: Int = 0
+///     var email: String?
+///     @Attribute(originalName: "nick") var nickname: String?
+///     @Transient var cachedGreeting: String? = nil
+///     var greeting: String { "Hello, \(name)" }
+///
+///     init(name: String) {
+///         self.name = name
+///     }
+/// }
+/// ```
+@attached(member, names: named(_backing), named(entityDescription), named(init(_backing:)), named(init()))
+@attached(memberAttribute)
+@attached(extension, conformances: Entity)
+public macro Entity() = #externalMacro(module: "ObjectGraphMacros", type: "EntityMacro")
+
+/// Routes a persisted attribute's storage through slot `slot` of the entity's backing.
+///
+/// ``Entity()`` attaches this macro to each persisted attribute, numbering the
+/// slots in declaration order; it is public only because the expansion must
+/// name it. Do not write it yourself.
+///
+/// The attribute gets a getter and setter that read and write `_backing`, and,
+/// when it has an initial value, an `init` accessor that stores that value.
+///
+/// ```swift
+/// // `var age: Int = 0` in an @Entity class expands to:
+/// var age: Int = 0 {
+///     @storageRestrictions(accesses: _backing)
+///     init(initialValue) { _backing.initialize(1, initialValue) }
+///     get { _backing.get(1, as: Int.self) }
+///     set { _backing.set(1, newValue) }
+/// }
+/// ```
+@attached(accessor, names: named(init), named(get), named(set))
+public macro _PersistedAttribute(slot: Int) = #externalMacro(module: "ObjectGraphMacros", type: "PersistedAttributeMacro")
+
+/// Keeps a stored property of an entity out of the object graph.
+///
+/// A transient property stays an ordinary stored property of the instance: it
+/// has no slot, is not part of the ``EntityDescription``, is not saved, and
+/// starts from its initial value whenever an object is materialized. It
+/// expands to nothing; ``Entity()`` reads it.
+///
+/// ```swift
+/// @Entity
+/// final class Document {
+///     var text: String = ""
+///     @Transient var renderedHTML: String? = nil
+/// }
+/// ```
+@attached(peer)
+public macro Transient() = #externalMacro(module: "ObjectGraphMacros", type: "TransientMacro")
+
+/// Sets options on one persisted attribute of an entity.
+///
+/// It expands to nothing; ``Entity()`` copies the options into the attribute's
+/// entry in the ``EntityDescription``.
+///
+/// - Parameter originalName: The name the attribute had in an earlier version
+///   of the schema, so that stored data written under that name is read into
+///   this attribute after a rename.
+///
+/// ```swift
+/// @Entity
+/// final class Person {
+///     @Attribute(originalName: "nick") var nickname: String?
+/// }
+/// ```
+@attached(peer)
+public macro Attribute(originalName: String? = nil) = #externalMacro(module: "ObjectGraphMacros", type: "AttributeMacro")

@@ -1,0 +1,44 @@
+// Error messages the ObjectGraph macros report.
+
+import SwiftDiagnostics
+
+/// An error an ObjectGraph macro reports at the offending node.
+struct EntityDiagnostic: DiagnosticMessage {
+    let id: String
+    let message: String
+
+    var diagnosticID: MessageID { MessageID(domain: "ObjectGraphMacros", id: id) }
+    var severity: DiagnosticSeverity { .error }
+
+    /// `@Entity` was attached to a struct, enum, actor, protocol or extension.
+    static let notAClass = EntityDiagnostic(
+        id: "notAClass",
+        message: "@Entity can only be applied to a class"
+    )
+
+    /// A persisted attribute was declared with `let`.
+    static let letAttribute = EntityDiagnostic(
+        id: "letAttribute",
+        message: "entity attributes must be declared with var"
+    )
+
+    /// `var a: Int, b: Int` declares two attributes in one declaration.
+    static let multipleBindings = EntityDiagnostic(
+        id: "multipleBindings",
+        message: "declare one attribute per var"
+    )
+
+    /// A persisted attribute has `willSet` or `didSet`.
+    static let propertyObservers = EntityDiagnostic(
+        id: "propertyObservers",
+        message: "property observers are not supported on entity attributes"
+    )
+
+    /// A persisted attribute has no type annotation.
+    static func missingType(_ name: String) -> EntityDiagnostic {
+        EntityDiagnostic(
+            id: "missingType",
+            message: "add an explicit type to '\(name)'; the entity description needs it"
+        )
+    }
+}

@@ -1,0 +1,179 @@
+// `@Entity`: turns a class into an ObjectGraph entity.
+
+import SwiftDiagnostics
+public import SwiftSyntax
+public import SwiftSyntaxMacros
+
+/// Implements `@Entity`.
+///
+/// - member role: adds `_backing`, the static `entityDescription` and
+///   `init(_backing:)`, and reports the members that cannot be attributes;
+/// - member-attribute role: marks each persisted attribute with
+///   `@_PersistedAttribute(slot: N)`, slots numbered in declaration order;
+/// - extension role: adds the `ObjectGraph.Entity` conformance.
+public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
+    // MARK: member
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let classDecl = declaration.as(ClassDeclSyntax.self) else {
+            context.diagnose(Diagnostic(node: node, message: EntityDiagnostic.notAClass))
+            return []
+        }
+        let members = EntityMembers(classDecl.memberBlock.members)
+        for diagnostic in members.diagnostics {
+            context.diagnose(diagnostic)
+        }
+
+        let className = classDecl.name.trimmed.text
+        let entityName = classDecl.name.identifier?.name ?? className
+        let entityDescription = Make.member(Make.ref(className), "entityDescription")
+
+        // public var _backing = ObjectGraph.ObjectBacking(entity: Person.entityDescription)
+        let backing = VariableDeclSyntax(
+            modifiers: [DeclModifierSyntax(name: .keyword(.public))],
+            bindingSpecifier: .keyword(.var),
+            bindings: [
+                PatternBindingSyntax(
+                    pattern: IdentifierPatternSyntax(identifier: .identifier("_backing")),
+                    initializer: InitializerClauseSyntax(
+                        value: Make.call(Make.objectGraph("ObjectBacking"), [("entity", entityDescription)])
+                    )
+                )
+            ]
+        )
+
+        // public static let entityDescription = ObjectGraph.EntityDescription(name:type:attributes:)
+        let description = VariableDeclSyntax(
+            modifiers: [DeclModifierSyntax(name: .keyword(.public)), DeclModifierSyntax(name: .keyword(.static))],
+            bindingSpecifier: .keyword(.let),
+            bindings: [
+                PatternBindingSyntax(
+                    pattern: IdentifierPatternSyntax(identifier: .identifier("entityDescription")),
+                    initializer: InitializerClauseSyntax(
+                        value: Make.call(
+                            Make.objectGraph("EntityDescription"),
+                            [
+                                ("name", Make.string(entityName)),
+                                ("type", Make.member(Make.ref(className), "self")),
+                                ("attributes", Make.array(members.attributes.map(attributeDescription))),
+                            ],
+                            multiline: true
+                        )
+                    )
+                )
+            ]
+        )
+
+        // public required init(_backing: ObjectGraph.ObjectBacking) { self._backing = _backing }
+        let assignment = InfixOperatorExprSyntax(
+            leftOperand: Make.member(ExprSyntax(DeclReferenceExprSyntax(baseName: .keyword(.self))), "_backing"),
+            operator: AssignmentExprSyntax(),
+            rightOperand: Make.ref("_backing")
+        )
+        let initializer = InitializerDeclSyntax(
+            modifiers: [DeclModifierSyntax(name: .keyword(.public)), DeclModifierSyntax(name: .keyword(.required))],
+            signature: FunctionSignatureSyntax(
+                parameterClause: FunctionParameterClauseSyntax(
+                    parameters: [
+                        FunctionParameterSyntax(
+                            firstName: .identifier("_backing"),
+                            type: MemberTypeSyntax(
+                                baseType: IdentifierTypeSyntax(name: .identifier("ObjectGraph")),
+                                name: .identifier("ObjectBacking")
+                            )
+                        )
+                    ]
+                )
+            ),
+            body: Make.block(ExprSyntax(assignment))
+        )
+
+        var result = [DeclSyntax(backing), DeclSyntax(description), DeclSyntax(initializer)]
+        // A class that declares no initializer of its own would lose its implicit `init()` to
+        // `init(_backing:)`; give it back, so `Tag()` keeps working as in plain Swift.
+        let declaresInit = classDecl.memberBlock.members.contains { $0.decl.is(InitializerDeclSyntax.self) }
+        if !declaresInit {
+            result.append(DeclSyntax(InitializerDeclSyntax(
+                modifiers: [DeclModifierSyntax(name: .keyword(.public))],
+                signature: FunctionSignatureSyntax(parameterClause: FunctionParameterClauseSyntax(parameters: [])),
+                body: CodeBlockSyntax(statements: [])
+            )))
+        }
+        return result
+    }
+
+    /// `.attribute("name", T.self, optional: true, default: expr, originalName: "old")`,
+    /// leaving out the arguments that do not apply.
+    static func attributeDescription(_ attribute: PersistedAttribute) -> ExprSyntax {
+        var arguments: [(String?, ExprSyntax)] = [
+            (nil, Make.string(attribute.name)),
+            (nil, Make.metatype(attribute.valueType)),
+        ]
+        if attribute.isOptional {
+            arguments.append(("optional", Make.bool(true)))
+        }
+        if let defaultValue = attribute.defaultValue {
+            arguments.append(("default", defaultValue))
+        }
+        if let originalName = attribute.originalName {
+            arguments.append(("originalName", originalName))
+        }
+        return Make.call(Make.member(nil, "attribute"), arguments)
+    }
+
+    // MARK: member attribute
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingAttributesFor member: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        guard declaration.is(ClassDeclSyntax.self),
+              let variable = member.as(VariableDeclSyntax.self),
+              !variable.attributes.hasAttribute(named: "_PersistedAttribute"),
+              case .persisted(let attribute) = EntityMembers.role(of: variable),
+              let slot = EntityMembers(declaration.memberBlock.members).slot(of: attribute.name)
+        else { return [] }
+        return [Make.attribute("_PersistedAttribute", label: "slot", value: Make.int(slot))]
+    }
+
+    // MARK: extension
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        // The compiler leaves `Entity` out of `protocols` when the class already conforms.
+        guard let classDecl = declaration.as(ClassDeclSyntax.self), !protocols.isEmpty else { return [] }
+        let alreadyListed = classDecl.inheritanceClause?.inheritedTypes.contains { inherited in
+            let text = inherited.type.trimmedDescription
+            return text == "Entity" || text == "ObjectGraph.Entity"
+        } ?? false
+        guard !alreadyListed else { return [] }
+        return [
+            ExtensionDeclSyntax(
+                extendedType: type.trimmed,
+                inheritanceClause: InheritanceClauseSyntax(
+                    inheritedTypes: [
+                        InheritedTypeSyntax(
+                            type: MemberTypeSyntax(
+                                baseType: IdentifierTypeSyntax(name: .identifier("ObjectGraph")),
+                                name: .identifier("Entity")
+                            )
+                        )
+                    ]
+                ),
+                memberBlock: MemberBlockSyntax(members: [])
+            )
+        ]
+    }
+}

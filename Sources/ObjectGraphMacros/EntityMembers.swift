@@ -1,0 +1,195 @@
+// Decides which members of an `@Entity` class are persisted attributes.
+//
+// All three roles of `@Entity` and the `@_PersistedAttribute` accessor macro
+// go through this one analysis, so the slot numbers the member-attribute role
+// hands out always match the order of the generated entity description.
+
+import SwiftDiagnostics
+import SwiftSyntax
+
+/// A stored instance property of an entity class that is persisted.
+struct PersistedAttribute {
+    /// The property's name as written in source, without backticks.
+    let name: String
+    /// The declared type with any `Optional` wrapping removed.
+    let valueType: TypeSyntax
+    /// Whether the declared type is `T?`, `T!` or `Optional<T>`.
+    let isOptional: Bool
+    /// The initializer expression (`= expr`), copied verbatim.
+    let defaultValue: ExprSyntax?
+    /// The `originalName:` argument of `@Attribute`, if one was given and is not `nil`.
+    let originalName: ExprSyntax?
+}
+
+/// What one member declaration of an entity class means to the macros.
+enum MemberRole {
+    /// Not persisted: static, computed, lazy, `@Transient`, or not a property at all.
+    case ignored
+    /// A persisted attribute.
+    case persisted(PersistedAttribute)
+    /// Looks like an attribute but cannot be one; the diagnostics say why.
+    case invalid([Diagnostic])
+}
+
+/// The persisted attributes of an entity class in slot order, plus the
+/// diagnostics for the members that cannot be attributes.
+struct EntityMembers {
+    /// Persisted attributes; an attribute's index here is its slot.
+    var attributes: [PersistedAttribute] = []
+    /// Errors for the members that look like attributes but are not valid ones.
+    var diagnostics: [Diagnostic] = []
+
+    init(_ members: MemberBlockItemListSyntax) {
+        for item in members {
+            guard let variable = item.decl.as(VariableDeclSyntax.self) else { continue }
+            switch Self.role(of: variable) {
+            case .ignored:
+                break
+            case .persisted(let attribute):
+                attributes.append(attribute)
+            case .invalid(let found):
+                diagnostics.append(contentsOf: found)
+            }
+        }
+    }
+
+    /// The slot of the persisted attribute called `name`, if there is one.
+    func slot(of name: String) -> Int? {
+        attributes.firstIndex { $0.name == name }
+    }
+
+    /// Classifies one property declaration of an entity class.
+    static func role(of variable: VariableDeclSyntax) -> MemberRole {
+        // Names added by the `@Entity` member role itself are never attributes.
+        if variable.bindings.count == 1, let name = variable.bindings.first?.identifierName,
+           name == "_backing" || name == "entityDescription" {
+            return .ignored
+        }
+        let staticOrLazy = variable.modifiers.contains { modifier in
+            switch modifier.name.tokenKind {
+            case .keyword(.static), .keyword(.class), .keyword(.lazy): true
+            default: false
+            }
+        }
+        if staticOrLazy || variable.attributes.hasAttribute(named: "Transient") {
+            return .ignored
+        }
+        if variable.bindings.contains(where: \.isComputed) {
+            return .ignored
+        }
+
+        var diagnostics: [Diagnostic] = []
+        if variable.bindingSpecifier.tokenKind != .keyword(.var) {
+            diagnostics.append(Diagnostic(node: variable.bindingSpecifier, message: EntityDiagnostic.letAttribute))
+        }
+        guard variable.bindings.count == 1, let binding = variable.bindings.first,
+              let name = binding.identifierName
+        else {
+            diagnostics.append(Diagnostic(node: variable.bindings, message: EntityDiagnostic.multipleBindings))
+            return .invalid(diagnostics)
+        }
+        if let accessors = binding.accessorBlock {
+            // Not computed (checked above), so the accessors are observers.
+            diagnostics.append(Diagnostic(node: accessors, message: EntityDiagnostic.propertyObservers))
+        }
+        guard let declaredType = binding.typeAnnotation?.type.trimmed else {
+            diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.missingType(name)))
+            return .invalid(diagnostics)
+        }
+        guard diagnostics.isEmpty else { return .invalid(diagnostics) }
+
+        let (valueType, isOptional) = declaredType.unwrappingOptional()
+        return .persisted(
+            PersistedAttribute(
+                name: name,
+                valueType: valueType,
+                isOptional: isOptional,
+                defaultValue: binding.initializer?.value.trimmed,
+                originalName: variable.attributes.argument(labeled: "originalName", inAttribute: "Attribute")
+            )
+        )
+    }
+}
+
+extension PatternBindingSyntax {
+    /// The bound name without backticks when the pattern is a plain identifier.
+    var identifierName: String? {
+        guard let identifier = pattern.as(IdentifierPatternSyntax.self)?.identifier else { return nil }
+        return identifier.identifier?.name ?? identifier.text
+    }
+
+    /// Whether this binding is a computed property (a getter, or accessors other than observers).
+    var isComputed: Bool {
+        guard let accessorBlock else { return false }
+        switch accessorBlock.accessors {
+        case .getter:
+            return true
+        case .accessors(let list):
+            return list.contains { accessor in
+                switch accessor.accessorSpecifier.tokenKind {
+                case .keyword(.willSet), .keyword(.didSet): false
+                default: true
+                }
+            }
+        }
+    }
+}
+
+extension AttributeListSyntax {
+    /// The attribute spelled `@name` or `@ObjectGraph.name`, if present.
+    func attribute(named name: String) -> AttributeSyntax? {
+        for element in self {
+            guard case .attribute(let attribute) = element else { continue }
+            let type = attribute.attributeName
+            if let identifier = type.as(IdentifierTypeSyntax.self), identifier.name.text == name {
+                return attribute
+            }
+            if let member = type.as(MemberTypeSyntax.self), member.name.text == name,
+               member.baseType.as(IdentifierTypeSyntax.self)?.name.text == "ObjectGraph" {
+                return attribute
+            }
+        }
+        return nil
+    }
+
+    func hasAttribute(named name: String) -> Bool {
+        attribute(named: name) != nil
+    }
+
+    /// The expression passed as `label:` to `@attributeName(...)`, unless it is absent or `nil`.
+    func argument(labeled label: String, inAttribute attributeName: String) -> ExprSyntax? {
+        guard let attribute = attribute(named: attributeName),
+              case .argumentList(let arguments) = attribute.arguments,
+              let argument = arguments.first(where: { $0.label?.text == label }),
+              !argument.expression.is(NilLiteralExprSyntax.self)
+        else { return nil }
+        return argument.expression.trimmed
+    }
+}
+
+extension TypeSyntax {
+    /// Splits `T?`, `T!`, `Optional<T>` and `Swift.Optional<T>` into `(T, true)`;
+    /// any other type comes back unchanged with `false`.
+    func unwrappingOptional() -> (TypeSyntax, Bool) {
+        if let optional = self.as(OptionalTypeSyntax.self) {
+            return (optional.wrappedType.trimmed, true)
+        }
+        if let iuo = self.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) {
+            return (iuo.wrappedType.trimmed, true)
+        }
+        let genericArguments: GenericArgumentClauseSyntax?
+        if let identifier = self.as(IdentifierTypeSyntax.self), identifier.name.text == "Optional" {
+            genericArguments = identifier.genericArgumentClause
+        } else if let member = self.as(MemberTypeSyntax.self), member.name.text == "Optional",
+                  member.baseType.as(IdentifierTypeSyntax.self)?.name.text == "Swift" {
+            genericArguments = member.genericArgumentClause
+        } else {
+            genericArguments = nil
+        }
+        if let arguments = genericArguments?.arguments, arguments.count == 1,
+           case .type(let wrapped) = arguments.first?.argument {
+            return (wrapped.trimmed, true)
+        }
+        return (self, false)
+    }
+}

@@ -1,0 +1,15 @@
+// The compiler plugin entry point for ObjectGraph's macros.
+
+import SwiftCompilerPlugin
+import SwiftSyntaxMacros
+
+/// Registers every macro that `ObjectGraph/Macros.swift` declares.
+@main
+struct ObjectGraphMacrosPlugin: CompilerPlugin {
+    let providingMacros: [any Macro.Type] = [
+        EntityMacro.self,
+        PersistedAttributeMacro.self,
+        TransientMacro.self,
+        AttributeMacro.self,
+    ]
+}
