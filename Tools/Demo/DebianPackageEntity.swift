@@ -1,0 +1,42 @@
+import Foundation
+import ObjectGraph
+
+/// One binary package of Debian's archive index, as the demo stores it.
+@Entity final class DebianPackage {
+    var name: String
+    var version: String
+    var architecture: String
+    var section: String
+    var priority: String?
+    var installedSize: Int64?
+    var size: Int64
+    var maintainer: String
+    var homepage: URL?
+    /// The first line of the description.
+    var summary: String
+    /// The rest of the description.
+    var details: String
+    /// Names of the packages it depends on (first alternative of each clause).
+    var depends: [String] = []
+    var sha256: String
+}
+
+extension DebianPackage {
+    /// Copies a fixture record's fields into this object.
+    func update(from record: DebianPackageRecord) {
+        name = record.name
+        version = record.version
+        architecture = record.architecture
+        section = record.section
+        priority = record.priority
+        installedSize = record.installedSize
+        size = record.size
+        maintainer = record.maintainer
+        homepage = record.homepage.flatMap(URL.init(string:))
+        let lines = record.description.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+        summary = lines.first.map(String.init) ?? ""
+        details = lines.count > 1 ? String(lines[1]) : ""
+        depends = record.depends
+        sha256 = record.sha256
+    }
+}
