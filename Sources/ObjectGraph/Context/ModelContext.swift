@@ -24,6 +24,8 @@ public final class ModelContext {
     public var backend: (any PersistenceBackend)?
 
     var tables: [EntityTable] = []
+    /// The journal-backed store this context belongs to, if any.
+    weak var store: ObjectStore?
     private var lastTypeID: ObjectIdentifier?
     private var lastTable: EntityTable?
 
@@ -36,6 +38,20 @@ public final class ModelContext {
         self.schema = schema
         self.backend = backend
         tables = schema.entities.enumerated().map { EntityTable(entity: $1, index: $0, context: self) }
+    }
+
+    deinit {
+        // Instances and their table reference each other; detach the instances that outlive
+        // the context (they keep their last values as standalone objects) and break the cycle.
+        for t in tables {
+            for row in 0..<t.rowCount where t.instances[row] != nil {
+                if isKnownUniquelyReferenced(&t.instances[row]) {
+                    t.instances[row] = nil
+                } else {
+                    t.detachInstance(row: row)
+                }
+            }
+        }
     }
 
     // MARK: Tables
@@ -227,11 +243,14 @@ public final class ModelContext {
     /// - Throws: ``ValidationError`` listing every failure, or the backend's error.
     public func save() throws {
         try validate()
-        if let backend {
+        if let store {
+            try store.persistPending()
+        } else if let backend {
             let changes = makeChangeSet()
             if !changes.isEmpty { try backend.persist(changes) }
         }
         for t in tables { t.commit() }
+        store?.didCommit()
     }
 
     func validate() throws(ValidationError) {

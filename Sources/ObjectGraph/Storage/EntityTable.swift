@@ -11,6 +11,11 @@ import Foundation
 /// Change tracking: the first change of a committed row in a transaction copies the row
 /// (cells and null bits) to a before-image; `rollback` copies it back and truncates the arena to
 /// its committed length, which discards every byte the transaction appended.
+///
+/// The hot stored properties opt out of dynamic exclusivity checking: a table is confined to
+/// its context's isolation domain and no method holds an inout access to one of them across a
+/// call that touches the same property. Measured (callgrind, `Tools/Benchmarks`): the checks
+/// were half to two thirds of the instructions of insert, update and rollback.
 final class EntityTable {
     struct Flags {
         static let live: UInt8 = 1
@@ -30,28 +35,28 @@ final class EntityTable {
     /// Null bits of the attributes that must have a value.
     let requiredMask: [UInt64]
 
-    var values: [UInt64] = []
-    var nulls: [UInt64] = []
-    var arena = ByteArena()
-    var flags: [UInt8] = []
-    var serialOfRow: [UInt64] = []
-    var instances: [AnyObject?] = []
-    var beforeIndex: [Int32] = []
+    @exclusivity(unchecked) var values: [UInt64] = []
+    @exclusivity(unchecked) var nulls: [UInt64] = []
+    @exclusivity(unchecked) var arena = ByteArena()
+    @exclusivity(unchecked) var flags: [UInt8] = []
+    @exclusivity(unchecked) var serialOfRow: [UInt64] = []
+    @exclusivity(unchecked) var instances: [AnyObject?] = []
+    @exclusivity(unchecked) var beforeIndex: [Int32] = []
 
     /// Row `serial - 1`; -1 for a serial with no live row.
-    var rowOfSerial: [Int32] = []
-    var nextSerial: UInt64 = 1
-    var freeRows: [Int32] = []
-    var liveCount = 0
+    @exclusivity(unchecked) var rowOfSerial: [Int32] = []
+    @exclusivity(unchecked) var nextSerial: UInt64 = 1
+    @exclusivity(unchecked) var freeRows: [Int32] = []
+    @exclusivity(unchecked) var liveCount = 0
 
     // The pending transaction.
-    var insertedRows: [Int32] = []
-    var deletedRows: [Int32] = []
-    var dirtyRows: [Int32] = []
+    @exclusivity(unchecked) var insertedRows: [Int32] = []
+    @exclusivity(unchecked) var deletedRows: [Int32] = []
+    @exclusivity(unchecked) var dirtyRows: [Int32] = []
     /// Rows inserted and deleted in the same transaction: freed at save or rollback.
-    var vanishedRows: [Int32] = []
-    var beforeValues: [UInt64] = []
-    var beforeNulls: [UInt64] = []
+    @exclusivity(unchecked) var vanishedRows: [Int32] = []
+    @exclusivity(unchecked) var beforeValues: [UInt64] = []
+    @exclusivity(unchecked) var beforeNulls: [UInt64] = []
     var committedArenaCount = 0
     var committedGarbage = 0
 
@@ -167,6 +172,7 @@ final class EntityTable {
         if let object = instances[row], let entity = object as? any Entity { return entity }
         let object = entity.type.init(_backing: ObjectBacking(table: self, row: Int32(row)))
         instances[row] = object
+        if flags[row] & Flags.inserted == 0 { object.awakeFromFetch() }
         return object
     }
 
@@ -301,8 +307,13 @@ final class EntityTable {
     func captureBeforeImage(row: Int) {
         beforeIndex[row] = Int32(dirtyRows.count)
         dirtyRows.append(Int32(row))
-        beforeValues.append(contentsOf: values[row * stride..<(row + 1) * stride])
-        beforeNulls.append(contentsOf: nulls[row * maskWords..<(row + 1) * maskWords])
+        let stride = self.stride, maskWords = self.maskWords
+        values.withUnsafeBufferPointer { v in
+            beforeValues.append(contentsOf: UnsafeBufferPointer(rebasing: v[row * stride..<(row + 1) * stride]))
+        }
+        nulls.withUnsafeBufferPointer { n in
+            beforeNulls.append(contentsOf: UnsafeBufferPointer(rebasing: n[row * maskWords..<(row + 1) * maskWords]))
+        }
         flags[row] |= Flags.dirty
     }
 
@@ -368,15 +379,23 @@ final class EntityTable {
             releaseRow(Int(r))
         }
         for r in vanishedRows { releaseRow(Int(r)) }
-        for r in dirtyRows {
-            let row = Int(r)
-            let b = Int(beforeIndex[row])
-            guard b >= 0 else { continue }
-            values.replaceSubrange(row * stride..<(row + 1) * stride, with: beforeValues[b * stride..<(b + 1) * stride])
-            nulls.replaceSubrange(
-                row * maskWords..<(row + 1) * maskWords, with: beforeNulls[b * maskWords..<(b + 1) * maskWords])
-            flags[row] &= ~Flags.dirty
-            beforeIndex[row] = -1
+        let stride = self.stride, maskWords = self.maskWords
+        values.withUnsafeMutableBufferPointer { v in
+            nulls.withUnsafeMutableBufferPointer { n in
+                beforeValues.withUnsafeBufferPointer { bv in
+                    beforeNulls.withUnsafeBufferPointer { bn in
+                        for r in dirtyRows {
+                            let row = Int(r)
+                            let b = Int(beforeIndex[row])
+                            guard b >= 0 else { continue }
+                            for i in 0..<stride { v[row * stride + i] = bv[b * stride + i] }
+                            for i in 0..<maskWords { n[row * maskWords + i] = bn[b * maskWords + i] }
+                            flags[row] &= ~Flags.dirty
+                            beforeIndex[row] = -1
+                        }
+                    }
+                }
+            }
         }
         for r in deletedRows { flags[Int(r)] &= ~Flags.deleted }
         arena.truncate(to: committedArenaCount, garbage: committedGarbage)
