@@ -22,6 +22,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // liblz4 from Debian's liblz4-dev; only GraphJournal's codec includes it.
@@ -47,7 +48,7 @@ let package = Package(
         ),
         .target(
             name: "ObjectGraph",
-            dependencies: ["ObjectGraphMacros", "GraphJournal"],
+            dependencies: ["ObjectGraphMacros", "GraphJournal", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -62,13 +63,26 @@ let package = Package(
             path: "Tools/DebianFixture",
             swiftSettings: strictSettings
         ),
+        // The child process of the crash tests: saves in a loop until killed.
+        .executableTarget(
+            name: "objectgraph-crash-writer",
+            dependencies: ["ObjectGraph"],
+            path: "Tools/CrashWriter",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: [
                 "ObjectGraph",
+                "objectgraph-crash-writer",
                 "GraphJournal",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "GraphJournalTests",
+            dependencies: ["GraphJournal"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -27,10 +27,15 @@ public protocol Entity: AnyObject, SendableMetatype {
     /// Called once when the object is inserted into a context, after its defaults (and, for a
     /// standalone object, the values set before insertion) are in place. Never called on replay.
     func awakeFromInsert()
+    /// Called once when an instance is created for an object that was already saved (loaded
+    /// from the journal, or looked up again after ``ModelContext/reset()``). Instances are
+    /// created lazily, on first access, like Core Data's faults.
+    func awakeFromFetch()
 }
 
 extension Entity {
     public func awakeFromInsert() {}
+    public func awakeFromFetch() {}
 }
 
 extension Entity {

@@ -20,9 +20,24 @@ func measure<T>(_ body: () throws -> T) rethrows -> (T, Double) {
 
 func ms(_ v: Double) -> String { String(format: "%8.2f ms", v) }
 
+func bytes(_ n: Int64) -> String {
+    n >= 1 << 20 ? String(format: "%.2f MiB", Double(n) / 1048576) : String(format: "%.1f KiB", Double(n) / 1024)
+}
+
+/// A digest of every object's values, to show that replay gives back the same graph.
+func fingerprint(_ packages: [DebianPackage]) -> String {
+    var hasher = Hasher()
+    for p in packages.sorted(by: { $0.name < $1.name }) {
+        hasher.combine(p.name); hasher.combine(p.version); hasher.combine(p.section); hasher.combine(p.installedSize)
+        hasher.combine(p.homepage); hasher.combine(p.depends); hasher.combine(p.sha256)
+    }
+    return String(UInt64(bitPattern: Int64(hasher.finalize())), radix: 16)
+}
+
 func run() throws {
     let arguments = CommandLine.arguments.dropFirst()
     let path = arguments.first ?? "Fixtures/debian-packages.jsonl.lz4"
+    let storeURL = URL(fileURLWithPath: arguments.dropFirst().first ?? "demo-store")
 
     print("ObjectGraph demo — Debian package index slice")
     print("fixture: \(path)")
@@ -30,8 +45,10 @@ func run() throws {
     let (records, loadTime) = try measure { try DebianPackageRecord.loadFixture(at: URL(fileURLWithPath: path)) }
     print("\(ms(loadTime))  decompressed and decoded \(records.count) package records")
 
+    try? FileManager.default.removeItem(at: storeURL)
     let schema = try Schema(DebianPackage.self)
-    let context = ModelContext(schema: schema)
+    var store = try ObjectStore.open(at: storeURL, schema: schema)
+    var context = store.context
 
     let (_, insertTime) = try measure {
         for record in records {
@@ -42,9 +59,11 @@ func run() throws {
     print("\(ms(insertTime))  inserted \(context.insertedObjects.count) objects")
 
     let (_, saveTime) = try measure { try context.save() }
-    print("\(ms(saveTime))  saved (committed state; the journal arrives with the store)")
+    let stats = store.stats
+    print("\(ms(saveTime))  saved to \(storeURL.lastPathComponent)/ (fdatasync included): \(bytes(stats.bytesOnDisk)) on disk, "
+        + String(format: "LZ4 ratio %.2f", Double(stats.rawPayloadBytes) / Double(max(stats.storedPayloadBytes, 1))))
 
-    let packages = try context.objects(of: DebianPackage.self)
+    var packages = try context.objects(of: DebianPackage.self)
     let totalInstalled = packages.reduce(Int64(0)) { $0 + ($1.installedSize ?? 0) }
     let bySection = Dictionary(grouping: packages, by: \.section).mapValues(\.count)
     let topSections = bySection.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(5)
@@ -53,7 +72,7 @@ func run() throws {
     print("           installed size of all: \(totalInstalled / 1024) MiB")
 
     // Change tracking: a security update bumps every package of one maintainer team.
-    guard let team = Dictionary(grouping: packages, by: \.maintainer).max(by: { $0.value.count < $1.value.count }) else {
+    guard let team = Dictionary(grouping: packages, by: \.maintainer).max(by: { ($0.value.count, $1.key) < ($1.value.count, $0.key) }) else {
         throw DemoFailure(description: "the fixture holds no packages")
     }
     let (_, updateTime) = measure {
@@ -85,12 +104,32 @@ func run() throws {
     let edges = packages.reduce(0) { $0 + $1.depends.count }
     print("           \(edges) Depends edges, \(resolvable) resolve inside the slice")
 
-    // A real save of a change: every package gets a new mirror homepage if it had none.
+    // A second save: the security update for real, and a homepage for packages without one.
     let (_, secondSaveTime) = try measure {
+        for p in team.value { p.version += "+deb12u1" }
         for p in packages where p.homepage == nil { p.homepage = URL(string: "https://packages.debian.org/bookworm/\(p.name)") }
         try context.save()
     }
-    print("\(ms(secondSaveTime))  set a homepage on packages without one and saved; hasChanges \(context.hasChanges)")
+    print("\(ms(secondSaveTime))  bumped \(team.value.count) versions, set missing homepages, saved: \(bytes(store.stats.bytesOnDisk)) on disk")
+    let before = fingerprint(packages)
+    try store.close()
+
+    // Reopen: the journal is replayed into a ready context.
+    let (reopened, reopenTime) = try measure { try ObjectStore.open(at: storeURL, schema: schema) }
+    store = reopened
+    context = store.context
+    packages = try context.objects(of: DebianPackage.self)
+    let same = fingerprint(packages) == before
+    print("\(ms(reopenTime))  reopened: replayed \(store.stats.records) records into \(packages.count) objects; "
+        + "values \(same ? "identical" : "DIFFERENT") to before close")
+    guard same else { throw DemoFailure(description: "replay did not restore the saved graph") }
+
+    // Compact: the live objects become the new base.
+    let bytesBefore = store.stats.bytesOnDisk
+    let (_, compactTime) = try measure { try store.compact() }
+    print("\(ms(compactTime))  compacted: \(bytes(bytesBefore)) -> \(bytes(store.stats.bytesOnDisk)) in \(store.stats.segments) segment(s)")
+    try store.close()
+    print("           the store is in \(storeURL.path)/")
 }
 
 do {

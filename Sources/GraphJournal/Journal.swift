@@ -1,0 +1,558 @@
+public import Foundation
+internal import Synchronization
+
+/// An append-only, checksummed, LZ4-compressed journal of opaque transaction payloads.
+///
+/// The journal knows nothing of what it stores: each ``append(_:schema:)`` writes one
+/// transaction payload (bytes) as one atomic record, optionally preceded by a new schema
+/// payload; ``forEachRecord(_:)`` gives them back in order after a restart. ``compact(base:schema:)``
+/// replaces the whole history by a snapshot. The byte layout is in `Docs/JournalFormat.md`.
+///
+/// ```swift
+/// let journal = try Journal.open(directory: "/var/lib/app/store")
+/// try journal.forEachRecord { record in try replay(record) }
+/// let sequence = try journal.append(encodedChanges, schema: encodedSchema)
+/// try journal.close()
+/// ```
+///
+/// ## Concurrency
+///
+/// A `Journal` is `Sendable`: every method may be called from any thread or task. Appends are
+/// serialized by an internal lock; with ``JournalOptions/Durability/always`` an append then
+/// waits for an `fdatasync`, and appends that wait at the same time share one (group commit):
+/// one caller syncs, the others find their records already covered. The methods block the
+/// calling thread while they do I/O; call them from a dedicated actor or thread, not from the
+/// main actor of a UI.
+///
+/// ## One writer
+///
+/// `open` takes an exclusive `flock` on `DIR/LOCK`; a second `open` of the same directory, in
+/// this process or another, fails with ``JournalError/Code/locked`` until the first is closed.
+/// ``inspect(directory:)`` reads without the lock and never writes.
+public final class Journal: Sendable {
+    /// The journal's directory.
+    public let directory: String
+    /// The options it was opened with.
+    public let options: JournalOptions
+    /// What `open` found and repaired: a torn tail, dropped bytes, removed leftovers.
+    public let openReport: JournalOpenReport
+
+    let fs: FileSystem
+    let state: Mutex<WriterState>
+    /// Held while an `fdatasync` of the active segment runs (group commit); taken before
+    /// `state` when both are needed.
+    let gate: Mutex<SyncGate>
+
+    init(directory: String, options: JournalOptions, report: JournalOpenReport, state: WriterState) {
+        self.directory = directory
+        self.options = options
+        self.openReport = report
+        self.fs = FileSystem(io: options.io)
+        self.gate = Mutex(SyncGate(segment: state.activeHeader.number, synced: state.tail))
+        self.state = Mutex(state)
+    }
+
+    deinit {
+        // Dropped without close(): release descriptors (and so the lock) without syncing.
+        state.withLock { s in
+            guard !s.closed else { return }
+            s.closed = true
+            for fd in s.retiredFDs + [s.activeFD, s.lockFD] { fs.closeQuietly(fd) }
+        }
+    }
+
+    // MARK: Opening
+
+    /// Opens (creating if needed) the journal in `directory` for appending.
+    ///
+    /// Creates the directory (mode 0700) if it is missing, takes the exclusive lock, reads
+    /// `MANIFEST` and checks every record of every live segment. A torn last record is a
+    /// normal end: it is reported in ``openReport`` and truncated before the first append.
+    /// Damage followed by valid data is corruption: `open` throws unless
+    /// `options.recovery` is ``JournalOptions/Recovery/pointInTime``.
+    ///
+    /// ```swift
+    /// let journal = try Journal.open(directory: "/var/lib/app/store",
+    ///                                options: JournalOptions(durability: .always))
+    /// ```
+    ///
+    /// - Parameter directory: the journal's directory.
+    /// - Parameter options: durability, recovery, segment size, I/O layer and log sink.
+    /// - Returns: the open journal.
+    /// - Throws: ``JournalError`` with code ``JournalError/Code/locked`` (another writer),
+    ///   ``JournalError/Code/corrupt`` (file and byte offset of the damage),
+    ///   ``JournalError/Code/badHeader``, ``JournalError/Code/unsupportedVersion`` or
+    ///   ``JournalError/Code/io(errno:operation:)``.
+    public static func open(directory: String, options: JournalOptions = JournalOptions()) throws(JournalError) -> Journal {
+        let fs = FileSystem(io: options.io)
+        _ = try fs.makeDirectory(directory)
+        let lockPath = directory + "/" + JournalFormat.lockFileName
+        let lockFD = try fs.open(lockPath, .createOrOpen)
+        do throws(JournalError) {
+            guard try fs.lock(lockFD, lockPath) else {
+                throw JournalError(.locked, "another journal has \(directory) open for writing", file: lockPath)
+            }
+            var opener = JournalOpener(fs: fs, directory: directory, options: options)
+            var state = try opener.run()
+            state.lockFD = lockFD
+            let journal = Journal(directory: directory, options: options, report: opener.report, state: state)
+            if case .batched(let milliseconds) = options.durability {
+                startFlusher(for: journal, milliseconds: milliseconds)
+            }
+            return journal
+        } catch {
+            fs.closeQuietly(lockFD)
+            throw error
+        }
+    }
+
+    /// Opens the journal at a file URL; see ``open(directory:options:)-(String,_)``.
+    ///
+    /// - Parameter directory: a file URL of the journal's directory.
+    /// - Parameter options: durability, recovery, segment size, I/O layer and log sink.
+    /// - Returns: the open journal.
+    /// - Throws: ``JournalError``, as the `String` variant.
+    public static func open(directory: URL, options: JournalOptions = JournalOptions()) throws(JournalError) -> Journal {
+        try open(directory: directory.path, options: options)
+    }
+
+    // MARK: Reading
+
+    /// The latest schema payload, or nil if no schema was ever written.
+    public var schema: [UInt8]? {
+        state.withLock { $0.tail.schema }
+    }
+
+    /// Counters: segments, records, bytes, compression, last sequence.
+    public var stats: JournalStats {
+        state.withLock { s in
+            JournalStats(
+                segments: s.files.count,
+                records: s.tail.records,
+                bytesOnDisk: s.files.reduce(0) { $0 + $1.size },
+                rawPayloadBytes: s.tail.rawBytes,
+                storedPayloadBytes: s.tail.storedBytes,
+                lastSequence: s.tail.nextSequence - 1,
+                formatVersion: Int(JournalFormat.formatVersion),
+                schemaVersionsSeen: s.tail.schemaVersions)
+        }
+    }
+
+    /// Calls `body` with every live record in sequence order: the base (a schema record and
+    /// the base records) if the journal was compacted, then the log records (transactions,
+    /// with a schema record before the first transaction that used a new schema).
+    ///
+    /// Records are read from disk, checked again and decompressed one segment at a time.
+    ///
+    /// ```swift
+    /// try journal.forEachRecord { record in
+    ///     switch record.kind {
+    ///     case .schema: model = try Model(decoding: record.payload)
+    ///     case .base, .transaction: try model.apply(record.payload)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameter body: called once per record; an error it throws stops the walk.
+    /// - Throws: what `body` throws, or ``JournalError`` if a file cannot be read or no
+    ///   longer matches what `open` checked.
+    public func forEachRecord(_ body: (JournalRecord) throws -> Void) throws {
+        let files = state.withLock { s in s.files }
+        for file in files {
+            let path = self.path(file.name)
+            let fd = try fs.open(path, .readOnly)
+            let bytesResult: Result<[UInt8], JournalError>
+            do throws(JournalError) { bytesResult = .success(try fs.read(fd, path, count: Int(file.size), at: 0)) } catch {
+                bytesResult = .failure(error)
+            }
+            fs.closeQuietly(fd)
+            let bytes = try bytesResult.get()
+            var failure: (any Error)?
+            bytes.withUnsafeBytes { raw in
+                let scan = RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
+                    guard let kind = JournalRecord.Kind(recordType: record.type) else { return true }
+                    switch RecordCodec.payload(of: record, in: raw, file: path) {
+                    case .success(let payload):
+                        do { try body(JournalRecord(sequence: record.sequence, kind: kind, payload: payload)) } catch {
+                            failure = error
+                            return false
+                        }
+                        return true
+                    case .failure(let error):
+                        failure = error
+                        return false
+                    }
+                }
+                if failure == nil, let damage = scan.damage {
+                    failure = JournalError(.corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset))
+                }
+            }
+            if let failure { throw failure }
+        }
+    }
+
+    /// Every live record, in order; see ``forEachRecord(_:)``. Holds all payloads in memory.
+    ///
+    /// - Returns: the records.
+    /// - Throws: ``JournalError`` if a file cannot be read or changed after open.
+    public func records() throws(JournalError) -> [JournalRecord] {
+        var records: [JournalRecord] = []
+        do { try forEachRecord { records.append($0) } } catch let error as JournalError { throw error } catch {
+            throw JournalError(.corrupt, "\(error)")  // unreachable: the body above does not throw
+        }
+        return records
+    }
+
+    // MARK: Appending
+
+    /// Appends one transaction record; see ``append(_:schema:)-(UnsafeRawBufferPointer,_)``.
+    ///
+    /// - Parameter payload: the transaction's bytes (may be empty).
+    /// - Parameter schema: the schema the payload was written with; a schema record is written
+    ///   first when it differs from the current one.
+    /// - Returns: the record's sequence number.
+    /// - Throws: ``JournalError``; the journal is then unchanged and a later append can succeed.
+    @discardableResult
+    public func append(_ payload: [UInt8], schema: [UInt8]? = nil) throws(JournalError) -> UInt64 {
+        let result: Result<UInt64, JournalError> = payload.withUnsafeBytes { raw in
+            do throws(JournalError) { return .success(try append(raw, schema: schema)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Appends one transaction record atomically.
+    ///
+    /// The record (and the schema record before it, when `schema` is new) is written with one
+    /// `pwrite`. It is compressed as one LZ4 block when it has at least 64 bytes and
+    /// compression shrinks it. With ``JournalOptions/Durability/always`` the call returns once
+    /// an `fdatasync` covered the record.
+    ///
+    /// If the write or the `fdatasync` fails, the file is truncated back to where it was,
+    /// nothing is acknowledged and the error is thrown; a later append can succeed.
+    ///
+    /// ```swift
+    /// let sequence = try journal.append(changes, schema: schemaBytes)
+    /// ```
+    ///
+    /// - Parameter payload: the transaction's bytes (may be empty), at most 1 GiB.
+    /// - Parameter schema: the schema the payload was written with, or nil to keep the current.
+    /// - Returns: the record's sequence number, one more than the previous record's.
+    /// - Throws: ``JournalError`` of code ``JournalError/Code/io(errno:operation:)`` (for
+    ///   example `ENOSPC`), ``JournalError/Code/payloadTooLarge``, ``JournalError/Code/closed``
+    ///   or ``JournalError/Code/needsReopen``.
+    @discardableResult
+    public func append(_ payload: UnsafeRawBufferPointer, schema: [UInt8]? = nil) throws(JournalError) -> UInt64 {
+        guard payload.count <= JournalFormat.maxPayloadSize, (schema?.count ?? 0) <= JournalFormat.maxPayloadSize else {
+            throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
+        }
+        let ticket = try state.withLock { (s) throws(JournalError) -> Ticket in
+            try s.checkUsable()
+            try applyPendingTruncation(&s)
+            let newSchema = schema.flatMap { $0 == s.tail.schema ? nil : $0 }
+            let worstCase = 2 * JournalFormat.recordHeaderSize + payload.count + (newSchema?.count ?? 0)
+            if s.tail.end + Int64(worstCase) > Int64(options.segmentSize),
+               s.tail.end > Int64(JournalFormat.segmentHeaderSize) {
+                try roll(&s)
+            }
+            var buffer: [UInt8] = []
+            buffer.reserveCapacity(worstCase)
+            var tail = s.tail
+            let seed = s.activeSeed
+            if let newSchema {
+                let stored = newSchema.withUnsafeBytes {
+                    RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .schema, payload: $0)
+                }
+                tail.add(rawBytes: newSchema.count, storedBytes: stored)
+                tail.schema = newSchema
+                tail.schemaVersions += 1
+            }
+            let sequence = tail.nextSequence
+            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: sequence, type: .transaction, payload: payload)
+            tail.add(rawBytes: payload.count, storedBytes: stored)
+            tail.end += Int64(buffer.count)
+            let path = self.path(s.files[s.files.count - 1].name)
+            do throws(JournalError) {
+                try fs.write(s.activeFD, path, buffer, at: s.tail.end)
+            } catch {
+                // Part of the record may be on disk: cut it off now, or before the next append.
+                s.pendingTruncation = s.tail.end
+                try? applyPendingTruncation(&s)
+                throw error
+            }
+            s.tail = tail
+            s.files[s.files.count - 1].size = tail.end
+            var syncDue = false
+            if case .batched(let milliseconds) = options.durability {
+                syncDue = ContinuousClock.now - s.lastSync >= .milliseconds(milliseconds)
+            }
+            return Ticket(sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: syncDue)
+        }
+        switch options.durability {
+        case .always: try syncThrough(ticket)
+        case .batched: if ticket.syncDue { try syncThrough(ticket) }
+        case .none: break
+        }
+        return ticket.sequence
+    }
+
+    /// Makes every appended record durable (`fdatasync`), whatever the durability policy.
+    ///
+    /// - Throws: ``JournalError`` if the `fdatasync` fails. With `.always`, unsynced records
+    ///   are then truncated (none was acknowledged); with the other policies the journal
+    ///   needs reopening (``JournalError/Code/needsReopen``), since acknowledged records may
+    ///   have been lost.
+    public func sync() throws(JournalError) {
+        let ticket = try state.withLock { (s) throws(JournalError) -> Ticket in
+            try s.checkUsable()
+            return Ticket(sequence: s.tail.nextSequence - 1, end: s.tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: true)
+        }
+        try syncThrough(ticket)
+    }
+
+    /// Syncs and closes the journal and releases the lock. Later calls throw
+    /// ``JournalError/Code/closed``; closing twice does nothing.
+    ///
+    /// - Throws: ``JournalError`` if the final `fdatasync` or a `close` fails (the descriptors
+    ///   and the lock are released anyway).
+    public func close() throws(JournalError) {
+        try gate.withLock { (_) throws(JournalError) in
+            try state.withLock { (s) throws(JournalError) in
+                guard !s.closed else { return }
+                s.closed = true
+                var failure: JournalError?
+                if s.broken == nil {
+                    do throws(JournalError) { try fs.fdatasync(s.activeFD, path(s.files[s.files.count - 1].name)) } catch { failure = error }
+                }
+                for fd in s.retiredFDs + [s.activeFD] {
+                    do throws(JournalError) { try fs.close(fd, nil) } catch { failure = failure ?? error }
+                }
+                s.retiredFDs = []
+                fs.closeQuietly(s.lockFD)
+                if let failure { throw failure }
+            }
+        }
+    }
+
+    // MARK: Internals
+
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    func log(_ message: @autoclosure () -> String) {
+        options.log?(message())
+    }
+
+    /// Truncates a torn tail or a failed append's partial bytes.
+    func applyPendingTruncation(_ s: inout WriterState) throws(JournalError) {
+        guard let length = s.pendingTruncation else { return }
+        let path = self.path(s.files[s.files.count - 1].name)
+        let size = try fs.fileSize(s.activeFD, path)
+        if size > length {
+            try fs.truncate(s.activeFD, path, to: length)
+            log("truncated \(size - length) bytes at offset \(length) of \(path)")
+        }
+        s.pendingTruncation = nil
+    }
+
+    /// Waits until the record `ticket` describes is durable, syncing if nobody else did.
+    func syncThrough(_ ticket: Ticket) throws(JournalError) {
+        try gate.withLock { (g) throws(JournalError) in
+            let snapshot = state.withLock { s in
+                let retired = s.retiredFDs
+                s.retiredFDs = []
+                return (fd: s.activeFD, header: s.activeHeader, name: s.files[s.files.count - 1].name,
+                        tail: s.tail, start: s.segmentStartTail, epoch: s.epoch, broken: s.broken,
+                        closed: s.closed, retired: retired)
+            }
+            // Only fdatasync runs outside `state`, always under `gate`: closing retired
+            // descriptors here cannot race with it.
+            for fd in snapshot.retired { fs.closeQuietly(fd) }
+            if snapshot.closed { throw JournalError(.closed, "the journal is closed", file: directory) }
+            for cut in g.truncations where cut.epoch >= ticket.epoch && cut.segment == ticket.segment && ticket.end > cut.end {
+                throw JournalError(.io(errno: 5, operation: "fdatasync"),
+                                   "record \(ticket.sequence) was discarded: the fdatasync that should have covered it failed",
+                                   file: path(snapshot.name))
+            }
+            if let broken = snapshot.broken { throw broken }
+            if ticket.segment != snapshot.header.number { return }  // roll or compaction synced it
+            if g.segment != snapshot.header.number {
+                g.segment = snapshot.header.number
+                g.synced = snapshot.start
+            }
+            if ticket.end <= g.synced.end { return }  // another caller's fdatasync covered it
+            do throws(JournalError) {
+                try fs.fdatasync(snapshot.fd, path(snapshot.name))
+            } catch {
+                state.withLock { s in
+                    guard s.activeHeader.number == snapshot.header.number, s.epoch == snapshot.epoch else { return }
+                    if case .always = options.durability {
+                        // Nothing past the last good sync was acknowledged: cut it off.
+                        g.truncations.append(.init(epoch: s.epoch, segment: snapshot.header.number, end: g.synced.end))
+                        s.epoch += 1
+                        s.tail = g.synced
+                        s.files[s.files.count - 1].size = g.synced.end
+                        s.pendingTruncation = g.synced.end
+                        try? applyPendingTruncation(&s)
+                        log("fdatasync failed (\(error)); truncated \(path(snapshot.name)) back to \(g.synced.end) bytes")
+                    } else {
+                        s.broken = JournalError(.needsReopen, "an fdatasync failed (\(error)); acknowledged records may be lost, reopen the journal",
+                                                file: path(snapshot.name))
+                    }
+                }
+                throw error
+            }
+            g.synced = snapshot.tail
+            state.withLock { s in
+                s.lastSync = .now
+                s.lastSynced = (snapshot.header.number, snapshot.tail.end)
+            }
+        }
+    }
+
+    /// For `.batched`: a thread that syncs a dirty journal every `milliseconds`, so a quiet
+    /// journal does not keep unsynced appends longer than that. It holds the journal weakly
+    /// and ends when the journal is closed or released.
+    static func startFlusher(for journal: Journal, milliseconds: Int) {
+        let interval = Double(max(1, milliseconds)) / 1000
+        let thread = Thread { [weak journal] in
+            while true {
+                Thread.sleep(forTimeInterval: interval)
+                guard let journal else { return }
+                let (usable, dirty) = journal.state.withLock { s in (!s.closed && s.broken == nil, s.isDirty) }
+                guard usable else { return }
+                if dirty { try? journal.sync() }
+            }
+        }
+        thread.name = "GraphJournal flusher"
+        thread.start()
+    }
+
+    /// Starts a new log segment: syncs the active one, creates the next file, lists it in
+    /// MANIFEST. On failure before the MANIFEST rename nothing changes.
+    func roll(_ s: inout WriterState) throws(JournalError) {
+        let oldPath = path(s.files[s.files.count - 1].name)
+        try fs.fdatasync(s.activeFD, oldPath)
+        let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence)
+        let name = fileName(header.number, .log)
+        try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
+        do throws(JournalError) { try fs.rename(path(name) + JournalFormat.temporarySuffix, path(name)) } catch {
+            try? fs.unlink(path(name) + JournalFormat.temporarySuffix)
+            throw error
+        }
+        var renamed = false
+        do throws(JournalError) {
+            try fs.replaceFile(path(JournalFormat.manifestFileName), with: Manifest(files: s.files.map(\.name) + [name]).encoded(),
+                               directory: directory, renamed: &renamed)
+        } catch {
+            if renamed {
+                s.broken = JournalError(.needsReopen, "MANIFEST was replaced but the directory fsync failed: \(error)", file: directory)
+            } else {
+                try? fs.unlink(path(name))
+            }
+            throw error
+        }
+        s.nextFileNumber += 1
+        let fd: Int32
+        do throws(JournalError) { fd = try fs.open(path(name), .readWrite) } catch {
+            s.broken = JournalError(.needsReopen, "cannot open the new segment: \(error)", file: path(name))
+            throw error
+        }
+        s.retiredFDs.append(s.activeFD)
+        s.activeFD = fd
+        s.activeHeader = header
+        s.activeSeed = header.seed
+        s.files.append(LiveFile(name: name, header: header, size: Int64(JournalFormat.segmentHeaderSize)))
+        s.tail.end = Int64(JournalFormat.segmentHeaderSize)
+        s.segmentStartTail = s.tail
+        s.pendingTruncation = nil
+        log("rolled to segment \(name) at sequence \(header.firstSequence)")
+    }
+}
+
+extension JournalRecord.Kind {
+    /// The public kind of a record type; nil for skippable types.
+    init?(recordType: UInt8) {
+        switch JournalFormat.RecordType(rawValue: recordType) {
+        case .transaction: self = .transaction
+        case .base: self = .base
+        case .schema: self = .schema
+        case nil: return nil
+        }
+    }
+}
+
+/// A live segment file.
+struct LiveFile: Sendable {
+    var name: String
+    var header: SegmentHeader
+    /// Bytes of valid records (the file may be longer while a torn tail awaits truncation).
+    var size: Int64
+}
+
+/// The end of the log and the counters as of that end; kept as one value so a failed sync
+/// can return to the last synced one.
+struct Tail: Sendable, Hashable {
+    var end: Int64
+    var nextSequence: UInt64
+    var schema: [UInt8]?
+    var records = 0
+    var rawBytes: Int64 = 0
+    var storedBytes: Int64 = 0
+    var schemaVersions = 0
+
+    mutating func add(rawBytes raw: Int, storedBytes stored: Int) {
+        nextSequence += 1
+        records += 1
+        rawBytes += Int64(raw)
+        storedBytes += Int64(stored)
+    }
+}
+
+/// Everything `state` protects.
+struct WriterState: Sendable {
+    var files: [LiveFile]
+    var activeFD: Int32
+    var activeHeader: SegmentHeader
+    var activeSeed: UInt32
+    var tail: Tail
+    /// The tail when the active segment started (durable: roll and compaction sync).
+    var segmentStartTail: Tail
+    var pendingTruncation: Int64?
+    var nextFileNumber: UInt64
+    var lockFD: Int32 = -1
+    var epoch: UInt64 = 0
+    var closed = false
+    var broken: JournalError?
+    var lastSync = ContinuousClock.now
+    /// Descriptors of segments no longer active, closed under `gate`.
+    var retiredFDs: [Int32] = []
+    /// Segment number and end of the last successful fdatasync.
+    var lastSynced: (segment: UInt64, end: Int64) = (0, 0)
+
+    /// Whether records were written since the last fdatasync.
+    var isDirty: Bool { lastSynced != (activeHeader.number, tail.end) }
+
+    func checkUsable() throws(JournalError) {
+        if closed { throw JournalError(.closed, "the journal is closed") }
+        if let broken { throw broken }
+    }
+}
+
+/// Group-commit bookkeeping, protected by `gate`.
+struct SyncGate: Sendable {
+    struct Truncation: Sendable { var epoch: UInt64; var segment: UInt64; var end: Int64 }
+    /// The segment `synced` describes.
+    var segment: UInt64
+    /// The tail as of the last successful fdatasync of `segment`.
+    var synced: Tail
+    /// Failed syncs that cut records off (rare; kept so late waiters learn their fate).
+    var truncations: [Truncation] = []
+}
+
+/// What an append hands to the sync step.
+struct Ticket: Sendable {
+    var sequence: UInt64
+    var end: Int64
+    var epoch: UInt64
+    var segment: UInt64
+    var syncDue: Bool
+}

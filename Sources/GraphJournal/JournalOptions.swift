@@ -1,0 +1,71 @@
+/// How a ``Journal`` writes, syncs and recovers.
+///
+/// ```swift
+/// var options = JournalOptions()
+/// options.durability = .batched(milliseconds: 1000)   // like Redis `appendfsync everysec`
+/// options.log = { print("journal:", $0) }
+/// let journal = try Journal.open(directory: "/var/lib/app/store", options: options)
+/// ```
+public struct JournalOptions: Sendable {
+    /// When appended records reach stable storage. See `Docs/JournalFormat.md`, "Durability".
+    public enum Durability: Sendable, Hashable {
+        /// `append` returns after an `fdatasync` covering the record. Appends that wait at the
+        /// same time from several threads share one `fdatasync` (group commit).
+        /// A process crash or a power loss loses nothing that `append` acknowledged.
+        case always
+        /// `append` returns after the write; an `fdatasync` runs when `milliseconds` have
+        /// passed since the last one, at the next append, `sync()` or `close()`, and from a
+        /// background timer. A process crash loses nothing; a power loss can lose the
+        /// appends of the last interval.
+        case batched(milliseconds: Int)
+        /// `fdatasync` only at `sync()` and `close()`. A process crash loses nothing (the
+        /// kernel has the data); a power loss can lose anything not yet written back.
+        case none
+    }
+
+    /// What `open` does with a damaged journal.
+    public enum Recovery: Sendable, Hashable {
+        /// A torn last record is a normal end (truncated before the next append); any other
+        /// damage refuses to open with ``JournalError/Code/corrupt``.
+        case tolerateTornTail
+        /// Keep the valid prefix before the first damage. The dropped bytes (the rest of
+        /// that segment and all later segments) are moved aside to
+        /// `<segment>.dropped-<timestamp>` files, never deleted; ``Journal/openReport`` says
+        /// how many records were dropped.
+        case pointInTime
+    }
+
+    /// When records reach stable storage. Default `.always`.
+    public var durability: Durability
+    /// What `open` does with damage. Default `.tolerateTornTail`.
+    public var recovery: Recovery
+    /// The active log segment rolls to a new file once an append would take it past this
+    /// many bytes. Default 64 MiB.
+    public var segmentSize: Int
+    /// The I/O layer; tests pass a fault-injecting one (``JournalIO/faulty(_:base:)``).
+    public var io: JournalIO
+    /// Receives one line for every notable event: torn tail truncated, segment rolled,
+    /// compaction, files removed or saved aside.
+    public var log: (@Sendable (String) -> Void)?
+
+    /// Creates options.
+    ///
+    /// - Parameter durability: when records reach stable storage.
+    /// - Parameter recovery: what `open` does with damage.
+    /// - Parameter segmentSize: the size past which the log rolls to a new segment.
+    /// - Parameter io: the I/O layer.
+    /// - Parameter log: a sink for notable events.
+    public init(
+        durability: Durability = .always,
+        recovery: Recovery = .tolerateTornTail,
+        segmentSize: Int = 64 << 20,
+        io: JournalIO = .system,
+        log: (@Sendable (String) -> Void)? = nil
+    ) {
+        self.durability = durability
+        self.recovery = recovery
+        self.segmentSize = segmentSize
+        self.io = io
+        self.log = log
+    }
+}

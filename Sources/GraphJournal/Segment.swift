@@ -1,0 +1,239 @@
+/// A parsed segment header.
+struct SegmentHeader: Sendable, Hashable {
+    var kind: JournalFormat.SegmentKind
+    var salt: UInt64
+    var number: UInt64
+    var firstSequence: UInt64
+
+    /// The CRC seed of the segment's records.
+    var seed: UInt32 { CRC32C.seed(salt: salt) }
+
+    /// The 48 header bytes.
+    func encoded() -> [UInt8] {
+        typealias F = JournalFormat.SegmentHeaderField
+        var bytes = JournalFormat.segmentMagic
+        bytes.appendLittleEndian(JournalFormat.formatVersion)
+        bytes.append(JournalFormat.checksumCRC32C)
+        bytes.append(kind.rawValue)
+        bytes.appendLittleEndian(UInt32(0))
+        bytes.appendLittleEndian(salt)
+        bytes.appendLittleEndian(number)
+        bytes.appendLittleEndian(firstSequence)
+        bytes.appendLittleEndian(UInt32(0))
+        assert(bytes.count == F.crc)
+        bytes.appendLittleEndian(CRC32C.checksum(bytes))
+        assert(bytes.count == JournalFormat.segmentHeaderSize)
+        return bytes
+    }
+
+    /// Parses and checks a header; `file` names the file in errors.
+    static func parse(_ bytes: UnsafeRawBufferPointer, file: String) -> Result<SegmentHeader, JournalError> {
+        typealias F = JournalFormat.SegmentHeaderField
+        guard bytes.count >= JournalFormat.segmentHeaderSize else {
+            return .failure(JournalError(.badHeader, "file is \(bytes.count) bytes, shorter than the \(JournalFormat.segmentHeaderSize)-byte segment header", file: file, offset: 0))
+        }
+        guard bytes.prefix(8).elementsEqual(JournalFormat.segmentMagic) else {
+            return .failure(JournalError(.badHeader, "not a journal segment (bad magic)", file: file, offset: 0))
+        }
+        let crc: UInt32 = bytes.littleEndian(at: F.crc)
+        guard crc == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<F.crc])) else {
+            return .failure(JournalError(.badHeader, "segment header checksum mismatch", file: file, offset: Int64(F.crc)))
+        }
+        let version: UInt16 = bytes.littleEndian(at: F.version)
+        guard version == JournalFormat.formatVersion else {
+            return .failure(JournalError(.unsupportedVersion, "format version \(version); this code reads version \(JournalFormat.formatVersion)", file: file, offset: Int64(F.version)))
+        }
+        guard bytes[F.checksum] == JournalFormat.checksumCRC32C else {
+            return .failure(JournalError(.unsupportedVersion, "checksum algorithm \(bytes[F.checksum]) is not CRC32C (1)", file: file, offset: Int64(F.checksum)))
+        }
+        guard let kind = JournalFormat.SegmentKind(rawValue: bytes[F.kind]) else {
+            return .failure(JournalError(.unsupportedVersion, "unknown segment kind \(bytes[F.kind])", file: file, offset: Int64(F.kind)))
+        }
+        guard bytes.littleEndian(at: F.flags, as: UInt32.self) == 0, bytes.littleEndian(at: F.reserved, as: UInt32.self) == 0 else {
+            return .failure(JournalError(.unsupportedVersion, "segment header has unknown flags", file: file, offset: Int64(F.flags)))
+        }
+        return .success(SegmentHeader(
+            kind: kind, salt: bytes.littleEndian(at: F.salt), number: bytes.littleEndian(at: F.number),
+            firstSequence: bytes.littleEndian(at: F.firstSequence)))
+    }
+}
+
+/// One record as found in a segment (its payload stays in the segment's bytes).
+struct ScannedRecord: Sendable, Hashable {
+    var offset: Int
+    var sequence: UInt64
+    var type: UInt8
+    var compressed: Bool
+    var storedLength: Int
+    var rawLength: Int
+
+    var payloadRange: Range<Int> { (offset + JournalFormat.recordHeaderSize)..<(offset + JournalFormat.recordHeaderSize + storedLength) }
+    var end: Int { payloadRange.upperBound }
+}
+
+/// Where and why a segment's records stop being valid.
+struct SegmentDamage: Sendable, Hashable {
+    /// The offset of the first byte that is not part of a valid record.
+    var offset: Int
+    var reason: String
+    /// The offset of the first valid record after the damage; nil when none follows (a
+    /// torn tail if this is the last segment).
+    var resyncOffset: Int?
+    /// Valid-looking records found after the damage (what point-in-time recovery drops).
+    var recordsAfter: Int
+    /// The damaged record's checksum matched (it is not a torn write).
+    var checksumValid = false
+
+    /// Whether this can be a torn tail: nothing valid follows and the bytes are not a
+    /// complete, checksummed record. Only the last log segment may end torn.
+    var couldBeTornTail: Bool { resyncOffset == nil && !checksumValid }
+}
+
+/// Encoding and scanning of records.
+enum RecordCodec {
+    /// Appends one record to `out`.
+    ///
+    /// - Returns: the number of bytes the payload takes on disk.
+    @discardableResult
+    static func append(
+        to out: inout [UInt8], seed: UInt32, sequence: UInt64,
+        type: JournalFormat.RecordType, payload: UnsafeRawBufferPointer
+    ) -> Int {
+        var compressed: [UInt8]?
+        if payload.count >= JournalFormat.compressionThreshold,
+           let block = try? LZ4.compressBlock(payload), block.count < payload.count {
+            compressed = block
+        }
+        let start = out.count
+        out.appendLittleEndian(UInt32(0))  // CRC, filled below
+        out.appendLittleEndian(UInt32(compressed?.count ?? payload.count))
+        out.appendLittleEndian(sequence)
+        out.append(type.rawValue)
+        out.append(compressed == nil ? 0 : JournalFormat.flagCompressed)
+        out.appendLittleEndian(UInt16(0))
+        out.appendLittleEndian(UInt32(payload.count))
+        if let compressed { out.append(contentsOf: compressed) } else { out.append(contentsOf: payload) }
+        let crc = out.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(start + 4)...])) }
+        out.storeLittleEndian(crc, at: start)
+        return compressed?.count ?? payload.count
+    }
+
+    /// Checks the record at `offset`; returns it or why it is not valid.
+    static func record(
+        in bytes: UnsafeRawBufferPointer, at offset: Int, seed: UInt32, end: Int
+    ) -> Result<ScannedRecord, RecordProblem> {
+        typealias F = JournalFormat.RecordHeaderField
+        let available = end - offset
+        guard available >= JournalFormat.recordHeaderSize else {
+            return .failure(RecordProblem("incomplete record header (\(available) of \(JournalFormat.recordHeaderSize) bytes)"))
+        }
+        let storedLength = Int(bytes.littleEndian(at: offset + F.storedLength, as: UInt32.self))
+        guard storedLength <= available - JournalFormat.recordHeaderSize else {
+            return .failure(RecordProblem("record of \(storedLength) payload bytes extends past the end of the file"))
+        }
+        let recordEnd = offset + JournalFormat.recordHeaderSize + storedLength
+        let stored: UInt32 = bytes.littleEndian(at: offset + F.crc)
+        let actual = CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<recordEnd]))
+        guard stored == actual else {
+            return .failure(RecordProblem("checksum mismatch"))
+        }
+        let type = bytes[offset + F.type]
+        let flags = bytes[offset + F.flags]
+        let rawLength = Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))
+        guard flags & ~JournalFormat.knownRecordFlags == 0, bytes.littleEndian(at: offset + F.reserved, as: UInt16.self) == 0 else {
+            return .failure(RecordProblem("record has unknown flags 0x\(String(flags, radix: 16))", checksumValid: true))
+        }
+        guard JournalFormat.RecordType(rawValue: type) != nil || JournalFormat.skippableRecordTypes.contains(type) else {
+            return .failure(RecordProblem("unknown record type \(type) (not in the skippable range 0x80...0xFF)", checksumValid: true))
+        }
+        let compressed = flags & JournalFormat.flagCompressed != 0
+        guard compressed ? (rawLength <= JournalFormat.maxPayloadSize && storedLength > 0) : rawLength == storedLength else {
+            return .failure(RecordProblem("record lengths are inconsistent (stored \(storedLength), raw \(rawLength))", checksumValid: true))
+        }
+        return .success(ScannedRecord(
+            offset: offset, sequence: bytes.littleEndian(at: offset + F.sequence), type: type,
+            compressed: compressed, storedLength: storedLength, rawLength: rawLength))
+    }
+
+    /// Walks the records of a segment from just after its header.
+    ///
+    /// Every record must be valid and numbered `firstSequence`, `firstSequence + 1`, ... .
+    /// At the first that is not, scanning stops and the damage is described, with a search
+    /// for any valid record after it (to tell a torn tail from corruption).
+    ///
+    /// - Parameter body: called for each valid record with the segment's bytes; return false
+    ///   to stop early.
+    static func scan(
+        _ bytes: UnsafeRawBufferPointer, header: SegmentHeader, end: Int? = nil,
+        _ body: (ScannedRecord) -> Bool = { _ in true }
+    ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?) {
+        let end = end ?? bytes.count
+        let seed = header.seed
+        var offset = JournalFormat.segmentHeaderSize
+        var sequence = header.firstSequence
+        while offset < end {
+            switch record(in: bytes, at: offset, seed: seed, end: end) {
+            case .success(let record):
+                guard record.sequence == sequence else {
+                    var damage = describe(bytes, damageAt: offset, seed: seed, end: end,
+                                          reason: "sequence \(record.sequence) where \(sequence) was expected",
+                                          searchFrom: record.end)
+                    damage.checksumValid = true
+                    return (offset, sequence, damage)
+                }
+                if !body(record) { return (record.end, sequence + 1, nil) }
+                offset = record.end
+                sequence += 1
+            case .failure(let problem):
+                var damage = describe(bytes, damageAt: offset, seed: seed, end: end, reason: problem.reason, searchFrom: offset + 1)
+                damage.checksumValid = problem.checksumValid
+                return (offset, sequence, damage)
+            }
+        }
+        return (offset, sequence, nil)
+    }
+
+    /// Looks for valid records after damage at `offset`.
+    private static func describe(
+        _ bytes: UnsafeRawBufferPointer, damageAt offset: Int, seed: UInt32, end: Int,
+        reason: String, searchFrom: Int
+    ) -> SegmentDamage {
+        var resync: Int?
+        var count = 0
+        var position = searchFrom
+        while position + JournalFormat.recordHeaderSize <= end {
+            if case .success(let record) = record(in: bytes, at: position, seed: seed, end: end) {
+                if resync == nil { resync = position }
+                count += 1
+                position = record.end
+            } else {
+                position += 1
+            }
+        }
+        return SegmentDamage(offset: offset, reason: reason, resyncOffset: resync, recordsAfter: count)
+    }
+
+    /// The payload of a valid record, decompressed.
+    static func payload(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String) -> Result<[UInt8], JournalError> {
+        let stored = UnsafeRawBufferPointer(rebasing: bytes[record.payloadRange])
+        guard record.compressed else { return .success(Array(stored)) }
+        do {
+            return .success(try LZ4.decompressBlock(stored, originalSize: record.rawLength))
+        } catch {
+            return .failure(JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(error)",
+                                         file: file, offset: Int64(record.offset)))
+        }
+    }
+}
+
+/// Why the bytes at an offset are not a valid record.
+struct RecordProblem: Error, Sendable {
+    var reason: String
+    /// The record's checksum matched: the writer wrote exactly these bytes, so this is not a
+    /// torn write (an unknown type or flags from a newer writer, or a wrong sequence).
+    var checksumValid: Bool
+    init(_ reason: String, checksumValid: Bool = false) {
+        self.reason = reason
+        self.checksumValid = checksumValid
+    }
+}

@@ -1,0 +1,238 @@
+public import Foundation
+public import GraphJournal
+public import Logging
+
+/// A durable object graph: a ``ModelContext`` whose saves append to an LZ4-compressed
+/// write-ahead journal in a directory, replayed when the store opens.
+///
+/// ```swift
+/// let store = try ObjectStore.open(at: URL(fileURLWithPath: "/var/lib/pkgd/store"),
+///                                  schema: try Schema(Package.self))
+/// let context = store.context            // every object of the store, ready
+/// let p = try context.insert(Package.self)
+/// p.name = "zlib1g"
+/// try context.save()                     // one journal record, durable per the policy
+/// try store.close()
+/// ```
+///
+/// ## Durability
+/// ``StoreOptions/durability`` chooses what `save()` waits for (see `Docs/JournalFormat.md`):
+/// - `.always`: an `fdatasync` covers the record before `save()` returns; neither a process
+///   crash nor a power loss loses an acknowledged save.
+/// - `.batched(milliseconds:)`: at most one `fdatasync` per interval; a process crash loses
+///   nothing, a power loss at most the saves of the last interval.
+/// - `.none`: left to the OS; a process crash loses nothing, a power loss whatever the kernel
+///   had not written back.
+///
+/// ## Concurrency
+/// A store and its context belong to one isolation domain (an actor you own). Opening takes an
+/// exclusive lock on the directory: a second writer, in this or another process, gets a
+/// ``StoreError`` with code `journal` saying the store is locked.
+public final class ObjectStore {
+    /// The directory holding the journal.
+    public let directory: URL
+    /// The context holding every object of the store.
+    public let context: ModelContext
+    /// What open found: a torn tail truncated, records dropped by point-in-time recovery.
+    public let openReport: JournalOpenReport
+    /// How long replay took, in seconds.
+    public let replaySeconds: Double
+
+    let journal: Journal
+    let options: StoreOptions
+    let schemaBytes: [UInt8]
+    private var isClosed = false
+    /// Bytes on disk after the last compaction (or at open): the base for auto-compaction.
+    private var baselineBytes: Int64
+
+    private init(directory: URL, context: ModelContext, journal: Journal, options: StoreOptions, schemaBytes: [UInt8], replaySeconds: Double) {
+        self.directory = directory
+        self.context = context
+        self.journal = journal
+        self.options = options
+        self.schemaBytes = schemaBytes
+        self.openReport = journal.openReport
+        self.replaySeconds = replaySeconds
+        self.baselineBytes = journal.stats.bytesOnDisk
+    }
+
+    /// Opens (or creates) the store in `directory` and replays its journal into a new context.
+    ///
+    /// Replay calls no lifecycle hook; `awakeFromFetch` runs when each object is first
+    /// materialized. A journal written by an older model opens as long as the change is
+    /// compatible: added attributes take their default, removed ones are dropped, renamed ones
+    /// map through `@Attribute(originalName:)`, added entities start empty.
+    ///
+    /// - Throws: ``StoreError``: `journal` (locked by another writer, corruption with file and
+    ///   byte offset, I/O error), `incompatibleSchema` (an attribute's type changed, or a removed
+    ///   entity still has objects) or `corruptPayload`. Nothing on disk is modified when
+    ///   opening fails, except that a torn tail is reported (and cut at the next append).
+    public static func open(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
+        var journalOptions = options.journal
+        journalOptions.durability = options.durability
+        journalOptions.recovery = options.recovery
+        if let logger = options.logger, journalOptions.log == nil {
+            journalOptions.log = { logger.notice("\($0)") }
+        }
+        let journal: Journal
+        do {
+            // Like `mkdir -p` for the parents; the store directory itself is created 0700.
+            try? FileManager.default.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true)
+            journal = try Journal.open(directory: directory, options: journalOptions)
+        } catch {
+            throw StoreError(.journal, "\(error)")
+        }
+        let start = ContinuousClock.now
+        let context = ModelContext(schema: schema)
+        do {
+            try replay(journal: journal, into: context)
+        } catch {
+            try? journal.close()
+            throw error
+        }
+        let elapsed = (ContinuousClock.now - start).components
+        let store = ObjectStore(
+            directory: directory, context: context, journal: journal, options: options,
+            schemaBytes: StoredSchema(schema).encoded(),
+            replaySeconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        context.store = store
+        if let torn = journal.openReport.tornTail {
+            options.logger?.warning("torn tail: \(torn.bytes) bytes at offset \(torn.offset) of \(torn.file) will be truncated before the next append (\(torn.reason))")
+        }
+        return store
+    }
+
+    private static func replay(journal: Journal, into context: ModelContext) throws(StoreError) {
+        var stored: StoredSchema?
+        var mapping: SchemaMapping?
+        var orphans: [Int: Set<UInt64>] = [:]
+        var orphanNames: [String: Int] = [:]
+        do {
+            try journal.forEachRecord { record in
+                switch record.kind {
+                case .schema:
+                    // Objects of removed entities under the previous schema stay counted by name.
+                    if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
+                    orphans = [:]
+                    let s = try StoredSchema.decode(record.payload)
+                    stored = s
+                    mapping = try SchemaMapping(stored: s, current: context.schema)
+                case .base, .transaction:
+                    guard let s = stored, let m = mapping else {
+                        throw StoreError(.corruptPayload, "record \(record.sequence) precedes any schema record")
+                    }
+                    let result: Result<Void, StoreError> = record.payload.withUnsafeBytes { buffer in
+                        do throws(StoreError) {
+                            try TransactionCodec.replay(buffer, stored: s, mapping: m, into: context, orphans: &orphans)
+                            return .success(())
+                        } catch {
+                            return .failure(StoreError(error.code, "record \(record.sequence): \(error.message)"))
+                        }
+                    }
+                    try result.get()
+                }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.journal, "\(error)")
+        }
+        if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
+        if !orphanNames.isEmpty {
+            throw StoreError(
+                .incompatibleSchema,
+                "incompatible schema change: " + orphanNames.sorted { $0.key < $1.key }
+                    .map { "entity '\($0.key)' was removed from the model but the store still holds \($0.value) of its objects" }
+                    .joined(separator: "; "))
+        }
+        for t in context.tables { t.committedArenaCount = t.arena.count; t.committedGarbage = t.arena.garbage }
+    }
+
+    /// Journal statistics: segments, records, bytes on disk, compression.
+    public var stats: JournalStats { journal.stats }
+
+    // MARK: Saving
+
+    /// Appends the context's pending changes as one record. Called by `context.save()`.
+    func persistPending() throws(StoreError) {
+        guard !isClosed else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
+        let payload = TransactionCodec.encodePending(context)
+        guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
+        do {
+            try journal.append(payload, schema: schemaBytes)
+        } catch {
+            throw StoreError(.journal, "\(error)")
+        }
+    }
+
+    /// Called after a save committed: compacts when the journal outgrew its baseline.
+    func didCommit() {
+        guard let ratio = options.autoCompactionRatio else { return }
+        let bytes = journal.stats.bytesOnDisk
+        guard bytes > max(options.autoCompactionMinimumBytes, Int64(Double(baselineBytes) * ratio)) else { return }
+        do {
+            try compact()
+        } catch {
+            options.logger?.error("automatic compaction failed, the journal is unchanged: \(error)")
+        }
+    }
+
+    /// Writes the committed objects as a new base and switches to it atomically, then removes
+    /// the old segments. Pending changes stay pending. A crash at any step leaves a store that
+    /// opens with nothing lost.
+    ///
+    /// - Throws: ``StoreError`` with code `journal`; the old journal is then still in force.
+    public func compact() throws(StoreError) {
+        guard !isClosed else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
+        let snapshot = TransactionCodec.encodeSnapshot(context)
+        do {
+            try journal.compact(base: [snapshot], schema: schemaBytes)
+        } catch {
+            throw StoreError(.journal, "\(error)")
+        }
+        baselineBytes = journal.stats.bytesOnDisk
+    }
+
+    /// Flushes and syncs the journal and releases the directory lock. Pending changes that were
+    /// not saved are not written.
+    ///
+    /// - Throws: ``StoreError`` with code `journal` when the final sync fails.
+    public func close() throws(StoreError) {
+        guard !isClosed else { return }
+        isClosed = true
+        context.store = nil
+        do {
+            try journal.close()
+        } catch {
+            throw StoreError(.journal, "\(error)")
+        }
+    }
+
+    deinit {
+        if !isClosed { try? journal.close() }
+    }
+}
+
+/// How an ``ObjectStore`` writes, recovers and compacts.
+public struct StoreOptions: Sendable {
+    /// What `save()` waits for; see ``ObjectStore``'s discussion. Default `.always`.
+    public var durability: JournalOptions.Durability = .always
+    /// What opening does with a damaged journal. Default: a torn tail is cut, other damage
+    /// refuses to open; `.pointInTime` keeps the valid prefix and saves the rest aside.
+    public var recovery: JournalOptions.Recovery = .tolerateTornTail
+    /// Compact automatically once the journal is this many times its size after the last
+    /// compaction (or open); `nil` turns automatic compaction off. Default 4.
+    public var autoCompactionRatio: Double? = 4
+    /// No automatic compaction below this many bytes on disk. Default 8 MiB.
+    public var autoCompactionMinimumBytes: Int64 = 8 << 20
+    /// Receives the journal's notable events (torn tail cut, segment rolled, compaction).
+    public var logger: Logger?
+    /// Lower-level journal options (segment size, the I/O layer for fault injection).
+    public var journal = JournalOptions()
+
+    /// Creates options with the defaults.
+    public init(durability: JournalOptions.Durability = .always, recovery: JournalOptions.Recovery = .tolerateTornTail) {
+        self.durability = durability
+        self.recovery = recovery
+    }
+}

@@ -1,0 +1,390 @@
+/// The binary form of one save (a transaction record's payload) and of a base snapshot.
+///
+/// Column-wise per entity, so similar values sit together and compress well, and decoded
+/// straight into the entity tables at open without building intermediate values.
+///
+/// ```
+/// payload    := u8 version(=1) varint blockCount block*
+/// block      := varint entity (index in the journal's schema) varint nextSerial inserts updates deletes
+/// inserts    := varint n  signed-varint serialDelta × n  column × attributeCount
+/// column     := u8 hasNulls  [bitmap of n bits, 1 = nil, if hasNulls]  value × (non-nil count)
+/// updates    := varint rows  (varint serial  varint fields  (varint attribute<<1|isNil  [value])×fields)×rows
+/// deletes    := varint n  signed-varint serialDelta × n
+/// value      := bool: u8 | int8…int64: zig-zag varint | uint8…uint64: varint
+///             | double, date: 8 bytes LE | float: 4 bytes LE | string, data, uuid, url: varint length + bytes
+/// ```
+enum TransactionCodec {
+    static let version: UInt8 = 1
+
+    // MARK: Encoding
+
+    /// Encodes the context's pending changes (what `save()` persists).
+    static func encodePending(_ context: ModelContext) -> [UInt8] {
+        var w = ByteWriter(capacity: 1024)
+        w.byte(version)
+        var blocks: [(EntityTable, [Int], [Int], [Int])] = []
+        for t in context.tables {
+            let inserted = t.insertedRows.lazy.map(Int.init).filter { t.isInserted(row: $0) }
+            let updated = t.dirtyRows.lazy.map(Int.init).filter {
+                t.flags[$0] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 && t.differsFromCommitted(row: $0)
+            }
+            let deleted = t.deletedRows.lazy.map(Int.init).filter { t.isDeleted(row: $0) }
+            if inserted.isEmpty && updated.isEmpty && deleted.isEmpty { continue }
+            blocks.append((t, Array(inserted), Array(updated), Array(deleted)))
+        }
+        w.varint(blocks.count)
+        for (t, inserted, updated, deleted) in blocks {
+            w.varint(t.entityIndex)
+            w.varint(t.nextSerial)
+            writeInserts(t, rows: inserted, into: &w)
+            w.varint(updated.count)
+            for row in updated {
+                w.varint(t.serial(ofRow: row))
+                let slots = (0..<t.stride).filter { t.slotDiffers(row: row, slot: $0) }
+                w.varint(slots.count)
+                for slot in slots {
+                    let isNull = t.isNull(row: row, slot: slot)
+                    w.varint(UInt64(slot) << 1 | (isNull ? 1 : 0))
+                    if !isNull { writeCell(t.values[row * t.stride + slot], type: t.types[slot], table: t, into: &w) }
+                }
+            }
+            writeSerials(deleted.map { t.serial(ofRow: $0) }.sorted(), into: &w)
+        }
+        return w.bytes
+    }
+
+    /// Encodes every live, committed object of the context as inserts (a base snapshot).
+    static func encodeSnapshot(_ context: ModelContext) -> [UInt8] {
+        var w = ByteWriter(capacity: 1 << 16)
+        w.byte(version)
+        w.varint(context.tables.count)
+        for t in context.tables {
+            w.varint(t.entityIndex)
+            w.varint(t.nextSerial)
+            var rows: [Int] = []
+            rows.reserveCapacity(t.liveCount)
+            for row in 0..<t.rowCount
+            where t.flags[row] & (EntityTable.Flags.live | EntityTable.Flags.inserted | EntityTable.Flags.vanished) == EntityTable.Flags.live {
+                rows.append(row)
+            }
+            rows.sort { t.serialOfRow[$0] < t.serialOfRow[$1] }
+            writeInserts(t, rows: rows, committed: true, into: &w)
+            w.varint(0)  // updates
+            w.varint(0)  // deletes
+        }
+        return w.bytes
+    }
+
+    private static func writeSerials(_ serials: [UInt64], into w: inout ByteWriter) {
+        w.varint(serials.count)
+        var previous: Int64 = 0
+        for s in serials {
+            w.signed(Int64(bitPattern: s) &- previous)
+            previous = Int64(bitPattern: s)
+        }
+    }
+
+    /// Writes rows column by column. With `committed`, a dirty row contributes its
+    /// before-image (a snapshot written while changes are pending records the saved state).
+    private static func writeInserts(_ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter) {
+        writeSerials(rows.map { t.serialOfRow[$0] }, into: &w)
+        guard !rows.isEmpty else { return }
+        let mw = t.maskWords
+        func cell(_ row: Int, _ slot: Int) -> (isNull: Bool, bits: UInt64) {
+            let b = committed ? Int(t.beforeIndex[row]) : -1
+            if b >= 0 {
+                return (t.beforeNulls[b * mw + slot / 64] & (1 << UInt64(slot % 64)) != 0, t.beforeValues[b * t.stride + slot])
+            }
+            return (t.isNull(row: row, slot: slot), t.values[row * t.stride + slot])
+        }
+        for slot in 0..<t.stride {
+            let type = t.types[slot]
+            var bitmap = [UInt8](repeating: 0, count: (rows.count + 7) / 8)
+            var hasNulls = false
+            for (i, row) in rows.enumerated() where cell(row, slot).isNull {
+                bitmap[i / 8] |= 1 << UInt8(i % 8)
+                hasNulls = true
+            }
+            w.byte(hasNulls ? 1 : 0)
+            if hasNulls { w.bytes.append(contentsOf: bitmap) }
+            for row in rows {
+                let c = cell(row, slot)
+                if !c.isNull { writeCell(c.bits, type: type, table: t, into: &w) }
+            }
+        }
+    }
+
+    @inline(__always)
+    static func writeCell(_ bits: UInt64, type: AttributeType, table: EntityTable, into w: inout ByteWriter) {
+        switch type {
+        case .bool: w.byte(bits != 0 ? 1 : 0)
+        case .int8, .int16, .int32, .int64: w.signed(Int64(bitPattern: bits))
+        case .uint8, .uint16, .uint32, .uint64: w.varint(bits)
+        case .double, .date: w.fixed64(bits)
+        case .float: w.fixed32(UInt32(truncatingIfNeeded: bits))
+        case .string, .data, .uuid, .url: table.arena.withBytes(ArenaRef(bits)) { w.blob($0) }
+        }
+    }
+
+    static func writeValue(_ value: AttributeValue, type: AttributeType, into w: inout ByteWriter) {
+        let v = AttributeValue.coerce(attributeValue: value, to: type) ?? value
+        v.withCell { cell in
+            switch cell {
+            case .fixed(let bits):
+                switch type {
+                case .bool: w.byte(bits != 0 ? 1 : 0)
+                case .int8, .int16, .int32, .int64: w.signed(Int64(bitPattern: bits))
+                case .uint8, .uint16, .uint32, .uint64: w.varint(bits)
+                case .double, .date: w.fixed64(bits)
+                case .float: w.fixed32(UInt32(truncatingIfNeeded: bits))
+                case .string, .data, .uuid, .url: w.varint(0)
+                }
+            case .bytes(let buffer): w.blob(buffer)
+            }
+        }
+    }
+
+    // MARK: Decoding
+
+    /// Reads one value's cell. Fixed values come back as their bits; variable-length ones are
+    /// appended to `arena` (when given) and come back as their reference.
+    @inline(__always)
+    static func readCell(type: AttributeType, from r: inout ByteReader, arena: UnsafeMutablePointer<ByteArena>?) throws(ByteReader.Malformed) -> UInt64 {
+        switch type {
+        case .bool:
+            let start = r.offset
+            let b = try r.byte()
+            guard b <= 1 else { throw ByteReader.Malformed(offset: start, reason: "boolean byte \(b)") }
+            return UInt64(b)
+        case .int8, .int16, .int32, .int64: return UInt64(bitPattern: try r.signed())
+        case .uint8, .uint16, .uint32, .uint64: return try r.varint()
+        case .double, .date: return try r.fixed64()
+        case .float: return UInt64(try r.fixed32())
+        case .string, .data, .uuid, .url:
+            let start = r.offset
+            let blob = try r.blob()
+            if type == .uuid && blob.count != 16 {
+                throw ByteReader.Malformed(offset: start, reason: "UUID of \(blob.count) bytes")
+            }
+            return arena?.pointee.append(blob) ?? 0
+        }
+    }
+
+    static func readValue(type: AttributeType, from r: inout ByteReader) throws(ByteReader.Malformed) -> AttributeValue {
+        switch type {
+        case .string, .data, .uuid, .url:
+            let start = r.offset
+            let blob = try r.blob()
+            if type == .uuid && blob.count != 16 { throw ByteReader.Malformed(offset: start, reason: "UUID of \(blob.count) bytes") }
+            return AttributeValue.decode(.bytes(blob), as: type)
+        default:
+            return AttributeValue.decode(.fixed(try readCell(type: type, from: &r, arena: nil)), as: type)
+        }
+    }
+
+    /// Applies a payload straight to the context's tables as committed state (replay).
+    ///
+    /// `orphans` collects the live serials of stored entities the current model no longer has.
+    static func replay(
+        _ payload: UnsafeRawBufferPointer, stored: StoredSchema, mapping: SchemaMapping, into context: ModelContext,
+        orphans: inout [Int: Set<UInt64>]
+    ) throws(StoreError) {
+        var r = ByteReader(payload)
+        do {
+            let v = try r.byte()
+            guard v == version else { throw ByteReader.Malformed(offset: 0, reason: "transaction payload version \(v)") }
+            let blocks = try r.count(limit: stored.entities.count)
+            for _ in 0..<blocks {
+                let entityOffset = r.offset
+                let e = try r.count(limit: stored.entities.count - 1)
+                let storedEntity = stored.entities[e]
+                let nextSerial = try r.varint()
+                if let current = mapping.entity[e] {
+                    try replayBlock(&r, table: context.tables[current], attributes: storedEntity.attributes, slots: mapping.slots[e])
+                    let t = context.tables[current]
+                    if nextSerial > t.nextSerial { t.nextSerial = nextSerial }
+                } else {
+                    try skipBlock(&r, attributes: storedEntity.attributes, live: &orphans[e, default: []])
+                }
+                _ = entityOffset
+            }
+        } catch {
+            throw StoreError(.corruptPayload, "\(error)")
+        }
+    }
+
+    private static func readSerials(_ r: inout ByteReader) throws(ByteReader.Malformed) -> [UInt64] {
+        let n = try r.count(limit: r.buffer.count)
+        var serials: [UInt64] = []
+        serials.reserveCapacity(n)
+        var previous: Int64 = 0
+        for _ in 0..<n {
+            let start = r.offset
+            previous = previous &+ (try r.signed())
+            guard previous >= 1 else { throw ByteReader.Malformed(offset: start, reason: "serial \(previous)") }
+            serials.append(UInt64(previous))
+        }
+        return serials
+    }
+
+    private static func replayBlock(
+        _ r: inout ByteReader, table t: EntityTable, attributes: [AttributeDescription], slots: [Int]
+    ) throws(ByteReader.Malformed) {
+        // Inserts.
+        let serialsOffset = r.offset
+        let serials = try readSerials(&r)
+        t.reserve(serials.count)
+        var rows: [Int] = []
+        rows.reserveCapacity(serials.count)
+        for s in serials {
+            guard t.row(ofSerial: s) == nil else {
+                throw ByteReader.Malformed(offset: serialsOffset, reason: "\(t.entity.name)/\(s) inserted twice")
+            }
+            rows.append(t.allocateRow(serial: s))
+        }
+        let stride = t.stride
+        let mw = t.maskWords
+        if !serials.isEmpty {
+            for (j, a) in attributes.enumerated() {
+                let slot = slots[j]
+                let hasNullsOffset = r.offset
+                let hasNulls = try r.byte()
+                guard hasNulls <= 1 else { throw ByteReader.Malformed(offset: hasNullsOffset, reason: "null flag \(hasNulls)") }
+                let bitmap: UnsafeRawBufferPointer? = hasNulls == 1 ? try r.bitmap(rows.count) : nil
+                let word = slot >= 0 ? slot / 64 : 0
+                let bit = slot >= 0 ? UInt64(1) << UInt64(slot % 64) : 0
+                let variable = a.type.isVariableLength
+                try withUnsafeMutablePointer(to: &t.arena) { arena throws(ByteReader.Malformed) in
+                    for (i, row) in rows.enumerated() {
+                        if let bitmap, bitmap[i / 8] & (1 << UInt8(i % 8)) != 0 {
+                            if slot >= 0 { t.nulls[row * mw + word] |= bit }
+                            continue
+                        }
+                        let bits = try readCell(type: a.type, from: &r, arena: slot >= 0 && variable ? arena : nil)
+                        if slot >= 0 {
+                            t.values[row * stride + slot] = bits
+                            t.nulls[row * mw + word] &= ~bit
+                        }
+                    }
+                }
+            }
+        }
+        // Updates.
+        let updatedRows = try r.count(limit: r.buffer.count)
+        for _ in 0..<updatedRows {
+            let start = r.offset
+            let serial = try r.varint()
+            guard let row = t.row(ofSerial: serial) else {
+                throw ByteReader.Malformed(offset: start, reason: "update of \(t.entity.name)/\(serial), which does not exist")
+            }
+            let fields = try r.count(limit: attributes.count)
+            for _ in 0..<fields {
+                let fieldOffset = r.offset
+                let f = try r.varint()
+                let j = Int(f >> 1)
+                guard j < attributes.count else { throw ByteReader.Malformed(offset: fieldOffset, reason: "attribute \(j)") }
+                let slot = slots[j]
+                let isNull = f & 1 == 1
+                if slot >= 0, t.types[slot].isVariableLength, !t.isNull(row: row, slot: slot) {
+                    t.arena.garbage += ArenaRef(t.values[row * stride + slot]).length
+                }
+                if isNull {
+                    if slot >= 0 { t.nulls[row * mw + slot / 64] |= 1 << UInt64(slot % 64) }
+                    continue
+                }
+                let bits = try withUnsafeMutablePointer(to: &t.arena) { arena throws(ByteReader.Malformed) in
+                    try readCell(type: attributes[j].type, from: &r, arena: slot >= 0 && attributes[j].type.isVariableLength ? arena : nil)
+                }
+                if slot >= 0 {
+                    t.values[row * stride + slot] = bits
+                    t.nulls[row * mw + slot / 64] &= ~(1 << UInt64(slot % 64))
+                }
+            }
+        }
+        // Deletes.
+        let deletesOffset = r.offset
+        for serial in try readSerials(&r) {
+            guard let row = t.row(ofSerial: serial) else {
+                throw ByteReader.Malformed(offset: deletesOffset, reason: "delete of \(t.entity.name)/\(serial), which does not exist")
+            }
+            for slot in 0..<stride where t.types[slot].isVariableLength && !t.isNull(row: row, slot: slot) {
+                t.arena.garbage += ArenaRef(t.values[row * stride + slot]).length
+            }
+            t.releaseRow(row)
+        }
+    }
+
+    /// Parses a block of an entity the current model no longer has, tracking which of its
+    /// objects are still alive.
+    private static func skipBlock(_ r: inout ByteReader, attributes: [AttributeDescription], live: inout Set<UInt64>) throws(ByteReader.Malformed) {
+        let serials = try readSerials(&r)
+        live.formUnion(serials)
+        if !serials.isEmpty {
+            for a in attributes {
+                let hasNulls = try r.byte()
+                let bitmap: UnsafeRawBufferPointer? = hasNulls == 1 ? try r.bitmap(serials.count) : nil
+                for i in 0..<serials.count {
+                    if let bitmap, bitmap[i / 8] & (1 << UInt8(i % 8)) != 0 { continue }
+                    _ = try readCell(type: a.type, from: &r, arena: nil)
+                }
+            }
+        }
+        for _ in 0..<(try r.count(limit: r.buffer.count)) {
+            _ = try r.varint()
+            for _ in 0..<(try r.count(limit: attributes.count)) {
+                let f = try r.varint()
+                let j = Int(f >> 1)
+                guard j < attributes.count else { throw ByteReader.Malformed(offset: r.offset, reason: "attribute \(j)") }
+                if f & 1 == 0 { _ = try readCell(type: attributes[j].type, from: &r, arena: nil) }
+            }
+        }
+        live.subtract(try readSerials(&r))
+    }
+
+    /// Decodes a payload into a ``ChangeSet`` (for tools, observers and tests; replay uses the
+    /// direct path above).
+    static func decodeChangeSet(_ payload: UnsafeRawBufferPointer, stored: StoredSchema) throws(StoreError) -> ChangeSet {
+        var r = ByteReader(payload)
+        var result = ChangeSet()
+        do {
+            let v = try r.byte()
+            guard v == version else { throw ByteReader.Malformed(offset: 0, reason: "transaction payload version \(v)") }
+            for _ in 0..<(try r.count(limit: stored.entities.count)) {
+                let e = stored.entities[try r.count(limit: stored.entities.count - 1)]
+                _ = try r.varint()
+                var c = EntityChanges(entityName: e.name, attributeNames: e.attributes.map(\.name))
+                c.insertedSerials = try readSerials(&r)
+                let n = c.insertedSerials.count
+                if n > 0 {
+                    var columns: [[AttributeValue?]] = []
+                    for a in e.attributes {
+                        let hasNulls = try r.byte()
+                        let bitmap: UnsafeRawBufferPointer? = hasNulls == 1 ? try r.bitmap(n) : nil
+                        var column: [AttributeValue?] = []
+                        for i in 0..<n {
+                            if let bitmap, bitmap[i / 8] & (1 << UInt8(i % 8)) != 0 { column.append(nil); continue }
+                            column.append(try readValue(type: a.type, from: &r))
+                        }
+                        columns.append(column)
+                    }
+                    for i in 0..<n { for column in columns { c.insertedValues.append(column[i]) } }
+                }
+                for _ in 0..<(try r.count(limit: r.buffer.count)) {
+                    let serial = try r.varint()
+                    for _ in 0..<(try r.count(limit: e.attributes.count)) {
+                        let f = try r.varint()
+                        let j = Int(f >> 1)
+                        guard j < e.attributes.count else { throw ByteReader.Malformed(offset: r.offset, reason: "attribute \(j)") }
+                        let value: AttributeValue? = f & 1 == 1 ? nil : try readValue(type: e.attributes[j].type, from: &r)
+                        c.updates.append(.init(serial: serial, attribute: j, value: value))
+                    }
+                }
+                c.deletedSerials = try readSerials(&r)
+                result.entities.append(c)
+            }
+        } catch {
+            throw StoreError(.corruptPayload, "\(error)")
+        }
+        return result
+    }
+}

@@ -1,0 +1,33 @@
+import Testing
+@testable import GraphJournal
+
+@Suite struct CRC32CTests {
+    @Test func knownAnswersMatchTheCastagnoliCheckValues() {
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+        #expect(CRC32C.checksum([UInt8](repeating: 0xFF, count: 32)) == 0x62A8_AB43)
+        #expect(CRC32C.checksum((0..<32).map { UInt8($0) }) == 0x46DD_794E)
+        #expect(CRC32C.checksum([]) == 0)
+    }
+
+    @Test func extendingInPiecesEqualsOneChecksumAtAnyLengthAndSplit() {
+        var generator = SeededGenerator(seed: 42)
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+            let whole = CRC32C.checksum(bytes)
+            // Bytewise reference: the plain table-driven algorithm.
+            var reference: UInt32 = ~0
+            for byte in bytes {
+                reference ^= UInt32(byte)
+                for _ in 0..<8 { reference = reference & 1 == 1 ? (reference >> 1) ^ 0x82F6_3B78 : reference >> 1 }
+            }
+            #expect(whole == ~reference, "length \(length)")
+            for split in stride(from: 0, through: length, by: 7) {
+                let pieces = bytes.withUnsafeBytes { raw in
+                    CRC32C.extend(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[..<split])), UnsafeRawBufferPointer(rebasing: raw[split...]))
+                }
+                #expect(pieces == whole, "length \(length) split \(split)")
+            }
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import Glibc
+import Testing
+@testable import GraphJournal
+
+/// Failures injected through the I/O layer.
+@Suite struct JournalFaultTests {
+    @Test func failedWriteLeavesJournalValidAndNextAppendSucceeds() throws {
+        for fault in [JournalIO.Fault.error(ENOSPC), .error(EIO), .shortWrite] {
+            let directory = temporaryJournalPath()
+            defer { removeDirectory(directory) }
+            let plan = JournalIO.FaultPlan()
+            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+            try journal.append(payload(1, count: 300))
+            plan.arm(fault, atCall: 1, of: [.pwrite])
+            #expect(throws: JournalError.self, "\(fault)") { try journal.append(payload(2, count: 5000, compressible: false)) }
+            #expect(plan.hasFired)
+            let sequence = try journal.append(payload(3, count: 300))
+            #expect(sequence == 2, "\(fault): the failed append took no sequence number")
+            try journal.close()
+            #expect(try Journal.inspect(directory: directory).verdict == .clean, "\(fault)")
+            #expect(try recordsAfterReopen(directory).transactions == [payload(1, count: 300), payload(3, count: 300)], "\(fault)")
+        }
+    }
+
+    @Test func failedFsyncThrowsAndNothingIsAcknowledged() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        let plan = JournalIO.FaultPlan()
+        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+        try journal.append([1])
+        plan.arm(.error(EIO), atCall: 1, of: [.fdatasync])
+        #expect {
+            try journal.append([2])
+        } throws: { error in
+            guard let error = error as? JournalError, case .io(let errno, _) = error.code else { return false }
+            return errno == EIO
+        }
+        // The unacknowledged record was cut off: the file is as before the failed append.
+        #expect(try journal.records().transactions == [[1]])
+        #expect(try Journal.inspect(directory: directory).entries.count == 1)
+        #expect(try journal.append([3]) == 2)
+        try journal.close()
+        #expect(try recordsAfterReopen(directory).transactions == [[1], [3]])
+    }
+
+    @Test func failedFsyncInBatchedModeRequiresReopen() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        let plan = JournalIO.FaultPlan()
+        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .batched(milliseconds: 1000), io: .faulty(plan)))
+        try journal.append([1])
+        plan.arm(.error(EIO), atCall: 1, of: [.fdatasync])
+        #expect(throws: JournalError.self) { try journal.sync() }
+        #expect {
+            try journal.append([2])
+        } throws: { error in
+            (error as? JournalError)?.code == .needsReopen
+        }
+        try? journal.close()
+        #expect(try recordsAfterReopen(directory).transactions == [[1]])
+    }
+
+    @Test func crashDuringCompactionAtEveryStepLosesNothing() throws {
+        let old = (0..<30).map { payload($0, count: 120) }
+        let base = (0..<5).map { payload(500 + $0, count: 400) }
+        var step = 1
+        var outcomes = (kept: 0, replaced: 0)
+        while true {
+            let directory = temporaryJournalPath()
+            defer { removeDirectory(directory) }
+            let plan = JournalIO.FaultPlan()
+            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, io: .faulty(plan)))
+            for bytes in old { try journal.append(bytes, schema: [1]) }
+            plan.arm(.crash, atCall: step)
+            var finished = false
+            do {
+                try journal.compact(base: base, schema: [2])
+                finished = !plan.hasFired
+            } catch {
+                #expect(plan.hasFired, "step \(step): \(error)")
+            }
+            try? journal.close()
+            plan.disarm()
+
+            let records = try recordsAfterReopen(directory)
+            let kept = records.transactions == old && records.filter { $0.kind == .base }.isEmpty
+            let replaced = records.filter { $0.kind == .base }.map(\.payload) == base && records.transactions.isEmpty
+            #expect(kept || replaced, "step \(step) (\(plan.injected)): \(records.count) records")
+            if kept { outcomes.kept += 1 }
+            if replaced { outcomes.replaced += 1 }
+            #expect(try Journal.inspect(directory: directory).verdict == .clean, "step \(step)")
+            if finished { break }
+            step += 1
+        }
+        #expect(step > 10)
+        #expect(outcomes.kept > 0 && outcomes.replaced > 1)  // crashes after the MANIFEST switch too
+    }
+
+    @Test func crashWhileRollingToANewSegmentAtEveryStepLosesNothing() throws {
+        var step = 1
+        while true {
+            let directory = temporaryJournalPath()
+            defer { removeDirectory(directory) }
+            let plan = JournalIO.FaultPlan()
+            let options = JournalOptions(durability: .always, segmentSize: 600, io: .faulty(plan))
+            let journal = try Journal.open(directory: directory, options: options)
+            var acknowledged: [[UInt8]] = []
+            for index in 0..<4 {
+                acknowledged.append(payload(index, count: 100, compressible: false))
+                try journal.append(acknowledged.last!)
+            }
+            #expect(journal.stats.segments == 1)
+            plan.arm(.crash, atCall: step)
+            let next = payload(99, count: 200, compressible: false)
+            var finished = false
+            do {
+                try journal.append(next)  // rolls: 4 x 124 + 48 + 224 > 600
+                acknowledged.append(next)
+                finished = !plan.hasFired
+            } catch {}
+            try? journal.close()
+            plan.disarm()
+            let records = try recordsAfterReopen(directory).transactions
+            #expect(records == acknowledged || records == acknowledged + [next], "step \(step)")
+            #expect(try Journal.inspect(directory: directory).verdict != .corrupt, "step \(step)")
+            if finished { break }
+            step += 1
+        }
+        #expect(step > 5)
+    }
+}
+
+@Suite struct JournalDurabilityTests {
+    @Test func batchedDurabilitySyncsAQuietJournalWithinTheInterval() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        let plan = JournalIO.FaultPlan()
+        plan.arm(.error(EIO), atCall: .max, of: [.fdatasync])  // counts fdatasync calls, never fails
+        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .batched(milliseconds: 300), io: .faulty(plan)))
+        defer { try? journal.close() }
+        let opened = plan.callCount
+        try journal.append([1, 2, 3])
+        #expect(plan.callCount == opened)  // within the interval: the append did not sync
+        Thread.sleep(forTimeInterval: 1.0)
+        #expect(plan.callCount == opened + 1)  // the flusher synced once, and not again while clean
+    }
+
+    @Test func alwaysDurabilitySyncsBeforeAppendReturns() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        let plan = JournalIO.FaultPlan()
+        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+        defer { try? journal.close() }
+        plan.arm(.error(EIO), atCall: .max, of: [.fdatasync])
+        for index in 1...5 {
+            try journal.append([UInt8(index)])
+            #expect(plan.callCount == index)
+        }
+    }
+
+    @Test func appendAfterCloseThrowsClosed() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        let journal = try Journal.open(directory: directory)
+        try journal.close()
+        try journal.close()  // twice is fine
+        #expect { try journal.append([1]) } throws: { ($0 as? JournalError)?.code == .closed }
+    }
+}

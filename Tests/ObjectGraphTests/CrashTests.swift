@@ -1,0 +1,64 @@
+import Foundation
+import ObjectGraph
+import Testing
+
+@Entity final class CrashRecord {
+    var seq: Int64 = 0
+    var half: Int8 = 0
+    var payload: String = ""
+}
+
+@Entity final class Counter {
+    var value: Int64 = 0
+}
+
+/// Rounds of the kill test: short in `make test`, long in `make soak` (OBJECTGRAPH_CRASH_ROUNDS).
+let crashRounds = ProcessInfo.processInfo.environment["OBJECTGRAPH_CRASH_ROUNDS"].flatMap(Int.init) ?? 20
+
+@Suite("Crash: SIGKILL a writer mid-save", .serialized)
+struct CrashTests {
+    static var writerURL: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("objectgraph-crash-writer")
+    }
+
+    @Test(arguments: ["always", "none"])
+    func killedWriterLosesNoAcknowledgedSaveAndLeavesNoPartialSave(durability: String) throws {
+        let dir = temporaryStoreDirectory("crash-\(durability)")
+        var rng = SystemRandomNumberGenerator()
+        var acknowledged: Int64 = -1
+        var next: Int64 = 0
+        print("crash test: \(crashRounds) rounds, durability \(durability), store \(dir.path)")
+        for round in 0..<crashRounds {
+            let process = Process()
+            process.executableURL = Self.writerURL
+            process.arguments = [dir.path, String(next), durability]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            usleep(UInt32.random(in: 20_000...150_000, using: &rng))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
+                if let n = Int64(line.dropFirst(4)) { acknowledged = max(acknowledged, n) }
+            }
+
+            let store = try ObjectStore.open(at: dir, schema: try Schema(CrashRecord.self, Counter.self))
+            let records = try store.context.objects(of: CrashRecord.self)
+            var halves: [Int64: Set<Int8>] = [:]
+            for r in records { halves[r.seq, default: []].insert(r.half) }
+            let counter = try store.context.objects(of: Counter.self).first?.value ?? -1
+            let highest = halves.keys.max() ?? -1
+            // Every acknowledged save is there (a process crash loses nothing in either policy).
+            #expect(highest >= acknowledged, "round \(round): acknowledged \(acknowledged), found up to \(highest)")
+            // Saves are atomic: both halves and the counter, or nothing; and no gaps.
+            #expect(halves.values.allSatisfy { $0 == [0, 1] }, "round \(round): a save is half there")
+            #expect(Set(halves.keys) == (highest < 0 ? [] : Set(0...highest)), "round \(round): gap in saves")
+            #expect(counter == highest, "round \(round): counter \(counter) vs highest save \(highest)")
+            try store.close()
+            next = highest + 1
+            acknowledged = highest
+        }
+        try? FileManager.default.removeItem(at: dir)
+    }
+}

@@ -1,0 +1,56 @@
+// objectgraph-crash-writer: the child process of the crash tests. Saves in a loop and prints
+// "ack N" after each save returns, until it is killed.
+//
+//   objectgraph-crash-writer DIR FIRST [always|batched|none]
+//
+// Each save N inserts two CrashRecord objects with seq N and sets the Counter to N, so a
+// reader can check that every save is all there or not there at all.
+
+import Foundation
+import ObjectGraph
+
+@Entity final class CrashRecord {
+    var seq: Int64 = 0
+    var half: Int8 = 0
+    var payload: String = ""
+}
+
+@Entity final class Counter {
+    var value: Int64 = 0
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3, let first = Int64(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: objectgraph-crash-writer DIR FIRST [always|batched|none]\n".utf8))
+    exit(64)
+}
+var options = StoreOptions()
+switch arguments.count > 3 ? arguments[3] : "always" {
+case "batched": options.durability = .batched(milliseconds: 5)
+case "none": options.durability = .none
+default: options.durability = .always
+}
+options.autoCompactionRatio = 3
+options.autoCompactionMinimumBytes = 256 << 10
+
+do {
+    let store = try ObjectStore.open(at: URL(fileURLWithPath: arguments[1]), schema: try Schema(CrashRecord.self, Counter.self), options: options)
+    let context = store.context
+    let counter = try context.objects(of: Counter.self).first ?? context.insert(Counter.self)
+    var seq = first
+    while true {
+        for half in Int8(0)...1 {
+            let r = try context.insert(CrashRecord.self)
+            r.seq = seq
+            r.half = half
+            r.payload = "save \(seq) half \(half) " + String(repeating: "x", count: Int(seq % 200))
+        }
+        counter.value = seq
+        try context.save()
+        FileHandle.standardOutput.write(Data("ack \(seq)\n".utf8))  // unbuffered: the parent sees it at once
+        seq += 1
+    }
+} catch {
+    FileHandle.standardError.write(Data("objectgraph-crash-writer: \(error)\n".utf8))
+    exit(1)
+}
