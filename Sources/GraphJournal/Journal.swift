@@ -143,6 +143,8 @@ public final class Journal: Sendable {
     /// with a schema record before the first transaction that used a new schema).
     ///
     /// Records are read from disk, checked again and decompressed one segment at a time.
+    /// Appends made during the walk are not included. A ``compact(base:schema:)`` that runs
+    /// during the walk removes the files being read: the walk then throws.
     ///
     /// ```swift
     /// try journal.forEachRecord { record in

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 @testable import GraphJournal
 
@@ -157,6 +158,41 @@ import Testing
             try journal.append([UInt8(index)])
             #expect(plan.callCount == index)
         }
+    }
+
+    @Test func failedGroupFsyncFailsEveryWaiterItCoveredAndKeepsEveryAcknowledgedRecord() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        let plan = JournalIO.FaultPlan()
+        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+        plan.arm(.error(EIO), atCall: 5, of: [.fdatasync])
+        let threads = 8, perThread = 20
+        let acknowledged = Mutex<Set<[UInt8]>>([])
+        let failures = Mutex(0)
+        let group = DispatchGroup()
+        for thread in 0..<threads {
+            group.enter()
+            Thread {
+                for index in 0..<perThread {
+                    let bytes = Array("thread \(thread) record \(index)".utf8)
+                    do {
+                        try journal.append(bytes)
+                        acknowledged.withLock { _ = $0.insert(bytes) }
+                    } catch {
+                        failures.withLock { $0 += 1 }
+                    }
+                }
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        try journal.close()
+        #expect(plan.hasFired)
+        #expect(failures.withLock { $0 } >= 1)
+        let records = try recordsAfterReopen(directory)
+        #expect(Set(records.transactions) == acknowledged.withLock { $0 })  // no loss, no ghost
+        #expect(records.count == acknowledged.withLock { $0.count })
+        #expect(records.map(\.sequence) == Array(1...UInt64(records.count)))
     }
 
     @Test func appendAfterCloseThrowsClosed() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import GraphJournal
 
@@ -29,6 +30,30 @@ import Testing
             #expect(records.transactions == Array(written.dropLast()) + [[0xAB, 0xCD]], "cut at \(cut)")
             #expect(try Journal.inspect(directory: directory).verdict == .clean, "cut at \(cut)")
         }
+    }
+
+    @Test func tornTailIsLoggedWithByteCountAndOffsetAndInspectCallsItTornNotCorrupt() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        try writeSmallJournal(directory, count: 3)
+        let segment = try liveSegments(directory)[0]
+        let size = readBytes(segment).count
+        truncateFile(segment, to: size - 3)
+        let last = try Journal.inspect(directory: directory)
+        #expect(last.verdict == .tornTailOnly)
+        let torn = try #require(last.problems.first { $0.kind == .tornTail })
+        #expect(torn.file == "0000000001.log" && torn.recordsAfter == 0)
+        let lines = Mutex<[String]>([])
+        let options = JournalOptions(log: { line in lines.withLock { $0.append(line) } })
+        let journal = try Journal.open(directory: URL(fileURLWithPath: directory), options: options)
+        let offset = try #require(torn.offset)
+        let bytes = size - 3 - Int(offset)
+        #expect(lines.withLock { $0 }.contains { $0.contains("torn tail: \(bytes) bytes at offset \(offset) of \(segment)") })
+        // Open alone does not modify the file: only the first append truncates.
+        #expect(readBytes(segment).count == size - 3)
+        try journal.append([1])
+        #expect(lines.withLock { $0 }.contains { $0.contains("truncated \(bytes) bytes at offset \(offset)") })
+        try journal.close()
     }
 
     @Test func singleBitFlipsNeverCrashAndNeverLoseEarlierRecords() throws {
