@@ -82,7 +82,7 @@ extension Entity {
     ///
     /// - Throws: ``ObjectGraphError`` with code `unknownKey`.
     public func attributeValue(forKey key: String) throws(ObjectGraphError) -> AttributeValue? {
-        let d = Self.entityDescription
+        let d = _backing.entity
         guard let slot = d.slot(forKey: key) else {
             throw ObjectGraphError(.unknownKey, "\(d.name) has no attribute '\(key)'", entity: d.name, key: key)
         }
@@ -126,7 +126,7 @@ extension Entity {
     }
 
     private func checkedSlot(_ key: String) throws(ObjectGraphError) -> Int {
-        let d = Self.entityDescription
+        let d = _backing.entity
         guard let slot = d.slot(forKey: key) else {
             throw ObjectGraphError(.unknownKey, "\(d.name) has no attribute '\(key)'", entity: d.name, key: key)
         }
@@ -134,7 +134,7 @@ extension Entity {
     }
 
     private func coerced(_ value: Any?, slot: Int, key: String) throws(ObjectGraphError) -> AttributeValue? {
-        let d = Self.entityDescription
+        let d = _backing.entity
         let a = d.attributes[slot]
         guard let value, !(value is NSNull) else {
             if a.isOptional { return nil }

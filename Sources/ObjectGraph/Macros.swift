@@ -90,6 +90,8 @@ public macro Transient() = #externalMacro(module: "ObjectGraphMacros", type: "Tr
 /// It expands to nothing; ``Entity()`` copies the options into the attribute's
 /// entry in the ``EntityDescription``.
 ///
+/// - Parameter options: ``AttributeOption/unique`` (or `.unique(onCollision: .merge)`) makes
+///   the attribute a unique key with an O(1) index.
 /// - Parameter originalName: The name the attribute had in an earlier version
 ///   of the schema, so that stored data written under that name is read into
 ///   this attribute after a rename.
@@ -97,8 +99,28 @@ public macro Transient() = #externalMacro(module: "ObjectGraphMacros", type: "Tr
 /// ```swift
 /// @Entity
 /// final class Person {
+///     @Attribute(.unique) var email: String
 ///     @Attribute(originalName: "nick") var nickname: String?
 /// }
 /// ```
 @attached(peer)
-public macro Attribute(originalName: String? = nil) = #externalMacro(module: "ObjectGraphMacros", type: "AttributeMacro")
+public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) = #externalMacro(module: "ObjectGraphMacros", type: "AttributeMacro")
+
+/// Declares a compound unique constraint: no two objects of the entity may share the values of
+/// all the listed attributes (SwiftData's `#Unique`). Write it inside an `@Entity` class; each
+/// array is one constraint.
+///
+/// ```swift
+/// @Entity final class Release {
+///     #Unique<Release>([\.package, \.version])
+///     var package: String
+///     var version: String
+/// }
+/// ```
+///
+/// - Parameters:
+///   - keyPaths: One array of attribute key paths per constraint.
+///   - onCollision: What a save does when two objects collide: `.fail` (default) or `.merge`.
+@freestanding(declaration)
+public macro Unique<T>(_ keyPaths: [PartialKeyPath<T>]..., onCollision: UniqueConstraint.CollisionPolicy = .fail) =
+    #externalMacro(module: "ObjectGraphMacros", type: "UniqueMacro")

@@ -31,6 +31,10 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
         case inconsistentChangeSet
         /// The persistence backend failed to record a save.
         case persistenceFailed
+        /// A unique lookup names attributes that form no unique constraint.
+        case noUniqueIndex
+        /// A transaction was cancelled with ``Transaction/cancel()``.
+        case cancelled
     }
 
     /// The kind of failure.

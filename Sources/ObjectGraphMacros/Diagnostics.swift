@@ -41,4 +41,18 @@ struct EntityDiagnostic: DiagnosticMessage {
             message: "add an explicit type to '\(name)'; the entity description needs it"
         )
     }
+
+    /// `#Unique` takes arrays of simple key paths (`[\.a, \.b]`).
+    static let uniqueKeyPaths = EntityDiagnostic(
+        id: "uniqueKeyPaths",
+        message: "#Unique takes arrays of key paths to attributes, like [\\.firstName, \\.lastName]"
+    )
+
+    /// An import hook that must be static was declared as an instance method.
+    static func instanceImportHook(_ name: String) -> EntityDiagnostic {
+        EntityDiagnostic(
+            id: "instanceImportHook",
+            message: "'\(name)(from:in:)' must be declared 'static func': as an instance method the import never calls it"
+        )
+    }
 }

@@ -61,6 +61,8 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                                 ("name", Make.string(entityName)),
                                 ("type", Make.member(Make.ref(className), "self")),
                                 ("attributes", Make.array(members.attributes.map(attributeDescription))),
+                                ("keyPaths", Make.array(members.attributes.map { keyPath(className, $0.name) })),
+                                ("uniqueConstraints", Make.array(members.uniqueConstraints.map(uniqueConstraint))),
                             ],
                             multiline: true
                         )
@@ -123,7 +125,28 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         if let originalName = attribute.originalName {
             arguments.append(("originalName", originalName))
         }
+        if !attribute.options.isEmpty {
+            arguments.append(("options", Make.inlineArray(attribute.options)))
+        }
         return Make.call(Make.member(nil, "attribute"), arguments)
+    }
+
+    /// `\Class.name`
+    static func keyPath(_ className: String, _ name: String) -> ExprSyntax {
+        ExprSyntax(KeyPathExprSyntax(
+            root: TypeSyntax(IdentifierTypeSyntax(name: .identifier(className))),
+            components: [KeyPathComponentSyntax(
+                period: .periodToken(),
+                component: .property(KeyPathPropertyComponentSyntax(declName: DeclReferenceExprSyntax(baseName: .identifier(name))))
+            )]
+        ))
+    }
+
+    /// `ObjectGraph.UniqueConstraint(["a", "b"], onCollision: policy)`
+    static func uniqueConstraint(_ constraint: (keys: [String], onCollision: ExprSyntax?)) -> ExprSyntax {
+        var arguments: [(String?, ExprSyntax)] = [(nil, Make.inlineArray(constraint.keys.map(Make.string)))]
+        if let policy = constraint.onCollision { arguments.append(("onCollision", policy)) }
+        return Make.call(Make.objectGraph("UniqueConstraint"), arguments)
     }
 
     // MARK: member attribute

@@ -19,6 +19,8 @@ struct PersistedAttribute {
     let defaultValue: ExprSyntax?
     /// The `originalName:` argument of `@Attribute`, if one was given and is not `nil`.
     let originalName: ExprSyntax?
+    /// The unlabeled arguments of `@Attribute` (options such as `.unique`).
+    let options: [ExprSyntax]
 }
 
 /// What one member declaration of an entity class means to the macros.
@@ -39,8 +41,47 @@ struct EntityMembers {
     /// Errors for the members that look like attributes but are not valid ones.
     var diagnostics: [Diagnostic] = []
 
+    /// `#Unique<T>([\.a, \.b], onCollision: …)` declarations: key names and the policy argument.
+    var uniqueConstraints: [(keys: [String], onCollision: ExprSyntax?)] = []
+
     init(_ members: MemberBlockItemListSyntax) {
         for item in members {
+            if let expansion = item.decl.as(MacroExpansionDeclSyntax.self), expansion.macroName.text == "Unique" {
+                var policy: ExprSyntax?
+                for argument in expansion.arguments {
+                    if argument.label?.text == "onCollision" {
+                        policy = argument.expression.trimmed
+                        continue
+                    }
+                    guard let array = argument.expression.as(ArrayExprSyntax.self) else { continue }
+                    let keys = array.elements.compactMap { element -> String? in
+                        guard let keyPath = element.expression.as(KeyPathExprSyntax.self),
+                              keyPath.components.count == 1,
+                              case .property(let property) = keyPath.components.first?.component else { return nil }
+                        return property.declName.baseName.identifier?.name ?? property.declName.baseName.text
+                    }
+                    if keys.count != array.elements.count || keys.isEmpty {
+                        diagnostics.append(Diagnostic(node: argument, message: EntityDiagnostic.uniqueKeyPaths))
+                    } else {
+                        uniqueConstraints.append((keys, nil))
+                    }
+                }
+                if let policy {
+                    for i in uniqueConstraints.indices where uniqueConstraints[i].onCollision == nil {
+                        uniqueConstraints[i].onCollision = policy
+                    }
+                }
+                continue
+            }
+            if let function = item.decl.as(FunctionDeclSyntax.self) {
+                let name = function.name.text
+                let labels = function.signature.parameterClause.parameters.map { $0.firstName.text }
+                let isStatic = function.modifiers.contains { $0.name.tokenKind == .keyword(.static) || $0.name.tokenKind == .keyword(.class) }
+                if !isStatic, ["shouldInsert", "shouldUpdate", "uniqueID"].contains(name), labels == ["from", "in"] {
+                    diagnostics.append(Diagnostic(node: function.name, message: EntityDiagnostic.instanceImportHook(name)))
+                }
+                continue
+            }
             guard let variable = item.decl.as(VariableDeclSyntax.self) else { continue }
             switch Self.role(of: variable) {
             case .ignored:
@@ -105,7 +146,8 @@ struct EntityMembers {
                 valueType: valueType,
                 isOptional: isOptional,
                 defaultValue: binding.initializer?.value.trimmed,
-                originalName: variable.attributes.argument(labeled: "originalName", inAttribute: "Attribute")
+                originalName: variable.attributes.argument(labeled: "originalName", inAttribute: "Attribute"),
+                options: variable.attributes.unlabeledArguments(inAttribute: "Attribute")
             )
         )
     }
@@ -154,6 +196,13 @@ extension AttributeListSyntax {
 
     func hasAttribute(named name: String) -> Bool {
         attribute(named: name) != nil
+    }
+
+    /// The unlabeled arguments of `@attributeName(...)`.
+    func unlabeledArguments(inAttribute attributeName: String) -> [ExprSyntax] {
+        guard let attribute = attribute(named: attributeName),
+              case .argumentList(let arguments) = attribute.arguments else { return [] }
+        return arguments.filter { $0.label == nil }.map { $0.expression.trimmed }
     }
 
     /// The expression passed as `label:` to `@attributeName(...)`, unless it is absent or `nil`.

@@ -26,3 +26,14 @@ public struct AttributeMacro: PeerMacro {
         []
     }
 }
+
+/// Implements `#Unique<T>([\.a, \.b])`. It expands to nothing; `@Entity` reads the key paths
+/// and adds the constraint to the entity description.
+public struct UniqueMacro: DeclarationMacro {
+    public static func expansion(
+        of node: some FreestandingMacroExpansionSyntax,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        []
+    }
+}

@@ -11,5 +11,6 @@ struct ObjectGraphMacrosPlugin: CompilerPlugin {
         PersistedAttributeMacro.self,
         TransientMacro.self,
         AttributeMacro.self,
+        UniqueMacro.self,
     ]
 }

@@ -47,6 +47,21 @@ enum Make {
         )
     }
 
+    /// A one-line array literal: `[a, b]`.
+    static func inlineArray(_ elements: [ExprSyntax]) -> ExprSyntax {
+        ExprSyntax(
+            ArrayExprSyntax(
+                leftSquare: .leftSquareToken(),
+                elements: ArrayElementListSyntax(
+                    elements.enumerated().map { i, e in
+                        ArrayElementSyntax(expression: e, trailingComma: i == elements.count - 1 ? nil : .commaToken(trailingTrivia: .space))
+                    }
+                ),
+                rightSquare: .rightSquareToken()
+            )
+        )
+    }
+
     /// A multi-line array literal with a trailing comma after every element.
     static func array(_ elements: [ExprSyntax]) -> ExprSyntax {
         ExprSyntax(

@@ -41,6 +41,11 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
     let list = attributes.isEmpty
         ? "[]"
         : "[\n" + attributes.map { "            .attribute(\($0)),\n" }.joined() + "        ]"
+    // Each entry starts with the quoted attribute name.
+    let names = attributes.map { $0.split(separator: "\"", maxSplits: 2, omittingEmptySubsequences: false)[1] }
+    let keyPaths = names.isEmpty
+        ? "[]"
+        : "[\n" + names.map { "            \\\(name).\($0),\n" }.joined() + "        ]"
     return """
 
             public var _backing = ObjectGraph.ObjectBacking(entity: \(name).entityDescription)
@@ -48,7 +53,9 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
             public static let entityDescription = ObjectGraph.EntityDescription(
                 name: "\(name)",
                 type: \(name).self,
-                attributes: \(list)
+                attributes: \(list),
+                keyPaths: \(keyPaths),
+                uniqueConstraints: []
             )
 
             public required init(_backing: ObjectGraph.ObjectBacking) {
@@ -584,6 +591,33 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
         )
     }
 
+    /// CoreStore's trap: an import hook written as an instance method is silently never called.
+    @Test func instanceImportHookIsRejected() {
+        assertExpansion(
+            """
+            @Entity final class Feed {
+                func shouldInsert(from source: String, in context: ModelContext) -> Bool { true }
+                static func shouldUpdate(from source: String, in context: ModelContext) -> Bool { true }
+            }
+            """,
+            expandedSource: """
+                final class Feed {
+                    func shouldInsert(from source: String, in context: ModelContext) -> Bool { true }
+                    static func shouldUpdate(from source: String, in context: ModelContext) -> Bool { true }
+                \(entityMembers("Feed", attributes: []))
+                }
+
+                extension Feed: ObjectGraph.Entity {
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "'shouldInsert(from:in:)' must be declared 'static func': as an instance method the import never calls it",
+                    line: 2, column: 10)
+            ]
+        )
+    }
+
     @Test func missingTypeAnnotationIsRejected() {
         assertExpansion(
             """
@@ -683,7 +717,11 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                         type: `Class`.self,
                         attributes: [
                             .attribute("default", Int.self),
-                        ]
+                        ],
+                        keyPaths: [
+                            \\`Class`.default,
+                        ],
+                        uniqueConstraints: []
                     )
 
                     public required init(_backing: ObjectGraph.ObjectBacking) {

@@ -22,10 +22,14 @@ public final class ModelContext {
     public let schema: Schema
     /// Where saves are recorded; `nil` keeps the graph in memory only.
     public var backend: (any PersistenceBackend)?
+    /// Who observes this context's saves; created on the first registration (Observation/).
+    var observers: ContextObservers?
 
     var tables: [EntityTable] = []
     /// The journal-backed store this context belongs to, if any.
     weak var store: ObjectStore?
+    /// How many savepoints are open (imports, transactions, a save in progress).
+    var savepointDepth = 0
     private var lastTypeID: ObjectIdentifier?
     private var lastTable: EntityTable?
 
@@ -219,6 +223,7 @@ public final class ModelContext {
     /// deleted objects restored, attribute values restored (DESIGN rule 8).
     public func rollback() {
         for t in tables { t.rollback() }
+        savepointDepth = 0
     }
 
     /// Discards pending changes like ``rollback()`` and forgets every object instance: each
@@ -242,15 +247,49 @@ public final class ModelContext {
     ///
     /// - Throws: ``ValidationError`` listing every failure, or the backend's error.
     public func save() throws {
-        try validate()
-        if let store {
-            try store.persistPending()
-        } else if let backend {
-            let changes = makeChangeSet()
-            if !changes.isEmpty { try backend.persist(changes) }
+        // Everything save itself changes (merged collisions) is undone if the save fails.
+        beginSavepoint()
+        do {
+            mergeUniqueCollisions()
+            try validate()
+            if let store {
+                try store.persistPending()
+            } else if let backend {
+                let changes = makeChangeSet()
+                if !changes.isEmpty { try backend.persist(changes) }
+            }
+        } catch {
+            rollbackToSavepoint()
+            throw error
         }
+        let observed = changesForObservers()
         for t in tables { t.commit() }
+        savepointDepth = 0
         store?.didCommit()
+        deliverToObservers(observed)
+    }
+
+    // MARK: Savepoints
+
+    /// Starts a savepoint: ``rollbackToSavepoint()`` undoes everything after it, keeping the
+    /// pending changes made before it. Savepoints nest; a save releases them all.
+    func beginSavepoint() {
+        for t in tables { t.beginSavepoint() }
+        savepointDepth += 1
+    }
+
+    /// Undoes everything since the innermost savepoint, and ends it.
+    func rollbackToSavepoint() {
+        guard savepointDepth > 0 else { return }
+        for t in tables { t.rollbackToSavepoint() }
+        savepointDepth -= 1
+    }
+
+    /// Ends the innermost savepoint, keeping its changes.
+    func releaseSavepoint() {
+        guard savepointDepth > 0 else { return }
+        for t in tables { t.releaseSavepoint() }
+        savepointDepth -= 1
     }
 
     func validate() throws(ValidationError) {
@@ -271,6 +310,7 @@ public final class ModelContext {
                 }
             }
         }
+        failures += uniqueFailures()
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
     }
 

@@ -68,20 +68,54 @@ public final class ObjectStore {
     ///   entity still has objects) or `corruptPayload`. Nothing on disk is modified when
     ///   opening fails, except that a torn tail is reported (and cut at the next append).
     public static func open(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
+        let journal = try openJournal(at: directory, options: options)
+        return try make(journal: journal, directory: directory, schema: schema, options: options)
+    }
+
+    /// Opens a store with the schema its journal records, without the application's model
+    /// code: every object is a ``DynamicObject``. For tools (dump, compact).
+    ///
+    /// - Throws: ``StoreError`` as ``open(at:schema:options:)``; `incompatibleSchema` when the
+    ///   journal holds no schema record yet (an empty store).
+    public static func openDynamic(at directory: URL, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
+        let journal = try openJournal(at: directory, options: options)
+        let schema: Schema
+        do {
+            guard let bytes = journal.schema else {
+                throw StoreError(.incompatibleSchema, "\(directory.path) holds no schema record (an empty store)")
+            }
+            do {
+                schema = try Schema(dynamic: try StoredSchema.decode(bytes))
+            } catch let error as SchemaError {
+                throw StoreError(.incompatibleSchema, "\(error)")
+            }
+        } catch let error as StoreError {
+            try? journal.close()
+            throw error
+        } catch {
+            try? journal.close()
+            throw StoreError(.corruptPayload, "\(error)")
+        }
+        return try make(journal: journal, directory: directory, schema: schema, options: options)
+    }
+
+    private static func openJournal(at directory: URL, options: StoreOptions) throws(StoreError) -> Journal {
         var journalOptions = options.journal
         journalOptions.durability = options.durability
         journalOptions.recovery = options.recovery
         if let logger = options.logger, journalOptions.log == nil {
             journalOptions.log = { logger.notice("\($0)") }
         }
-        let journal: Journal
         do {
             // Like `mkdir -p` for the parents; the store directory itself is created 0700.
             try? FileManager.default.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true)
-            journal = try Journal.open(directory: directory, options: journalOptions)
+            return try Journal.open(directory: directory, options: journalOptions)
         } catch {
             throw StoreError(.journal, "\(error)")
         }
+    }
+
+    private static func make(journal: Journal, directory: URL, schema: Schema, options: StoreOptions) throws(StoreError) -> ObjectStore {
         let start = ContinuousClock.now
         let context = ModelContext(schema: schema)
         do {
@@ -89,6 +123,11 @@ public final class ObjectStore {
         } catch {
             try? journal.close()
             throw error
+        }
+        var duplicates = 0
+        for t in context.tables { duplicates += t.rebuildIndexes() }
+        if duplicates > 0 {
+            options.logger?.warning("\(duplicates) stored objects violate a unique constraint of the current model; saves that touch them will fail")
         }
         let elapsed = (ContinuousClock.now - start).components
         let store = ObjectStore(

@@ -25,6 +25,8 @@ public struct AttributeDescription: Sendable, Hashable {
     public let defaultValue: AttributeValue?
     /// The attribute's name in an older model, for schema evolution.
     public let originalName: String?
+    /// Set when the attribute alone is a unique key (`@Attribute(.unique)`).
+    public let uniquePolicy: UniqueConstraint.CollisionPolicy?
     /// A problem found while building the description (for example a default value that cannot
     /// be encoded). ``Schema`` refuses descriptions with problems.
     public let problem: String?
@@ -43,12 +45,15 @@ public struct AttributeDescription: Sendable, Hashable {
         self.defaultValue = defaultValue
         self.originalName = originalName
         self.problem = nil
+        self.uniquePolicy = nil
     }
 
     init(
         name: String, type: AttributeType, valueKind: AttributeValueKind, swiftTypeName: String,
-        isOptional: Bool, defaultValue: AttributeValue?, originalName: String?, problem: String?
+        isOptional: Bool, defaultValue: AttributeValue?, originalName: String?, problem: String?,
+        options: [AttributeOption] = []
     ) {
+        self.uniquePolicy = options.lazy.compactMap(\.uniquePolicy).first
         self.name = name
         self.type = type
         self.valueKind = valueKind
@@ -67,37 +72,42 @@ public struct AttributeDescription: Sendable, Hashable {
     ///   - optional: Whether the property is optional.
     ///   - default: The declaration's default value, evaluated once.
     ///   - originalName: The attribute's name in an older model.
+    ///   - options: `@Attribute` options such as ``AttributeOption/unique``.
     public static func attribute<T: PrimitiveAttribute>(
-        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil
+        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil,
+        options: [AttributeOption] = []
     ) -> AttributeDescription {
         AttributeDescription(
             name: name, type: T.attributeType, valueKind: .primitive, swiftTypeName: "\(T.self)",
-            isOptional: optional, defaultValue: `default`?.attributeValue, originalName: originalName, problem: nil)
+            isOptional: optional, defaultValue: `default`?.attributeValue, originalName: originalName, problem: nil, options: options)
     }
 
     /// An attribute of a `RawRepresentable` type (typically an enum), stored as its raw value.
     public static func attribute<T: RawRepresentable>(
-        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil
+        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil,
+        options: [AttributeOption] = []
     ) -> AttributeDescription where T.RawValue: PrimitiveAttribute {
         AttributeDescription(
             name: name, type: T.RawValue.attributeType, valueKind: .rawRepresentable, swiftTypeName: "\(T.self)",
             isOptional: optional, defaultValue: `default`?.rawValue.attributeValue, originalName: originalName,
-            problem: nil)
+            problem: nil, options: options)
     }
 
     /// An attribute of a `RawRepresentable` type that is also `Codable`: stored as its raw value.
     public static func attribute<T: RawRepresentable & Codable>(
-        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil
+        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil,
+        options: [AttributeOption] = []
     ) -> AttributeDescription where T.RawValue: PrimitiveAttribute {
         AttributeDescription(
             name: name, type: T.RawValue.attributeType, valueKind: .rawRepresentable, swiftTypeName: "\(T.self)",
             isOptional: optional, defaultValue: `default`?.rawValue.attributeValue, originalName: originalName,
-            problem: nil)
+            problem: nil, options: options)
     }
 
     /// An attribute of any other `Codable` type, stored as its JSON encoding (sorted keys).
     public static func attribute<T: Codable>(
-        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil
+        _ name: String, _ type: T.Type, optional: Bool = false, default: T? = nil, originalName: String? = nil,
+        options: [AttributeOption] = []
     ) -> AttributeDescription {
         var problem: String?
         var defaultValue: AttributeValue?
@@ -110,7 +120,8 @@ public struct AttributeDescription: Sendable, Hashable {
         }
         return AttributeDescription(
             name: name, type: .data, valueKind: .codable, swiftTypeName: "\(T.self)",
-            isOptional: optional, defaultValue: defaultValue, originalName: originalName, problem: problem)
+            isOptional: optional, defaultValue: defaultValue, originalName: originalName, problem: problem,
+            options: options)
     }
 }
 

@@ -21,7 +21,13 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public let type: any Entity.Type
     /// The persisted attributes; an attribute's index is its slot.
     public let attributes: [AttributeDescription]
+    /// The unique constraints, attribute-level ones first.
+    public let uniqueConstraints: [UniqueConstraint]
     let slotByName: [String: Int]
+    /// Key paths of the model class's attribute properties → slots (macro-generated).
+    nonisolated(unsafe) let slotByKeyPath: [AnyKeyPath: Int]
+    /// Per constraint, the slots of its keys.
+    let uniqueSlots: [[Int]]
     let problems: [String]
 
     /// Creates an entity description.
@@ -33,7 +39,14 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     ///   - name: The entity's name.
     ///   - type: The class representing its objects.
     ///   - attributes: The persisted attributes in slot order.
-    public init(name: String, type: any Entity.Type, attributes: [AttributeDescription]) {
+    ///   - keyPaths: The class's key paths of the attributes, in slot order, so that typed APIs
+    ///     (unique lookups, import) can name an attribute by key path. Optional.
+    ///   - uniqueConstraints: Compound unique constraints (`#Unique`); single-attribute ones
+    ///     can also come from an attribute's options.
+    public init(
+        name: String, type: any Entity.Type, attributes: [AttributeDescription], keyPaths: [AnyKeyPath] = [],
+        uniqueConstraints: [UniqueConstraint] = []
+    ) {
         self.name = name
         self.type = type
         self.attributes = attributes
@@ -49,12 +62,34 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
             if a.name.isEmpty { problems.append("entity '\(name)' has an attribute with an empty name") }
         }
         if name.isEmpty { problems.append("an entity has an empty name") }
+        var keyPathSlots: [AnyKeyPath: Int] = [:]
+        for (i, k) in keyPaths.enumerated() where i < attributes.count { keyPathSlots[k] = i }
+        if !keyPaths.isEmpty && keyPaths.count != attributes.count {
+            problems.append("entity '\(name)' lists \(keyPaths.count) key paths for \(attributes.count) attributes")
+        }
+        let constraints = attributes.compactMap { a in a.uniquePolicy.map { UniqueConstraint([a.name], onCollision: $0) } } + uniqueConstraints
+        var constraintSlots: [[Int]] = []
+        for c in constraints {
+            let cs = c.keys.compactMap { slots[$0] }
+            if c.keys.isEmpty { problems.append("entity '\(name)' has a unique constraint without keys") }
+            for k in c.keys where slots[k] == nil {
+                problems.append("unique constraint \(c.name(in: name)) names '\(k)', which is no attribute")
+            }
+            constraintSlots.append(cs)
+        }
+        self.uniqueConstraints = constraints
+        self.uniqueSlots = constraintSlots
+        self.slotByKeyPath = keyPathSlots
         self.slotByName = slots
         self.problems = problems
     }
 
     /// The slot of the attribute named `key`, or `nil` when there is none.
     public func slot(forKey key: String) -> Int? { slotByName[key] }
+
+    /// The slot of the attribute a key path of the model class names, or `nil` when the
+    /// description lists no such key path.
+    public func slot(for keyPath: AnyKeyPath) -> Int? { slotByKeyPath[keyPath] }
 
     /// The attribute named `key`, or `nil` when there is none.
     public func attribute(named key: String) -> AttributeDescription? {
@@ -111,6 +146,26 @@ public struct Schema: Sendable {
         self.entities = entities
         self.indexByName = byName
         self.indexByType = byType
+    }
+
+    /// A schema rebuilt from the one a journal records, with ``DynamicObject`` standing in for
+    /// every entity's class: what tools use to read, dump and compact a store without the
+    /// application's model code.
+    public init(dynamic stored: StoredSchema) throws(SchemaError) {
+        var byName: [String: Int] = [:]
+        var problems: [String] = []
+        let entities = stored.entities.enumerated().map { i, e in
+            EntityDescription(name: e.name, type: DynamicObject.self, attributes: e.attributes)
+        }
+        for (i, d) in entities.enumerated() {
+            if byName[d.name] != nil { problems.append("two entities are named '\(d.name)'") }
+            byName[d.name] = i
+            problems += d.problems
+        }
+        guard problems.isEmpty else { throw SchemaError(message: problems.joined(separator: "; ")) }
+        self.entities = entities
+        self.indexByName = byName
+        self.indexByType = [:]
     }
 
     /// Creates a schema of the given entity types.

@@ -63,6 +63,18 @@ final class EntityTable {
     var defaultValues: [UInt64]
     let defaultNulls: [UInt64]
 
+    /// One hash index per unique constraint; `indexesBySlot[slot]` lists the indexes a slot
+    /// is a key of.
+    let uniqueIndexes: [UniqueIndex]
+    let indexesBySlot: [[Int]]
+
+    // Savepoints (nested, for imports and transactions that roll back as a whole).
+    @exclusivity(unchecked) var savepoints: [SavepointMark] = []
+    @exclusivity(unchecked) var undo: [UndoEntry] = []
+    /// Per row, the insertion clock of rows inserted while a savepoint was active (0 otherwise).
+    @exclusivity(unchecked) var stamps: [UInt64] = []
+    @exclusivity(unchecked) var insertClock: UInt64 = 0
+
     init(entity: EntityDescription, index: Int, context: ModelContext) {
         self.entity = entity
         self.entityIndex = index
@@ -95,6 +107,10 @@ final class EntityTable {
         defaultValues = dv
         defaultNulls = dn
         self.arena = arena
+        uniqueIndexes = zip(entity.uniqueConstraints, entity.uniqueSlots).map { UniqueIndex(constraint: $0, slots: $1) }
+        var bySlot = Array(repeating: [Int](), count: entity.attributes.count)
+        for (i, slots) in entity.uniqueSlots.enumerated() { for s in Set(slots) { bySlot[s].append(i) } }
+        indexesBySlot = bySlot
         committedArenaCount = arena.count
     }
 
@@ -149,11 +165,27 @@ final class EntityTable {
     }
 
     /// Inserts a new row (a pending insert) and returns it.
-    func insertRow() -> Int {
+    ///
+    /// With `indexed: false` the caller sets the row's key attributes and then calls
+    /// ``indexAll(row:)`` itself, which saves indexing the defaults first (a bulk import would
+    /// otherwise park every new row among the duplicates of the default key for a moment).
+    func insertRow(indexed: Bool = true) -> Int {
         let row = allocateRow(serial: nextSerial)
         flags[row] |= Flags.inserted
         insertedRows.append(Int32(row))
+        if !savepoints.isEmpty { stampInsertion(row: row) }
+        if indexed && !uniqueIndexes.isEmpty { indexAll(row: row) }
         return row
+    }
+
+    /// Writes a cell of a row inserted in this transaction, before it is indexed: no change
+    /// tracking, undo or index maintenance is needed for it.
+    func writeFresh(row: Int, slot: Int, _ cell: RawCell) {
+        switch cell {
+        case .fixed(let bits): values[row * stride + slot] = bits
+        case .bytes(let buffer): values[row * stride + slot] = arena.append(buffer)
+        }
+        nulls[row * maskWords + slot / 64] &= ~(1 << UInt64(slot % 64))
     }
 
     /// Frees a row: its serial is retired for good, its instance reference dropped.
@@ -325,8 +357,12 @@ final class EntityTable {
         guard let value else {
             if isNull(row: row, slot: slot) { return }
             willChange(row: row)
+            if !savepoints.isEmpty { logCell(row: row, slot: slot) }
+            let indexed = !indexesBySlot[slot].isEmpty
+            if indexed { unindex(row: row, slot: slot) }
             if types[slot].isVariableLength { arena.garbage += ArenaRef(values[row * stride + slot]).length }
             nulls[row * maskWords + slot / 64] |= 1 << UInt64(slot % 64)
+            if indexed { reindex(row: row, slot: slot) }
             return
         }
         value.withCell { setCell(row: row, slot: slot, $0) }
@@ -340,18 +376,22 @@ final class EntityTable {
         switch cell {
         case .fixed(let bits):
             if !wasNull && values[index] == bits { return }
-            willChange(row: row)
+        case .bytes(let buffer):
+            if !wasNull && arena.equal(ArenaRef(values[index]), buffer) { return }
+        }
+        willChange(row: row)
+        if !savepoints.isEmpty { logCell(row: row, slot: slot) }
+        let indexed = !indexesBySlot[slot].isEmpty
+        if indexed { unindex(row: row, slot: slot) }
+        switch cell {
+        case .fixed(let bits):
             values[index] = bits
         case .bytes(let buffer):
-            if !wasNull {
-                let old = ArenaRef(values[index])
-                if arena.equal(old, buffer) { return }
-                arena.garbage += old.length
-            }
-            willChange(row: row)
+            if !wasNull { arena.garbage += ArenaRef(values[index]).length }
             values[index] = arena.append(buffer)
         }
         if wasNull { nulls[maskIndex] &= ~bit }
+        if indexed { reindex(row: row, slot: slot) }
     }
 
     // MARK: Delete
@@ -359,21 +399,32 @@ final class EntityTable {
     /// Marks a row deleted. An inserted row vanishes instead (DESIGN rule 7).
     func delete(row: Int) {
         let f = flags[row]
+        guard f & (Flags.deleted | Flags.vanished) == 0 else { return }
+        if !uniqueIndexes.isEmpty { unindexAll(row: row) }
         if f & Flags.inserted != 0 {
+            if !savepoints.isEmpty && !isNewInInnermostSavepoint(row: row) {
+                undo.append(.vanish(row: Int32(row), object: instances[row]))
+            }
             detachInstance(row: row)
             flags[row] = Flags.live | Flags.vanished  // skipped by save and rollback
             rowOfSerial[Int(serialOfRow[row] - 1)] = -1  // invisible to lookups at once
             vanishedRows.append(Int32(row))
             return
         }
-        guard f & Flags.deleted == 0 else { return }
         flags[row] |= Flags.deleted
         deletedRows.append(Int32(row))
+        if !savepoints.isEmpty { undo.append(.delete(row: Int32(row))) }
     }
 
     // MARK: Transaction end
 
     func rollback() {
+        savepoints.removeAll()
+        undo.removeAll()
+        if !uniqueIndexes.isEmpty {
+            for r in insertedRows where flags[Int(r)] & Flags.inserted != 0 { unindexAll(row: Int(r)) }
+            for r in dirtyRows where flags[Int(r)] & Flags.deleted == 0 { unindexAll(row: Int(r)) }
+        }
         for r in insertedRows where flags[Int(r)] & Flags.inserted != 0 {
             detachInstance(row: Int(r))
             releaseRow(Int(r))
@@ -398,11 +449,18 @@ final class EntityTable {
             }
         }
         for r in deletedRows { flags[Int(r)] &= ~Flags.deleted }
+        if !uniqueIndexes.isEmpty {
+            for r in dirtyRows where isVisible(row: Int(r)) { indexAll(row: Int(r)) }
+            for r in deletedRows where isVisible(row: Int(r)) && flags[Int(r)] & Flags.dirty == 0 { indexAll(row: Int(r)) }
+            for index in uniqueIndexes { index.duplicates.removeAll() }
+        }
         arena.truncate(to: committedArenaCount, garbage: committedGarbage)
         clearTransaction()
     }
 
     func commit() {
+        savepoints.removeAll()
+        undo.removeAll()
         for r in deletedRows where flags[Int(r)] & Flags.deleted != 0 {
             let row = Int(r)
             detachInstance(row: row)

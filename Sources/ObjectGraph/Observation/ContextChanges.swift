@@ -1,0 +1,82 @@
+/// What one successful save changed, by object ID: the notification form of a save (Core Data's
+/// `NSManagedObjectContextDidSave` user info, without the objects).
+///
+/// Observers receive one after each save that changed something, once the save has committed
+/// (see ``ModelContext/observe(_:)`` and ``ModelContext/changes``). It holds IDs and key names
+/// only, so it is `Sendable` and can cross to any isolation domain; look objects up again
+/// with ``ModelContext/object(with:)``. (``ChangeSet`` is the persistence form, with values.)
+///
+/// ```swift
+/// let token = context.observe { changes in
+///     for update in changes.updated where update.changedKeys.contains("age") { … }
+/// }
+/// ```
+///
+/// Lists are ordered by entity (schema order), then by the order the objects were inserted,
+/// first changed, or deleted in the transaction.
+public struct ContextChanges: Sendable, Hashable {
+    /// One updated object and the attributes whose saved values changed.
+    public struct Update: Sendable, Hashable {
+        /// The object.
+        public let objectID: ObjectID
+        /// The names of the attributes whose saved value differs from the previous save's.
+        public let changedKeys: Set<String>
+
+        /// Creates an update record.
+        public init(objectID: ObjectID, changedKeys: Set<String>) {
+            self.objectID = objectID
+            self.changedKeys = changedKeys
+        }
+    }
+
+    /// The objects the save inserted.
+    public let inserted: [ObjectID]
+    /// The objects whose saved attribute values changed (not inserted, not deleted), with the
+    /// changed keys. Setting a value and setting it back before the save is no change.
+    public let updated: [Update]
+    /// The objects the save deleted (objects inserted and deleted before the save never appear).
+    public let deleted: [ObjectID]
+
+    /// Creates a change record.
+    public init(inserted: [ObjectID] = [], updated: [Update] = [], deleted: [ObjectID] = []) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+    }
+
+    /// Whether the save changed nothing (observers are never sent an empty record).
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+
+    /// The IDs of the updated objects, in order.
+    public var updatedIDs: [ObjectID] { updated.map(\.objectID) }
+
+    /// The changed keys of `id` if the save updated it, else `nil`. O(number of updates).
+    public func changedKeys(of id: ObjectID) -> Set<String>? {
+        updated.first { $0.objectID == id }?.changedKeys
+    }
+}
+
+extension ContextChanges {
+    /// The pending changes of `tables`, captured before they commit.
+    init(pendingChangesOf tables: [EntityTable]) {
+        var inserted: [ObjectID] = []
+        var updated: [Update] = []
+        var deleted: [ObjectID] = []
+        for t in tables {
+            let name = t.entity.name
+            for r in t.insertedRows where t.isInserted(row: Int(r)) {
+                inserted.append(ObjectID(entityName: name, serial: t.serial(ofRow: Int(r))))
+            }
+            for r in t.dirtyRows where t.flags[Int(r)] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 {
+                let row = Int(r)
+                var keys: Set<String> = []
+                for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) { keys.insert(t.entity.attributes[slot].name) }
+                if !keys.isEmpty { updated.append(Update(objectID: ObjectID(entityName: name, serial: t.serial(ofRow: row)), changedKeys: keys)) }
+            }
+            for r in t.deletedRows where t.isDeleted(row: Int(r)) {
+                deleted.append(ObjectID(entityName: name, serial: t.serial(ofRow: Int(r))))
+            }
+        }
+        self.init(inserted: inserted, updated: updated, deleted: deleted)
+    }
+}

@@ -1,0 +1,44 @@
+/// An object of an entity known only from a journal's recorded schema, with no Swift class of
+/// its own: read and write it by key (`attributeValue(forKey:)`, `setValue(_:forKey:)`).
+///
+/// Tools open a store with ``ObjectStore/openDynamic(at:options:)`` to get these.
+public final class DynamicObject: Entity {
+    /// A placeholder: each dynamic object's real description is that of its own entity
+    /// (``entity``).
+    public static let entityDescription = EntityDescription(name: "DynamicObject", type: DynamicObject.self, attributes: [])
+    public var _backing: ObjectBacking
+    public init(_backing: ObjectBacking) { self._backing = _backing }
+
+    /// The description of the entity this object belongs to.
+    public var entity: EntityDescription { _backing.entity }
+}
+
+extension ModelContext {
+    /// Every object of the entity named `name` not deleted in this transaction (pending inserts
+    /// included), as dynamic objects or the model's own class, in storage order.
+    ///
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity`.
+    public func objects(ofEntityNamed name: String) throws(ObjectGraphError) -> [any Entity] {
+        guard let table = table(named: name) else {
+            throw ObjectGraphError(.unknownEntity, "no entity named '\(name)' in this context's schema", entity: name)
+        }
+        var result: [any Entity] = []
+        result.reserveCapacity(table.liveCount)
+        for row in 0..<table.rowCount where table.isVisible(row: row) { result.append(table.instance(row: row)) }
+        return result
+    }
+}
+
+extension StoredSchema {
+    /// Decodes a transaction or base record's payload written with this schema.
+    ///
+    /// - Throws: ``StoreError`` with code `corruptPayload`, naming the byte offset.
+    public func decodeTransaction(_ payload: [UInt8]) throws(StoreError) -> ChangeSet {
+        let result: Result<ChangeSet, StoreError> = payload.withUnsafeBytes { buffer in
+            do throws(StoreError) { return .success(try TransactionCodec.decodeChangeSet(buffer, stored: self)) } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,113 @@
+/// What a savepoint remembers of one table: the lengths of the transaction's lists, so that
+/// rolling back to it truncates them, and the insertion clock that tells rows inserted after
+/// it (discarded wholesale) from rows that existed (restored from the undo log).
+struct SavepointMark {
+    let clock: UInt64
+    let undoCount: Int
+    let insertedCount: Int
+    let deletedCount: Int
+    let vanishedCount: Int
+    let dirtyCount: Int
+    let arenaCount: Int
+    let garbage: Int
+}
+
+/// One reversible step taken while a savepoint is active.
+enum UndoEntry {
+    /// A cell of a row that existed at the savepoint changed; its old bits and null flag.
+    case cell(row: Int32, slot: Int32, bits: UInt64, wasNull: Bool)
+    /// A committed row was marked deleted.
+    case delete(row: Int32)
+    /// A row inserted before the savepoint was deleted and vanished; its detached instance.
+    case vanish(row: Int32, object: AnyObject?)
+}
+
+extension EntityTable {
+    func beginSavepoint() {
+        insertClock += 1
+        savepoints.append(SavepointMark(
+            clock: insertClock, undoCount: undo.count, insertedCount: insertedRows.count,
+            deletedCount: deletedRows.count, vanishedCount: vanishedRows.count, dirtyCount: dirtyRows.count,
+            arenaCount: arena.count, garbage: arena.garbage))
+    }
+
+    /// Forgets the innermost savepoint, keeping its changes (they belong to the enclosing one).
+    func releaseSavepoint() {
+        guard savepoints.popLast() != nil else { return }
+        if savepoints.isEmpty { undo.removeAll() }
+    }
+
+    func stampInsertion(row: Int) {
+        if stamps.count < rowCount { stamps.append(contentsOf: repeatElement(0, count: rowCount - stamps.count)) }
+        insertClock += 1
+        stamps[row] = insertClock
+    }
+
+    /// Whether `row` was inserted after the innermost savepoint began.
+    @inline(__always)
+    func isNewInInnermostSavepoint(row: Int) -> Bool {
+        guard let mark = savepoints.last, row < stamps.count else { return false }
+        return stamps[row] > mark.clock
+    }
+
+    /// Records a cell's value before it changes, unless the row is new since the savepoint.
+    @inline(__always)
+    func logCell(row: Int, slot: Int) {
+        if isNewInInnermostSavepoint(row: row) { return }
+        undo.append(.cell(row: Int32(row), slot: Int32(slot), bits: values[row * stride + slot], wasNull: isNull(row: row, slot: slot)))
+    }
+
+    /// Undoes everything since the innermost savepoint and forgets it.
+    func rollbackToSavepoint() {
+        guard let mark = savepoints.popLast() else { return }
+        let isNew = { (row: Int) -> Bool in row < self.stamps.count && self.stamps[row] > mark.clock }
+        // Rows inserted since the mark go away wholesale.
+        for r in insertedRows[mark.insertedCount...] where flags[Int(r)] & Flags.inserted != 0 {
+            if !uniqueIndexes.isEmpty { unindexAll(row: Int(r)) }
+            detachInstance(row: Int(r))
+            releaseRow(Int(r))
+        }
+        for r in vanishedRows[mark.vanishedCount...] where isNew(Int(r)) { releaseRow(Int(r)) }
+        // Everything else is in the undo log, newest first.
+        for entry in undo[mark.undoCount...].reversed() {
+            switch entry {
+            case .cell(let r, let s, let bits, let wasNull):
+                let row = Int(r), slot = Int(s)
+                let indexed = !indexesBySlot[slot].isEmpty && isVisible(row: row)
+                if indexed { unindex(row: row, slot: slot) }
+                values[row * stride + slot] = bits
+                let bit = UInt64(1) << UInt64(slot % 64)
+                if wasNull { nulls[row * maskWords + slot / 64] |= bit } else { nulls[row * maskWords + slot / 64] &= ~bit }
+                if indexed { reindex(row: row, slot: slot) }
+            case .delete(let r):
+                flags[Int(r)] &= ~Flags.deleted
+                if !uniqueIndexes.isEmpty { indexAll(row: Int(r)) }
+            case .vanish(let r, let object):
+                let row = Int(r)
+                flags[row] = Flags.live | Flags.inserted
+                rowOfSerial[Int(serialOfRow[row] - 1)] = r
+                if let object, let e = object as? any Entity {
+                    e._backing = ObjectBacking(table: self, row: r)
+                    instances[row] = object
+                }
+                if !uniqueIndexes.isEmpty { indexAll(row: row) }
+            }
+        }
+        // Rows first changed since the mark are clean again: drop their before-images.
+        for r in dirtyRows[mark.dirtyCount...] {
+            flags[Int(r)] &= ~Flags.dirty
+            beforeIndex[Int(r)] = -1
+        }
+        dirtyRows.removeSubrange(mark.dirtyCount...)
+        beforeValues.removeSubrange((mark.dirtyCount * stride)...)
+        beforeNulls.removeSubrange((mark.dirtyCount * maskWords)...)
+        insertedRows.removeSubrange(mark.insertedCount...)
+        deletedRows.removeSubrange(mark.deletedCount...)
+        vanishedRows.removeSubrange(mark.vanishedCount...)
+        undo.removeSubrange(mark.undoCount...)
+        arena.truncate(to: mark.arenaCount, garbage: mark.garbage)
+        if !uniqueIndexes.isEmpty {
+            for index in uniqueIndexes { index.duplicates = index.duplicates.filter { isVisible(row: Int($0)) } }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+/// One unique constraint's hash index: an open-addressing table of row numbers, hashed and
+/// compared by the rows' key cells, so it stores 4 bytes per slot and no copy of any key.
+///
+/// Holds at most one *owner* row per key. A row whose key is already owned by another row is
+/// kept in ``duplicates`` until the save validates it (DESIGN rule 13).
+final class UniqueIndex {
+    static let empty: Int32 = -1
+    static let tombstone: Int32 = -2
+
+    let constraint: UniqueConstraint
+    let slots: [Int]
+    @exclusivity(unchecked) var buckets: [Int32]
+    /// Buckets not empty (owners and tombstones).
+    @exclusivity(unchecked) var used = 0
+    /// Rows whose key another row owned when they were indexed.
+    @exclusivity(unchecked) var duplicates: Set<Int32> = []
+
+    init(constraint: UniqueConstraint, slots: [Int]) {
+        self.constraint = constraint
+        self.slots = slots
+        buckets = Array(repeating: Self.empty, count: 16)
+    }
+
+    var mask: Int { buckets.count - 1 }
+
+    /// Empties the index and sizes it for `count` keys at a load factor of at most one half.
+    func reset(capacity count: Int) {
+        var size = 16
+        while size < count * 2 { size <<= 1 }
+        buckets = Array(repeating: Self.empty, count: size)
+        used = 0
+        duplicates = []
+    }
+}
+
+extension EntityTable {
+    /// The hash of `row`'s key in `index`, or nil when a key attribute is nil (not indexed).
+    @inline(__always)
+    func keyHash(row: Int, _ index: UniqueIndex) -> Int? {
+        var hasher = Hasher()
+        for slot in index.slots {
+            if isNull(row: row, slot: slot) { return nil }
+            let cell = values[row * stride + slot]
+            if types[slot].isVariableLength {
+                arena.withBytes(ArenaRef(cell)) { hasher.combine(bytes: $0) }
+            } else {
+                hasher.combine(cell)
+            }
+        }
+        return hasher.finalize()
+    }
+
+    /// The hash of a probe key given as cells, matching ``keyHash(row:_:)``.
+    func keyHash(cells: [RawCell]) -> Int {
+        var hasher = Hasher()
+        for cell in cells {
+            switch cell {
+            case .fixed(let bits): hasher.combine(bits)
+            case .bytes(let buffer): hasher.combine(bytes: buffer)
+            }
+        }
+        return hasher.finalize()
+    }
+
+    @inline(__always)
+    func sameKey(_ a: Int, _ b: Int, _ index: UniqueIndex) -> Bool {
+        for slot in index.slots {
+            let x = values[a * stride + slot], y = values[b * stride + slot]
+            if x == y { continue }
+            if !types[slot].isVariableLength || !arena.equal(ArenaRef(x), ArenaRef(y)) { return false }
+        }
+        return true
+    }
+
+    func rowHasKey(_ row: Int, cells: [RawCell], _ index: UniqueIndex) -> Bool {
+        for (i, slot) in index.slots.enumerated() {
+            if isNull(row: row, slot: slot) { return false }
+            let x = values[row * stride + slot]
+            switch cells[i] {
+            case .fixed(let bits): if x != bits { return false }
+            case .bytes(let buffer): if !arena.equal(ArenaRef(x), buffer) { return false }
+            }
+        }
+        return true
+    }
+
+    /// The row owning `row`'s key, if any (possibly `row` itself).
+    func owner(ofKeyOf row: Int, in index: UniqueIndex) -> Int? {
+        guard let h = keyHash(row: row, index) else { return nil }
+        var b = h & index.mask
+        while true {
+            let r = index.buckets[b]
+            if r == UniqueIndex.empty { return nil }
+            if r >= 0 && (Int(r) == row || sameKey(Int(r), row, index)) { return Int(r) }
+            b = (b + 1) & index.mask
+        }
+    }
+
+    /// The row owning the key given as cells, if any. O(1).
+    func owner(ofCells cells: [RawCell], in index: UniqueIndex) -> Int? {
+        let h = keyHash(cells: cells)
+        var b = h & index.mask
+        while true {
+            let r = index.buckets[b]
+            if r == UniqueIndex.empty { return nil }
+            if r >= 0 && rowHasKey(Int(r), cells: cells, index) { return Int(r) }
+            b = (b + 1) & index.mask
+        }
+    }
+
+    /// The row owning the one-attribute key `cell`, if any. O(1), allocation-free.
+    func owner(ofCell cell: RawCell, in index: UniqueIndex) -> Int? {
+        var hasher = Hasher()
+        switch cell {
+        case .fixed(let bits): hasher.combine(bits)
+        case .bytes(let buffer): hasher.combine(bytes: buffer)
+        }
+        let slot = index.slots[0]
+        var b = hasher.finalize() & index.mask
+        while true {
+            let r = index.buckets[b]
+            if r == UniqueIndex.empty { return nil }
+            if r >= 0, !isNull(row: Int(r), slot: slot) {
+                let x = values[Int(r) * stride + slot]
+                switch cell {
+                case .fixed(let bits): if x == bits { return Int(r) }
+                case .bytes(let buffer): if arena.equal(ArenaRef(x), buffer) { return Int(r) }
+                }
+            }
+            b = (b + 1) & index.mask
+        }
+    }
+
+    /// Indexes `row` under its current key: as owner when the key is free, else as a duplicate.
+    func indexInsert(row: Int, into index: UniqueIndex) {
+        guard let h = keyHash(row: row, index) else { return }
+        if (index.used + 1) * 2 > index.buckets.count { grow(index) }
+        var b = h & index.mask
+        var firstTombstone = -1
+        while true {
+            let r = index.buckets[b]
+            if r == UniqueIndex.empty { break }
+            if r == UniqueIndex.tombstone {
+                if firstTombstone < 0 { firstTombstone = b }
+            } else if Int(r) == row {
+                return
+            } else if sameKey(Int(r), row, index) {
+                index.duplicates.insert(Int32(row))
+                return
+            }
+            b = (b + 1) & index.mask
+        }
+        if firstTombstone >= 0 {
+            index.buckets[firstTombstone] = Int32(row)
+        } else {
+            index.buckets[b] = Int32(row)
+            index.used += 1
+        }
+    }
+
+    /// Removes `row` (indexed under its current key) from the index.
+    func indexRemove(row: Int, from index: UniqueIndex) {
+        if !index.duplicates.isEmpty, index.duplicates.remove(Int32(row)) != nil { return }
+        guard let h = keyHash(row: row, index) else { return }
+        var b = h & index.mask
+        while true {
+            let r = index.buckets[b]
+            if r == UniqueIndex.empty { return }
+            if Int(r) == row {
+                index.buckets[b] = UniqueIndex.tombstone
+                return
+            }
+            b = (b + 1) & index.mask
+        }
+    }
+
+    private func grow(_ index: UniqueIndex) {
+        let owners = index.buckets.filter { $0 >= 0 }
+        var size = index.buckets.count
+        while size < (owners.count + 1) * 4 { size <<= 1 }
+        index.buckets = Array(repeating: UniqueIndex.empty, count: size)
+        index.used = 0
+        for r in owners {
+            guard let h = keyHash(row: Int(r), index) else { continue }
+            var b = h & index.mask
+            while index.buckets[b] != UniqueIndex.empty { b = (b + 1) & index.mask }
+            index.buckets[b] = r
+            index.used += 1
+        }
+    }
+
+    /// Removes `row` from every index that `slot` belongs to (before a change of `slot`).
+    @inline(__always)
+    func unindex(row: Int, slot: Int) {
+        for i in indexesBySlot[slot] { indexRemove(row: row, from: uniqueIndexes[i]) }
+    }
+
+    /// Indexes `row` in every index that `slot` belongs to (after a change of `slot`).
+    @inline(__always)
+    func reindex(row: Int, slot: Int) {
+        for i in indexesBySlot[slot] { indexInsert(row: row, into: uniqueIndexes[i]) }
+    }
+
+    func unindexAll(row: Int) { for index in uniqueIndexes { indexRemove(row: row, from: index) } }
+    func indexAll(row: Int) { for index in uniqueIndexes { indexInsert(row: row, into: index) } }
+
+    /// Rebuilds every index from the live rows (after replay), pre-sized from the row count.
+    /// Returns the number of committed duplicates found (possible when a constraint was added
+    /// to a model whose stored data violates it).
+    @discardableResult
+    func rebuildIndexes() -> Int {
+        guard !uniqueIndexes.isEmpty else { return 0 }
+        var rows: [Int] = []
+        rows.reserveCapacity(liveCount)
+        for row in 0..<rowCount where isVisible(row: row) { rows.append(row) }
+        rows.sort { serialOfRow[$0] < serialOfRow[$1] }
+        var duplicates = 0
+        for index in uniqueIndexes {
+            index.reset(capacity: rows.count)
+            for row in rows { indexInsert(row: row, into: index) }
+            duplicates += index.duplicates.count
+        }
+        return duplicates
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import ObjectGraph
+import Testing
+
+/// The source of one imported record, with CoreStore's test flags.
+struct ImportSourceRecord {
+    var id: Int64?
+    var number: Int
+    var text: String
+    var flags: Set<String> = []
+}
+
+struct TestInsertError: Error {}
+struct TestUpdateError: Error {}
+struct TestIDError: Error {}
+
+/// CoreStore's TestEntity1, as an ObjectGraph entity importable by unique ID.
+@Entity final class ImportedEntity {
+    @Attribute(.unique) var testEntityID: Int64 = 0
+    var testNumber: Int?
+    var testString: String?
+}
+
+extension ImportedEntity: ImportableUniqueObject {
+    typealias ImportSource = ImportSourceRecord
+
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<ImportedEntity, Int64> { \.testEntityID }
+
+    static func uniqueID(from source: ImportSourceRecord, in context: ModelContext) throws -> Int64? {
+        if source.flags.contains("throw_on_id") { throw TestIDError() }
+        return source.id
+    }
+
+    static func shouldInsert(from source: ImportSourceRecord, in context: ModelContext) -> Bool {
+        !source.flags.contains("skip_insert")
+    }
+
+    static func shouldUpdate(from source: ImportSourceRecord, in context: ModelContext) -> Bool {
+        !source.flags.contains("skip_update")
+    }
+
+    func didInsert(from source: ImportSourceRecord, in context: ModelContext) throws {
+        #expect(testEntityID == source.id)  // the unique ID is set before didInsert runs
+        if source.flags.contains("throw_on_insert") {
+            testNumber = -1  // a half-built object: must not survive the failed import
+            throw TestInsertError()
+        }
+        testNumber = source.number
+        testString = source.text
+    }
+
+    func update(from source: ImportSourceRecord, in context: ModelContext) throws {
+        if source.flags.contains("throw_on_update") {
+            testNumber = -1
+            throw TestUpdateError()
+        }
+        testNumber = source.number
+        testString = source.text
+    }
+}
+
+/// A non-unique importable entity (CoreStore's ImportableObject).
+@Entity final class ImportedLog {
+    var line: String = ""
+}
+
+extension ImportedLog: ImportableObject {
+    typealias ImportSource = String
+    static func shouldInsert(from source: String, in context: ModelContext) -> Bool { !source.hasPrefix("#") }
+    func didInsert(from source: String, in context: ModelContext) throws {
+        if source == "boom" { throw TestInsertError() }
+        line = source
+    }
+}
+
+/// CoreStore's ImportTests, re-created: objects 101–105 are seeded first.
+@Suite("Import (CoreStore's ImportTests, re-created)")
+struct ImportTests {
+    func seeded() throws -> ModelContext {
+        let context = ModelContext(schema: try Schema(ImportedEntity.self, ImportedLog.self))
+        for i in 1...5 {
+            let e = try context.insert(ImportedEntity.self)
+            e.testEntityID = Int64(100 + i); e.testNumber = i; e.testString = "nil:TestEntity1:\(i)"
+        }
+        try context.save()
+        return context
+    }
+
+    func source(_ id: Int64?, _ n: Int, _ flags: Set<String> = []) -> ImportSourceRecord {
+        ImportSourceRecord(id: id, number: n, text: "nil:TestEntity1:\(n)", flags: flags)
+    }
+
+    @Test func importUniqueObjectCanSkipImport() throws {
+        let context = try seeded()
+        #expect(try context.importUniqueObject(ImportedEntity.self, from: source(106, 6, ["skip_insert"])) == nil)
+        #expect(try context.count(of: ImportedEntity.self) == 5)
+        #expect(try context.importUniqueObject(ImportedEntity.self, from: source(105, 6, ["skip_update"])) == nil)
+        #expect(try context.object(ImportedEntity.self, where: \.testEntityID, equals: 105)?.testNumber == 5)
+    }
+
+    /// Differs from CoreStore on purpose: CoreStore keeps the half-built object 106 (count 6,
+    /// attributes nil); our imports are atomic, so the failed insert leaves nothing behind.
+    @Test func importUniqueObjectCanThrowErrorAndLeavesNoHalfBuiltObject() throws {
+        let context = try seeded()
+        let insertError = try #require(throws: ImportError.self) {
+            try context.importUniqueObject(ImportedEntity.self, from: source(106, 6, ["throw_on_insert"]))
+        }
+        #expect(insertError.underlying is TestInsertError)
+        #expect(try context.count(of: ImportedEntity.self) == 5)
+        #expect(try context.object(ImportedEntity.self, where: \.testEntityID, equals: 106) == nil)
+
+        let updateError = try #require(throws: ImportError.self) {
+            try context.importUniqueObject(ImportedEntity.self, from: source(105, 6, ["throw_on_update"]))
+        }
+        #expect(updateError.underlying is TestUpdateError)
+        let existing = try #require(try context.object(ImportedEntity.self, where: \.testEntityID, equals: 105))
+        #expect(existing.testNumber == 5 && existing.testString == "nil:TestEntity1:5")
+        #expect(!context.hasChanges)
+    }
+
+    @Test func importUniqueObjectCanImportCorrectly() throws {
+        let context = try seeded()
+        let inserted = try #require(try context.importUniqueObject(ImportedEntity.self, from: source(106, 6)))
+        #expect(try context.count(of: ImportedEntity.self) == 6)
+        #expect(inserted.testEntityID == 106 && inserted.testNumber == 6)
+        let updated = try #require(try context.importUniqueObject(ImportedEntity.self, from: source(106, 7)))
+        #expect(updated === inserted)  // found among the pending inserts, in O(1)
+        #expect(updated.testNumber == 7 && updated.testString == "nil:TestEntity1:7")
+        #expect(try context.count(of: ImportedEntity.self) == 6)
+    }
+
+    @Test func importUniqueObjectsCanSkipImport() throws {
+        let context = try seeded()
+        let objects = try context.importUniqueObjects(
+            ImportedEntity.self, sourceArray: [source(106, 6, ["skip_insert"]), source(107, 7), source(105, 8, ["skip_update"])])
+        #expect(objects.map(\.testEntityID) == [107])
+        #expect(try context.count(of: ImportedEntity.self) == 6)
+        #expect(try context.object(ImportedEntity.self, where: \.testEntityID, equals: 105)?.testNumber == 5)
+    }
+
+    @Test func importUniqueObjectsThrowingOnAnIDCreatesNothing() throws {
+        let context = try seeded()
+        let error = try #require(throws: ImportError.self) {
+            try context.importUniqueObjects(ImportedEntity.self, sourceArray: [source(106, 6), source(107, 7, ["throw_on_id"])])
+        }
+        #expect(error.sourceIndex == 1)
+        #expect(try context.count(of: ImportedEntity.self) == 5)
+    }
+
+    /// Differs from CoreStore on purpose: the whole import is undone and the error names the
+    /// failing source; changes made before the import in the same transaction stay.
+    @Test func importUniqueObjectsThatThrowsUndoesTheWholeImportOnly() throws {
+        let context = try seeded()
+        let before = try #require(try context.object(ImportedEntity.self, where: \.testEntityID, equals: 101))
+        before.testString = "changed before the import"
+        let error = try #require(throws: ImportError.self) {
+            try context.importUniqueObjects(
+                ImportedEntity.self,
+                sourceArray: [source(102, 20), source(106, 6), source(107, 7, ["throw_on_insert"]), source(108, 8)])
+        }
+        #expect(error.sourceIndex == 2)
+        #expect(try context.count(of: ImportedEntity.self) == 5)
+        #expect(try context.object(ImportedEntity.self, where: \.testEntityID, equals: 102)?.testNumber == 2)
+        #expect(before.testString == "changed before the import")
+        #expect(context.updatedObjects.count == 1)
+    }
+
+    @Test func importUniqueObjectsUpdatesExistingAndLastDuplicateWinsInFirstAppearanceOrder() throws {
+        let context = try seeded()
+        let objects = try context.importUniqueObjects(
+            ImportedEntity.self,
+            sourceArray: [source(106, 6), source(105, 50), source(107, 7), source(106, 60), source(nil, 0), source(105, 51)])
+        #expect(objects.map(\.testEntityID) == [106, 105, 107])
+        #expect(objects.map(\.testNumber) == [60, 51, 7])
+        #expect(try context.count(of: ImportedEntity.self) == 7)
+    }
+
+    @Test func importUniqueObjectsMaintainsOrderOfInputSourceArray() throws {
+        let context = try seeded()
+        let sources = [source(107, 7), source(106, 6), source(103, 30)]
+        let objects = try context.importUniqueObjects(ImportedEntity.self, sourceArray: sources)
+        #expect(objects.map(\.testEntityID) == [107, 106, 103])
+        for (object, s) in zip(objects, sources) { #expect(object.testNumber == s.number && object.testString == s.text) }
+    }
+
+    @Test func preProcessCanFilterTheMapping() throws {
+        let context = try seeded()
+        let objects = try context.importUniqueObjects(
+            ImportedEntity.self, sourceArray: [source(106, 6), source(107, 7)], preProcess: { $0.filter { $0.key != 106 } })
+        #expect(objects.map(\.testEntityID) == [107])
+    }
+
+    @Test func importObjectsSkipsAndIsAtomic() throws {
+        let context = try seeded()
+        let logs = try context.importObjects(ImportedLog.self, sourceArray: ["a", "#comment", "b"])
+        #expect(logs.map(\.line) == ["a", "b"])
+        let error = try #require(throws: ImportError.self) { try context.importObjects(ImportedLog.self, sourceArray: ["c", "boom"]) }
+        #expect(error.sourceIndex == 1)
+        #expect(try context.count(of: ImportedLog.self) == 2)
+    }
+
+    @Test func firstImportWithEveryIDTwiceIsLinear() throws {
+        let context = ModelContext(schema: try Schema(ImportedEntity.self))
+        let n = 20_000
+        let sources = (0..<n * 2).map { source(Int64($0 % n), $0) }
+        let start = ContinuousClock.now
+        let objects = try context.importUniqueObjects(ImportedEntity.self, sourceArray: sources)
+        let elapsed = ContinuousClock.now - start
+        #expect(objects.count == n)
+        #expect(objects[0].testNumber == n)  // last duplicate wins
+        print("import of \(2 * n) sources with every ID twice (debug build): \(elapsed)")
+    }
+}
+
+@Suite("Transactions")
+struct TransactionTests {
+    @Test func transactionCommitsWhenTheClosureReturns() throws {
+        let backend = RecordingBackend()
+        let context = ModelContext(schema: try Schema(Member.self), backend: backend)
+        let count = try context.transaction { tx in
+            try tx.context.upsert(Member.self, where: \.id, equals: 1) { $0.name = "a" }
+            try tx.context.upsert(Member.self, where: \.id, equals: 2) { $0.name = "b" }
+            return try tx.context.count(of: Member.self)
+        }
+        #expect(count == 2)
+        #expect(backend.saved.count == 1)
+        #expect(!context.hasChanges)
+    }
+
+    @Test func transactionRollsBackEverythingWhenTheClosureThrowsAndKeepsEarlierChanges() throws {
+        let context = ModelContext(schema: try Schema(Member.self))
+        let a = try context.upsert(Member.self, where: \.id, equals: 1) { $0.name = "a" }
+        try context.save()
+        a.name = "pending before"
+        struct Failure: Error {}
+        #expect(throws: Failure.self) {
+            try context.transaction { tx in
+                a.name = "inside"
+                try tx.context.upsert(Member.self, where: \.id, equals: 2)
+                tx.context.delete(a)
+                throw Failure()
+            }
+        }
+        #expect(a.name == "pending before" && !a.isDeleted)
+        #expect(try context.count(of: Member.self) == 1)
+        #expect(try context.object(Member.self, where: \.id, equals: 1) === a)
+    }
+
+    @Test func cancelRollsBackAndReportsCancellation() throws {
+        let context = ModelContext(schema: try Schema(Member.self))
+        let error = try #require(throws: ObjectGraphError.self) {
+            try context.transaction { tx in
+                try tx.context.upsert(Member.self, where: \.id, equals: 1)
+                try tx.cancel()
+            }
+        }
+        #expect(error.code == .cancelled)
+        #expect(try context.count(of: Member.self) == 0)
+    }
+
+    @Test func innerTransactionRollsBackAloneInsideAnOuterOne() throws {
+        let context = ModelContext(schema: try Schema(Member.self))
+        try context.transaction { tx in
+            try tx.context.upsert(Member.self, where: \.id, equals: 1)
+            _ = try? tx.context.transaction { inner in
+                try inner.context.upsert(Member.self, where: \.id, equals: 2)
+                try inner.cancel()
+            }
+        }
+        #expect(try context.objects(of: Member.self).map(\.id) == [1])
+        #expect(!context.hasChanges)
+    }
+}
