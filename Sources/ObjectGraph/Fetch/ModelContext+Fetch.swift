@@ -1,0 +1,226 @@
+import Foundation
+
+extension ModelContext {
+    // MARK: Fetch descriptors
+
+    /// The objects that match `descriptor`: filtered, sorted, then windowed by offset and limit.
+    ///
+    /// ```swift
+    /// let descriptor = FetchDescriptor<Person>(
+    ///     predicate: #Predicate { $0.age > 30 && $0.city == "City 7" },
+    ///     sortBy: [SortDescriptor(\.name)])
+    /// let people = try context.fetch(descriptor)
+    /// ```
+    ///
+    /// Common predicate shapes are evaluated on the compact storage, and only the returned
+    /// objects get instances (see ``FetchDescriptor``); other predicates are evaluated by
+    /// Foundation on each object in view, which creates its instance. Sorting by a numeric or
+    /// `Date` attribute reads the storage too; other sort keys (strings included) are compared by
+    /// the `SortDescriptor` on instances.
+    ///
+    /// - Parameter descriptor: What to fetch.
+    /// - Returns: The matching objects, in the descriptor's order.
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity` when `T` is not in the schema, or
+    ///   the error the predicate throws (for example Foundation's `PredicateError` from a
+    ///   force-unwrap of `nil`), **as is**, not wrapped. A throwing fetch returns nothing.
+    public func fetch<T: Entity>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
+        let table = try table(for: T.self)
+        let window = FetchWindow(descriptor)
+        var rows = try matchingRows(descriptor, in: table, stopAfter: descriptor.sortBy.isEmpty ? window.end : nil)
+        if !descriptor.sortBy.isEmpty {
+            rows = sortedRows(rows, by: descriptor.sortBy, in: table, descriptor: descriptor)
+        }
+        let range = window.range(in: rows.count)
+        var result: [T] = []
+        result.reserveCapacity(range.count)
+        for i in range { result.append(table.object(row: Int(rows[i]), as: T.self)) }
+        return result
+    }
+
+    /// The number of objects ``fetch(_:)-(FetchDescriptor<T>)`` would return for `descriptor`
+    /// (the matches, less ``FetchDescriptor/fetchOffset``, at most ``FetchDescriptor/fetchLimit``).
+    ///
+    /// Sorting is skipped. With a predicate that translates to storage, no instance is created.
+    ///
+    /// ```swift
+    /// let adults = try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.age >= 18 }))
+    /// ```
+    ///
+    /// - Parameter descriptor: What to count.
+    /// - Throws: Like ``fetch(_:)-(FetchDescriptor<T>)``.
+    public func fetchCount<T: Entity>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        let table = try table(for: T.self)
+        let window = FetchWindow(descriptor)
+        return window.range(in: try matchingRows(descriptor, in: table, stopAfter: window.end).count).count
+    }
+
+    // MARK: Closure filters
+
+    /// The objects of `type` for which `isIncluded` returns `true`, pending inserts included and
+    /// pending deletes excluded, in storage order: the fast path for filters written in Swift.
+    ///
+    /// ```swift
+    /// let adults = try context.fetch(Person.self) { $0.age >= 18 }
+    /// ```
+    ///
+    /// Every object in view is passed to `isIncluded`, so each gets its instance (created once
+    /// and kept by the context, like ``object(with:)``).
+    ///
+    /// - Parameters:
+    ///   - type: The entity type.
+    ///   - isIncluded: The filter. It must not insert or delete objects of this context.
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity`, or the error `isIncluded`
+    ///   throws, as is.
+    public func fetch<T: Entity>(_ type: T.Type, where isIncluded: (T) throws -> Bool) throws -> [T] {
+        let table = try table(for: type)
+        var result: [T] = []
+        let hidden = EntityTable.hiddenFlags(committedOnly: false)
+        for row in 0..<table.rowCount where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
+            let object = table.object(row: row, as: T.self)
+            if try isIncluded(object) { result.append(object) }
+        }
+        return result
+    }
+
+    /// The number of objects of `type` for which `isIncluded` returns `true` (pending inserts
+    /// included, pending deletes excluded).
+    ///
+    /// ```swift
+    /// let adults = try context.count(Person.self) { $0.age >= 18 }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The entity type.
+    ///   - isIncluded: The filter. It must not insert or delete objects of this context.
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity`, or the error `isIncluded`
+    ///   throws, as is.
+    public func count<T: Entity>(_ type: T.Type, where isIncluded: (T) throws -> Bool) throws -> Int {
+        let table = try table(for: type)
+        var count = 0
+        let hidden = EntityTable.hiddenFlags(committedOnly: false)
+        for row in 0..<table.rowCount where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
+            if try isIncluded(table.object(row: row, as: T.self)) { count += 1 }
+        }
+        return count
+    }
+
+    // MARK: Engine
+
+    /// The rows in view matching the descriptor's predicate, in storage order, stopping after
+    /// `stopAfter` matches.
+    func matchingRows<T: Entity>(_ d: FetchDescriptor<T>, in table: EntityTable, stopAfter: Int?) throws -> [Int32] {
+        let committedOnly = !d.includePendingChanges
+        guard let predicate = d.predicate else {
+            return table.scanRows(committedOnly: committedOnly, condition: nil, limit: stopAfter)
+        }
+        let translation = d.allowsStorageEvaluation ? PredicateTranslator<T>(table: table).translate(predicate) : nil
+        if let translation, translation.exact {
+            return table.scanRows(committedOnly: committedOnly, condition: translation.condition, limit: stopAfter)
+        }
+        // Storage prefilter first (runs no user code), then Foundation on the survivors.
+        let candidates = table.scanRows(committedOnly: committedOnly, condition: translation?.condition)
+        var result: [Int32] = []
+        let limit = stopAfter ?? Int.max
+        guard limit > 0 else { return result }
+        for row in candidates {
+            let object = table.evaluationObject(row: Int(row), committedOnly: committedOnly, as: T.self)
+            if try predicate.evaluate(object) {
+                result.append(row)
+                if result.count >= limit { break }
+            }
+        }
+        return result
+    }
+
+    /// `rows` sorted by `descriptors`, ties in storage order.
+    func sortedRows<T: Entity>(
+        _ rows: [Int32], by descriptors: [SortDescriptor<T>], in table: EntityTable, descriptor d: FetchDescriptor<T>
+    ) -> [Int32] {
+        let committedOnly = !d.includePendingChanges
+        var columns: [SortColumn<T>] = []
+        var needsObjects = false
+        for sd in descriptors {
+            if d.allowsStorageEvaluation, let column = SortColumn(sd, rows: rows, table: table, committedOnly: committedOnly) {
+                columns.append(column)
+            } else {
+                columns.append(.objects(sd))
+                needsObjects = true
+            }
+        }
+        let objects: [T] =
+            needsObjects ? rows.map { table.evaluationObject(row: Int($0), committedOnly: committedOnly, as: T.self) } : []
+        var order = Array(0..<rows.count)
+        order.sort { i, j in
+            for column in columns {
+                switch column {
+                case .int(let k, let reverse):
+                    if k[i] != k[j] { return (k[i] < k[j]) != reverse }
+                case .uint(let k, let reverse):
+                    if k[i] != k[j] { return (k[i] < k[j]) != reverse }
+                case .double(let k, let reverse):
+                    if k[i] < k[j] { return !reverse }
+                    if k[j] < k[i] { return reverse }
+                case .objects(let sd):
+                    switch sd.compare(objects[i], objects[j]) {
+                    case .orderedAscending: return true
+                    case .orderedDescending: return false
+                    case .orderedSame: break
+                    }
+                }
+            }
+            return rows[i] < rows[j]
+        }
+        return order.map { rows[$0] }
+    }
+}
+
+/// Offset and limit of a fetch.
+struct FetchWindow {
+    let offset: Int
+    let limit: Int?
+
+    init<T>(_ d: FetchDescriptor<T>) {
+        offset = max(0, d.fetchOffset ?? 0)
+        limit = d.fetchLimit.map { max(0, $0) }
+    }
+
+    /// How many matches (in order) are needed to fill the window; `nil` for all.
+    var end: Int? { limit.map { offset.addingReportingOverflow($0).overflow ? Int.max : offset + $0 } }
+
+    /// The positions of `count` matches that the window keeps.
+    func range(in count: Int) -> Range<Int> {
+        let start = min(offset, count)
+        let stop = limit.map { min(count, start + $0) } ?? count
+        return start..<stop
+    }
+}
+
+/// One sort key, read from storage for all rows at once, or compared on instances.
+enum SortColumn<T: Entity> {
+    case int([Int64], reverse: Bool)
+    case uint([UInt64], reverse: Bool)
+    case double([Double], reverse: Bool)
+    case objects(SortDescriptor<T>)
+
+    /// A storage column for `descriptor` when its key path reads a non-optional numeric or
+    /// `Date` attribute (whose comparator can only be `<`); `nil` otherwise.
+    init?(_ descriptor: SortDescriptor<T>, rows: [Int32], table: EntityTable, committedOnly: Bool) {
+        guard let keyPath = descriptor.keyPath,
+              let a = KeyPathResolver.resolve(keyPath, in: table, as: T.self), !a.isOptional else { return nil }
+        let reverse = descriptor.order == .reverse
+        switch a.type {
+        case .int8, .int16, .int32, .int64:
+            self = .int(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Int64(bitPattern: c.bits) }, reverse: reverse)
+        case .uint8, .uint16, .uint32, .uint64:
+            self = .uint(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : c.bits }, reverse: reverse)
+        case .double, .date:
+            self = .double(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Double(bitPattern: c.bits) }, reverse: reverse)
+        case .float:
+            self = .double(
+                rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Double(Float(bitPattern: UInt32(truncatingIfNeeded: c.bits))) },
+                reverse: reverse)
+        case .bool, .string, .data, .uuid, .url:
+            return nil
+        }
+    }
+}
