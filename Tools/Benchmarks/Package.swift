@@ -9,6 +9,11 @@
 
 import PackageDescription
 
+// The library checkout to benchmark: this repository by default; OBJECTGRAPH_PATH=/some/copy
+// measures another checkout (e.g. a snapshot of HEAD while the working tree is mid-edit)
+// with this package's own build directory.
+let libraryPath = Context.environment["OBJECTGRAPH_PATH"] ?? "../.."
+
 let package = Package(
     name: "ObjectGraphBenchmarks",
     platforms: [.macOS(.v15)],
@@ -16,8 +21,11 @@ let package = Package(
         // The library, by path. Its product is referenced through the root manifest's package
         // name ("ObjectGraph"), not the path-derived identity (the checkout directory's name),
         // so this works whatever the clone is called.
-        .package(name: "ObjectGraph", path: "../.."),
+        .package(name: "ObjectGraph", path: libraryPath),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // SQLite through GRDB, the peer of `peer-comparison` (issue 7). Links the system SQLite
+        // (libsqlite3-dev; `install-peers.sh` installs it when missing).
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // The Person entity and the workload, shared by the benchmarks and the profiling tool.
@@ -42,6 +50,17 @@ let package = Package(
         .executableTarget(
             name: "objectgraph-profile",
             dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")]
+        ),
+        // ObjectGraph next to SQLite (GRDB) and Redis's AOF on the same data (issue 7):
+        // `swift run -c release peer-comparison` writes Results/peers.md and
+        // Results/cold-start.svg. `make bench-peers` from the repository root.
+        .executableTarget(
+            name: "peer-comparison",
+            dependencies: [
+                "PeopleWorkload",
+                .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

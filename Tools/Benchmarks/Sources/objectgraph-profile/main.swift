@@ -5,12 +5,21 @@
 //     valgrind --tool=callgrind .build/release/objectgraph-profile insert 100000
 //
 // Phases: `insert` (build strings inline), `insert-prebuilt`, `update`, `rollback`, `memory`,
-// or `all` (default). Each measured loop is its own `measured…` function, so callgrind can
+// or `all` (default); the durable store's (issue 4, stores under the temporary directory,
+// removed afterwards): `save` (one save of n inserted objects, `.always`), `reopen` (replay a
+// store of n objects; prints its size on disk), `saves-none` / `saves-always [k]` (k saves of
+// one changed object in a store of n; k defaults to 100,000 and 5,000), `fsync` (the disk's raw
+// append+fdatasync rate), `compact` (n live objects + n superseded updates), or `store` (all of
+// these); the import's (issue 5): `import-empty` (importUniqueObjects of n sources into an
+// empty store + durable save), `import-existing` (n sources, half updates, into a store of n),
+// `upsert-scaling` (time per upsert with 10k vs 1M present), `import-duplicates` (a first
+// import of 2n sources, every ID twice), or `import` (all four). Each measured loop is its own `measured…` function, so callgrind can
 // count only it:
 //
 //     valgrind --tool=callgrind --toggle-collect='*measured*' .build/release/objectgraph-profile update 100000
 
 import Foundation
+import GraphJournal
 import ObjectGraph
 import PeopleWorkload
 
@@ -85,8 +94,212 @@ func rollbackPhase(_ context: ModelContext) {
 @inline(never)
 func measuredRollback(_ context: ModelContext) { context.rollback() }
 
+// MARK: The durable store (issue 4)
+
+let k = args.count > 3 ? Int(args[3]) : nil
+
+@inline(never)
+func savePhase() throws {
+    let directory = Stores.temporaryDirectory("save")
+    defer { Stores.remove(directory) }
+    let store = try Stores.open(directory, durability: .always)
+    try People.insert(0..<n, into: store.context)
+    try time("save \(n) inserted objects (one save, .always)") { try measuredSave(store) }
+    print("  on disk: \(store.stats.bytesOnDisk) bytes (\(String(format: "%.1f", Double(store.stats.bytesOnDisk) / 1e6)) MB)")
+    try store.close()
+}
+
+@inline(never)
+func measuredSave(_ store: ObjectStore) throws { try store.context.save() }
+
+@inline(never)
+func reopenPhase() throws {
+    let directory = Stores.temporaryDirectory("reopen")
+    defer { Stores.remove(directory) }
+    try Stores.create(directory, count: n)
+    let bytes = Stores.bytesOnDisk(directory)
+    let before = residentSetSize()
+    var store: ObjectStore?
+    try time("reopen \(n)-object store") { store = try measuredReopen(directory) }
+    let after = residentSetSize()
+    print("  on disk: \(bytes) bytes (\(String(format: "%.1f", Double(bytes) / 1e6)) MB); replaySeconds \(String(format: "%.3f", store!.replaySeconds)); VmRSS \(after >> 20) MB (+\((after - before) >> 20) MB)")
+    try store?.close()
+}
+
+@inline(never)
+func measuredReopen(_ directory: URL) throws -> ObjectStore { try Stores.open(directory) }
+
+@inline(never)
+func savesPhase(_ durability: JournalOptions.Durability, count: Int) throws {
+    let directory = Stores.temporaryDirectory("saves")
+    defer { Stores.remove(directory) }
+    let store = try Stores.open(directory, durability: durability)
+    let people = Array(try People.insert(0..<n, into: store.context).prefix(1_000))
+    try store.context.save()
+    let label = durability == .always ? ".always" : ".none"
+    if durability == .always {
+        // Interleaved with 2,000 raw append+fdatasync (the disk is shared and noisy).
+        let (raw, rate) = try Stores.savesAgainstRawSync(in: directory, saves: count) { i in
+            people[i % people.count].score = Double(i)
+            try store.context.save()
+        }
+        print("\(count) saves of one changed object (\(label), store of \(n)): \(Int(rate)) saves/s; raw append+fdatasync \(Int(raw))/s (interleaved): \(Int((rate / raw * 100).rounded()))%")
+    } else {
+        let start = ContinuousClock.now
+        try measuredSaves(store, people, count)
+        let s = seconds(since: start)
+        print("\(count) saves of one changed object (\(label), store of \(n)): \(String(format: "%.3f", s)) s, \(Int(Double(count) / s)) saves/s")
+    }
+    try store.close()
+}
+
+@inline(never)
+func measuredSaves(_ store: ObjectStore, _ people: [Person], _ count: Int) throws {
+    for i in 0..<count {
+        people[i % people.count].score = Double(i)
+        try store.context.save()
+    }
+}
+
+@inline(never)
+func fsyncPhase() {
+    let directory = Stores.temporaryDirectory("fsync")
+    defer { Stores.remove(directory) }
+    let rate = Stores.rawFdatasyncRate(in: directory, iterations: k ?? 2_000)
+    print("raw append (64 B pwrite) + fdatasync: \(Int(rate))/s (\(String(format: "%.0f", 1e6 / rate)) µs each)")
+}
+
+@inline(never)
+func compactPhase() throws {
+    let directory = Stores.temporaryDirectory("compact")
+    defer { Stores.remove(directory) }
+    let store = try Stores.open(directory, durability: .none)
+    let people = try People.insert(0..<n, into: store.context)
+    try store.context.save()
+    for (i, p) in people.enumerated() { p.score = Double(i) * 0.5 + 1 }
+    try store.context.save()
+    let before = store.stats.bytesOnDisk
+    try time("compact \(n) live + \(n) superseded updates") { try measuredCompact(store) }
+    print("  on disk: \(before) → \(store.stats.bytesOnDisk) bytes")
+    try store.close()
+}
+
+@inline(never)
+func measuredCompact(_ store: ObjectStore) throws { try store.compact() }
+
+// MARK: Import (issue 5)
+
+/// importUniqueObjects of n sources into an empty store, then a durable save.
+@inline(never)
+func importEmptyPhase() throws {
+    let dir = Stores.temporaryDirectory("import-empty")
+    defer { Stores.remove(dir) }
+    let store = try ObjectStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.always))
+    let sources = Importing.sources(0..<n)
+    let start = ContinuousClock.now
+    let objects = try store.context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
+    let imported = seconds(since: start)
+    try store.context.save()
+    let total = seconds(since: start)
+    print("import \(n) into an empty store: \(String(format: "%.3f", imported)) s import + save (fsync) = \(String(format: "%.3f", total)) s; \(objects.count) objects")
+    try store.close()
+}
+
+/// importUniqueObjects of n sources, half of them updates of existing objects, into a store
+/// already holding n objects, then a durable save.
+@inline(never)
+func importExistingPhase() throws {
+    let dir = Stores.temporaryDirectory("import-existing")
+    defer { Stores.remove(dir) }
+    do {
+        let store = try ObjectStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.none))
+        _ = try store.context.importUniqueObjects(UniquePerson.self, sourceArray: Importing.sources(0..<n))
+        try store.context.save()
+        try store.close()
+    }
+    let store = try ObjectStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.always))
+    let sources = Importing.sources(n / 2..<n + n / 2, generation: 1)
+    let start = ContinuousClock.now
+    let objects = try store.context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
+    let imported = seconds(since: start)
+    try store.context.save()
+    let total = seconds(since: start)
+    print("import \(n) (half updates) into a store of \(n): \(String(format: "%.3f", imported)) s import + save (fsync) = \(String(format: "%.3f", total)) s; \(objects.count) objects")
+    try store.close()
+}
+
+/// Time per upsert with `present` objects in the context: 100k upserts of existing IDs.
+@inline(never)
+func upsertCost(present: Int) throws -> Double {
+    let context = ModelContext(schema: Importing.schema())
+    _ = try context.importUniqueObjects(UniquePerson.self, sourceArray: Importing.sources(0..<present))
+    try context.save()
+    let k = 100_000
+    var rng = SystemRandomNumberGenerator()
+    let ids = (0..<k).map { _ in Int64.random(in: 0..<Int64(present), using: &rng) }
+    let start = ContinuousClock.now
+    for (i, id) in ids.enumerated() {
+        try context.upsert(UniquePerson.self, where: \.id, equals: id) { $0.score = Double(i) }
+    }
+    return seconds(since: start) / Double(k)
+}
+
+@inline(never)
+func upsertScalingPhase() throws {
+    var small: [Double] = [], large: [Double] = []
+    for _ in 0..<3 {
+        small.append(try upsertCost(present: 10_000))
+        large.append(try upsertCost(present: 1_000_000))
+    }
+    let s = small.sorted()[1], l = large.sorted()[1]
+    print("upsert: \(String(format: "%.0f", s * 1e9)) ns with 10k present, \(String(format: "%.0f", l * 1e9)) ns with 1M present; ratio \(String(format: "%.2f", l / s)) (median of 3)")
+}
+
+/// A first import of n sources where every ID appears twice.
+@inline(never)
+func importDuplicatesPhase() throws {
+    let context = ModelContext(schema: Importing.schema())
+    let sources = Importing.sources(0..<n) + Importing.sources(0..<n, generation: 1)
+    let start = ContinuousClock.now
+    let objects = try context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
+    let s = seconds(since: start)
+    print("first import of \(sources.count) sources, every ID twice: \(String(format: "%.3f", s)) s, \(String(format: "%.2f", Double(sources.count) / s / 1e6))M sources/s; \(objects.count) objects")
+}
+
 do {
     switch phase {
+    case "import-empty":
+        try importEmptyPhase()
+    case "import-existing":
+        try importExistingPhase()
+    case "upsert-scaling":
+        try upsertScalingPhase()
+    case "import-duplicates":
+        try importDuplicatesPhase()
+    case "import":
+        try importEmptyPhase()
+        try importExistingPhase()
+        try upsertScalingPhase()
+        try importDuplicatesPhase()
+    case "save":
+        try savePhase()
+    case "reopen":
+        try reopenPhase()
+    case "saves-none":
+        try savesPhase(.none, count: k ?? 100_000)
+    case "saves-always":
+        try savesPhase(.always, count: k ?? 5_000)
+    case "fsync":
+        fsyncPhase()
+    case "compact":
+        try compactPhase()
+    case "store":
+        try savePhase()
+        try reopenPhase()
+        try savesPhase(.none, count: k ?? 100_000)
+        fsyncPhase()
+        try savesPhase(.always, count: 5_000)
+        try compactPhase()
     case "insert":
         _ = try insertPhase()
     case "insert-prebuilt":

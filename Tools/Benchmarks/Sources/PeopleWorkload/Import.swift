@@ -1,0 +1,60 @@
+public import ObjectGraph
+
+/// One people record as an import source: a plain struct, as decoded from an API.
+public struct PersonSource: Sendable {
+    public var id: Int64
+    public var name: String
+    public var email: String
+    public var age: Int
+    public var city: String
+    public var score: Double
+
+    /// Record `i` of the workload; `generation` changes the values so an import updates them.
+    public init(_ i: Int, generation: Int = 0) {
+        id = Int64(i)
+        name = "Person \(i)"
+        email = "p\(i)@example.com"
+        age = 20 + (i + generation) % 60
+        city = "City \(i % 1000)"
+        score = Double(i) * 0.5 + Double(generation)
+    }
+}
+
+/// The people record with a unique `id`, importable CoreStore-style.
+@Entity
+public final class UniquePerson {
+    @Attribute(.unique) public var id: Int64 = 0
+    public var name: String = ""
+    public var email: String = ""
+    public var age: Int = 0
+    public var city: String = ""
+    public var score: Double = 0
+}
+
+extension UniquePerson: ImportableUniqueObject {
+    public typealias ImportSource = PersonSource
+
+    public static var uniqueIDKeyPath: ReferenceWritableKeyPath<UniquePerson, Int64> { \.id }
+
+    public static func uniqueID(from source: PersonSource, in context: ModelContext) throws -> Int64? { source.id }
+
+    public func update(from source: PersonSource, in context: ModelContext) throws {
+        name = source.name
+        email = source.email
+        age = source.age
+        city = source.city
+        score = source.score
+    }
+}
+
+public enum Importing {
+    /// A schema of just the importable people.
+    public static func schema() -> Schema {
+        do { return try Schema(UniquePerson.self) } catch { preconditionFailure("\(error)") }
+    }
+
+    /// Sources `range`, each once.
+    public static func sources(_ range: Range<Int>, generation: Int = 0) -> [PersonSource] {
+        range.map { PersonSource($0, generation: generation) }
+    }
+}

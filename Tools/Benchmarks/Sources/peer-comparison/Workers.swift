@@ -1,0 +1,198 @@
+// The measurements that run in a child process of their own (`peer-comparison worker …`), so that
+// each one's resident memory is its own: ObjectGraph and SQLite via GRDB. Each prints
+// `RESULT key=value` lines that the driver collects.
+
+import Foundation
+import GRDB
+import GraphJournal
+import ObjectGraph
+import PeopleWorkload
+
+func report(_ key: String, _ value: Double) {
+    print("RESULT \(key)=\(value)")
+}
+
+// MARK: ObjectGraph
+
+enum ObjectGraphWorker {
+    /// (a) N inserts (strings built in the loop) and one save with `.always`, timed together;
+    /// then the store's bytes on disk after close. Plain insert: ObjectGraph has no upsert API
+    /// yet (the unique-constraint upsert is being written), and the store starts empty.
+    static func bulk(count: Int, directory: URL) throws {
+        let store = try Stores.open(directory, durability: .always)
+        let start = ContinuousClock.now
+        try People.insert(0..<count, into: store.context)
+        try store.context.save()
+        report("bulk_s", seconds(since: start))
+        try store.close()
+        report("disk_bytes", Double(Stores.bytesOnDisk(directory)))
+    }
+
+    /// (c) Open the store: replay the journal into a ready context holding every object; then
+    /// (e) the process's VmRSS with the context alive.
+    static func cold(directory: URL) throws {
+        let before = residentSetSize()
+        let start = ContinuousClock.now
+        let store = try Stores.open(directory, durability: .none)
+        report("cold_s", seconds(since: start))
+        let after = residentSetSize()
+        report("rss_bytes", Double(after))
+        report("rss_delta_bytes", Double(after - before))
+        report("objects", Double(try store.context.count(of: Person.self)))
+        withExtendedLifetime(store) {}
+    }
+
+    /// (b) `count` saves, each of one changed object (`score` of one of the first 1,000).
+    static func transactions(directory: URL, count: Int, fsync: Bool) throws {
+        let store = try Stores.open(directory, durability: fsync ? .always : .none)
+        let people = Array(try store.context.objects(of: Person.self).prefix(1_000))
+        let start = ContinuousClock.now
+        for k in 0..<count {
+            people[k % people.count].score = Double(k)
+            try store.context.save()
+        }
+        report("tx_per_s", Double(count) / seconds(since: start))
+        try store.close()
+    }
+}
+
+// MARK: SQLite via GRDB
+
+/// One row of the people table, as a plain Swift struct.
+struct PersonRow {
+    var id: Int64
+    var name: String
+    var email: String
+    var age: Int
+    var city: String
+    var score: Double
+}
+
+enum SQLiteWorker {
+    static let createSQL = """
+        CREATE TABLE IF NOT EXISTS people (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL,
+            age INTEGER NOT NULL, city TEXT NOT NULL, score REAL NOT NULL)
+        """
+    static let upsertSQL = """
+        INSERT INTO people (id, name, email, age, city, score) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT(id) DO UPDATE SET name = excluded.name, email = excluded.email,
+            age = excluded.age, city = excluded.city, score = excluded.score
+        """
+
+    /// A queue on `path` in WAL mode with `PRAGMA synchronous = <synchronous>`.
+    /// Set after the open: GRDB itself sets `synchronous = NORMAL` when it switches a
+    /// connection to WAL, after `prepareDatabase` has run. Checked by reading it back.
+    static func open(_ path: String, synchronous: String) throws -> DatabaseQueue {
+        var config = Configuration()
+        config.journalMode = .wal
+        let queue = try DatabaseQueue(path: path, configuration: config)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            let mode = try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            let journal = try String.fetchOne(db, sql: "PRAGMA journal_mode")
+            let expected = ["OFF": 0, "NORMAL": 1, "FULL": 2, "EXTRA": 3][synchronous]
+            guard mode == expected, journal == "wal" else {
+                throw RedisError("SQLite: synchronous is \(mode ?? -1), journal_mode \(journal ?? "?"), not \(synchronous)/wal")
+            }
+        }
+        return queue
+    }
+
+    static func filesBytes(_ path: String) -> Double {
+        var total = 0.0
+        for suffix in ["", "-wal", "-shm"] {
+            if let size = (try? FileManager.default.attributesOfItem(atPath: path + suffix))?[.size] as? NSNumber {
+                total += size.doubleValue
+            }
+        }
+        return total
+    }
+
+    /// (a) N prepared upserts (strings built in the loop) in one transaction, committed with
+    /// synchronous=FULL; then the database's bytes on disk after close (WAL checkpointed).
+    static func bulk(count: Int, path: String) throws {
+        let queue = try open(path, synchronous: "FULL")
+        try queue.write { db in try db.execute(sql: createSQL) }
+        let start = ContinuousClock.now
+        try queue.inDatabase { db in
+            try db.inTransaction(.immediate) {
+                let statement = try db.makeStatement(sql: upsertSQL)
+                for i in 0..<count {
+                    try statement.execute(arguments: [
+                        Int64(i), "Person \(i)", "p\(i)@example.com", 20 + i % 60, "City \(i % 1000)", Double(i) * 0.5,
+                    ])
+                }
+                return .commit
+            }
+        }
+        report("bulk_s", seconds(since: start))
+        try queue.close()
+        report("disk_bytes", filesBytes(path))
+    }
+
+    /// (c) Open the database and read every row into `PersonRow`s through a row cursor; then
+    /// (e) the process's VmRSS with the rows alive.
+    static func cold(path: String) throws {
+        let before = residentSetSize()
+        let start = ContinuousClock.now
+        let queue = try DatabaseQueue(path: path)
+        let rows: [PersonRow] = try queue.read { db in
+            var rows: [PersonRow] = []
+            let cursor = try Row.fetchCursor(db, sql: "SELECT id, name, email, age, city, score FROM people")
+            while let row = try cursor.next() {
+                rows.append(PersonRow(id: row[0], name: row[1], email: row[2], age: row[3], city: row[4], score: row[5]))
+            }
+            return rows
+        }
+        report("cold_s", seconds(since: start))
+        let after = residentSetSize()
+        report("rss_bytes", Double(after))
+        report("rss_delta_bytes", Double(after - before))
+        report("objects", Double(rows.count))
+        withExtendedLifetime((queue, rows)) {}
+    }
+
+    /// (b) `count` transactions, each one prepared `UPDATE … SET score` of one row (one of the
+    /// first 1,000), with synchronous FULL (fsync on) or NORMAL (fsync off: in WAL mode a
+    /// commit is not synced).
+    static func transactions(path: String, count: Int, fsync: Bool) throws {
+        let queue = try open(path, synchronous: fsync ? "FULL" : "NORMAL")
+        let start = ContinuousClock.now
+        try queue.inDatabase { db in
+            let statement = try db.makeStatement(sql: "UPDATE people SET score = ? WHERE id = ?")
+            for k in 0..<count {
+                try db.inTransaction(.immediate) {
+                    try statement.execute(arguments: [Double(k), Int64(k % 1_000)])
+                    return .commit
+                }
+            }
+        }
+        report("tx_per_s", Double(count) / seconds(since: start))
+        try queue.close()
+    }
+
+    static func version() -> String {
+        (try? DatabaseQueue().read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? "?" }) ?? "?"
+    }
+}
+
+/// Runs `peer-comparison worker <system> <task> <args…>` and exits.
+func runWorker(_ args: [String]) -> Never {
+    do {
+        guard args.count >= 2 else { throw RedisError("worker: expected <system> <task> …") }
+        switch (args[0], args[1]) {
+        case ("objectgraph", "bulk"): try ObjectGraphWorker.bulk(count: Int(args[2])!, directory: URL(fileURLWithPath: args[3]))
+        case ("objectgraph", "cold"): try ObjectGraphWorker.cold(directory: URL(fileURLWithPath: args[2]))
+        case ("objectgraph", "tx"): try ObjectGraphWorker.transactions(directory: URL(fileURLWithPath: args[2]), count: Int(args[3])!, fsync: args[4] == "on")
+        case ("sqlite", "bulk"): try SQLiteWorker.bulk(count: Int(args[2])!, path: args[3])
+        case ("sqlite", "cold"): try SQLiteWorker.cold(path: args[2])
+        case ("sqlite", "tx"): try SQLiteWorker.transactions(path: args[2], count: Int(args[3])!, fsync: args[4] == "on")
+        default: throw RedisError("worker: unknown task \(args)")
+        }
+        exit(0)  // flushes stdout; freeing a million objects is no part of any figure
+    } catch {
+        FileHandle.standardError.write("worker \(args): \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+}
