@@ -153,15 +153,20 @@ final class EntityTable {
         return row
     }
 
-    /// Pre-sizes the storage for `count` more rows.
+    /// Pre-sizes the storage for `count` more rows. Grows geometrically: replay calls this
+    /// once per record, and an exact `reserveCapacity` each time would copy every column once
+    /// per record (quadratic in a journal of many small saves).
     func reserve(_ count: Int) {
-        values.reserveCapacity(values.count + count * stride)
-        nulls.reserveCapacity(nulls.count + count * maskWords)
-        flags.reserveCapacity(flags.count + count)
-        serialOfRow.reserveCapacity(serialOfRow.count + count)
-        instances.reserveCapacity(instances.count + count)
-        beforeIndex.reserveCapacity(beforeIndex.count + count)
-        rowOfSerial.reserveCapacity(rowOfSerial.count + count)
+        let needed = flags.count + count
+        guard needed > flags.capacity else { return }
+        let rows = max(needed, flags.capacity * 2)
+        values.reserveCapacity(rows * stride)
+        nulls.reserveCapacity(rows * maskWords)
+        flags.reserveCapacity(rows)
+        serialOfRow.reserveCapacity(rows)
+        instances.reserveCapacity(rows)
+        beforeIndex.reserveCapacity(rows)
+        rowOfSerial.reserveCapacity(max(rowOfSerial.capacity * 2, rowOfSerial.count + count))
     }
 
     /// Inserts a new row (a pending insert) and returns it.
