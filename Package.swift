@@ -18,11 +18,13 @@ let package = Package(
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .executable(name: "objectgraph-demo", targets: ["objectgraph-demo"]),
         .executable(name: "debian-fixture", targets: ["debian-fixture"]),
+        .executable(name: "graph-journal", targets: ["graph-journal"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // liblz4 from Debian's liblz4-dev; only GraphJournal's codec includes it.
@@ -70,6 +72,17 @@ let package = Package(
             path: "Tools/CrashWriter",
             swiftSettings: strictSettings
         ),
+        // The operators' tool: stats, verify, dump, repair and compact a store without app code.
+        .executableTarget(
+            name: "graph-journal",
+            dependencies: [
+                "ObjectGraph",
+                "GraphJournal",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/GraphJournal",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: [
@@ -83,6 +96,13 @@ let package = Package(
         .testTarget(
             name: "GraphJournalTests",
             dependencies: ["GraphJournal"],
+            swiftSettings: strictSettings
+        ),
+        // Runs the built graph-journal binary (a dependency, so it is built first) on fixtures.
+        .testTarget(
+            name: "GraphJournalToolTests",
+            dependencies: ["graph-journal", "ObjectGraph", "GraphJournal"],
+            exclude: ["Expected"],
             swiftSettings: strictSettings
         ),
         .testTarget(

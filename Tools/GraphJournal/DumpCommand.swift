@@ -1,0 +1,208 @@
+import ArgumentParser
+import GraphJournal
+import ObjectGraph
+
+/// `graph-journal dump DIR`: the journal as JSON Lines, for `jq`.
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Writes every record, or with --objects every live object, as one JSON object per line.",
+        discussion: """
+            Read-only: takes no lock and writes nothing to the store.
+
+            Records: {"seq":2,"kind":"transaction","entities":[{"entity":"Person",\
+            "inserted":[{"serial":1,"values":{...}}],"updated":[{"serial":3,"values":{...}}],\
+            "deleted":[5]}]}; base records (written by compaction) have kind "base"; schema \
+            records are {"seq":1,"kind":"schema","entities":[{"entity":"Person","attributes":\
+            [{"name":"id","type":"int64","optional":false}]}]}.
+
+            Objects (--objects): {"entity":"Person","serial":1,"attributes":{...}}, by entity \
+            then serial.
+
+            Values are JSON natives: strings, numbers, booleans, null; data as base64, dates as \
+            ISO 8601 in UTC, UUIDs and URLs as strings; NaN and infinities as the strings "NaN", \
+            "Infinity", "-Infinity".
+
+            On a damaged journal the valid prefix is written; a torn tail is noted on standard \
+            error (exit 0), corruption is described there (exit 3).
+
+            \(ToolExit.helpText)
+            """
+    )
+
+    @OptionGroup var store: StoreDirectory
+
+    @Flag(help: "Write the live objects (the state after the last record, or after --to-seq) instead of the records.")
+    var objects = false
+
+    @Option(name: .customLong("entity"), help: ArgumentHelp("Write only this entity's changes or objects.", valueName: "name"))
+    var entity: String?
+
+    @Option(name: .customLong("from-seq"), help: ArgumentHelp("Write only records with this sequence number or later.", valueName: "n"))
+    var fromSequence: UInt64?
+
+    @Option(name: .customLong("to-seq"), help: ArgumentHelp("Write only records up to this sequence number; with --objects, the objects as of it.", valueName: "n"))
+    var toSequence: UInt64?
+
+    func validate() throws {
+        if objects && fromSequence != nil {
+            throw ValidationError("--from-seq does not apply to --objects (objects are a state, not a range); use --to-seq.")
+        }
+        if let from = fromSequence, let to = toSequence, from > to {
+            throw ValidationError("--from-seq \(from) is after --to-seq \(to).")
+        }
+    }
+
+    func run() throws {
+        try runReporting {
+            var out = StandardOutput()
+            var pipeline = ParallelReplay(JournalReplay(keepValues: objects, trackObjects: objects))
+            var entitySeen = false
+            let from = fromSequence ?? 0
+            let to = toSequence ?? .max
+            let emit = { (record: JournalReadRecord, changes: ChangeSet?, schema: StoredSchema?) throws in
+                let sequence = record.entry.sequence
+                if let entity, !entitySeen, schema?.entities.contains(where: { $0.name == entity }) == true { entitySeen = true }
+                guard !objects, sequence >= from else { return }
+                switch record.entry.kind {
+                case .schema:
+                    if let schema { writeSchema(schema, sequence: sequence, to: &out.json) }
+                case .transaction, .base:
+                    if let changes { writeChanges(changes, sequence: sequence, kind: record.entry.kind.label, to: &out.json) }
+                case nil:
+                    out.json.raw("{\"seq\":"); out.json.uint(sequence)
+                    out.json.raw(",\"kind\":\"skipped\",\"type\":"); out.json.uint(UInt64(record.entry.type)); out.json.raw("}\n")
+                }
+                try out.flushIfFull()
+            }
+            let report = try Journal.readRecords(directory: store.path) { record in
+                if record.entry.sequence > to { return }
+                try pipeline.feed(record, emit: emit)
+            }
+            try pipeline.finish(emit: emit)
+            let replay = pipeline.replay
+            if objects {
+                for table in replay.liveTables where entity == nil || table.name == entity {
+                    try writeObjects(table, to: &out)
+                }
+            }
+            try out.flush()
+            if let entity, !entitySeen {
+                throw ToolFailure(.failure, "no entity named '\(entity)' in the journal's schema")
+            }
+            var exit = ToolExit.success
+            for problem in report.problems {
+                let at = problem.offset.map { " at byte \($0)" } ?? ""
+                switch problem.kind {
+                case .leftoverFile: continue
+                case .tornTail: printError("graph-journal: note: torn tail in \(problem.file)\(at) (\(problem.message)); the records before it were written")
+                case .corruption:
+                    printError("graph-journal: corruption in \(problem.file)\(at): \(problem.message); only the records before it were written")
+                    exit = .corrupt
+                }
+            }
+            for problem in replay.problems {
+                printError("graph-journal: payload problem in \(problem.file) at byte \(problem.offset) (record \(problem.sequence)): \(problem.message)")
+                exit = .corrupt
+            }
+            if exit != .success { throw ExitCode(exit.rawValue) }
+        }
+    }
+
+    private func writeSchema(_ schema: StoredSchema, sequence: UInt64, to w: inout JSONWriter) {
+        let entities = schema.entities.filter { entity == nil || $0.name == entity }
+        if entity != nil && entities.isEmpty { return }
+        w.raw("{\"seq\":"); w.uint(sequence)
+        w.raw(",\"kind\":\"schema\",\"entities\":[")
+        for (i, e) in entities.enumerated() {
+            if i > 0 { w.raw(",") }
+            w.raw("{\"entity\":"); w.string(e.name)
+            w.raw(",\"attributes\":[")
+            for (j, a) in e.attributes.enumerated() {
+                if j > 0 { w.raw(",") }
+                w.raw("{\"name\":"); w.string(a.name)
+                w.raw(",\"type\":"); w.string(a.type.rawValue)
+                w.raw(",\"optional\":"); w.bool(a.isOptional)
+                if let d = a.defaultValue { w.raw(",\"default\":"); w.value(d) }
+                if let o = a.originalName { w.raw(",\"originalName\":"); w.string(o) }
+                w.raw("}")
+            }
+            w.raw("]}")
+        }
+        w.raw("]}\n")
+    }
+
+    private func writeChanges(_ changes: ChangeSet, sequence: UInt64, kind: String, to w: inout JSONWriter) {
+        let blocks = changes.entities.filter { entity == nil || $0.entityName == entity }
+        if entity != nil && blocks.isEmpty { return }
+        w.raw("{\"seq\":"); w.uint(sequence)
+        w.raw(",\"kind\":"); w.string(kind)
+        w.raw(",\"entities\":[")
+        for (i, c) in blocks.enumerated() {
+            if i > 0 { w.raw(",") }
+            let width = c.attributeNames.count
+            w.raw("{\"entity\":"); w.string(c.entityName)
+            w.raw(",\"inserted\":[")
+            for (k, serial) in c.insertedSerials.enumerated() {
+                if k > 0 { w.raw(",") }
+                w.raw("{\"serial\":"); w.uint(serial)
+                w.raw(",\"values\":{")
+                for j in 0..<width {
+                    if j > 0 { w.raw(",") }
+                    w.key(c.attributeNames[j])
+                    w.value(c.insertedValues[k * width + j])
+                }
+                w.raw("}}")
+            }
+            w.raw("],\"updated\":[")
+            var index = 0
+            var first = true
+            while index < c.updates.count {
+                let serial = c.updates[index].serial
+                if !first { w.raw(",") }
+                first = false
+                w.raw("{\"serial\":"); w.uint(serial)
+                w.raw(",\"values\":{")
+                var firstField = true
+                while index < c.updates.count && c.updates[index].serial == serial {
+                    if !firstField { w.raw(",") }
+                    firstField = false
+                    let update = c.updates[index]
+                    w.key(update.attribute < width ? c.attributeNames[update.attribute] : "#\(update.attribute)")
+                    w.value(update.value)
+                    index += 1
+                }
+                w.raw("}}")
+            }
+            w.raw("],\"deleted\":[")
+            for (k, serial) in c.deletedSerials.enumerated() {
+                if k > 0 { w.raw(",") }
+                w.uint(serial)
+            }
+            w.raw("]}")
+        }
+        w.raw("]}\n")
+    }
+
+    private func writeObjects(_ table: JournalReplay.Table, to out: inout StandardOutput) throws {
+        var prefix = JSONWriter(capacity: 64)
+        prefix.raw("{\"entity\":"); prefix.string(table.name); prefix.raw(",\"serial\":")
+        let names: [[UInt8]] = table.attributes.map { a in
+            var k = JSONWriter(capacity: 32)
+            k.key(a.name)
+            return k.bytes
+        }
+        for serial in table.objects.keys.sorted() {
+            let values = table.objects[serial]!
+            out.json.bytes.append(contentsOf: prefix.bytes)
+            out.json.uint(serial)
+            out.json.raw(",\"attributes\":{")
+            for (j, value) in values.enumerated() {
+                if j > 0 { out.json.raw(",") }
+                out.json.bytes.append(contentsOf: names[j])
+                out.json.value(value)
+            }
+            out.json.raw("}}\n")
+            try out.flushIfFull()
+        }
+    }
+}

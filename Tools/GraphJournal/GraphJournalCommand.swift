@@ -1,0 +1,21 @@
+import ArgumentParser
+
+/// `graph-journal`: the operators' tool for ObjectGraph stores. It reads the schema the journal
+/// records, so it needs none of the application's code.
+@main
+struct GraphJournalCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "graph-journal",
+        abstract: "Inspects, checks, dumps, repairs and compacts an ObjectGraph store without the application's code.",
+        discussion: """
+            The read-only commands (stats, verify, dump) take no lock and never write, so they are \
+            safe on a store another process has open. repair and compact take the store's write \
+            lock; repair never deletes bytes (what it cuts is saved beside the segment) and asks \
+            before acting.
+
+            \(ToolExit.helpText)
+            """,
+        version: "1.0.0",
+        subcommands: [Stats.self, Verify.self, Dump.self, Repair.self, Compact.self]
+    )
+}

@@ -1,0 +1,323 @@
+import Dispatch
+import Foundation
+import GraphJournal
+import ObjectGraph
+
+/// A read-only replay of a journal: decodes every record against the schema in force and keeps
+/// the live objects (or only their serials), without the application's code and without
+/// opening the store for writing. `stats`, `verify` and `dump --objects` share it.
+///
+/// It checks what opening the store would check beyond the framing: a transaction follows a
+/// schema record and decodes against it, inserts a serial that is not live, updates and deletes
+/// serials that are.
+struct JournalReplay {
+    /// The live objects of one entity.
+    struct Table {
+        var name: String
+        /// The attributes of the schema in force (or, for an entity the latest schema dropped,
+        /// of the last schema that had it).
+        var attributes: [AttributeDescription]
+        /// Live objects by serial; the values align with ``attributes`` (empty arrays when the
+        /// replay keeps no values).
+        var objects: [UInt64: [AttributeValue?]] = [:]
+        /// Whether the schema in force has this entity.
+        var inSchema = true
+        /// Live serials as a bitmap, when the replay keeps no values (serials are dense).
+        var liveBits: [UInt64] = []
+        var liveBitCount = 0
+
+        /// How many objects are live.
+        var count: Int { objects.isEmpty ? liveBitCount : objects.count }
+
+        /// Marks `serial` live; false if it already was.
+        mutating func insertBit(_ serial: UInt64) -> Bool {
+            let word = Int(serial >> 6)
+            if word >= liveBits.count { liveBits.append(contentsOf: repeatElement(0, count: max(word + 1 - liveBits.count, liveBits.count))) }
+            let bit = UInt64(1) << (serial & 63)
+            if liveBits[word] & bit != 0 { return false }
+            liveBits[word] |= bit
+            liveBitCount += 1
+            return true
+        }
+
+        /// Whether `serial` is live.
+        func containsBit(_ serial: UInt64) -> Bool {
+            let word = Int(serial >> 6)
+            return word < liveBits.count && liveBits[word] & (UInt64(1) << (serial & 63)) != 0
+        }
+
+        /// Marks `serial` dead; false if it was not live.
+        mutating func removeBit(_ serial: UInt64) -> Bool {
+            guard containsBit(serial) else { return false }
+            liveBits[Int(serial >> 6)] &= ~(UInt64(1) << (serial & 63))
+            liveBitCount -= 1
+            return true
+        }
+    }
+
+    /// A record that does not decode or contradicts the records before it.
+    struct Problem {
+        var file: String
+        var offset: Int64
+        var sequence: UInt64
+        var message: String
+    }
+
+    /// Whether attribute values are kept (`stats`, `dump --objects`) or only serials (`verify`).
+    let keepValues: Bool
+    /// Whether live serials are tracked at all (`dump` of transactions only decodes).
+    let trackObjects: Bool
+    /// The schema in force.
+    private(set) var schema: StoredSchema?
+    private(set) var tables: [Table] = []
+    private var tableIndex: [String: Int] = [:]
+    private(set) var problems: [Problem] = []
+    /// Problems not kept once ``problemLimit`` were kept.
+    private(set) var problemsNotShown = 0
+    private let problemLimit = 100
+    private(set) var schemaRecords = 0
+    private(set) var transactions = 0
+    private(set) var baseRecords = 0
+    private(set) var skippedRecords = 0
+
+    init(keepValues: Bool, trackObjects: Bool = true) {
+        self.keepValues = keepValues
+        self.trackObjects = trackObjects || keepValues
+    }
+
+    /// Applies one record, decoding it here; returns the decoded change set of a transaction
+    /// or base record (nil for other records and for records that do not decode).
+    @discardableResult
+    mutating func apply(_ record: JournalReadRecord) -> ChangeSet? {
+        apply(record, decoded: decode(record, schema: schema))
+    }
+
+    /// Decodes a transaction or base record against `schema`; nil for other records.
+    static func decode(_ record: JournalReadRecord, schema: StoredSchema?) -> Result<ChangeSet, StoreError>? {
+        guard record.entry.kind == .transaction || record.entry.kind == .base, let schema else { return nil }
+        do { return .success(try schema.decodeTransaction(record.payload)) } catch { return .failure(error) }
+    }
+
+    private func decode(_ record: JournalReadRecord, schema: StoredSchema?) -> Result<ChangeSet, StoreError>? {
+        Self.decode(record, schema: schema)
+    }
+
+    /// Applies one record whose payload was decoded already (by ``decode(_:schema:)`` with the
+    /// schema in force); returns its change set, as ``apply(_:)``.
+    @discardableResult
+    mutating func apply(_ record: JournalReadRecord, decoded: Result<ChangeSet, StoreError>?) -> ChangeSet? {
+        switch record.entry.kind {
+        case .schema:
+            schemaRecords += 1
+            do {
+                let decoded = try StoredSchema.decode(record.payload)
+                install(decoded)
+            } catch {
+                report(record, "schema record does not decode: \(error.message)")
+            }
+            return nil
+        case .transaction, .base:
+            if record.entry.kind == .base { baseRecords += 1 } else { transactions += 1 }
+            guard schema != nil, let decoded else {
+                report(record, "\(record.entry.kind.label) record precedes any schema record")
+                return nil
+            }
+            let changes: ChangeSet
+            switch decoded {
+            case .success(let c): changes = c
+            case .failure(let error):
+                report(record, "\(record.entry.kind.label) does not decode against the schema in force: \(error.message)")
+                return nil
+            }
+            if trackObjects { for entity in changes.entities { apply(entity, record) } }
+            return changes
+        case nil:
+            skippedRecords += 1
+            return nil
+        }
+    }
+
+    /// The tables of the entities of the schema in force, in schema order, then those of
+    /// entities it dropped that still hold objects.
+    var liveTables: [Table] {
+        tables.filter { $0.inSchema } + tables.filter { !$0.inSchema && $0.count > 0 }
+    }
+
+    private mutating func report(_ record: JournalReadRecord, _ message: String) {
+        guard problems.count < problemLimit else { problemsNotShown += 1; return }
+        problems.append(Problem(file: record.entry.file, offset: record.entry.offset, sequence: record.entry.sequence, message: message))
+    }
+
+    /// Makes `stored` the schema in force, carrying the live objects over by attribute name
+    /// (or declared original name), as opening the store with that model would.
+    private mutating func install(_ stored: StoredSchema) {
+        schema = stored
+        var newTables: [Table] = []
+        var newIndex: [String: Int] = [:]
+        for entity in stored.entities {
+            var table = Table(name: entity.name, attributes: entity.attributes)
+            if let old = tableIndex[entity.name].map({ tables[$0] }) {
+                if keepValues && old.attributes.map(\.name) != entity.attributes.map(\.name) {
+                    let sources: [Int?] = entity.attributes.map { a in
+                        old.attributes.firstIndex { $0.name == a.name } ?? a.originalName.flatMap { o in old.attributes.firstIndex { $0.name == o } }
+                    }
+                    for (serial, values) in old.objects {
+                        table.objects[serial] = entity.attributes.indices.map { i in sources[i].map { values[$0] } ?? entity.attributes[i].defaultValue }
+                    }
+                } else {
+                    table.objects = old.objects
+                }
+                table.liveBits = old.liveBits
+                table.liveBitCount = old.liveBitCount
+            }
+            newIndex[entity.name] = newTables.count
+            newTables.append(table)
+        }
+        for old in tables where newIndex[old.name] == nil {
+            var orphan = old
+            orphan.inSchema = false
+            newIndex[old.name] = newTables.count
+            newTables.append(orphan)
+        }
+        tables = newTables
+        tableIndex = newIndex
+    }
+
+    private mutating func apply(_ changes: EntityChanges, _ record: JournalReadRecord) {
+        guard let t = tableIndex[changes.entityName] else {
+            report(record, "changes entity \(changes.entityName), which the schema in force does not have")
+            return
+        }
+        let name = changes.entityName
+        guard keepValues else {
+            // Serials only, in a bitmap (serials below 2^32; larger ones are implausible).
+            for serial in changes.insertedSerials where serial >= 1 << 32 || !tables[t].insertBit(serial) {
+                report(record, "inserts \(name)/\(serial), which already exists")
+            }
+            for update in changes.updates where !tables[t].containsBit(update.serial) {
+                report(record, "updates \(name)/\(update.serial), which does not exist")
+            }
+            for serial in changes.deletedSerials where !tables[t].removeBit(serial) {
+                report(record, "deletes \(name)/\(serial), which does not exist")
+            }
+            return
+        }
+        let width = changes.attributeNames.count
+        for (i, serial) in changes.insertedSerials.enumerated() {
+            let values = Array(changes.insertedValues[(i * width)..<((i + 1) * width)])
+            if tables[t].objects.updateValue(values, forKey: serial) != nil {
+                report(record, "inserts \(name)/\(serial), which already exists")
+            }
+        }
+        for update in changes.updates {
+            guard tables[t].objects[update.serial] != nil else {
+                report(record, "updates \(name)/\(update.serial), which does not exist")
+                continue
+            }
+            tables[t].objects[update.serial]![update.attribute] = update.value
+        }
+        for serial in changes.deletedSerials where tables[t].objects.removeValue(forKey: serial) == nil {
+            report(record, "deletes \(name)/\(serial), which does not exist")
+        }
+    }
+}
+
+extension JournalReplay.Table {
+    /// An estimate of the bytes this entity's block takes in a compaction's snapshot payload,
+    /// before compression: serials, null bitmaps and values in the transaction codec's
+    /// encoding (varints, fixed 4/8-byte numbers, length-prefixed strings and data).
+    var estimatedSnapshotBytes: Int64 {
+        let count = objects.count
+        var total = Int64(2 + 5 + varintSize(UInt64(count)) + 2)
+        guard count > 0 else { return total }
+        total += Int64(count)  // serial deltas, one byte each when dense
+        var nullColumns = Set<Int>()
+        for values in objects.values {
+            for (i, value) in values.enumerated() {
+                if let value { total += Int64(encodedSize(value, attributes[i].type)) } else { nullColumns.insert(i) }
+            }
+        }
+        total += Int64(attributes.count) + Int64(nullColumns.count * ((count + 7) / 8))
+        return total
+    }
+
+    private func varintSize(_ value: UInt64) -> Int {
+        var v = value
+        var n = 1
+        while v >= 0x80 { v >>= 7; n += 1 }
+        return n
+    }
+
+    private func encodedSize(_ value: AttributeValue, _ type: AttributeType) -> Int {
+        switch value {
+        case .bool: 1
+        case .int(let v): varintSize(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
+        case .uint(let v): varintSize(v)
+        case .double, .date: 8
+        case .float: type == .double ? 8 : 4
+        case .string(let s): varintSize(UInt64(s.utf8.count)) + s.utf8.count
+        case .data(let d): varintSize(UInt64(d.count)) + d.count
+        case .uuid: 17
+        case .url(let u): varintSize(UInt64(u.absoluteString.utf8.count)) + u.absoluteString.utf8.count
+        }
+    }
+}
+
+/// Feeds records to a ``JournalReplay``, decoding the payloads of consecutive transaction and
+/// base records on every core (decoding is most of the work) and applying them in order.
+struct ParallelReplay {
+    var replay: JournalReplay
+    private var pending: [JournalReadRecord] = []
+    private var pendingBytes = 0
+    private let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Whether the consumer needs the decoded values (false: they are freed on the workers).
+    private let emitsValues: Bool
+
+    init(_ replay: JournalReplay, emitsValues: Bool = true) {
+        self.replay = replay
+        self.emitsValues = emitsValues || replay.keepValues
+    }
+
+    /// Takes one record; `emit` is called for every record, in order, with its change set and the schema in force,
+    /// once it is applied (possibly later, at a later ``feed(_:emit:)`` or at ``finish(emit:)``).
+    mutating func feed(_ record: JournalReadRecord, emit: (JournalReadRecord, ChangeSet?, StoredSchema?) throws -> Void) throws {
+        if record.entry.kind == .schema || workers == 1 {
+            try finish(emit: emit)
+            let changes = replay.apply(record)
+            try emit(record, changes, replay.schema)
+            return
+        }
+        pending.append(record)
+        pendingBytes += record.payload.count
+        if pending.count >= 64 || pendingBytes >= 16 << 20 { try finish(emit: emit) }
+    }
+
+    /// Decodes and applies the records held back, then emits them.
+    mutating func finish(emit: (JournalReadRecord, ChangeSet?, StoredSchema?) throws -> Void) throws {
+        guard !pending.isEmpty else { return }
+        let records = pending
+        let schema = replay.schema
+        let strip = !emitsValues
+        pending.removeAll(keepingCapacity: true)
+        pendingBytes = 0
+        var results = [Result<ChangeSet, StoreError>?](repeating: nil, count: records.count)
+        results.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let out = buffer  // each iteration writes its own element
+            DispatchQueue.concurrentPerform(iterations: records.count) { i in
+                var decoded = JournalReplay.decode(records[i], schema: schema)
+                if strip, case .success(var changes) = decoded {
+                    for e in changes.entities.indices {
+                        changes.entities[e].insertedValues = []
+                        for u in changes.entities[e].updates.indices { changes.entities[e].updates[u].value = nil }
+                    }
+                    decoded = .success(changes)
+                }
+                out[i] = decoded
+            }
+        }
+        for (record, decoded) in zip(records, results) {
+            let changes = replay.apply(record, decoded: decoded)
+            try emit(record, changes, replay.schema)
+        }
+    }
+}
