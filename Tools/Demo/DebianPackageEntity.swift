@@ -3,7 +3,7 @@ import ObjectGraph
 
 /// One binary package of Debian's archive index, as the demo stores it.
 @Entity final class DebianPackage {
-    var name: String
+    @Attribute(.unique) var name: String
     var version: String
     var architecture: String
     var section: String
@@ -19,6 +19,20 @@ import ObjectGraph
     /// Names of the packages it depends on (first alternative of each clause).
     var depends: [String] = []
     var sha256: String
+}
+
+/// Imported by package name, CoreStore-style: a second import of the same index updates the
+/// existing objects instead of duplicating them.
+extension DebianPackage: ImportableUniqueObject {
+    typealias ImportSource = DebianPackageRecord
+
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<DebianPackage, String> { \.name }
+
+    static func uniqueID(from source: DebianPackageRecord, in context: ModelContext) throws -> String? { source.name }
+
+    func update(from source: DebianPackageRecord, in context: ModelContext) throws {
+        update(from: source)
+    }
 }
 
 extension DebianPackage {
