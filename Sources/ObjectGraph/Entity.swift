@@ -31,11 +31,57 @@ public protocol Entity: AnyObject, SendableMetatype {
     /// from the journal, or looked up again after ``ModelContext/reset()``). Instances are
     /// created lazily, on first access, like Core Data's faults.
     func awakeFromFetch()
+    /// Called by `save()` on every inserted, updated and deleted object before validation
+    /// (`isInserted` / `isDeleted` tell which). Normal sets made here dirty objects again and
+    /// `willSave` runs again on those, up to ``ModelContext/willSavePassLimit`` passes (DESIGN
+    /// rule 4); primitive sets (`setPrimitiveValue(_:forKey:)`) do not re-trigger it.
+    func willSave()
+    /// Called after a save on every object it inserted, updated or deleted (`isDeleted` is
+    /// still true for the deleted ones; they are detached right after). Changes made here are
+    /// pending changes of the next save.
+    func didSave()
+    /// Called by `delete(_:)` before the object is marked deleted (DESIGN rule 6).
+    func prepareForDeletion()
+    /// Checks an inserted object at save time. Throw (ideally an ``ObjectValidationError``) to
+    /// refuse the save; every failure of every object is reported together (DESIGN rule 5).
+    func validateForInsert() throws
+    /// Checks an updated object at save time; see ``validateForInsert()``.
+    func validateForUpdate() throws
+    /// Checks a deleted object at save time; see ``validateForInsert()``.
+    func validateForDelete() throws
 }
 
 extension Entity {
     public func awakeFromInsert() {}
     public func awakeFromFetch() {}
+    public func willSave() {}
+    public func didSave() {}
+    public func prepareForDeletion() {}
+    public func validateForInsert() throws {}
+    public func validateForUpdate() throws {}
+    public func validateForDelete() throws {}
+}
+
+/// A validation failure thrown by a `validateFor…` hook, naming the attribute concerned.
+///
+/// ```swift
+/// func validateForInsert() throws {
+///     if version.isEmpty { throw ObjectValidationError(key: "version", reason: "must not be empty") }
+/// }
+/// ```
+public struct ObjectValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The attribute concerned, if any.
+    public var key: String?
+    /// What is wrong.
+    public var reason: String
+
+    /// Creates a validation error.
+    public init(key: String? = nil, reason: String) {
+        self.key = key
+        self.reason = reason
+    }
+
+    public var description: String { (key.map { "\($0): " } ?? "") + reason }
 }
 
 extension Entity {

@@ -35,6 +35,8 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
         case noUniqueIndex
         /// A transaction was cancelled with ``Transaction/cancel()``.
         case cancelled
+        /// `willSave` kept changing objects for ``ModelContext/willSavePassLimit`` passes.
+        case willSaveDidNotSettle
     }
 
     /// The kind of failure.

@@ -152,7 +152,11 @@ public final class ModelContext {
     public func delete<T: Entity>(_ object: T) {
         guard let table = object._backing.managedTable else { return }
         precondition(table.context === self, "\(object.objectID.map { "\($0)" } ?? "object") belongs to another context")
-        table.delete(row: object._backing.rowIndex)
+        let row = object._backing.rowIndex
+        guard table.isVisible(row: row) else { return }
+        object.prepareForDeletion()
+        guard table.isVisible(row: row) else { return }  // the hook may have deleted it itself
+        table.delete(row: row)
     }
 
     // MARK: Lookup
@@ -250,6 +254,7 @@ public final class ModelContext {
         // Everything save itself changes (merged collisions) is undone if the save fails.
         beginSavepoint()
         do {
+            try runWillSave()
             mergeUniqueCollisions()
             try validate()
             if let store {
@@ -263,10 +268,63 @@ public final class ModelContext {
             throw error
         }
         let observed = changesForObservers()
-        for t in tables { t.commit() }
+        let saved = changedObjects()
+        for t in tables { t.commit(deferringDeleted: true) }
         savepointDepth = 0
+        for object in saved { object.didSave() }
+        for t in tables { t.releaseDeleted() }
         store?.didCommit()
         deliverToObservers(observed)
+    }
+
+    /// How many `willSave` passes a save runs before giving up (DESIGN rule 4). Default 100.
+    public var willSavePassLimit = 100
+
+    /// The inserted, updated and deleted objects of the pending transaction, materialized.
+    func changedObjects() -> [any Entity] {
+        var result: [any Entity] = []
+        for t in tables {
+            for r in t.insertedRows where t.isInserted(row: Int(r)) { result.append(t.instance(row: Int(r))) }
+            for r in t.dirtyRows where t.isUpdated(row: Int(r)) { result.append(t.instance(row: Int(r))) }
+            for r in t.deletedRows where t.isDeleted(row: Int(r)) { result.append(t.instance(row: Int(r))) }
+        }
+        return result
+    }
+
+    /// Runs `willSave` on every changed object, then again on the objects the previous pass
+    /// changed with normal sets, until a pass changes nothing.
+    ///
+    /// - Throws: ``ObjectGraphError`` with code `willSaveDidNotSettle`, naming the objects still
+    ///   changing, when ``willSavePassLimit`` passes do not reach that point.
+    func runWillSave() throws(ObjectGraphError) {
+        // Per table, the rows whose objects get willSave in the next pass.
+        var pending: [[Int32]] = tables.map { t in
+            t.insertedRows.filter { t.isInserted(row: Int($0)) }
+                + t.dirtyRows.filter { t.isUpdated(row: Int($0)) }
+                + t.deletedRows.filter { t.isDeleted(row: Int($0)) }
+        }
+        var pass = 0
+        while pending.contains(where: { !$0.isEmpty }) {
+            guard pass < willSavePassLimit else {
+                for t in tables { t.willSaveTouched = nil }
+                let ids = zip(tables, pending).flatMap { t, rows in rows.map { "\(t.entity.name)/\(t.serial(ofRow: Int($0)))" } }
+                throw ObjectGraphError(
+                    .willSaveDidNotSettle,
+                    "willSave still changed objects after \(willSavePassLimit) passes: "
+                        + ids.prefix(10).joined(separator: ", ") + (ids.count > 10 ? ", …" : ""))
+            }
+            pass += 1
+            for t in tables { t.willSaveTouched = [] }
+            for (t, rows) in zip(tables, pending) {
+                for r in rows where t.flags[Int(r)] & (EntityTable.Flags.live | EntityTable.Flags.vanished) == EntityTable.Flags.live {
+                    t.instance(row: Int(r)).willSave()
+                }
+            }
+            pending = tables.map { t in
+                defer { t.willSaveTouched = nil }
+                return (t.willSaveTouched ?? []).filter { t.isVisible(row: Int($0)) || t.isDeleted(row: Int($0)) }.sorted()
+            }
+        }
     }
 
     // MARK: Savepoints
@@ -311,7 +369,30 @@ public final class ModelContext {
             }
         }
         failures += uniqueFailures()
+        failures += hookFailures()
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
+    }
+
+    /// Runs `validateForInsert/Update/Delete` on every changed object, collecting every failure.
+    func hookFailures() -> [ValidationError.Failure] {
+        var failures: [ValidationError.Failure] = []
+        func check(_ t: EntityTable, _ row: Int, _ hook: (any Entity) throws -> Void) {
+            let object = t.instance(row: row)
+            do {
+                try hook(object)
+            } catch {
+                let id = ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row))
+                let key = (error as? ObjectValidationError)?.key
+                let reason = (error as? ObjectValidationError)?.reason ?? "\(error)"
+                failures.append(.init(entity: t.entity.name, objectID: id, key: key, reason: reason))
+            }
+        }
+        for t in tables {
+            for r in t.insertedRows where t.isInserted(row: Int(r)) { check(t, Int(r)) { try $0.validateForInsert() } }
+            for r in t.dirtyRows where t.isUpdated(row: Int(r)) { check(t, Int(r)) { try $0.validateForUpdate() } }
+            for r in t.deletedRows where t.isDeleted(row: Int(r)) { check(t, Int(r)) { try $0.validateForDelete() } }
+        }
+        return failures
     }
 
     /// The pending changes as a change set (what the next save would persist).

@@ -1,0 +1,113 @@
+import Foundation
+import ObjectGraph
+import Testing
+
+/// Records its lifecycle calls; `willSave` normalizes the title and bumps a revision.
+@Entity final class Document {
+    var title: String = ""
+    var revision: Int = 0
+    var normalizedTitle: String = ""
+    var stamp: Int = 0
+    @Transient var log: [String] = []
+    @Transient var churn = false
+
+    func willSave() {
+        log.append("willSave")
+        normalizedTitle = title.lowercased()     // a normal set: runs willSave again on this object
+        if !isDeleted { try? setPrimitiveValue(stamp + 1, forKey: "stamp") }  // primitive: does not
+        if churn { revision += 1 }               // never settles
+    }
+    func didSave() { log.append(isDeleted ? "didSave(deleted)" : "didSave") }
+    func prepareForDeletion() { log.append("prepareForDeletion") }
+    func validateForInsert() throws {
+        if title.isEmpty { throw ObjectValidationError(key: "title", reason: "must not be empty") }
+    }
+    func validateForDelete() throws {
+        if title == "keep" { throw ObjectValidationError(reason: "this document cannot be deleted") }
+    }
+}
+
+@Suite("Lifecycle hooks and validation (DESIGN rules 4, 5, 6, 12)")
+struct LifecycleTests {
+    func context(_ backend: RecordingBackend? = nil) throws -> ModelContext {
+        ModelContext(schema: try Schema(Document.self, Person.self), backend: backend)
+    }
+
+    @Test func willSaveRunsToAFixedPointAndPrimitiveSetsDoNotRetrigger() throws {  // rules 3, 4
+        let backend = RecordingBackend()
+        let c = try context(backend)
+        let d = try c.insert(Document.self)
+        d.title = "Hello"
+        try c.save()
+        // Pass 1 sets normalizedTitle (a change), pass 2 sets it to the same value (no change).
+        #expect(d.log.filter { $0 == "willSave" }.count == 2)
+        #expect(d.normalizedTitle == "hello")
+        #expect(d.stamp == 2)  // the primitive set ran on both passes and was saved
+        let saved = try #require(backend.saved.last?.entities.first)
+        #expect(saved.insertedValues.contains(.string("hello")))
+    }
+
+    @Test func willSavePastTheCapThrowsNamingTheObjectsAndSavesNothing() throws {  // rule 4
+        let backend = RecordingBackend()
+        let c = try context(backend)
+        c.willSavePassLimit = 5
+        let d = try c.insert(Document.self)
+        d.title = "loop"
+        d.churn = true
+        let error = try #require(throws: ObjectGraphError.self) { try c.save() }
+        #expect(error.code == .willSaveDidNotSettle)
+        #expect(error.message.contains("Document/1"))
+        #expect(backend.saved.isEmpty)
+        #expect(d.revision == 0 && d.normalizedTitle == "")  // willSave's changes were undone (rule 12)
+        #expect(d.isInserted)
+    }
+
+    @Test func validationReportsEveryFailureInOneError() throws {  // rule 5
+        let c = try context()
+        let a = try c.insert(Document.self)      // empty title: validateForInsert fails
+        let b = try c.insert(Document.self)
+        b.title = "fine"
+        _ = try c.insert(Person.self)           // three required attributes without values
+        let error = try #require(throws: ValidationError.self) { try c.save() }
+        #expect(error.failures.count == 4)
+        #expect(error.failures.contains { $0.objectID == a.objectID && $0.key == "title" && $0.reason == "must not be empty" })
+        #expect(Set(error.failures.filter { $0.entity == "Person" }.compactMap(\.key)) == ["id", "name", "email"])
+        #expect(c.hasChanges && a.isInserted)
+    }
+
+    @Test func validateForDeleteCanRefuseADeletion() throws {
+        let c = try context()
+        let d = try c.insert(Document.self)
+        d.title = "keep"
+        try c.save()
+        c.delete(d)
+        let error = try #require(throws: ValidationError.self) { try c.save() }
+        #expect(error.failures.first?.reason == "this document cannot be deleted")
+        #expect(d.isDeleted)
+    }
+
+    @Test func prepareForDeletionRunsAtDeleteTimeAndDidSaveSeesIsDeleted() throws {  // rule 6
+        let c = try context()
+        let d = try c.insert(Document.self)
+        d.title = "gone"
+        try c.save()
+        d.log = []
+        c.delete(d)
+        #expect(d.log == ["prepareForDeletion"])
+        try c.save()
+        #expect(d.log == ["prepareForDeletion", "willSave", "didSave(deleted)"])
+        #expect(!d.isDeleted && d.modelContext == nil)  // detached after didSave (rule 9)
+    }
+
+    @Test func didSaveRunsOnInsertedAndUpdatedObjectsAndItsChangesArePendingForTheNextSave() throws {
+        let c = try context()
+        let d = try c.insert(Document.self)
+        d.title = "a"
+        try c.save()
+        #expect(d.log.last == "didSave")
+        d.title = "b"
+        try c.save()
+        #expect(d.log.last == "didSave")
+        #expect(!c.hasChanges)
+    }
+}
