@@ -92,62 +92,14 @@ extension Journal {
     /// - Throws: ``JournalError`` only when the directory or MANIFEST cannot be read at all
     ///   (a damaged MANIFEST is thrown: nothing else says which files are live).
     public static func inspect(directory: String, io: JournalIO = .system) throws(JournalError) -> JournalReport {
-        let fs = FileSystem(io: io)
-        var report = JournalReport()
-        let names = try fs.list(directory)
-        let manifestPath = directory + "/" + JournalFormat.manifestFileName
-        let manifest = try Manifest.parse(try fs.readFile(manifestPath), file: manifestPath)
-        report.files = manifest.files
-        for name in names.sorted() where fileNumber(name) != nil && !manifest.files.contains(name) {
-            report.problems.append(.init(kind: .leftoverFile, file: name, offset: nil, bytes: nil, recordsAfter: 0,
-                                         message: "not listed in MANIFEST"))
+        // The same walk as readRecords (which decompresses every payload anyway to check it),
+        // with nothing done per record.
+        do {
+            return try readRecords(directory: directory, io: io) { _ in }
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError(.corrupt, "\(error)")  // unreachable: the body throws nothing
         }
-        var nextSequence: UInt64?
-        for (index, name) in manifest.files.enumerated() {
-            let isLast = index == manifest.files.count - 1
-            let filePath = directory + "/" + name
-            let bytes: [UInt8]
-            do { bytes = try fs.readFile(filePath) } catch {
-                report.problems.append(.init(kind: .corruption, file: name, offset: nil, bytes: nil, recordsAfter: 0,
-                                             message: "listed in MANIFEST but unreadable: \(error)"))
-                nextSequence = nil
-                continue
-            }
-            bytes.withUnsafeBytes { raw in
-                let header: SegmentHeader
-                switch SegmentHeader.parse(raw, file: name) {
-                case .success(let parsed): header = parsed
-                case .failure(let error):
-                    report.problems.append(.init(kind: .corruption, file: name, offset: error.offset, bytes: Int64(raw.count),
-                                                 recordsAfter: 0, message: error.message))
-                    nextSequence = nil
-                    return
-                }
-                if let expected = nextSequence, header.firstSequence != expected {
-                    report.problems.append(.init(kind: .corruption, file: name, offset: Int64(JournalFormat.SegmentHeaderField.firstSequence),
-                                                 bytes: nil, recordsAfter: 0,
-                                                 message: "starts at sequence \(header.firstSequence), expected \(expected)"))
-                }
-                let scan = RecordCodec.scan(raw, header: header) { record in
-                    if record.compressed, case .failure(let error) = RecordCodec.payload(of: record, in: raw, file: name) {
-                        report.problems.append(.init(kind: .corruption, file: name, offset: Int64(record.offset), bytes: nil,
-                                                     recordsAfter: 0, message: error.message))
-                    }
-                    report.entries.append(.init(file: name, offset: Int64(record.offset), sequence: record.sequence,
-                                                kind: JournalRecord.Kind(recordType: record.type), type: record.type,
-                                                storedLength: record.storedLength, rawLength: record.rawLength,
-                                                compressed: record.compressed))
-                    return true
-                }
-                nextSequence = scan.nextSequence
-                if let damage = scan.damage {
-                    let torn = damage.couldBeTornTail && isLast && header.kind == .log
-                    report.problems.append(.init(kind: torn ? .tornTail : .corruption, file: name, offset: Int64(damage.offset),
-                                                 bytes: Int64(raw.count - damage.offset), recordsAfter: damage.recordsAfter,
-                                                 message: damage.reason))
-                }
-            }
-        }
-        return report
     }
 }
