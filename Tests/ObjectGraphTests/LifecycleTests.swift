@@ -111,3 +111,30 @@ struct LifecycleTests {
         #expect(!c.hasChanges)
     }
 }
+
+@Suite("Primitive sets and observers (DESIGN rule 3)")
+struct PrimitiveObservationTests {
+    @Test func primitiveSetIsSavedButNotReportedToObservers() throws {
+        let backend = RecordingBackend()
+        let c = ModelContext(schema: try Schema(Person.self), backend: backend)
+        let p = try c.insert(Person.self)
+        p.id = 1; p.name = "Ada"; p.email = "e"
+        try c.save()
+        var seen: [ContextChanges] = []
+        let token = c.observe { seen.append($0) }
+        try p.setPrimitiveValue("Grace", forKey: "name")
+        try c.save()
+        #expect(backend.saved.count == 2)           // persisted…
+        #expect(seen.allSatisfy { $0.updated.isEmpty })  // …but no observer hears of it
+        p.city = "Paris"
+        try p.setPrimitiveValue(3.5, forKey: "score")
+        try c.save()
+        #expect(seen.last?.updated.first?.changedKeys == ["city"])
+        // A normal set after a primitive one of the same attribute is reported.
+        try p.setPrimitiveValue(Int64(40), forKey: "age")
+        p.age = 41
+        try c.save()
+        #expect(seen.last?.updated.first?.changedKeys == ["age"])
+        token.cancel()
+    }
+}

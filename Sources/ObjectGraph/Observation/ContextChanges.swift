@@ -70,7 +70,11 @@ extension ContextChanges {
             for r in t.dirtyRows where t.flags[Int(r)] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 {
                 let row = Int(r)
                 var keys: Set<String> = []
-                for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) { keys.insert(t.entity.attributes[slot].name) }
+                let primitiveOnly = t.primitiveOnly[r] ?? 0  // DESIGN rule 3: saved, not reported
+                for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
+                    if slot < 64 && primitiveOnly & (1 << UInt64(slot)) != 0 { continue }
+                    keys.insert(t.entity.attributes[slot].name)
+                }
                 if !keys.isEmpty { updated.append(Update(objectID: ObjectID(entityName: name, serial: t.serial(ofRow: row)), changedKeys: keys)) }
             }
             for r in t.deletedRows where t.isDeleted(row: Int(r)) {

@@ -78,6 +78,9 @@ final class EntityTable {
     /// While `willSave` runs: the rows changed by normal (not primitive) sets or inserted, which
     /// get `willSave` again in the next pass. `nil` when not tracking.
     @exclusivity(unchecked) var willSaveTouched: Set<Int32>?
+    /// Per row, the slots (below 64) changed since the last save by primitive sets only: saved,
+    /// but not reported to observers (DESIGN rule 3).
+    @exclusivity(unchecked) var primitiveOnly: [Int32: UInt64] = [:]
     /// Rows deleted by the save in progress, released after `didSave` ran on their objects.
     @exclusivity(unchecked) var awaitingRelease: [Int32] = []
 
@@ -379,6 +382,7 @@ final class EntityTable {
         guard let value else {
             if isNull(row: row, slot: slot) { return }
             willChange(row: row)
+            notePrimitive(primitive, row: row, slot: slot)
             if !primitive { willSaveTouched?.insert(Int32(row)) }
             if !savepoints.isEmpty { logCell(row: row, slot: slot) }
             let indexed = !indexesBySlot[slot].isEmpty
@@ -389,6 +393,18 @@ final class EntityTable {
             return
         }
         value.withCell { setCell(row: row, slot: slot, $0, primitive: primitive) }
+    }
+
+    /// Keeps ``primitiveOnly`` up to date for a change of `slot`.
+    @inline(__always)
+    func notePrimitive(_ primitive: Bool, row: Int, slot: Int) {
+        guard slot < 64 else { return }
+        let bit = UInt64(1) << UInt64(slot)
+        if primitive {
+            primitiveOnly[Int32(row), default: 0] |= bit
+        } else if !primitiveOnly.isEmpty, let mask = primitiveOnly[Int32(row)] {
+            primitiveOnly[Int32(row)] = mask & ~bit == 0 ? nil : mask & ~bit
+        }
     }
 
     func setCell(row: Int, slot: Int, _ cell: RawCell, primitive: Bool = false) {
@@ -403,6 +419,7 @@ final class EntityTable {
             if !wasNull && arena.equal(ArenaRef(values[index]), buffer) { return }
         }
         willChange(row: row)
+        notePrimitive(primitive, row: row, slot: slot)
         if !primitive { willSaveTouched?.insert(Int32(row)) }
         if !savepoints.isEmpty { logCell(row: row, slot: slot) }
         let indexed = !indexesBySlot[slot].isEmpty
@@ -518,6 +535,7 @@ final class EntityTable {
     }
 
     private func clearTransaction() {
+        primitiveOnly.removeAll()
         insertedRows.removeAll(keepingCapacity: false)
         deletedRows.removeAll()
         vanishedRows.removeAll()
