@@ -37,6 +37,9 @@ public final class Journal: Sendable {
     /// What `open` found and repaired: a torn tail, dropped bytes, removed leftovers.
     public let openReport: JournalOpenReport
 
+    /// How many times `open` tries the directory lock, 20 ms apart, before reporting `locked`.
+    static let lockAttempts = 12
+
     let fs: FileSystem
     let state: Mutex<WriterState>
     /// Held while an `fdatasync` of the active segment runs (group commit); taken before
@@ -65,7 +68,8 @@ public final class Journal: Sendable {
 
     /// Opens (creating if needed) the journal in `directory` for appending.
     ///
-    /// Creates the directory (mode 0700) if it is missing, takes the exclusive lock, reads
+    /// Creates the directory (mode 0700) if it is missing, takes the exclusive lock (waiting up to
+    /// about 240 ms for a lock held only for a moment), reads
     /// `MANIFEST` and checks every record of every live segment. A torn last record is a
     /// normal end: it is reported in ``openReport`` and truncated before the first append.
     /// Damage followed by valid data is corruption: `open` throws unless
@@ -89,8 +93,16 @@ public final class Journal: Sendable {
         let lockPath = directory + "/" + JournalFormat.lockFileName
         let lockFD = try fs.open(lockPath, .createOrOpen)
         do throws(JournalError) {
-            guard try fs.lock(lockFD, lockPath) else {
-                throw JournalError(.locked, "another journal has \(directory) open for writing", file: lockPath)
+            // A lock can be held for a moment by a process being spawned (a fork's copy of a
+            // descriptor lives until exec closes it), so a conflict is retried briefly before it
+            // is reported.
+            var attempts = 0
+            while try !fs.lock(lockFD, lockPath) {
+                attempts += 1
+                guard attempts < Self.lockAttempts else {
+                    throw JournalError(.locked, "another journal has \(directory) open for writing", file: lockPath)
+                }
+                usleep(20_000)
             }
             var opener = JournalOpener(fs: fs, directory: directory, options: options)
             var state = try opener.run()

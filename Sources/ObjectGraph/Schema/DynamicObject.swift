@@ -6,7 +6,9 @@ public final class DynamicObject: Entity {
     /// A placeholder: each dynamic object's real description is that of its own entity
     /// (``entity``).
     public static let entityDescription = EntityDescription(name: "DynamicObject", type: DynamicObject.self, attributes: [])
+    /// The object's storage handle.
     public var _backing: ObjectBacking
+    /// Creates an instance over existing storage (materialization).
     public init(_backing: ObjectBacking) { self._backing = _backing }
 
     /// The description of the entity this object belongs to.
