@@ -234,17 +234,29 @@ enum TransactionCodec {
         let serialsOffset = r.offset
         let serials = try readSerials(&r)
         t.reserve(serials.count)
-        var rows: [Int] = []
-        rows.reserveCapacity(serials.count)
-        for s in serials {
-            guard t.row(ofSerial: s) == nil else {
-                throw ByteReader.Malformed(offset: serialsOffset, reason: "\(t.entity.name)/\(s) inserted twice")
+        for s in serials where t.row(ofSerial: s) != nil {
+            throw ByteReader.Malformed(offset: serialsOffset, reason: "\(t.entity.name)/\(s) inserted twice")
+        }
+        let rows: [Int]
+        // Saves and snapshots write serials in increasing order: distinct without hashing.
+        if t.freeRows.isEmpty, zip(serials, serials.dropFirst()).allSatisfy({ $0 < $1 }) {
+            rows = Array(t.appendRows(serials: serials))
+        } else {
+            var allocated: [Int] = []
+            allocated.reserveCapacity(serials.count)
+            for s in serials {
+                guard t.row(ofSerial: s) == nil else {
+                    throw ByteReader.Malformed(offset: serialsOffset, reason: "\(t.entity.name)/\(s) inserted twice")
+                }
+                allocated.append(t.allocateRow(serial: s))
             }
-            rows.append(t.allocateRow(serial: s))
+            rows = allocated
         }
         let stride = t.stride
         let mw = t.maskWords
         if !serials.isEmpty {
+            // The rest of the payload bounds the bytes this block can append.
+            if t.types.contains(where: \.isVariableLength) { t.arena.reserveAdditional(r.buffer.count - r.offset) }
             for (j, a) in attributes.enumerated() {
                 let slot = slots[j]
                 let hasNullsOffset = r.offset

@@ -38,6 +38,15 @@ struct ByteArena {
 
     mutating func reserve(_ n: Int) { bytes.reserveCapacity(n) }
 
+    /// Makes room for at least `n` more bytes, growing geometrically (replay calls this once
+    /// per record with an upper bound; reserving exactly each time would copy the arena per
+    /// record, and growing by appends copies and faults in twice the final size).
+    mutating func reserveAdditional(_ n: Int) {
+        let needed = bytes.count + n
+        guard needed > bytes.capacity else { return }
+        bytes.reserveCapacity(max(needed, bytes.capacity * 2))
+    }
+
     /// Appends `buffer` and returns its reference.
     mutating func append(_ buffer: UnsafeRawBufferPointer) -> UInt64 {
         let offset = bytes.count

@@ -163,6 +163,39 @@ final class EntityTable {
         return row
     }
 
+    /// Appends one committed row per serial, with default values, in bulk (replay). The
+    /// serials must be new and distinct. Returns the rows.
+    func appendRows(serials: [UInt64]) -> Range<Int> {
+        let first = flags.count
+        let n = serials.count
+        guard n > 0 else { return first..<first }
+        values.append(contentsOf: repeatElement(0, count: n * stride))
+        nulls.append(contentsOf: repeatElement(0, count: n * maskWords))
+        values.withUnsafeMutableBufferPointer { v in
+            nulls.withUnsafeMutableBufferPointer { m in
+                for i in first..<first + n {
+                    for slot in 0..<stride { v[i * stride + slot] = defaultValues[slot] }
+                    for w in 0..<maskWords { m[i * maskWords + w] = defaultNulls[w] }
+                }
+            }
+        }
+        flags.append(contentsOf: repeatElement(Flags.live, count: n))
+        serialOfRow.append(contentsOf: serials)
+        instances.append(contentsOf: repeatElement(nil, count: n))
+        beforeIndex.append(contentsOf: repeatElement(-1, count: n))
+        if let highest = serials.max() {
+            if UInt64(rowOfSerial.count) < highest {
+                rowOfSerial.append(contentsOf: repeatElement(-1, count: Int(highest) - rowOfSerial.count))
+            }
+            if highest >= nextSerial { nextSerial = highest + 1 }
+        }
+        rowOfSerial.withUnsafeMutableBufferPointer { map in
+            for (i, s) in serials.enumerated() { map[Int(s - 1)] = Int32(first + i) }
+        }
+        liveCount += n
+        return first..<first + n
+    }
+
     /// Pre-sizes the storage for `count` more rows. Grows geometrically: replay calls this
     /// once per record, and an exact `reserveCapacity` each time would copy every column once
     /// per record (quadratic in a journal of many small saves).

@@ -36,9 +36,11 @@ public enum Stores {
         return options
     }
 
-    /// Opens the store in `directory` for the people schema.
-    public static func open(_ directory: URL, durability: JournalOptions.Durability = .always) throws -> ObjectStore {
-        try ObjectStore.open(at: directory, schema: People.schema(), options: options(durability))
+    /// Opens the store in `directory` for the people schema (or `schema`).
+    public static func open(
+        _ directory: URL, durability: JournalOptions.Durability = .always, schema: Schema = People.schema()
+    ) throws -> ObjectStore {
+        try ObjectStore.open(at: directory, schema: schema, options: options(durability))
     }
 
     /// Creates a store in `directory` holding records `0..<count` (one insert per record and

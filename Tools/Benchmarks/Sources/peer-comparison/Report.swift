@@ -54,10 +54,10 @@ func makeMarkdown(totalSeconds: Double) -> String {
         **Configurations**
 
         - **ObjectGraph** (library \(library), commit \(commit)): `ObjectStore` with automatic
-          compaction off. (a) a fresh store, `durability: .always`; N × `context.insert(Person.self)`
-          with six attribute sets, then one `context.save()` (one LZ4 journal record, fdatasync).
-          Plain insert into an empty store, not an upsert: the unique-constraint upsert API is
-          being written and was not committed at the time of the run. (c) `ObjectStore.open`: replays the journal into a
+          compaction off; entity `UniquePerson` with `@Attribute(.unique) id`. (a) a fresh store,
+          `durability: .always`; N source structs built, then `importUniqueObjects` (an upsert by
+          the unique id, CoreStore's rules) and one `context.save()` (one LZ4 journal record,
+          fdatasync). (c) `ObjectStore.open`: replays the journal into a
           ready `ModelContext` holding every object (instances are materialized on first access).
           (b) `.always` (fsync on) or `.none` (fsync off), one changed `score` + `save()` each.
         - **SQLite \(SQLiteWorker.version()) via GRDB 7.10** (`DatabaseQueue`): table
