@@ -47,13 +47,7 @@ let benchmarks: @Sendable () -> Void = {
         let context = ModelContext(schema: People.schema())
         benchmark.startMeasurement()
         for i in benchmark.scaledIterations {
-            let p = try context.insert(Person.self)
-            p.id = Int64(i)
-            p.name = "Person \(i)"
-            p.email = "p\(i)@example.com"
-            p.age = 20 + i % 60
-            p.city = "City \(i % 1000)"
-            p.score = Double(i) * 0.5
+            People.fill(try context.insert(Person.self), i)
         }
         benchmark.stopMeasurement()
         blackHole(context)  // freeing the million instances is not measured
@@ -132,13 +126,7 @@ let benchmarks: @Sendable () -> Void = {
         let before = residentSetSize()
         let context = ModelContext(schema: People.schema())
         for i in benchmark.scaledIterations {
-            let p = try context.insert(Person.self)
-            p.id = Int64(i)
-            p.name = "Person \(i)"
-            p.email = "p\(i)@example.com"
-            p.age = 20 + i % 60
-            p.city = "City \(i % 1000)"
-            p.score = Double(i) * 0.5
+            People.fill(try context.insert(Person.self), i)
         }
         try context.save()
         let after = residentSetSize()

@@ -45,13 +45,7 @@ func insertPhase() throws -> ModelContext {
 @inline(never)
 func measuredInsert(_ context: ModelContext) throws {
     for i in 0..<n {
-        let p = try context.insert(Person.self)
-        p.id = Int64(i)
-        p.name = "Person \(i)"
-        p.email = "p\(i)@example.com"
-        p.age = 20 + i % 60
-        p.city = "City \(i % 1000)"
-        p.score = Double(i) * 0.5
+        People.fill(try context.insert(Person.self), i)
     }
 }
 
