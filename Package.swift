@@ -83,10 +83,17 @@ let package = Package(
             path: "Tools/GraphJournal",
             swiftSettings: strictSettings
         ),
+        // Helpers shared by the test targets (STYLE item 10): a seeded, repeatable generator.
+        .target(
+            name: "ObjectGraphTestSupport",
+            path: "Tests/ObjectGraphTestSupport",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: [
                 "ObjectGraph",
+                "ObjectGraphTestSupport",
                 "objectgraph-crash-writer",
                 "GraphJournal",
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -95,7 +102,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GraphJournalTests",
-            dependencies: ["GraphJournal"],
+            dependencies: ["GraphJournal", "ObjectGraphTestSupport"],
             swiftSettings: strictSettings
         ),
         // Runs the built graph-journal binary (a dependency, so it is built first) on fixtures.

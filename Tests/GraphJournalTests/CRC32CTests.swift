@@ -1,3 +1,4 @@
+import ObjectGraphTestSupport
 import Testing
 @testable import GraphJournal
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ObjectGraphTestSupport
 @testable import GraphJournal
 
 /// A fresh, empty directory path (not created) under the system temporary directory.
@@ -12,19 +13,6 @@ func temporaryJournalPath(_ label: String = #function) -> String {
 /// Removes a test directory.
 func removeDirectory(_ path: String) {
     try? FileManager.default.removeItem(atPath: path)
-}
-
-/// A repeatable random generator (SplitMix64), so a failure can be reproduced from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// A payload of `count` bytes that compresses (`compressible`) or not.

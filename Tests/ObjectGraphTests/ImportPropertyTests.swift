@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import ObjectGraphTestSupport
 import PropertyBased
 import Testing
 
@@ -17,7 +18,7 @@ struct ImportPropertyTests {
         for (step, code) in codes.enumerated() {
             // A batch of 0–7 sources over a small ID space (so duplicates and existing IDs are
             // common), some without an ID; maybe one source throws on insert or update.
-            var rng = SplitMix(seed: UInt64(code))
+            var rng = SeededGenerator(seed: UInt64(code))
             let size = Int(rng.next() % 8)
             var batch: [ImportSourceRecord] = []
             for i in 0..<size {
@@ -54,18 +55,5 @@ struct ImportPropertyTests {
             #expect(actual == committed, "step \(step) (commits: \(commits)): context differs from the reference")
             #expect(!context.hasChanges, "step \(step): a transaction left pending changes")
         }
-    }
-}
-
-/// A tiny deterministic generator, so each code expands to the same batch.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,0 +1,18 @@
+/// A repeatable random generator (SplitMix64): the same seed gives the same sequence, so a
+/// failure can be reproduced from the seed a test prints. Shared by the test targets.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    /// The generator's state; the seed, before the first call.
+    public var state: UInt64
+
+    /// Creates a generator that starts from `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
