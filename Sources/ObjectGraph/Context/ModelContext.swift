@@ -203,21 +203,21 @@ public final class ModelContext {
     /// The objects inserted since the last save, in insertion order per entity.
     public var insertedObjects: [any Entity] {
         tables.flatMap { t in
-            t.insertedRows.lazy.map(Int.init).filter { t.isInserted(row: $0) }.map { t.instance(row: $0) }
+            t.pendingInserts.map { t.instance(row: $0) }
         }
     }
 
     /// The objects with changed attribute values since the last save (not inserted, not deleted).
     public var updatedObjects: [any Entity] {
         tables.flatMap { t in
-            t.dirtyRows.lazy.map(Int.init).filter { t.isUpdated(row: $0) }.map { t.instance(row: $0) }
+            t.pendingUpdates.map { t.instance(row: $0) }
         }
     }
 
     /// The objects deleted since the last save (not those inserted and deleted before a save).
     public var deletedObjects: [any Entity] {
         tables.flatMap { t in
-            t.deletedRows.lazy.map(Int.init).filter { t.isDeleted(row: $0) }.map { t.instance(row: $0) }
+            t.pendingDeletes.map { t.instance(row: $0) }
         }
     }
 
@@ -284,9 +284,7 @@ public final class ModelContext {
     func changedObjects() -> [any Entity] {
         var result: [any Entity] = []
         for t in tables {
-            for r in t.insertedRows where t.isInserted(row: Int(r)) { result.append(t.instance(row: Int(r))) }
-            for r in t.dirtyRows where t.isUpdated(row: Int(r)) { result.append(t.instance(row: Int(r))) }
-            for r in t.deletedRows where t.isDeleted(row: Int(r)) { result.append(t.instance(row: Int(r))) }
+            for row in t.pendingInserts + t.pendingUpdates + t.pendingDeletes { result.append(t.instance(row: row)) }
         }
         return result
     }
@@ -298,11 +296,7 @@ public final class ModelContext {
     ///   changing, when ``willSavePassLimit`` passes do not reach that point.
     func runWillSave() throws(ObjectGraphError) {
         // Per table, the rows whose objects get willSave in the next pass.
-        var pending: [[Int32]] = tables.map { t in
-            t.insertedRows.filter { t.isInserted(row: Int($0)) }
-                + t.dirtyRows.filter { t.isUpdated(row: Int($0)) }
-                + t.deletedRows.filter { t.isDeleted(row: Int($0)) }
-        }
+        var pending: [[Int32]] = tables.map { t in (t.pendingInserts + t.pendingUpdates + t.pendingDeletes).map(Int32.init) }
         var pass = 0
         while pending.contains(where: { !$0.isEmpty }) {
             guard pass < willSavePassLimit else {
@@ -353,10 +347,7 @@ public final class ModelContext {
     func validate() throws(ValidationError) {
         var failures: [ValidationError.Failure] = []
         for t in tables {
-            var rows = t.insertedRows.filter { t.isInserted(row: Int($0)) }
-            rows += t.dirtyRows.filter { t.flags[Int($0)] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 }
-            for r in rows {
-                let row = Int(r)
+            for row in t.pendingInserts + t.pendingUpdates {
                 for w in 0..<t.maskWords where t.nulls[row * t.maskWords + w] & t.requiredMask[w] != 0 {
                     let missing = t.nulls[row * t.maskWords + w] & t.requiredMask[w]
                     for bit in 0..<64 where missing & (1 << UInt64(bit)) != 0 {
@@ -388,9 +379,9 @@ public final class ModelContext {
             }
         }
         for t in tables {
-            for r in t.insertedRows where t.isInserted(row: Int(r)) { check(t, Int(r)) { try $0.validateForInsert() } }
-            for r in t.dirtyRows where t.isUpdated(row: Int(r)) { check(t, Int(r)) { try $0.validateForUpdate() } }
-            for r in t.deletedRows where t.isDeleted(row: Int(r)) { check(t, Int(r)) { try $0.validateForDelete() } }
+            for row in t.pendingInserts { check(t, row) { try $0.validateForInsert() } }
+            for row in t.pendingUpdates { check(t, row) { try $0.validateForUpdate() } }
+            for row in t.pendingDeletes { check(t, row) { try $0.validateForDelete() } }
         }
         return failures
     }
@@ -400,18 +391,16 @@ public final class ModelContext {
         var result = ChangeSet()
         for t in tables {
             var c = EntityChanges(entityName: t.entity.name, attributeNames: t.entity.attributes.map(\.name))
-            for r in t.insertedRows where t.isInserted(row: Int(r)) {
-                let row = Int(r)
+            for row in t.pendingInserts {
                 c.insertedSerials.append(t.serial(ofRow: row))
                 for slot in 0..<t.stride { c.insertedValues.append(t.value(row: row, slot: slot)) }
             }
-            for r in t.dirtyRows where t.flags[Int(r)] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 {
-                let row = Int(r)
+            for row in t.pendingUpdates {
                 for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
                     c.updates.append(.init(serial: t.serial(ofRow: row), attribute: slot, value: t.value(row: row, slot: slot)))
                 }
             }
-            for r in t.deletedRows where t.isDeleted(row: Int(r)) { c.deletedSerials.append(t.serial(ofRow: Int(r))) }
+            c.deletedSerials = t.pendingDeletes.map { t.serial(ofRow: $0) }
             if !c.isEmpty { result.entities.append(c) }
         }
         return result

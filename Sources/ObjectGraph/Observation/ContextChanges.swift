@@ -64,22 +64,17 @@ extension ContextChanges {
         var deleted: [ObjectID] = []
         for t in tables {
             let name = t.entity.name
-            for r in t.insertedRows where t.isInserted(row: Int(r)) {
-                inserted.append(ObjectID(entityName: name, serial: t.serial(ofRow: Int(r))))
-            }
-            for r in t.dirtyRows where t.flags[Int(r)] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 {
-                let row = Int(r)
+            inserted += t.pendingInserts.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
+            for row in t.pendingUpdates {
                 var keys: Set<String> = []
-                let primitiveOnly = t.primitiveOnly[r] ?? 0  // DESIGN rule 3: saved, not reported
+                let primitiveOnly = t.primitiveOnly[Int32(row)] ?? 0  // DESIGN rule 3: saved, not reported
                 for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
                     if slot < 64 && primitiveOnly & (1 << UInt64(slot)) != 0 { continue }
                     keys.insert(t.entity.attributes[slot].name)
                 }
                 if !keys.isEmpty { updated.append(Update(objectID: ObjectID(entityName: name, serial: t.serial(ofRow: row)), changedKeys: keys)) }
             }
-            for r in t.deletedRows where t.isDeleted(row: Int(r)) {
-                deleted.append(ObjectID(entityName: name, serial: t.serial(ofRow: Int(r))))
-            }
+            deleted += t.pendingDeletes.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
         }
         self.init(inserted: inserted, updated: updated, deleted: deleted)
     }

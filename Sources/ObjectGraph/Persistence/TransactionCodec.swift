@@ -24,13 +24,9 @@ enum TransactionCodec {
         w.byte(version)
         var blocks: [(EntityTable, [Int], [Int], [Int])] = []
         for t in context.tables {
-            let inserted = t.insertedRows.lazy.map(Int.init).filter { t.isInserted(row: $0) }
-            let updated = t.dirtyRows.lazy.map(Int.init).filter {
-                t.flags[$0] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted) == 0 && t.differsFromCommitted(row: $0)
-            }
-            let deleted = t.deletedRows.lazy.map(Int.init).filter { t.isDeleted(row: $0) }
+            let inserted = t.pendingInserts, updated = t.pendingUpdates, deleted = t.pendingDeletes
             if inserted.isEmpty && updated.isEmpty && deleted.isEmpty { continue }
-            blocks.append((t, Array(inserted), Array(updated), Array(deleted)))
+            blocks.append((t, inserted, updated, deleted))
         }
         w.varint(blocks.count)
         for (t, inserted, updated, deleted) in blocks {
@@ -195,7 +191,6 @@ enum TransactionCodec {
             guard v == version else { throw ByteReader.Malformed(offset: 0, reason: "transaction payload version \(v)") }
             let blocks = try r.count(limit: stored.entities.count)
             for _ in 0..<blocks {
-                let entityOffset = r.offset
                 let e = try r.count(limit: stored.entities.count - 1)
                 let storedEntity = stored.entities[e]
                 let nextSerial = try r.varint()
@@ -206,7 +201,6 @@ enum TransactionCodec {
                 } else {
                     try skipBlock(&r, attributes: storedEntity.attributes, live: &orphans[e, default: []])
                 }
-                _ = entityOffset
             }
         } catch {
             throw StoreError(.corruptPayload, "\(error)")

@@ -278,6 +278,13 @@ final class EntityTable {
 
     // MARK: State queries
 
+    /// The rows inserted since the last save that are still inserted (not deleted again).
+    var pendingInserts: [Int] { insertedRows.lazy.map(Int.init).filter { self.isInserted(row: $0) } }
+    /// The committed rows whose values differ from their committed ones (not deleted).
+    var pendingUpdates: [Int] { dirtyRows.lazy.map(Int.init).filter { self.isUpdated(row: $0) } }
+    /// The committed rows deleted since the last save.
+    var pendingDeletes: [Int] { deletedRows.lazy.map(Int.init).filter { self.isDeleted(row: $0) } }
+
     /// Whether a row is an object that lookups see: live, not deleted, not vanished.
     func isVisible(row: Int) -> Bool {
         flags[row] & (Flags.live | Flags.deleted | Flags.vanished) == Flags.live
