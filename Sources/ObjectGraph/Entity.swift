@@ -139,8 +139,10 @@ extension Entity {
     /// or `nil` when unset.
     ///
     /// - Throws: ``ObjectGraphError`` with code `unknownKey`.
+    /// For a relationship: the destination object (or `nil`), or an array of them for a to-many.
     public func value(forKey key: String) throws(ObjectGraphError) -> Any? {
-        try attributeValue(forKey: key)?.anyValue
+        if case .some(let related) = relatedValue(forKey: key) { return related }
+        return try attributeValue(forKey: key)?.anyValue
     }
 
     /// Sets the attribute `key` from a dynamically typed value, checking the type.
@@ -150,7 +152,10 @@ extension Entity {
     /// nothing.
     ///
     /// - Throws: ``ObjectGraphError`` with code `unknownKey` or `typeMismatch`.
+    /// For a relationship, `value` is an object of this context (or `nil`), or an array of them
+    /// for a to-many; the inverse is maintained as with the typed accessors.
     public func setValue(_ value: Any?, forKey key: String) throws(ObjectGraphError) {
+        if try setRelated(value, forKey: key, primitive: false) { return }
         let slot = try checkedSlot(key)
         _backing.setDynamic(slot, try coerced(value, slot: slot, key: key))
     }
@@ -166,7 +171,11 @@ extension Entity {
     /// value is still tracked as a change and persisted by the next save: nothing is lost.
     ///
     /// - Throws: ``ObjectGraphError`` with code `unknownKey` or `typeMismatch`.
+    ///
+    /// For a to-one relationship only this side changes: a to-one inverse is not updated (a
+    /// to-many inverse is derived from this side, so it follows).
     public func setPrimitiveValue(_ value: Any?, forKey key: String) throws(ObjectGraphError) {
+        if try setRelated(value, forKey: key, primitive: true) { return }
         let slot = try checkedSlot(key)
         _backing.setDynamic(slot, try coerced(value, slot: slot, key: key), primitive: true)
     }

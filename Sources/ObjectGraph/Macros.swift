@@ -124,3 +124,30 @@ public macro Attribute(_ options: AttributeOption..., originalName: String? = ni
 @freestanding(declaration)
 public macro Unique<T>(_ keyPaths: [PartialKeyPath<T>]..., onCollision: UniqueConstraint.CollisionPolicy = .fail) =
     #externalMacro(module: "ObjectGraphMacros", type: "UniqueMacro")
+
+/// Generates the accessors of a relationship property; `@Entity` attaches it to each
+/// `@Relationship` property. Not for direct use.
+@attached(accessor, names: named(init), named(get), named(set))
+public macro _PersistedRelationship(index: Int) = #externalMacro(module: "ObjectGraphMacros", type: "PersistedRelationshipMacro")
+
+/// Declares a relationship of an `@Entity` class: `T?` is a to-one, `[T]` a to-many (set
+/// semantics), and `inverse` names the property on `T` that points back. Setting either side
+/// updates the other.
+///
+/// ```swift
+/// @Entity final class Folder {
+///     var name: String
+///     @Relationship(deleteRule: .cascade, inverse: "folder") var files: [File]
+/// }
+/// @Entity final class File {
+///     var name: String
+///     @Relationship(inverse: "files") var folder: Folder?
+/// }
+/// ```
+///
+/// Both objects must be in a context (an object assigned to a relationship of a managed object
+/// is inserted into its context). See ``RelationshipDescription`` for how relationships are
+/// stored and ``DeleteRule`` for what deleting does.
+@attached(peer)
+public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: String) =
+    #externalMacro(module: "ObjectGraphMacros", type: "RelationshipMacro")

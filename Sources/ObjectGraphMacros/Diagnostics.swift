@@ -16,6 +16,18 @@ struct EntityDiagnostic: DiagnosticMessage {
         message: "@Entity can only be applied to a class"
     )
 
+    /// `@Relationship` without `inverse: "property"`.
+    static let relationshipInverse = EntityDiagnostic(
+        id: "relationshipInverse",
+        message: "@Relationship needs the name of its inverse on the destination: @Relationship(inverse: \"property\")"
+    )
+
+    /// `@Relationship` on a type that is neither `T?` nor `[T]`.
+    static let relationshipType = EntityDiagnostic(
+        id: "relationshipType",
+        message: "a relationship is declared as T? (to-one) or [T] (to-many)"
+    )
+
     /// A persisted attribute was declared with `let`.
     static let letAttribute = EntityDiagnostic(
         id: "letAttribute",

@@ -63,7 +63,9 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                                 ("attributes", Make.array(members.attributes.map(attributeDescription))),
                                 ("keyPaths", Make.array(members.attributes.map { keyPath(className, $0.name) })),
                                 ("uniqueConstraints", Make.array(members.uniqueConstraints.map(uniqueConstraint))),
-                            ],
+                            ] + (members.relationships.isEmpty ? [] : [
+                                ("relationships", Make.array(members.relationships.map(relationshipDescription))),
+                            ]),
                             multiline: true
                         )
                     )
@@ -131,6 +133,17 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         return Make.call(Make.member(nil, "attribute"), arguments)
     }
 
+    /// `.toMany("name", T.self, inverse: "other", deleteRule: rule)` or `.toOne(...)`.
+    static func relationshipDescription(_ r: PersistedRelationship) -> ExprSyntax {
+        var arguments: [(String?, ExprSyntax)] = [
+            (nil, Make.string(r.name)),
+            (nil, Make.metatype(r.destinationType)),
+            ("inverse", Make.string(r.inverse)),
+        ]
+        if let rule = r.deleteRule { arguments.append(("deleteRule", rule)) }
+        return Make.call(Make.member(nil, r.isToMany ? "toMany" : "toOne"), arguments)
+    }
+
     /// `\Class.name`
     static func keyPath(_ className: String, _ name: String) -> ExprSyntax {
         ExprSyntax(KeyPathExprSyntax(
@@ -160,10 +173,18 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         guard declaration.is(ClassDeclSyntax.self),
               let variable = member.as(VariableDeclSyntax.self),
               !variable.attributes.hasAttribute(named: "_PersistedAttribute"),
-              case .persisted(let attribute) = EntityMembers.role(of: variable),
-              let slot = EntityMembers(declaration.memberBlock.members).slot(of: attribute.name)
+              !variable.attributes.hasAttribute(named: "_PersistedRelationship")
         else { return [] }
-        return [Make.attribute("_PersistedAttribute", label: "slot", value: Make.int(slot))]
+        switch EntityMembers.role(of: variable) {
+        case .persisted(let attribute):
+            guard let slot = EntityMembers(declaration.memberBlock.members).slot(of: attribute.name) else { return [] }
+            return [Make.attribute("_PersistedAttribute", label: "slot", value: Make.int(slot))]
+        case .relationship(let relationship):
+            guard let index = EntityMembers(declaration.memberBlock.members).relationshipIndex(of: relationship.name) else { return [] }
+            return [Make.attribute("_PersistedRelationship", label: "index", value: Make.int(index))]
+        case .ignored, .invalid:
+            return []
+        }
     }
 
     // MARK: extension

@@ -23,12 +23,30 @@ struct PersistedAttribute {
     let options: [ExprSyntax]
 }
 
+/// A stored instance property of an entity class marked `@Relationship`.
+struct PersistedRelationship {
+    /// The property's name as written in source, without backticks.
+    let name: String
+    /// The destination class: `T` of `T?` (to-one) or of `[T]` (to-many).
+    let destinationType: TypeSyntax
+    /// Whether the declared type is `[T]`.
+    let isToMany: Bool
+    /// The name of the inverse: the last component of `inverse: \T.name`.
+    let inverse: String
+    /// The `deleteRule:` argument, if given.
+    let deleteRule: ExprSyntax?
+    /// Whether the declaration has an initializer (`= []`, `= nil`), which the accessors ignore.
+    let hasInitializer: Bool
+}
+
 /// What one member declaration of an entity class means to the macros.
 enum MemberRole {
     /// Not persisted: static, computed, lazy, `@Transient`, or not a property at all.
     case ignored
     /// A persisted attribute.
     case persisted(PersistedAttribute)
+    /// A relationship.
+    case relationship(PersistedRelationship)
     /// Looks like an attribute but cannot be one; the diagnostics say why.
     case invalid([Diagnostic])
 }
@@ -38,6 +56,8 @@ enum MemberRole {
 struct EntityMembers {
     /// Persisted attributes; an attribute's index here is its slot.
     var attributes: [PersistedAttribute] = []
+    /// Relationships in declaration order; the index here is the accessors' relationship number.
+    var relationships: [PersistedRelationship] = []
     /// Errors for the members that look like attributes but are not valid ones.
     var diagnostics: [Diagnostic] = []
 
@@ -88,6 +108,8 @@ struct EntityMembers {
                 break
             case .persisted(let attribute):
                 attributes.append(attribute)
+            case .relationship(let relationship):
+                relationships.append(relationship)
             case .invalid(let found):
                 diagnostics.append(contentsOf: found)
             }
@@ -97,6 +119,11 @@ struct EntityMembers {
     /// The slot of the persisted attribute called `name`, if there is one.
     func slot(of name: String) -> Int? {
         attributes.firstIndex { $0.name == name }
+    }
+
+    /// The number of the relationship called `name`, if there is one.
+    func relationshipIndex(of name: String) -> Int? {
+        relationships.firstIndex { $0.name == name }
     }
 
     /// Classifies one property declaration of an entity class.
@@ -140,6 +167,11 @@ struct EntityMembers {
         guard diagnostics.isEmpty else { return .invalid(diagnostics) }
 
         let (valueType, isOptional) = declaredType.unwrappingOptional()
+        if let relationship = variable.attributes.attribute(named: "Relationship") {
+            return relationshipRole(
+                relationship, name: name, declaredType: declaredType, valueType: valueType, isOptional: isOptional,
+                hasInitializer: binding.initializer != nil, typeNode: Syntax(binding.typeAnnotation?.type ?? declaredType))
+        }
         return .persisted(
             PersistedAttribute(
                 name: name,
@@ -150,6 +182,50 @@ struct EntityMembers {
                 options: variable.attributes.unlabeledArguments(inAttribute: "Attribute")
             )
         )
+    }
+}
+
+extension EntityMembers {
+    /// Classifies a `@Relationship(deleteRule:inverse:)` property: `T?` is a to-one, `[T]` a to-many.
+    static func relationshipRole(
+        _ attribute: AttributeSyntax, name: String, declaredType: TypeSyntax, valueType: TypeSyntax, isOptional: Bool,
+        hasInitializer: Bool, typeNode: Syntax
+    ) -> MemberRole {
+        var inverse: String?
+        var deleteRule: ExprSyntax?
+        if case .argumentList(let arguments) = attribute.arguments {
+            for argument in arguments {
+                switch argument.label?.text {
+                case "inverse":
+                    if let keyPath = argument.expression.as(KeyPathExprSyntax.self),
+                       case .property(let property) = keyPath.components.last?.component {
+                        inverse = property.declName.baseName.identifier?.name ?? property.declName.baseName.text
+                    } else if let literal = argument.expression.as(StringLiteralExprSyntax.self),
+                              literal.segments.count == 1,
+                              case .stringSegment(let segment) = literal.segments.first {
+                        inverse = segment.content.text
+                    }
+                case "deleteRule":
+                    deleteRule = argument.expression.trimmed
+                default:
+                    break
+                }
+            }
+        }
+        guard let inverse else {
+            return .invalid([Diagnostic(node: attribute, message: EntityDiagnostic.relationshipInverse)])
+        }
+        if !isOptional, let array = declaredType.as(ArrayTypeSyntax.self) {
+            return .relationship(PersistedRelationship(
+                name: name, destinationType: array.element.trimmed, isToMany: true, inverse: inverse, deleteRule: deleteRule,
+                hasInitializer: hasInitializer))
+        }
+        guard isOptional, !valueType.is(ArrayTypeSyntax.self) else {
+            return .invalid([Diagnostic(node: typeNode, message: EntityDiagnostic.relationshipType)])
+        }
+        return .relationship(PersistedRelationship(
+            name: name, destinationType: valueType, isToMany: false, inverse: inverse, deleteRule: deleteRule,
+            hasInitializer: hasInitializer))
     }
 }
 

@@ -37,3 +37,15 @@ public struct UniqueMacro: DeclarationMacro {
         []
     }
 }
+
+/// Implements `@Relationship(deleteRule:inverse:)`. It expands to nothing; `@Entity` reads its
+/// arguments into the entity description and attaches the accessors.
+public struct RelationshipMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        []
+    }
+}

@@ -79,3 +79,44 @@ public struct PersistedAttributeMacro: AccessorMacro {
         return Int(literal.literal.text)
     }
 }
+
+/// Implements `@_PersistedRelationship(index: N)`, which `@Entity` attaches to each
+/// `@Relationship` property:
+///
+/// ```swift
+/// get { _backing.getToOne(N, as: T.self) }        // getToMany for [T]
+/// set { _backing.setToOne(N, newValue) }          // setToMany for [T]
+/// ```
+///
+/// An initializer (`= []`, `= nil`) gets an init accessor that ignores it: a new object's
+/// relationships are empty.
+public struct PersistedRelationshipMacro: AccessorMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard case .argumentList(let arguments) = node.arguments,
+              let argument = arguments.first(where: { $0.label?.text == "index" }),
+              let literal = argument.expression.as(IntegerLiteralExprSyntax.self),
+              let index = Int(literal.literal.text),
+              let variable = declaration.as(VariableDeclSyntax.self),
+              case .relationship(let relationship) = EntityMembers.role(of: variable)
+        else { return [] }
+        let backing = Make.ref("_backing")
+        let suffix = relationship.isToMany ? "ToMany" : "ToOne"
+        var accessors: [AccessorDeclSyntax] = []
+        if relationship.hasInitializer {
+            let restrictions = Make.attribute("storageRestrictions", label: "accesses", value: Make.ref("_backing"))
+                .with(\.trailingTrivia, .newline)
+            accessors.append(Make.accessor(
+                .`init`, parameter: "initialValue", attributes: [.attribute(restrictions)],
+                body: Make.call(Make.member(backing, "initialize"), [(nil, Make.int(index)), (nil, Make.ref("initialValue"))])))
+        }
+        accessors.append(Make.accessor(
+            .get, body: Make.call(Make.member(backing, "get" + suffix), [(nil, Make.int(index)), ("as", Make.metatype(relationship.destinationType))])))
+        accessors.append(Make.accessor(
+            .set, body: Make.call(Make.member(backing, "set" + suffix), [(nil, Make.int(index)), (nil, Make.ref("newValue"))])))
+        return accessors
+    }
+}

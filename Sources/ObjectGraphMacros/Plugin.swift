@@ -9,6 +9,8 @@ struct ObjectGraphMacrosPlugin: CompilerPlugin {
     let providingMacros: [any Macro.Type] = [
         EntityMacro.self,
         PersistedAttributeMacro.self,
+        PersistedRelationshipMacro.self,
+        RelationshipMacro.self,
         TransientMacro.self,
         AttributeMacro.self,
         UniqueMacro.self,

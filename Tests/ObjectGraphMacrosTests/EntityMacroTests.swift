@@ -30,6 +30,8 @@ private func assertExpansion(
             "_PersistedAttribute": .init(type: PersistedAttributeMacro.self),
             "Transient": .init(type: TransientMacro.self),
             "Attribute": .init(type: AttributeMacro.self),
+            "Relationship": .init(type: RelationshipMacro.self),
+            "_PersistedRelationship": .init(type: PersistedRelationshipMacro.self),
         ],
         failureHandler: { Issue.record("\($0.message)", sourceLocation: sourceLocation) }
     )
@@ -735,6 +737,119 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                 extension `Class`: ObjectGraph.Entity {
                 }
                 """
+        )
+    }
+
+    @Test func relationshipsGetAccessorsAndDescriptions() {
+        assertExpansion(
+            """
+            @Entity final class Folder {
+                var name: String
+                @Relationship(deleteRule: .cascade, inverse: "folder") var files: [File] = []
+                @Relationship(inverse: "children") var parent: Folder?
+            }
+            """,
+            expandedSource: """
+                final class Folder {
+                    var name: String {
+                        get {
+                            _backing.get(0, as: String.self)
+                        }
+                        set {
+                            _backing.set(0, newValue)
+                        }
+                    }
+                    var files: [File] {
+                        @storageRestrictions(accesses: _backing)
+                        init(initialValue) {
+                            _backing.initialize(0, initialValue)
+                        }
+                        get {
+                            _backing.getToMany(0, as: File.self)
+                        }
+                        set {
+                            _backing.setToMany(0, newValue)
+                        }
+                    }
+                    var parent: Folder? {
+                        get {
+                            _backing.getToOne(1, as: Folder.self)
+                        }
+                        set {
+                            _backing.setToOne(1, newValue)
+                        }
+                    }
+
+                    public var _backing = ObjectGraph.ObjectBacking(entity: Folder.entityDescription)
+
+                    public static let entityDescription = ObjectGraph.EntityDescription(
+                        name: "Folder",
+                        type: Folder.self,
+                        attributes: [
+                            .attribute("name", String.self),
+                        ],
+                        keyPaths: [
+                            \\Folder.name,
+                        ],
+                        uniqueConstraints: [],
+                        relationships: [
+                            .toMany("files", File.self, inverse: "folder", deleteRule: .cascade),
+                            .toOne("parent", Folder.self, inverse: "children"),
+                        ]
+                    )
+
+                    public required init(_backing: ObjectGraph.ObjectBacking) {
+                        self._backing = _backing
+                    }
+
+                    public init() {
+                    }
+                }
+
+                extension Folder: ObjectGraph.Entity {
+                }
+                """
+        )
+    }
+
+    @Test func relationshipsWithoutInverseOrWithAnotherTypeAreRejected() {
+        assertExpansion(
+            """
+            @Entity final class Folder {
+                @Relationship(deleteRule: .cascade) var files: [File]
+                @Relationship(inverse: "x") var owner: Owner
+            }
+            """,
+            expandedSource: """
+                final class Folder {
+                    var files: [File]
+                    var owner: Owner
+
+                    public var _backing = ObjectGraph.ObjectBacking(entity: Folder.entityDescription)
+
+                    public static let entityDescription = ObjectGraph.EntityDescription(
+                        name: "Folder",
+                        type: Folder.self,
+                        attributes: [],
+                        keyPaths: [],
+                        uniqueConstraints: []
+                    )
+
+                    public required init(_backing: ObjectGraph.ObjectBacking) {
+                        self._backing = _backing
+                    }
+
+                    public init() {
+                    }
+                }
+
+                extension Folder: ObjectGraph.Entity {
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(message: "@Relationship needs the name of its inverse on the destination: @Relationship(inverse: \"property\")", line: 2, column: 5),
+                DiagnosticSpec(message: "a relationship is declared as T? (to-one) or [T] (to-many)", line: 3, column: 44),
+            ]
         )
     }
 }

@@ -148,15 +148,18 @@ public final class ModelContext {
     /// Deleting an object inserted since the last save removes it at once: it is never
     /// persisted (DESIGN rule 7). Deleting a standalone object does nothing.
     ///
+    /// `prepareForDeletion` runs first, while the object's relationships are intact; then the
+    /// delete rules of its relationships apply at once: `cascade` deletes the destination objects
+    /// the same way (each gets `prepareForDeletion`), `nullify` clears their inverse, `deny` is
+    /// checked by the next save's validation (DESIGN rules 5 and 6).
+    ///
     /// - Precondition: `object` does not belong to another context.
     public func delete<T: Entity>(_ object: T) {
         guard let table = object._backing.managedTable else { return }
         precondition(table.context === self, "\(object.objectID.map { "\($0)" } ?? "object") belongs to another context")
         let row = object._backing.rowIndex
         guard table.isVisible(row: row) else { return }
-        object.prepareForDeletion()
-        guard table.isVisible(row: row) else { return }  // the hook may have deleted it itself
-        table.delete(row: row)
+        deleteApplyingRules(table, row: row)
     }
 
     // MARK: Lookup
@@ -360,6 +363,7 @@ public final class ModelContext {
             }
         }
         failures += uniqueFailures()
+        failures += denyFailures()
         failures += hookFailures()
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
     }

@@ -1,5 +1,15 @@
 /// The schema as the journal records it: entity and attribute names and types, so the journal
 /// can be read, dumped and compacted without the application's model code.
+///
+/// ```
+/// payload   := u8 version(1, or 2 when a relationship slot is present) varint entityCount entity*
+/// entity    := string name  varint attributeCount attribute*
+/// attribute := string name  string type  string valueKind  string swiftType  u8 flags
+///              [value default if flags & 2]  [string originalName if flags & 4]
+///              [string destinationEntity if flags & 8, version 2 only: a to-one relationship slot]
+/// flags     := 1 optional | 2 has default | 4 has original name | 8 to-one relationship
+/// string    := varint length + UTF-8 bytes
+/// ```
 public struct StoredSchema: Sendable, Hashable {
     /// One entity as recorded.
     public struct Entity: Sendable, Hashable {
@@ -12,20 +22,31 @@ public struct StoredSchema: Sendable, Hashable {
     /// The entities in the order their transaction blocks refer to them.
     public var entities: [Entity]
 
-    /// The payload format version this code writes.
+    /// The payload format version this code writes for a schema without relationships; version
+    /// 1 readers can read it.
     static let version: UInt8 = 1
+    /// The version written when a to-one relationship slot is present: its attribute flags carry
+    /// bit 8 and the destination entity's name follows.
+    static let relationshipVersion: UInt8 = 2
 
     init(entities: [Entity]) { self.entities = entities }
 
     /// The stored form of a live schema.
     public init(_ schema: Schema) {
-        entities = schema.entities.map { Entity(name: $0.name, attributes: $0.attributes) }
+        entities = schema.entities.enumerated().map { index, e in
+            var attributes = e.attributes
+            for r in schema.relationships[index] where r.slot >= 0 {
+                attributes[r.slot] = AttributeDescription(toOne: r.name, destinationEntity: schema.entities[r.destination].name)
+            }
+            return Entity(name: e.name, attributes: attributes)
+        }
     }
 
     /// Encodes the schema payload.
     public func encoded() -> [UInt8] {
         var w = ByteWriter()
-        w.byte(Self.version)
+        let references = entities.contains { $0.attributes.contains { $0.destinationEntity != nil } }
+        w.byte(references ? Self.relationshipVersion : Self.version)
         w.varint(entities.count)
         for e in entities {
             w.string(e.name)
@@ -35,9 +56,12 @@ public struct StoredSchema: Sendable, Hashable {
                 w.string(a.type.rawValue)
                 w.string(a.valueKind.rawValue)
                 w.string(a.swiftTypeName)
-                w.byte((a.isOptional ? 1 : 0) | (a.defaultValue != nil ? 2 : 0) | (a.originalName != nil ? 4 : 0))
+                w.byte(
+                    (a.isOptional ? 1 : 0) | (a.defaultValue != nil ? 2 : 0) | (a.originalName != nil ? 4 : 0)
+                        | (a.destinationEntity != nil ? 8 : 0))
                 if let d = a.defaultValue { TransactionCodec.writeValue(d, type: a.type, into: &w) }
                 if let o = a.originalName { w.string(o) }
+                if let d = a.destinationEntity { w.string(d) }
             }
         }
         return w.bytes
@@ -51,8 +75,9 @@ public struct StoredSchema: Sendable, Hashable {
             return try bytes.withUnsafeBytes { buffer throws(ByteReader.Malformed) -> StoredSchema in
                 var r = ByteReader(buffer)
                 let version = try r.byte()
-                guard version == Self.version else {
-                    throw ByteReader.Malformed(offset: 0, reason: "schema payload version \(version) is not supported (this build reads \(Self.version))")
+                guard version == Self.version || version == Self.relationshipVersion else {
+                    throw ByteReader.Malformed(
+                        offset: 0, reason: "schema payload version \(version) is not supported (this build reads \(Self.version) and \(Self.relationshipVersion))")
                 }
                 var entities: [Entity] = []
                 for _ in 0..<(try r.count(limit: 1 << 20)) {
@@ -69,6 +94,13 @@ public struct StoredSchema: Sendable, Hashable {
                         let flags = try r.byte()
                         let defaultValue = flags & 2 != 0 ? try TransactionCodec.readValue(type: type, from: &r) : nil
                         let original = flags & 4 != 0 ? try r.string() : nil
+                        if flags & 8 != 0 {
+                            guard version >= Self.relationshipVersion, type == .uint64 else {
+                                throw ByteReader.Malformed(offset: r.offset, reason: "relationship flag on '\(aName)' in a version \(version) schema or a \(type.rawValue) slot")
+                            }
+                            attributes.append(AttributeDescription(toOne: aName, destinationEntity: try r.string()))
+                            continue
+                        }
                         attributes.append(AttributeDescription(
                             name: aName, type: type, valueKind: kind, swiftTypeName: swiftType,
                             isOptional: flags & 1 != 0, defaultValue: defaultValue, originalName: original, problem: nil))

@@ -27,6 +27,11 @@ public struct AttributeDescription: Sendable, Hashable {
     public let originalName: String?
     /// Set when the attribute alone is a unique key (`@Attribute(.unique)`).
     public let uniquePolicy: UniqueConstraint.CollisionPolicy?
+    /// Whether this slot holds a to-one relationship (the destination's serial) rather than an
+    /// attribute the model declares.
+    public let isRelationship: Bool
+    /// For a to-one relationship's slot, the destination entity's name as the journal records it.
+    public let destinationEntity: String?
     /// A problem found while building the description (for example a default value that cannot
     /// be encoded). ``Schema`` refuses descriptions with problems.
     public let problem: String?
@@ -35,8 +40,10 @@ public struct AttributeDescription: Sendable, Hashable {
     public init(
         name: String, type: AttributeType, valueKind: AttributeValueKind = .primitive,
         swiftTypeName: String? = nil, isOptional: Bool = false, defaultValue: AttributeValue? = nil,
-        originalName: String? = nil
+        originalName: String? = nil, destinationEntity: String? = nil
     ) {
+        self.isRelationship = destinationEntity != nil
+        self.destinationEntity = destinationEntity
         self.name = name
         self.type = type
         self.valueKind = valueKind
@@ -53,6 +60,8 @@ public struct AttributeDescription: Sendable, Hashable {
         isOptional: Bool, defaultValue: AttributeValue?, originalName: String?, problem: String?,
         options: [AttributeOption] = []
     ) {
+        self.isRelationship = false
+        self.destinationEntity = nil
         self.uniquePolicy = options.lazy.compactMap(\.uniquePolicy).first
         self.name = name
         self.type = type
@@ -62,6 +71,21 @@ public struct AttributeDescription: Sendable, Hashable {
         self.defaultValue = defaultValue
         self.originalName = originalName
         self.problem = problem
+    }
+
+    /// The slot of a to-one relationship; the destination's name is filled in by ``StoredSchema``.
+    init(toOne name: String, destinationEntity: String? = nil) {
+        self.name = name
+        self.type = .uint64
+        self.valueKind = .primitive
+        self.swiftTypeName = "relationship"
+        self.isOptional = true
+        self.defaultValue = nil
+        self.originalName = nil
+        self.problem = nil
+        self.uniquePolicy = nil
+        self.isRelationship = true
+        self.destinationEntity = destinationEntity
     }
 
     /// An attribute of a primitive type (`Int`, `String`, `Date`, …).

@@ -19,8 +19,12 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public let name: String
     /// The Swift class that represents the entity's objects.
     public let type: any Entity.Type
-    /// The persisted attributes; an attribute's index is its slot.
+    /// The persisted attributes; an attribute's index is its slot. The to-one relationships
+    /// follow the declared attributes, one slot each (an optional `uint64` holding the
+    /// destination's serial, with ``AttributeDescription/isRelationship`` set).
     public let attributes: [AttributeDescription]
+    /// The relationships, to-one and to-many, in declaration order.
+    public let relationships: [RelationshipDescription]
     /// The unique constraints, attribute-level ones first.
     public let uniqueConstraints: [UniqueConstraint]
     let slotByName: [String: Int]
@@ -43,12 +47,15 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     ///     (unique lookups, import) can name an attribute by key path. Optional.
     ///   - uniqueConstraints: Compound unique constraints (`#Unique`); single-attribute ones
     ///     can also come from an attribute's options.
+    ///   - relationships: The relationships, each with its inverse declared on the destination.
     public init(
-        name: String, type: any Entity.Type, attributes: [AttributeDescription], keyPaths: [AnyKeyPath] = [],
-        uniqueConstraints: [UniqueConstraint] = []
+        name: String, type: any Entity.Type, attributes declared: [AttributeDescription], keyPaths: [AnyKeyPath] = [],
+        uniqueConstraints: [UniqueConstraint] = [], relationships: [RelationshipDescription] = []
     ) {
         self.name = name
         self.type = type
+        self.relationships = relationships
+        let attributes = declared + relationships.filter { !$0.isToMany }.map { AttributeDescription(toOne: $0.name) }
         self.attributes = attributes
         var slots: [String: Int] = [:]
         var problems: [String] = []
@@ -63,9 +70,13 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         }
         if name.isEmpty { problems.append("an entity has an empty name") }
         var keyPathSlots: [AnyKeyPath: Int] = [:]
-        for (i, k) in keyPaths.enumerated() where i < attributes.count { keyPathSlots[k] = i }
-        if !keyPaths.isEmpty && keyPaths.count != attributes.count {
-            problems.append("entity '\(name)' lists \(keyPaths.count) key paths for \(attributes.count) attributes")
+        for (i, k) in keyPaths.enumerated() where i < declared.count { keyPathSlots[k] = i }
+        if !keyPaths.isEmpty && keyPaths.count != declared.count {
+            problems.append("entity '\(name)' lists \(keyPaths.count) key paths for \(declared.count) attributes")
+        }
+        var names = Set(attributes.map(\.name))
+        for r in relationships where r.isToMany {
+            if !names.insert(r.name).inserted { problems.append("entity '\(name)' declares '\(r.name)' twice") }
         }
         let constraints = attributes.compactMap { a in a.uniquePolicy.map { UniqueConstraint([a.name], onCollision: $0) } } + uniqueConstraints
         var constraintSlots: [[Int]] = []
@@ -112,6 +123,8 @@ public struct Schema: Sendable {
     public let entities: [EntityDescription]
     let indexByName: [String: Int]
     let indexByType: [ObjectIdentifier: Int]
+    /// Per entity, its relationships resolved against this schema.
+    let relationships: [[ResolvedRelationship]]
 
     /// Creates a schema of the given entity types.
     ///
@@ -142,10 +155,13 @@ public struct Schema: Sendable {
             byType[ObjectIdentifier(type)] = entities.count
             entities.append(d)
         }
+        let (relationships, relationshipProblems) = problems.isEmpty ? Self.resolveRelationships(entities, byType: byType) : ([], [])
+        problems += relationshipProblems
         guard problems.isEmpty else { throw SchemaError(message: problems.joined(separator: "; ")) }
         self.entities = entities
         self.indexByName = byName
         self.indexByType = byType
+        self.relationships = relationships
     }
 
     /// A schema rebuilt from the one a journal records, with ``DynamicObject`` standing in for
@@ -166,6 +182,7 @@ public struct Schema: Sendable {
         self.entities = entities
         self.indexByName = byName
         self.indexByType = [:]
+        self.relationships = entities.map { _ in [] }
     }
 
     /// Creates a schema of the given entity types.

@@ -60,6 +60,7 @@ extension EntityTable {
     /// Undoes everything since the innermost savepoint and forgets it.
     func rollbackToSavepoint() {
         guard let mark = savepoints.popLast() else { return }
+        if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
         let isNew = { (row: Int) -> Bool in row < self.stamps.count && self.stamps[row] > mark.clock }
         // Rows inserted since the mark go away wholesale.
         for r in insertedRows[mark.insertedCount...] where flags[Int(r)] & Flags.inserted != 0 {

@@ -68,6 +68,13 @@ final class EntityTable {
     let uniqueIndexes: [UniqueIndex]
     let indexesBySlot: [[Int]]
 
+    /// The entity's relationships, resolved against the context's schema.
+    let relationships: [ResolvedRelationship]
+    /// Per slot, the index of a to-one whose inverse is a to-many (ReferenceIndex.swift).
+    let referenceIndexOfSlot: [ReferenceIndex?]
+    /// The slots that have a reference index.
+    let referenceSlots: [Int]
+
     // Savepoints (nested, for imports and transactions that roll back as a whole).
     @exclusivity(unchecked) var savepoints: [SavepointMark] = []
     @exclusivity(unchecked) var undo: [UndoEntry] = []
@@ -121,6 +128,11 @@ final class EntityTable {
         var bySlot = Array(repeating: [Int](), count: entity.attributes.count)
         for (i, slots) in entity.uniqueSlots.enumerated() { for s in Set(slots) { bySlot[s].append(i) } }
         indexesBySlot = bySlot
+        relationships = context.schema.relationships.indices.contains(index) ? context.schema.relationships[index] : []
+        var references = Array(repeating: ReferenceIndex?.none, count: entity.attributes.count)
+        for r in relationships where r.slot >= 0 && r.inverseIsToMany { references[r.slot] = ReferenceIndex(slot: r.slot) }
+        referenceIndexOfSlot = references
+        referenceSlots = references.indices.filter { references[$0] != nil }
         committedArenaCount = arena.count
     }
 
@@ -193,6 +205,7 @@ final class EntityTable {
             for (i, s) in serials.enumerated() { map[Int(s - 1)] = Int32(first + i) }
         }
         liveCount += n
+        if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
         return first..<first + n
     }
 
@@ -235,6 +248,7 @@ final class EntityTable {
         case .bytes(let buffer): values[row * stride + slot] = arena.append(buffer)
         }
         nulls[row * maskWords + slot / 64] &= ~(1 << UInt64(slot % 64))
+        if !referenceSlots.isEmpty && referenceIndexOfSlot[slot] != nil { invalidateReferenceIndexes() }
     }
 
     /// Frees a row: its serial is retired for good, its instance reference dropped.
@@ -427,6 +441,7 @@ final class EntityTable {
             if !savepoints.isEmpty { logCell(row: row, slot: slot) }
             let indexed = !indexesBySlot[slot].isEmpty
             if indexed { unindex(row: row, slot: slot) }
+            if !referenceSlots.isEmpty && isVisible(row: row) { unreference(row: row, slot: slot) }
             if types[slot].isVariableLength { arena.garbage += ArenaRef(values[row * stride + slot]).length }
             nulls[row * maskWords + slot / 64] |= 1 << UInt64(slot % 64)
             if indexed { reindex(row: row, slot: slot) }
@@ -464,6 +479,8 @@ final class EntityTable {
         if !savepoints.isEmpty { logCell(row: row, slot: slot) }
         let indexed = !indexesBySlot[slot].isEmpty
         if indexed { unindex(row: row, slot: slot) }
+        let referenced = !referenceSlots.isEmpty && referenceIndexOfSlot[slot] != nil && isVisible(row: row)
+        if referenced { unreference(row: row, slot: slot) }
         switch cell {
         case .fixed(let bits):
             values[index] = bits
@@ -473,6 +490,7 @@ final class EntityTable {
         }
         if wasNull { nulls[maskIndex] &= ~bit }
         if indexed { reindex(row: row, slot: slot) }
+        if referenced { rereference(row: row, slot: slot) }
     }
 
     // MARK: Delete
@@ -482,6 +500,7 @@ final class EntityTable {
         let f = flags[row]
         guard f & (Flags.deleted | Flags.vanished) == 0 else { return }
         if !uniqueIndexes.isEmpty { unindexAll(row: row) }
+        if !referenceSlots.isEmpty { unreferenceAll(row: row) }
         if f & Flags.inserted != 0 {
             if !savepoints.isEmpty && !isNewInInnermostSavepoint(row: row) {
                 undo.append(.vanish(row: Int32(row), object: instances[row]))
@@ -500,6 +519,7 @@ final class EntityTable {
     // MARK: Transaction end
 
     func rollback() {
+        if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
         savepoints.removeAll()
         undo.removeAll()
         if !uniqueIndexes.isEmpty {

@@ -209,6 +209,7 @@ extension EntityTable {
     /// to a model whose stored data violates it).
     @discardableResult
     func rebuildIndexes() -> Int {
+        if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
         guard !uniqueIndexes.isEmpty else { return 0 }
         var rows: [Int] = []
         rows.reserveCapacity(liveCount)

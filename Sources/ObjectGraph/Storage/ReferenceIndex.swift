@@ -1,0 +1,62 @@
+/// The to-many side of a one-to-many relationship, derived from the to-one side: for one
+/// to-one slot of an entity, the visible rows (not deleted, not vanished) pointing at each
+/// destination serial.
+///
+/// Built on first use by one scan of the table, then maintained by every set and delete of the
+/// slot. Rollback, savepoint rollback and replay restore or write cells wholesale, so they drop
+/// the index instead (``EntityTable/invalidateReferenceIndexes()``) and the next use rebuilds it:
+/// a store that never reads a to-many pays nothing at open.
+final class ReferenceIndex {
+    let slot: Int
+    var isBuilt = false
+    var rowsBySerial: [UInt64: Set<Int32>] = [:]
+
+    init(slot: Int) { self.slot = slot }
+}
+
+extension EntityTable {
+    /// The visible rows whose to-one `index.slot` holds `serial`.
+    func referencingRows(_ index: ReferenceIndex, serial: UInt64) -> Set<Int32> {
+        if !index.isBuilt { build(index) }
+        return index.rowsBySerial[serial] ?? []
+    }
+
+    func build(_ index: ReferenceIndex) {
+        var map: [UInt64: Set<Int32>] = [:]
+        let slot = index.slot
+        for row in 0..<rowCount where isVisible(row: row) && !isNull(row: row, slot: slot) {
+            map[values[row * stride + slot], default: []].insert(Int32(row))
+        }
+        index.rowsBySerial = map
+        index.isBuilt = true
+    }
+
+    /// Drops every reference index; the next use rebuilds it from the cells.
+    func invalidateReferenceIndexes() {
+        for case let index? in referenceIndexOfSlot where index.isBuilt {
+            index.isBuilt = false
+            index.rowsBySerial = [:]
+        }
+    }
+
+    /// Takes `row` out of the index of `slot` (before the cell changes or the row is deleted).
+    @inline(__always)
+    func unreference(row: Int, slot: Int) {
+        guard let index = referenceIndexOfSlot[slot], index.isBuilt, !isNull(row: row, slot: slot) else { return }
+        let serial = values[row * stride + slot]
+        index.rowsBySerial[serial]?.remove(Int32(row))
+        if index.rowsBySerial[serial]?.isEmpty == true { index.rowsBySerial[serial] = nil }
+    }
+
+    /// Puts `row` into the index of `slot` (after the cell changed).
+    @inline(__always)
+    func rereference(row: Int, slot: Int) {
+        guard let index = referenceIndexOfSlot[slot], index.isBuilt, !isNull(row: row, slot: slot) else { return }
+        index.rowsBySerial[values[row * stride + slot], default: []].insert(Int32(row))
+    }
+
+    /// Takes a row being deleted out of every reference index.
+    func unreferenceAll(row: Int) {
+        for slot in referenceSlots { unreference(row: row, slot: slot) }
+    }
+}
