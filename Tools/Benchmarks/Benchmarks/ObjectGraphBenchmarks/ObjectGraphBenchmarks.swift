@@ -139,4 +139,6 @@ let benchmarks: @Sendable () -> Void = {
 
     // 5–8. The durable store (issue 4): StoreBenchmarks.swift.
     storeBenchmarks()
+    // 9–13. Relationships and fetching (issue 3): GraphBenchmarks.swift.
+    graphBenchmarks()
 }

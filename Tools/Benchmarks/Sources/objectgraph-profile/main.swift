@@ -13,7 +13,8 @@
 // these); the import's (issue 5): `import-empty` (importUniqueObjects of n sources into an
 // empty store + durable save), `import-existing` (n sources, half updates, into a store of n),
 // `upsert-scaling` (time per upsert with 10k vs 1M present), `import-duplicates` (a first
-// import of 2n sources, every ID twice), or `import` (all four). Each measured loop is its own `measured…` function, so callgrind can
+// import of 2n sources, every ID twice), or `import` (all four); relationships (issue 3):
+// `cascade` (cascade-delete a parent with n children, then roll back). Each measured loop is its own `measured…` function, so callgrind can
 // count only it:
 //
 //     valgrind --tool=callgrind --toggle-collect='*measured*' .build/release/objectgraph-profile update 100000
@@ -260,8 +261,27 @@ func importDuplicatesPhase() throws {
     print("first import of \(sources.count) sources, every ID twice: \(String(format: "%.3f", s)) s, \(String(format: "%.2f", Double(sources.count) / s / 1e6))M sources/s; \(objects.count) objects")
 }
 
+// MARK: Relationships (issue 3)
+
+func measuredCascadeDelete(_ context: ModelContext, _ home: Household) { context.delete(home) }
+func measuredCascadeRollback(_ context: ModelContext) { context.rollback() }
+
+/// Cascade-deletes a household with n residents and rolls it back, three times.
+func cascadePhase() throws {
+    let (context, home) = try Households.savedContext(children: n)
+    _ = home.residents.count  // the first use builds the to-many index
+    for _ in 0..<3 {
+        time("cascade-delete a parent with \(n) children") { measuredCascadeDelete(context, home) }
+        time("rollback of that cascade") { measuredCascadeRollback(context) }
+        time("first read of the to-many after the rollback (rebuilds its index)") { _ = home.residents.count }
+    }
+    print("residents after rollback: \(home.residents.count)")
+}
+
 do {
     switch phase {
+    case "cascade":
+        try cascadePhase()
     case "import-empty":
         try importEmptyPhase()
     case "import-existing":
