@@ -282,10 +282,13 @@ struct RelationshipTests {
         let dynamic = try ObjectStore.openDynamic(at: dir)
         let file = try #require(dynamic.context.schema.entity(named: "FileItem"))
         #expect(file.attribute(named: "folder")?.destinationEntity == "Folder")
+        try dynamic.compact()  // what `graph-journal compact` does: the relationship slots survive
         try dynamic.close()
         let reopened = try ObjectStore.open(at: dir, schema: relationshipSchema)
         defer { try? reopened.close() }
         #expect(try reopened.context.count(of: FileItem.self) + reopened.context.count(of: Folder.self) == 0)
+        let citizen = try #require(try reopened.context.objects(of: Citizen.self).first)
+        #expect(citizen.passport?.holder === citizen)
     }
 
     @Test func schemaRefusesMissingOrMismatchedInversesAndManyToMany() {
