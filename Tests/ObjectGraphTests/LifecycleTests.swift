@@ -138,3 +138,37 @@ struct PrimitiveObservationTests {
         token.cancel()
     }
 }
+
+/// Declared per-attribute validators: a range, a partial range and a closure.
+@Entity final class Reading {
+    @Attribute(.range(0...150)) var age: Int = 0
+    @Attribute(.validate("must contain @") { (email: String) in email.contains("@") }) var email: String = "a@example.com"
+    @Attribute(.range(0.0...)) var score: Double?
+}
+
+@Suite("Declared validators (DESIGN rule 5)")
+struct ValidatorTests {
+    @Test func rule5EveryValidatorFailureIsListedInOneErrorAndNothingIsSaved() throws {
+        let backend = RecordingBackend()
+        let c = ModelContext(schema: try Schema(Reading.self, Document.self), backend: backend)
+        let r = try c.insert(Reading.self)
+        r.age = 200
+        r.email = "nobody"
+        r.score = -1
+        let ok = try c.insert(Reading.self)
+        ok.score = nil  // nil is not checked: optionality is its own rule
+        try c.insert(Document.self)  // empty title: validateForInsert fails too
+        let error = try #require(throws: ValidationError.self) { try c.save() }
+        let reasons = error.failures.map { "\($0.key ?? "-"): \($0.reason)" }.sorted()
+        #expect(reasons == ["age: 200 is not in 0...150", "email: must contain @", "score: -1.0 is less than 0.0", "title: must not be empty"])
+        #expect(backend.saved.isEmpty && c.hasChanges)
+        r.age = 150; r.email = "r@example.com"; r.score = 0
+        for d in try c.objects(of: Document.self) { d.title = "t" }
+        try c.save()
+        // Updates are checked too.
+        r.age = -1
+        #expect(throws: ValidationError.self) { try c.save() }
+        c.rollback()
+        #expect(r.age == 150)
+    }
+}

@@ -362,10 +362,32 @@ public final class ModelContext {
                 }
             }
         }
+        failures += validatorFailures()
         failures += uniqueFailures()
         failures += denyFailures()
         failures += hookFailures()
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
+    }
+
+    /// Runs the attributes' declared validators on every inserted and updated object.
+    func validatorFailures() -> [ValidationError.Failure] {
+        var failures: [ValidationError.Failure] = []
+        for t in tables {
+            let slots = t.entity.attributes.indices.filter { !t.entity.attributes[$0].validators.isEmpty }
+            guard !slots.isEmpty else { continue }
+            for row in t.pendingInserts + t.pendingUpdates {
+                for slot in slots {
+                    guard let value = t.value(row: row, slot: slot) else { continue }
+                    for validator in t.entity.attributes[slot].validators {
+                        guard let reason = validator.check(value) else { continue }
+                        failures.append(.init(
+                            entity: t.entity.name, objectID: ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)),
+                            key: t.entity.attributes[slot].name, reason: reason))
+                    }
+                }
+            }
+        }
+        return failures
     }
 
     /// Runs `validateForInsert/Update/Delete` on every changed object, collecting every failure.

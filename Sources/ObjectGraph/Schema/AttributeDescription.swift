@@ -27,6 +27,8 @@ public struct AttributeDescription: Sendable, Hashable {
     public let originalName: String?
     /// Set when the attribute alone is a unique key (`@Attribute(.unique)`).
     public let uniquePolicy: UniqueConstraint.CollisionPolicy?
+    /// Checks `save()` runs on the attribute's value (`@Attribute(.range(0...150))`).
+    public let validators: [AttributeValidator]
     /// Whether this slot holds a to-one relationship (the destination's serial) rather than an
     /// attribute the model declares.
     public let isRelationship: Bool
@@ -42,6 +44,7 @@ public struct AttributeDescription: Sendable, Hashable {
         swiftTypeName: String? = nil, isOptional: Bool = false, defaultValue: AttributeValue? = nil,
         originalName: String? = nil, destinationEntity: String? = nil
     ) {
+        self.validators = []
         self.isRelationship = destinationEntity != nil
         self.destinationEntity = destinationEntity
         self.name = name
@@ -62,6 +65,7 @@ public struct AttributeDescription: Sendable, Hashable {
     ) {
         self.isRelationship = false
         self.destinationEntity = nil
+        self.validators = options.compactMap(\.validator)
         self.uniquePolicy = options.lazy.compactMap(\.uniquePolicy).first
         self.name = name
         self.type = type
@@ -86,6 +90,7 @@ public struct AttributeDescription: Sendable, Hashable {
         self.uniquePolicy = nil
         self.isRelationship = true
         self.destinationEntity = destinationEntity
+        self.validators = []
     }
 
     /// An attribute of a primitive type (`Int`, `String`, `Date`, …).

@@ -36,6 +36,7 @@ public struct UniqueConstraint: Sendable, Hashable {
 /// Options of `@Attribute`.
 public struct AttributeOption: Sendable, Hashable {
     let uniquePolicy: UniqueConstraint.CollisionPolicy?
+    var validator: AttributeValidator? = nil
 
     /// The attribute's value is unique among the entity's objects; a collision fails the save.
     public static let unique = AttributeOption(uniquePolicy: .fail)
@@ -44,4 +45,72 @@ public struct AttributeOption: Sendable, Hashable {
     public static func unique(onCollision: UniqueConstraint.CollisionPolicy) -> AttributeOption {
         AttributeOption(uniquePolicy: onCollision)
     }
+}
+
+extension AttributeOption {
+    /// The attribute's value must lie in `range`; checked by `save()`'s validation (a `nil`
+    /// value is not checked: optionality is its own rule).
+    public static func range<T: PrimitiveAttribute & Comparable>(_ range: ClosedRange<T>) -> AttributeOption {
+        AttributeOption(uniquePolicy: nil, validator: .range(range))
+    }
+
+    /// The attribute's value must be at least `range.lowerBound`.
+    public static func range<T: PrimitiveAttribute & Comparable>(_ range: PartialRangeFrom<T>) -> AttributeOption {
+        AttributeOption(uniquePolicy: nil, validator: .range(range))
+    }
+
+    /// The attribute's value must satisfy `isValid`; `reason` is the failure's reason.
+    ///
+    /// ```swift
+    /// @Attribute(.validate("must contain @") { (email: String) in email.contains("@") }) var email: String
+    /// ```
+    public static func validate<T: PrimitiveAttribute>(_ reason: String, _ isValid: @escaping @Sendable (T) -> Bool) -> AttributeOption {
+        AttributeOption(uniquePolicy: nil, validator: .validate(reason, isValid))
+    }
+}
+
+/// A per-attribute check that `save()` runs on every inserted and updated object with a value
+/// for the attribute; each failure becomes one entry of the save's ``ValidationError``.
+///
+/// Declared through `@Attribute` options (``AttributeOption/range(_:)-(ClosedRange<T>)``,
+/// ``AttributeOption/validate(_:_:)``) or the `options:` of a hand-written
+/// ``AttributeDescription``. Two validators are equal when their descriptions are.
+public struct AttributeValidator: Sendable, Hashable, CustomStringConvertible {
+    /// What the validator requires, for messages (`in 0...150`).
+    public let description: String
+    /// Returns `nil` for a valid value, or the reason it is not.
+    let check: @Sendable (AttributeValue) -> String?
+
+    /// A validator from a check returning `nil` for a valid value or the reason it is not.
+    public init(_ description: String, check: @escaping @Sendable (AttributeValue) -> String?) {
+        self.description = description
+        self.check = check
+    }
+
+    /// The value must lie in `range`.
+    public static func range<T: PrimitiveAttribute & Comparable>(_ range: ClosedRange<T>) -> AttributeValidator {
+        AttributeValidator("in \(range)") { value in
+            guard let v = T(value) else { return "holds \(value), not a \(T.self)" }
+            return range.contains(v) ? nil : "\(v) is not in \(range)"
+        }
+    }
+
+    /// The value must be at least `range.lowerBound`.
+    public static func range<T: PrimitiveAttribute & Comparable>(_ range: PartialRangeFrom<T>) -> AttributeValidator {
+        AttributeValidator("at least \(range.lowerBound)") { value in
+            guard let v = T(value) else { return "holds \(value), not a \(T.self)" }
+            return range.contains(v) ? nil : "\(v) is less than \(range.lowerBound)"
+        }
+    }
+
+    /// The value must satisfy `isValid`; `reason` is the failure's reason.
+    public static func validate<T: PrimitiveAttribute>(_ reason: String, _ isValid: @escaping @Sendable (T) -> Bool) -> AttributeValidator {
+        AttributeValidator(reason) { value in
+            guard let v = T(value) else { return "holds \(value), not a \(T.self)" }
+            return isValid(v) ? nil : reason
+        }
+    }
+
+    public static func == (a: AttributeValidator, b: AttributeValidator) -> Bool { a.description == b.description }
+    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
 }
