@@ -312,3 +312,29 @@ struct RelationshipTests {
         #expect(throws: SchemaError.self) { try Schema(A.self) }  // B is not in the schema
     }
 }
+
+@Suite("Relationships and observation")
+struct RelationshipObservationTests {
+    @Test func aToManyThatGainsOrLosesMembersIsReportedWithItsKey() throws {
+        let c = ModelContext(schema: relationshipSchema)
+        let a = try c.insert(Team.self), b = try c.insert(Team.self)
+        let m = try c.insert(TeamMember.self)
+        m.team = a
+        try c.save()
+        var seen: [ContextChanges] = []
+        let token = c.observe { seen.append($0) }
+        defer { token.cancel() }
+        m.team = b  // a loses m, b gains it
+        try c.save()
+        let changes = try #require(seen.last)
+        #expect(changes.changedKeys(of: try #require(m.objectID)) == ["team"])
+        #expect(changes.changedKeys(of: try #require(a.objectID)) == ["members"])
+        #expect(changes.changedKeys(of: try #require(b.objectID)) == ["members"])
+        let monitor = try c.monitor(b)
+        var keys: Set<String> = []
+        monitor.didUpdate = { _, k in keys = k }
+        try c.insert(TeamMember.self) { $0.team = b }
+        try c.save()
+        #expect(keys == ["members"])
+    }
+}

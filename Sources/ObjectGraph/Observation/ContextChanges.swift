@@ -32,7 +32,9 @@ public struct ContextChanges: Sendable, Hashable {
     /// The objects the save inserted.
     public let inserted: [ObjectID]
     /// The objects whose saved attribute values changed (not inserted, not deleted), with the
-    /// changed keys. Setting a value and setting it back before the save is no change.
+    /// changed keys. Setting a value and setting it back before the save is no change. An
+    /// object whose to-many gained or lost members is listed with the to-many's key (after the
+    /// objects whose own values changed, when it has none of its own).
     public let updated: [Update]
     /// The objects the save deleted (objects inserted and deleted before the save never appear).
     public let deleted: [ObjectID]
@@ -75,6 +77,38 @@ extension ContextChanges {
                 if !keys.isEmpty { updated.append(Update(objectID: ObjectID(entityName: name, serial: t.serial(ofRow: row)), changedKeys: keys)) }
             }
             deleted += t.pendingDeletes.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
+        }
+        // A to-many is derived from its inverse to-one: report the saved objects whose to-many
+        // gained or lost members as updated with the to-many's key, as Core Data does.
+        var extra: [ObjectID: Set<String>] = [:]
+        for t in tables {
+            for r in t.relationships where r.slot >= 0 && r.inverseIsToMany {
+                let d = t.destinationTable(r)
+                let key = d.relationships[r.inverse].name
+                func touch(_ value: AttributeValue?) {
+                    guard case .uint(let serial)? = value, let row = d.row(ofSerial: serial),
+                          d.flags[row] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted | EntityTable.Flags.vanished) == 0
+                    else { return }
+                    extra[ObjectID(entityName: d.entity.name, serial: serial), default: []].insert(key)
+                }
+                for row in t.pendingInserts { touch(t.value(row: row, slot: r.slot)) }
+                for row in t.pendingDeletes { touch(t.committedValue(row: row, slot: r.slot)) }
+                for row in t.pendingUpdates where t.slotDiffers(row: row, slot: r.slot) {
+                    if r.slot < 64, (t.primitiveOnly[Int32(row)] ?? 0) & (1 << UInt64(r.slot)) != 0 { continue }
+                    touch(t.committedValue(row: row, slot: r.slot))
+                    touch(t.value(row: row, slot: r.slot))
+                }
+            }
+        }
+        if !extra.isEmpty {
+            for i in updated.indices {
+                if let keys = extra.removeValue(forKey: updated[i].objectID) {
+                    updated[i] = Update(objectID: updated[i].objectID, changedKeys: updated[i].changedKeys.union(keys))
+                }
+            }
+            for (id, keys) in extra.sorted(by: { ($0.key.entityName, $0.key.serial) < ($1.key.entityName, $1.key.serial) }) {
+                updated.append(Update(objectID: id, changedKeys: keys))
+            }
         }
         self.init(inserted: inserted, updated: updated, deleted: deleted)
     }
