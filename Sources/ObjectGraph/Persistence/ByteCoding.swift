@@ -23,19 +23,19 @@ struct ByteWriter {
 
     @inline(__always)
     mutating func fixed64(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: value.littleEndian) { bytes.appendBytes($0) }
     }
 
     @inline(__always)
     mutating func fixed32(_ value: UInt32) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: value.littleEndian) { bytes.appendBytes($0) }
     }
 
     mutating func byte(_ value: UInt8) { bytes.append(value) }
 
     mutating func blob(_ buffer: UnsafeRawBufferPointer) {
         varint(buffer.count)
-        bytes.append(contentsOf: buffer)
+        bytes.appendBytes(buffer)
     }
 
     mutating func string(_ s: String) {

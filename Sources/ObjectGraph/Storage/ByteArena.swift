@@ -51,11 +51,11 @@ struct ByteArena {
     mutating func append(_ buffer: UnsafeRawBufferPointer) -> UInt64 {
         let offset = bytes.count
         if UInt64(buffer.count) < ArenaRef.longMarker {
-            bytes.append(contentsOf: buffer)
+            bytes.appendBytes(buffer)
             return ArenaRef(offset: offset, length: buffer.count).bits
         }
-        withUnsafeBytes(of: UInt64(buffer.count).littleEndian) { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: buffer)
+        withUnsafeBytes(of: UInt64(buffer.count).littleEndian) { bytes.appendBytes($0) }
+        bytes.appendBytes(buffer)
         return ArenaRef(offset: offset, length: Int(ArenaRef.longMarker)).bits
     }
 
@@ -90,5 +90,22 @@ struct ByteArena {
     mutating func truncate(to count: Int, garbage: Int) {
         if bytes.count > count { bytes.removeSubrange(count...) }
         self.garbage = garbage
+    }
+}
+
+extension [UInt8] {
+    /// Appends raw bytes with one `memcpy`. `append(contentsOf:)` with a raw (or typed) buffer
+    /// copies element by element through the generic `Sequence` path: 190 (84) instructions for
+    /// a 15-byte string (callgrind), about a tenth of a 1M import.
+    @inline(__always)
+    mutating func appendBytes(_ buffer: UnsafeRawBufferPointer) {
+        let n = buffer.count
+        guard n > 0, let source = buffer.baseAddress else { return }
+        append(addingCapacity: n) { span in
+            span.withUnsafeMutableBufferPointer { destination, initialized in
+                UnsafeMutableRawPointer(destination.baseAddress!).copyMemory(from: source, byteCount: n)
+                initialized = n
+            }
+        }
     }
 }

@@ -38,7 +38,10 @@ extension EntityTable {
     }
 
     func stampInsertion(row: Int) {
-        if stamps.count < rowCount { stamps.append(contentsOf: repeatElement(0, count: rowCount - stamps.count)) }
+        if stamps.count < rowCount {
+            // One row at a time in an import: a plain append, not a generic `Repeated` one.
+            if stamps.count + 1 == rowCount { stamps.append(0) } else { stamps.append(contentsOf: repeatElement(0, count: rowCount - stamps.count)) }
+        }
         insertClock += 1
         stamps[row] = insertClock
     }

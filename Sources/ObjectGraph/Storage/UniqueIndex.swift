@@ -14,6 +14,8 @@ final class UniqueIndex {
     @exclusivity(unchecked) var used = 0
     /// Rows whose key another row owned when they were indexed.
     @exclusivity(unchecked) var duplicates: Set<Int32> = []
+    /// The seed of this index's key hashes (``_KeyHasher``).
+    let seed = _KeyHasher.randomSeed()
 
     init(constraint: UniqueConstraint, slots: [Int]) {
         self.constraint = constraint
@@ -37,7 +39,7 @@ extension EntityTable {
     /// The hash of `row`'s key in `index`, or nil when a key attribute is nil (not indexed).
     @inline(__always)
     func keyHash(row: Int, _ index: UniqueIndex) -> Int? {
-        var hasher = Hasher()
+        var hasher = _KeyHasher(seed: index.seed)
         for slot in index.slots {
             if isNull(row: row, slot: slot) { return nil }
             let cell = values[row * stride + slot]
@@ -51,8 +53,8 @@ extension EntityTable {
     }
 
     /// The hash of a probe key given as cells, matching ``keyHash(row:_:)``.
-    func keyHash(cells: [RawCell]) -> Int {
-        var hasher = Hasher()
+    func keyHash(cells: [RawCell], _ index: UniqueIndex) -> Int {
+        var hasher = _KeyHasher(seed: index.seed)
         for cell in cells {
             switch cell {
             case .fixed(let bits): hasher.combine(bits)
@@ -98,7 +100,7 @@ extension EntityTable {
 
     /// The row owning the key given as cells, if any. O(1).
     func owner(ofCells cells: [RawCell], in index: UniqueIndex) -> Int? {
-        let h = keyHash(cells: cells)
+        let h = keyHash(cells: cells, index)
         var b = h & index.mask
         while true {
             let r = index.buckets[b]
@@ -110,7 +112,7 @@ extension EntityTable {
 
     /// The row owning the one-attribute key `cell`, if any. O(1), allocation-free.
     func owner(ofCell cell: RawCell, in index: UniqueIndex) -> Int? {
-        var hasher = Hasher()
+        var hasher = _KeyHasher(seed: index.seed)
         switch cell {
         case .fixed(let bits): hasher.combine(bits)
         case .bytes(let buffer): hasher.combine(bytes: buffer)
