@@ -84,17 +84,19 @@ extension Journal {
         }
         var nextSequence: UInt64?
         var failure: (any Error)?
-        var buffer: [UInt8] = []
+        // Reused from file to file and from record to record.
+        let segmentBuffer = ReadBuffer()
+        let payloadBuffer = ReadBuffer()
         for (index, name) in manifest.files.enumerated() {
             let isLast = index == manifest.files.count - 1
-            let bytes: [UInt8]
-            do { bytes = try fs.readFile(directory + "/" + name) } catch {
+            let raw: UnsafeRawBufferPointer
+            do { raw = try fs.readFile(directory + "/" + name, into: segmentBuffer) } catch {
                 report.problems.append(.init(kind: .corruption, file: name, offset: nil, bytes: nil, recordsAfter: 0,
                                              message: "listed in MANIFEST but unreadable: \(error)"))
                 nextSequence = nil
                 continue
             }
-            bytes.withUnsafeBytes { raw in
+            do {
                 let header: SegmentHeader
                 switch SegmentHeader.parse(raw, file: name) {
                 case .success(let parsed): header = parsed
@@ -102,7 +104,7 @@ extension Journal {
                     report.problems.append(.init(kind: .corruption, file: name, offset: error.offset, bytes: Int64(raw.count),
                                                  recordsAfter: 0, message: error.message))
                     nextSequence = nil
-                    return
+                    continue
                 }
                 let expectedKind: JournalFormat.SegmentKind = name.hasSuffix("." + JournalFormat.logExtension) ? .log : .base
                 if header.kind != expectedKind || header.number != fileNumber(name) {
@@ -120,7 +122,7 @@ extension Journal {
                         kind: JournalRecord.Kind(recordType: record.type), type: record.type,
                         storedLength: record.storedLength, rawLength: record.rawLength, compressed: record.compressed)
                     report.entries.append(entry)
-                    let problem = RecordCodec.withPayload(of: record, in: raw, file: name, buffer: &buffer) { payload in
+                    let problem = RecordCodec.withPayload(of: record, in: raw, file: name, buffer: payloadBuffer) { payload in
                         do { try body(entry, payload) } catch { failure = error }
                     }
                     if let problem {

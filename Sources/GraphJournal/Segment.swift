@@ -229,7 +229,7 @@ enum RecordCodec {
     /// themselves when raw, else decompressed into `buffer` (grown when too small, reused by
     /// the next call). The error is the one ``payload(of:in:file:)`` returns.
     static func withPayload(
-        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, buffer: inout [UInt8],
+        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, buffer: ReadBuffer,
         _ body: (UnsafeRawBufferPointer) -> Void
     ) -> JournalError? {
         let stored = UnsafeRawBufferPointer(rebasing: bytes[record.payloadRange])
@@ -237,16 +237,14 @@ enum RecordCodec {
             body(stored)
             return nil
         }
-        if buffer.count < record.rawLength { buffer = [UInt8](repeating: 0, count: max(record.rawLength, buffer.count * 2)) }
-        return buffer.withUnsafeMutableBufferPointer { output in
-            let payload = UnsafeMutableBufferPointer(rebasing: output[..<record.rawLength])
-            if let error = LZ4.decompressBlock(stored, into: payload) {
-                return JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(error)",
-                                    file: file, offset: Int64(record.offset))
-            }
-            body(UnsafeRawBufferPointer(payload))
-            return nil
+        let output = buffer.reserve(record.rawLength)
+        let payload = UnsafeMutableBufferPointer(rebasing: output.bindMemory(to: UInt8.self)[..<record.rawLength])
+        if let error = LZ4.decompressBlock(stored, into: payload) {
+            return JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(error)",
+                                file: file, offset: Int64(record.offset))
         }
+        body(UnsafeRawBufferPointer(payload))
+        return nil
     }
 }
 
