@@ -217,13 +217,17 @@ enum TransactionCodec {
     @inline(__always)
     private static func readSerials(_ r: inout ByteReader, into serials: inout [UInt64]) throws(ByteReader.Malformed) {
         let n = try r.count(limit: r.buffer.count)
-        if serials.capacity - serials.count < n { serials.reserveCapacity(max(serials.count + n, 2 * serials.capacity)) }
-        var previous: Int64 = 0
-        for _ in 0..<n {
-            let start = r.offset
-            previous = previous &+ (try r.signed())
-            guard previous >= 1 else { throw ByteReader.Malformed(offset: start, reason: "serial \(previous)") }
-            serials.append(UInt64(previous))
+        let first = serials.count
+        // Sized once and written through one buffer access, not an append per serial.
+        serials.append(contentsOf: repeatElement(0, count: n))
+        try serials.withUnsafeMutableBufferPointer { out throws(ByteReader.Malformed) in
+            var previous: Int64 = 0
+            for i in first..<(first + n) {
+                let start = r.offset
+                previous = previous &+ (try r.signed())
+                guard previous >= 1 else { throw ByteReader.Malformed(offset: start, reason: "serial \(previous)") }
+                out[i] = UInt64(previous)
+            }
         }
     }
 
