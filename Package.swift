@@ -33,9 +33,12 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
+        // CRC32C with the SSE4.2 instruction; GraphJournal falls back to its Swift tables on
+        // CPUs without it and on other architectures.
+        .target(name: "CCRC32C"),
         .target(
             name: "GraphJournal",
-            dependencies: ["CLZ4"],
+            dependencies: ["CLZ4", "CCRC32C"],
             swiftSettings: strictSettings
         ),
         .macro(

@@ -1,8 +1,15 @@
-/// CRC32C (Castagnoli), the checksum of every journal record, in portable Swift.
+internal import CCRC32C
+
+/// CRC32C (Castagnoli), the checksum of every journal record.
 ///
-/// Slicing-by-8: eight 256-entry tables let the loop consume eight bytes per step with eight
-/// independent table lookups. Check value: `CRC32C.checksum("123456789")` is `0xE3069283`.
+/// On x86 CPUs with SSE4.2 the CRC32 instruction computes it (the C target `CCRC32C`, about
+/// 5x faster than the tables here); elsewhere it is portable Swift. Slicing-by-8: eight
+/// 256-entry tables let the loop consume eight bytes per step with eight independent table
+/// lookups. Check value: `CRC32C.checksum("123456789")` is `0xE3069283`.
 enum CRC32C {
+    /// Whether this CPU has the CRC32 instruction (checked once).
+    static let hasHardware = ccrc32c_has_hardware() != 0
+
     /// The reflected Castagnoli polynomial.
     static let polynomial: UInt32 = 0x82F6_3B78
 
@@ -33,6 +40,20 @@ enum CRC32C {
     /// The CRC32C of the concatenation of the bytes that gave `crc` and `bytes`
     /// (LevelDB's `crc32c::Extend`).
     static func extend(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return crc }
+        if hasHardware { return ccrc32c_extend(crc, base, bytes.count) }
+        return extendWithTables(crc, bytes)
+    }
+
+    /// ``extend(_:_:)`` with the CRC32 instruction; nil on a CPU without it. For tests.
+    static func extendWithHardware(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32? {
+        guard hasHardware else { return nil }
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return crc }
+        return ccrc32c_extend(crc, base, bytes.count)
+    }
+
+    /// ``extend(_:_:)`` in portable Swift, the slicing-by-8 tables.
+    static func extendWithTables(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return crc }
         var crc = ~crc
         let count = bytes.count

@@ -46,6 +46,25 @@ struct FileSystem: Sendable {
         return bytes
     }
 
+    /// Reads a whole file into `buffer` (grown as needed); returns its bytes, valid until the
+    /// buffer is reused.
+    func readFile(_ path: String, into buffer: ReadBuffer) throws(JournalError) -> UnsafeRawBufferPointer {
+        let fd = try open(path, .readOnly)
+        defer { closeQuietly(fd) }
+        let size = Int(try fileSize(fd, path))
+        let memory = buffer.reserve(size)
+        var done = 0
+        while done < size {
+            let n: Int
+            do { n = try io.pread(fd, UnsafeMutableRawBufferPointer(rebasing: memory[done..<size]), Int64(done)) } catch {
+                throw wrap(error, path, 0)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return UnsafeRawBufferPointer(rebasing: memory[..<done])
+    }
+
     /// Reads a whole file.
     func readFile(_ path: String) throws(JournalError) -> [UInt8] {
         let fd = try open(path, .readOnly)

@@ -202,20 +202,35 @@ extension LZ4 {
         guard !source.isEmpty else {
             return .failure(LZ4Error(.truncatedInput, "a compressed block is at least 1 byte", offset: 0))
         }
-        var decoded: Int32 = 0
-        let output = withCharPointer(source) { sourcePointer in
-            [UInt8](unsafeUninitializedCapacity: originalSize) { destination, initialized in
-                decoded = withMutableCharPointer(destination) { destinationPointer in
-                    LZ4_decompress_safe(
-                        sourcePointer, destinationPointer, Int32(source.count), Int32(originalSize))
-                }
-                initialized = Int(max(0, decoded))
+        var failure: LZ4Error?
+        let output = [UInt8](unsafeUninitializedCapacity: originalSize) { destination, initialized in
+            failure = decompressBlock(source, into: UnsafeMutableBufferPointer(rebasing: destination[..<originalSize]))
+            initialized = failure == nil ? originalSize : 0
+        }
+        if let failure { return .failure(failure) }
+        return .success(output)
+    }
+
+    /// Decompresses one raw LZ4 block into `destination`, which it must fill exactly: nil on
+    /// success, else what ``decompressBlock(_:originalSize:)`` would throw. For a caller that
+    /// decompresses many blocks into one reused buffer.
+    static func decompressBlock(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableBufferPointer<UInt8>) -> LZ4Error? {
+        guard destination.count <= Int(Int32.max) else {
+            return LZ4Error(.inputTooLarge, "originalSize \(destination.count) exceeds the block limit of \(Int32.max) bytes")
+        }
+        guard source.count <= Int(Int32.max) else {
+            return LZ4Error(.inputTooLarge, "\(source.count) bytes exceed the block limit of \(Int32.max) bytes")
+        }
+        guard !source.isEmpty else {
+            return LZ4Error(.truncatedInput, "a compressed block is at least 1 byte", offset: 0)
+        }
+        let decoded = withCharPointer(source) { sourcePointer in
+            withMutableCharPointer(destination) { destinationPointer in
+                LZ4_decompress_safe(sourcePointer, destinationPointer, Int32(source.count), Int32(destination.count))
             }
         }
-        if Int(decoded) == originalSize {
-            return .success(output)
-        }
-        return .failure(diagnoseBlock(source, originalSize: originalSize, decoded: Int(decoded)))
+        if Int(decoded) == destination.count { return nil }
+        return diagnoseBlock(source, originalSize: destination.count, decoded: Int(decoded))
     }
 
     /// Explains why a block did not decode to `originalSize` bytes by walking its sequences

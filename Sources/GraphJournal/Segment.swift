@@ -224,6 +224,28 @@ enum RecordCodec {
                                          file: file, offset: Int64(record.offset)))
         }
     }
+
+    /// Lends the payload of a valid record to `body` without allocating: the stored bytes
+    /// themselves when raw, else decompressed into `buffer` (grown when too small, reused by
+    /// the next call). The error is the one ``payload(of:in:file:)`` returns.
+    static func withPayload(
+        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, buffer: ReadBuffer,
+        _ body: (UnsafeRawBufferPointer) -> Void
+    ) -> JournalError? {
+        let stored = UnsafeRawBufferPointer(rebasing: bytes[record.payloadRange])
+        guard record.compressed else {
+            body(stored)
+            return nil
+        }
+        let output = buffer.reserve(record.rawLength)
+        let payload = UnsafeMutableBufferPointer(rebasing: output.bindMemory(to: UInt8.self)[..<record.rawLength])
+        if let error = LZ4.decompressBlock(stored, into: payload) {
+            return JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(error)",
+                                file: file, offset: Int64(record.offset))
+        }
+        body(UnsafeRawBufferPointer(payload))
+        return nil
+    }
 }
 
 /// Why the bytes at an offset are not a valid record.

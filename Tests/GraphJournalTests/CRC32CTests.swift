@@ -31,4 +31,22 @@ import Testing
             }
         }
     }
+
+    @Test func hardwareAndTablesAgreeAtEveryLengthAndAlignment() throws {
+        guard CRC32C.hasHardware else { return }  // nothing to compare on this CPU
+        var generator = SeededGenerator(seed: 7)
+        let bytes = (0..<(300 + 16)).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+        try bytes.withUnsafeBytes { raw in
+            for start in 0..<16 {
+                for length in 0...300 {
+                    let slice = UnsafeRawBufferPointer(rebasing: raw[start..<(start + length)])
+                    for seed: UInt32 in [0, 0xFFFF_FFFF, UInt32.random(in: 0 ... .max, using: &generator)] {
+                        let hardware = try #require(CRC32C.extendWithHardware(seed, slice))
+                        #expect(hardware == CRC32C.extendWithTables(seed, slice), "start \(start) length \(length) seed \(seed)")
+                    }
+                }
+            }
+        }
+        #expect(Array("123456789".utf8).withUnsafeBytes { CRC32C.extendWithHardware(0, $0) } == 0xE306_9283)
+    }
 }

@@ -376,11 +376,22 @@ struct GraphJournalToolTests {
 }
 
 /// Writes the 1M-object journal the README's performance figures were measured on, when
-/// `GRAPH_JOURNAL_BENCH_STORE` names a directory (it must not exist yet).
+/// `GRAPH_JOURNAL_BENCH_STORE` names a directory (it must not exist yet); and a people journal
+/// (the benchmarks' six-attribute record) when `GRAPH_JOURNAL_PEOPLE_STORE` names one:
+/// `GRAPH_JOURNAL_PEOPLE_OBJECTS` objects (default 1,000,000) in `GRAPH_JOURNAL_PEOPLE_SAVES`
+/// saves (default 1).
 @Suite("GraphJournalTool: benchmark store")
 struct GraphJournalToolBenchmarkStore {
     @Test func writeBenchmarkStoreWhenAsked() throws {
         guard let path = ProcessInfo.processInfo.environment["GRAPH_JOURNAL_BENCH_STORE"] else { return }
         try Tool.writeLargeStore(at: URL(fileURLWithPath: path), saves: 1000, objectsPerSave: 1000)
+    }
+
+    @Test func writePeopleStoreWhenAsked() throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let path = environment["GRAPH_JOURNAL_PEOPLE_STORE"] else { return }
+        let objects = environment["GRAPH_JOURNAL_PEOPLE_OBJECTS"].flatMap { Int($0) } ?? 1_000_000
+        let saves = environment["GRAPH_JOURNAL_PEOPLE_SAVES"].flatMap { Int($0) } ?? 1
+        try Tool.writePeopleStore(at: URL(fileURLWithPath: path), objects: objects, saves: saves)
     }
 }

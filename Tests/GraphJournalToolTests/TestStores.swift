@@ -11,6 +11,16 @@ import ObjectGraph
     var taken: Date = Date(timeIntervalSince1970: 0)
 }
 
+/// The six-attribute "people" record of the benchmarks (`Tools/Benchmarks`, `People.fill`).
+@Entity final class Person {
+    var id: Int64 = 0
+    var name: String = ""
+    var email: String = ""
+    var age: Int = 0
+    var city: String = ""
+    var score: Double = 0
+}
+
 extension Tool {
     /// A schema payload for tests that write records through the journal API.
     static func libraryObjectsSchemaBytes() throws -> [UInt8] {
@@ -44,6 +54,32 @@ extension Tool {
                 for i in stride(from: (save - 1) * objectsPerSave + 1, to: save * objectsPerSave, by: 4) {
                     context.delete(all[i])
                 }
+            }
+            try context.save()
+        }
+        try store.close()
+    }
+
+    /// Writes a store of `objects` people inserted in `saves` saves of equal size (the last
+    /// takes the remainder), with the benchmarks' values: person `i` is named "Person i", has
+    /// email "p<i>@example.com", age 20 + i % 60, city "City <i % 1000>" and score i / 2.
+    static func writePeopleStore(at dir: URL, objects: Int, saves: Int) throws {
+        var options = StoreOptions(durability: .none)
+        options.autoCompactionRatio = nil
+        let store = try ObjectStore.open(at: dir, schema: try Schema(Person.self), options: options)
+        let context = store.context
+        let perSave = max(1, objects / saves)
+        var i = 0
+        while i < objects {
+            for _ in 0..<(i + 2 * perSave > objects ? objects - i : perSave) {
+                let p = try context.insert(Person.self)
+                p.id = Int64(i)
+                p.name = "Person \(i)"
+                p.email = "p\(i)@example.com"
+                p.age = 20 + i % 60
+                p.city = "City \(i % 1000)"
+                p.score = Double(i) * 0.5
+                i += 1
             }
             try context.save()
         }

@@ -108,13 +108,7 @@ struct JournalReplay {
     mutating func apply(_ record: JournalReadRecord, decoded: Result<ChangeSet, StoreError>?) -> ChangeSet? {
         switch record.entry.kind {
         case .schema:
-            schemaRecords += 1
-            do {
-                let decoded = try StoredSchema.decode(record.payload)
-                install(decoded)
-            } catch {
-                report(record, "schema record does not decode: \(error.message)")
-            }
+            applySchema(record.payload, record.entry)
             return nil
         case .transaction, .base:
             if record.entry.kind == .base { baseRecords += 1 } else { transactions += 1 }
@@ -137,6 +131,50 @@ struct JournalReplay {
         }
     }
 
+    /// Checks one record without building its values (`verify`): reports exactly what
+    /// ``apply(_:)`` would, from a validating skim of the payload
+    /// (``StoredSchema/validateTransaction(_:into:)``) instead of a decoded change set.
+    /// `outline` is scratch space, reused from record to record.
+    mutating func check(_ entry: JournalReport.Entry, payload: UnsafeRawBufferPointer, outline: inout TransactionOutline) {
+        precondition(!keepValues, "check(_:payload:outline:) tracks serials only")
+        switch entry.kind {
+        case .schema:
+            applySchema(Array(payload), entry)
+        case .transaction, .base:
+            if entry.kind == .base { baseRecords += 1 } else { transactions += 1 }
+            guard let schema else {
+                report(entry, "\(entry.kind.label) record precedes any schema record")
+                return
+            }
+            do { try schema.validateTransaction(payload, into: &outline) } catch {
+                report(entry, "\(entry.kind.label) does not decode against the schema in force: \(error.message)")
+                return
+            }
+            guard trackObjects else { return }
+            for block in outline.blocks {
+                let name = schema.entities[block.entity].name
+                guard let t = tableIndex[name] else {
+                    report(entry, "changes entity \(name), which the schema in force does not have")
+                    continue
+                }
+                trackSerials(t, name, entry, inserted: outline.serials[block.inserted], updated: outline.serials[block.updated],
+                             deleted: outline.serials[block.deleted])
+            }
+        case nil:
+            skippedRecords += 1
+        }
+    }
+
+    private mutating func applySchema(_ payload: [UInt8], _ entry: JournalReport.Entry) {
+        schemaRecords += 1
+        do {
+            let decoded = try StoredSchema.decode(payload)
+            install(decoded)
+        } catch {
+            report(entry, "schema record does not decode: \(error.message)")
+        }
+    }
+
     /// The tables of the entities of the schema in force, in schema order, then those of
     /// entities it dropped that still hold objects.
     var liveTables: [Table] {
@@ -144,8 +182,12 @@ struct JournalReplay {
     }
 
     private mutating func report(_ record: JournalReadRecord, _ message: String) {
+        report(record.entry, message)
+    }
+
+    private mutating func report(_ entry: JournalReport.Entry, _ message: String) {
         guard problems.count < problemLimit else { problemsNotShown += 1; return }
-        problems.append(Problem(file: record.entry.file, offset: record.entry.offset, sequence: record.entry.sequence, message: message))
+        problems.append(Problem(file: entry.file, offset: entry.offset, sequence: entry.sequence, message: message))
     }
 
     /// Makes `stored` the schema in force, carrying the live objects over by attribute name
@@ -183,6 +225,23 @@ struct JournalReplay {
         tableIndex = newIndex
     }
 
+    /// Applies one entity's changes to its live-serial bitmap (serials below 2^32; larger ones
+    /// are implausible), when the replay keeps no values.
+    private mutating func trackSerials(
+        _ t: Int, _ name: String, _ entry: JournalReport.Entry,
+        inserted: some Sequence<UInt64>, updated: some Sequence<UInt64>, deleted: some Sequence<UInt64>
+    ) {
+        for serial in inserted where serial >= 1 << 32 || !tables[t].insertBit(serial) {
+            report(entry, "inserts \(name)/\(serial), which already exists")
+        }
+        for serial in updated where !tables[t].containsBit(serial) {
+            report(entry, "updates \(name)/\(serial), which does not exist")
+        }
+        for serial in deleted where !tables[t].removeBit(serial) {
+            report(entry, "deletes \(name)/\(serial), which does not exist")
+        }
+    }
+
     private mutating func apply(_ changes: EntityChanges, _ record: JournalReadRecord) {
         guard let t = tableIndex[changes.entityName] else {
             report(record, "changes entity \(changes.entityName), which the schema in force does not have")
@@ -190,16 +249,8 @@ struct JournalReplay {
         }
         let name = changes.entityName
         guard keepValues else {
-            // Serials only, in a bitmap (serials below 2^32; larger ones are implausible).
-            for serial in changes.insertedSerials where serial >= 1 << 32 || !tables[t].insertBit(serial) {
-                report(record, "inserts \(name)/\(serial), which already exists")
-            }
-            for update in changes.updates where !tables[t].containsBit(update.serial) {
-                report(record, "updates \(name)/\(update.serial), which does not exist")
-            }
-            for serial in changes.deletedSerials where !tables[t].removeBit(serial) {
-                report(record, "deletes \(name)/\(serial), which does not exist")
-            }
+            trackSerials(t, name, record.entry, inserted: changes.insertedSerials, updated: changes.updates.lazy.map(\.serial),
+                         deleted: changes.deletedSerials)
             return
         }
         let width = changes.attributeNames.count

@@ -23,10 +23,13 @@ struct Verify: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            var pipeline = ParallelReplay(JournalReplay(keepValues: false), emitsValues: false)
-            let report = try Journal.readRecords(directory: store.path) { try pipeline.feed($0) { _, _, _ in } }
-            try pipeline.finish { _, _, _ in }
-            let result = VerifyResult(directory: store.path, report: report, replay: pipeline.replay)
+            // A validating skim of each payload, not a decode into values (issue 6).
+            var replay = JournalReplay(keepValues: false)
+            var outline = TransactionOutline()
+            let report = try Journal.readPayloads(directory: store.path) { entry, payload in
+                replay.check(entry, payload: payload, outline: &outline)
+            }
+            let result = VerifyResult(directory: store.path, report: report, replay: replay)
             var out = StandardOutput()
             if json { result.writeJSON(to: &out.json) } else { result.writeText(to: &out) }
             try out.flush()

@@ -137,4 +137,15 @@ struct ByteReader {
         defer { offset += n }
         return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n])
     }
+
+    /// Skips `count` fixed-width values of `width` (4 or 8) bytes, failing like that many
+    /// ``fixed32()`` or ``fixed64()`` reads: at the first value that does not fit.
+    @inline(__always)
+    mutating func skipFixed(count: Int, width: Int) throws(Malformed) {
+        let available = buffer.count - offset
+        guard available / width >= count else {
+            throw Malformed(offset: offset + available / width * width, reason: "truncated \(width * 8)-bit value")
+        }
+        offset += count * width
+    }
 }

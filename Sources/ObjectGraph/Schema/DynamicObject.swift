@@ -43,4 +43,26 @@ extension StoredSchema {
         }
         return try result.get()
     }
+
+    /// Checks a transaction or base record's payload written with this schema without
+    /// building its values, and lists the serials it inserts, updates and deletes in
+    /// `outline`: what `graph-journal verify` needs, several times faster than
+    /// ``decodeTransaction(_:)``.
+    ///
+    /// It throws exactly when ``decodeTransaction(_:)`` would, with the same message: every
+    /// entity and attribute index must exist in this schema, every value must be well-formed
+    /// for its attribute's type, and every length must stay inside the payload.
+    ///
+    /// ```swift
+    /// var outline = TransactionOutline()
+    /// try schema.validateTransaction(payload, into: &outline)
+    /// let inserted = outline.blocks.reduce(0) { $0 + $1.inserted.count }
+    /// ```
+    ///
+    /// - Parameter payload: the decompressed payload.
+    /// - Parameter outline: emptied (its storage kept), then filled with the payload's serials.
+    /// - Throws: ``StoreError`` with code `corruptPayload`, naming the byte offset.
+    public func validateTransaction(_ payload: UnsafeRawBufferPointer, into outline: inout TransactionOutline) throws(StoreError) {
+        try TransactionCodec.validate(payload, stored: self, into: &outline)
+    }
 }

@@ -1,0 +1,57 @@
+internal import Glibc
+
+/// A large byte buffer reused across reads: a whole segment file, or a decompressed payload.
+///
+/// The memory is an anonymous mapping that the kernel is asked (`MADV_HUGEPAGE`) to back with
+/// 2 MiB transparent huge pages, so first touching 50 MB costs a few dozen page faults instead
+/// of twelve thousand. Without huge pages it behaves as ordinary memory.
+///
+/// Not `Sendable`: one reader owns it. The memory it lends is valid until the next
+/// ``reserve(_:)`` or the buffer's end.
+final class ReadBuffer {
+    private static let hugePage = 2 << 20
+
+    /// The mapping (nil before the first reserve, or when it fell back to `allocate`).
+    private var mapping: (base: UnsafeMutableRawPointer, length: Int)?
+    private var start: UnsafeMutableRawPointer?
+    /// The usable bytes at `start`.
+    private(set) var capacity = 0
+
+    init() {}
+
+    deinit { release() }
+
+    /// The buffer, at least `count` bytes long; grows (dropping the contents) when too small.
+    func reserve(_ count: Int) -> UnsafeMutableRawBufferPointer {
+        if count > capacity { grow(to: max(count, 2 * capacity)) }
+        return UnsafeMutableRawBufferPointer(start: start, count: capacity)
+    }
+
+    private func grow(to count: Int) {
+        release()
+        let hugePage = Self.hugePage
+        // One huge page more than needed, so the buffer can start at a 2 MiB boundary.
+        let length = (count + hugePage - 1) / hugePage * hugePage + hugePage
+        guard let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), base != MAP_FAILED else {
+            start = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
+            capacity = count
+            return
+        }
+        let skip = Int((UInt(hugePage) - UInt(bitPattern: base) % UInt(hugePage)) % UInt(hugePage))
+        _ = madvise(base + skip, length - skip, MADV_HUGEPAGE)  // advice only: failure is harmless
+        mapping = (base, length)
+        start = base + skip
+        capacity = length - skip
+    }
+
+    private func release() {
+        if let mapping {
+            munmap(mapping.base, mapping.length)
+        } else {
+            start?.deallocate()
+        }
+        mapping = nil
+        start = nil
+        capacity = 0
+    }
+}

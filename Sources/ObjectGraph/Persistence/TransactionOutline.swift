@@ -1,0 +1,42 @@
+/// Which object serials a transaction or base payload inserts, updates and deletes, entity by
+/// entity: what ``StoredSchema/validateTransaction(_:into:)`` keeps of a payload it checks
+/// without building its values.
+///
+/// One outline can be reused for payload after payload: validating clears it but keeps its
+/// storage, so a long journal is checked without an allocation per record.
+///
+/// ```swift
+/// var outline = TransactionOutline()
+/// try schema.validateTransaction(payload, into: &outline)
+/// for block in outline.blocks {
+///     print(schema.entities[block.entity].name, outline.serials[block.inserted].count, "inserted")
+/// }
+/// ```
+public struct TransactionOutline: Sendable {
+    /// The changes of one entity: ranges of ``TransactionOutline/serials``.
+    public struct Block: Sendable, Hashable {
+        /// The entity's index in the schema the payload was validated against.
+        public var entity: Int
+        /// The serials of the inserted objects.
+        public var inserted: Range<Int>
+        /// The serial of each updated field, in payload order: an object whose update changes
+        /// three attributes appears three times (as it has three ``EntityChanges/updates``).
+        public var updated: Range<Int>
+        /// The serials of the deleted objects.
+        public var deleted: Range<Int>
+    }
+
+    /// One block per entity the payload changes, in payload order.
+    public internal(set) var blocks: [Block] = []
+    /// The serials the blocks' ranges refer to.
+    public internal(set) var serials: [UInt64] = []
+
+    /// Creates an empty outline.
+    public init() {}
+
+    /// Empties the outline, keeping its storage.
+    mutating func removeAll() {
+        blocks.removeAll(keepingCapacity: true)
+        serials.removeAll(keepingCapacity: true)
+    }
+}
