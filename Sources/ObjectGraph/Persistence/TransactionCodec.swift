@@ -18,15 +18,14 @@ enum TransactionCodec {
 
     // MARK: Encoding
 
-    /// Encodes the context's pending changes (what `save()` persists).
-    static func encodePending(_ context: ModelContext) -> [UInt8] {
+    /// Encodes the context's pending changes (what `save()` persists); `pending` lists each
+    /// table's pending rows.
+    static func encodePending(_ context: ModelContext, _ pending: [PendingRows]) -> [UInt8] {
         var w = ByteWriter(capacity: 1024)
         w.byte(version)
         var blocks: [(EntityTable, [Int], [Int], [Int])] = []
-        for t in context.tables {
-            let inserted = t.pendingInserts, updated = t.pendingUpdates, deleted = t.pendingDeletes
-            if inserted.isEmpty && updated.isEmpty && deleted.isEmpty { continue }
-            blocks.append((t, inserted, updated, deleted))
+        for (t, p) in zip(context.tables, pending) where !p.isEmpty {
+            blocks.append((t, p.inserts, p.updates, p.deletes))
         }
         w.varint(blocks.count)
         for (t, inserted, updated, deleted) in blocks {
