@@ -27,6 +27,54 @@ import Testing
     }
 }
 
+/// Implements `didSave` only: saves skip its objects in the `willSave` and `validateFor…`
+/// loops. Its `validateForInsert`, in an extension, is not seen by `@Entity`, so not called.
+@Entity final class SaveCounter {
+    var value: Int = 0
+    @Transient var log: [String] = []
+
+    func didSave() { log.append(isDeleted ? "didSave(deleted)" : "didSave") }
+}
+
+extension SaveCounter {
+    func validateForInsert() throws { throw ObjectValidationError(reason: "not listed in implementedHooks") }
+}
+
+/// Implements its hook in an extension, so it lists its hooks itself.
+@Entity final class ExtensionHooked {
+    var value: Int = 0
+    static var implementedHooks: EntityHooks { [.validateForInsert] }
+}
+
+extension ExtensionHooked {
+    func validateForInsert() throws {
+        if value < 0 { throw ObjectValidationError(key: "value", reason: "must not be negative") }
+    }
+}
+
+/// Written without the macro and without `implementedHooks`: gets every hook, as before.
+final class HandHooked: Entity {
+    var _backing = ObjectBacking(entity: HandHooked.entityDescription)
+    static let entityDescription = EntityDescription(
+        name: "HandHooked", type: HandHooked.self, attributes: [.attribute("value", Int.self, default: 0)])
+    init(_backing: ObjectBacking) { self._backing = _backing }
+
+    var value: Int {
+        get { _backing.get(0, as: Int.self) }
+        set { _backing.set(0, newValue) }
+    }
+    var log: [String] = []
+
+    func awakeFromInsert() { log.append("awakeFromInsert") }
+    func awakeFromFetch() { log.append("awakeFromFetch") }
+    func willSave() { log.append("willSave") }
+    func didSave() { log.append("didSave") }
+    func prepareForDeletion() { log.append("prepareForDeletion") }
+    func validateForInsert() throws { log.append("validateForInsert") }
+    func validateForUpdate() throws { log.append("validateForUpdate") }
+    func validateForDelete() throws { log.append("validateForDelete") }
+}
+
 @Suite("Lifecycle hooks and validation (DESIGN rules 4, 5, 6, 12)")
 struct LifecycleTests {
     func context(_ backend: RecordingBackend? = nil) throws -> ModelContext {
@@ -109,6 +157,65 @@ struct LifecycleTests {
         try c.save()
         #expect(d.log.last == "didSave")
         #expect(!c.hasChanges)
+    }
+
+    @Test func implementedHooksListsTheHooksTheClassDeclares() {
+        #expect(Document.implementedHooks == [.willSave, .didSave, .prepareForDeletion, .validateForInsert, .validateForDelete])
+        #expect(SaveCounter.implementedHooks == [.didSave])
+        #expect(Person.implementedHooks == [])
+        #expect(HandHooked.implementedHooks == .all)  // the protocol's default
+    }
+
+    @Test func anEntityImplementingOnlyDidSaveGetsDidSaveAndNothingElse() throws {
+        let c = ModelContext(schema: try Schema(SaveCounter.self, HandHooked.self))
+        c.willSavePassLimit = 0  // any willSave pass would exceed it: only entities implementing willSave get one
+        let a = try c.insert(SaveCounter.self)  // its validateForInsert would refuse the save, were it called
+        try c.save()
+        #expect(a.log == ["didSave"])
+        a.value = 1
+        try c.save()
+        #expect(a.log == ["didSave", "didSave"])
+        c.delete(a)
+        try c.save()
+        #expect(a.log == ["didSave", "didSave", "didSave(deleted)"])
+        // The same save with an object whose entity implements willSave does run the passes.
+        let h = try c.insert(HandHooked.self)
+        let error = try #require(throws: ObjectGraphError.self) { try c.save() }
+        #expect(error.code == .willSaveDidNotSettle)
+        #expect(error.message.contains("HandHooked/1") && !error.message.contains("SaveCounter"))
+        #expect(h.isInserted)
+    }
+
+    @Test func aHookOutsideTheClassBodyRunsWhenTheClassListsIt() throws {
+        let c = ModelContext(schema: try Schema(ExtensionHooked.self))
+        let e = try c.insert(ExtensionHooked.self)
+        e.value = -1
+        let error = try #require(throws: ValidationError.self) { try c.save() }
+        #expect(error.failures.map(\.reason) == ["must not be negative"])
+        e.value = 1
+        try c.save()
+    }
+
+    @Test func handWrittenEntitiesWithoutImplementedHooksGetEveryHook() throws {
+        let c = ModelContext(schema: try Schema(HandHooked.self))
+        let h = try c.insert(HandHooked.self)
+        let kept = try c.insert(HandHooked.self)
+        #expect(h.log == ["awakeFromInsert"])
+        try c.save()
+        #expect(h.log == ["awakeFromInsert", "willSave", "validateForInsert", "didSave"])
+        h.log = []
+        h.value = 2
+        try c.save()
+        #expect(h.log == ["willSave", "validateForUpdate", "didSave"])
+        h.log = []
+        c.delete(h)
+        #expect(h.log == ["prepareForDeletion"])
+        try c.save()
+        #expect(h.log == ["prepareForDeletion", "willSave", "validateForDelete", "didSave"])
+        let id = try #require(kept.objectID)
+        c.reset()
+        let fetched = try #require(c.object(with: id, as: HandHooked.self))
+        #expect(fetched !== kept && fetched.log == ["awakeFromFetch"])
     }
 }
 

@@ -91,7 +91,7 @@ extension ModelContext {
         var work: [(EntityTable, Int)] = [(table, row)]
         while let (t, r) = work.popLast() {
             guard t.isVisible(row: r) else { continue }
-            t.instance(row: r).prepareForDeletion()
+            if t.hooks.contains(.prepareForDeletion) { t.instance(row: r).prepareForDeletion() }
             guard t.isVisible(row: r) else { continue }  // the hook may have deleted it itself
             for rel in t.relationships {
                 let d = t.destinationTable(rel)

@@ -93,7 +93,7 @@ public final class ModelContext {
         let row = table.insertRow()
         let object = T(_backing: ObjectBacking(table: table, row: Int32(row)))
         table.instances[row] = object
-        object.awakeFromInsert()
+        if table.hooks.contains(.awakeFromInsert) { object.awakeFromInsert() }
         return object
     }
 
@@ -137,7 +137,7 @@ public final class ModelContext {
             }
             object._backing = ObjectBacking(table: table, row: Int32(row))
             table.instances[row] = object
-            object.awakeFromInsert()
+            if table.hooks.contains(.awakeFromInsert) { object.awakeFromInsert() }
         }
     }
 
@@ -256,22 +256,29 @@ public final class ModelContext {
     public func save() throws {
         // Everything save itself changes (merged collisions) is undone if the save fails.
         beginSavepoint()
+        // The pending rows, listed once when willSave settled and collisions merged; listed
+        // again only if validation ran code that could change them (validateFor… hooks).
+        var pending: [PendingRows]
         do {
             try runWillSave()
             mergeUniqueCollisions()
-            try validate()
+            pending = tables.map(\.pendingRows)
+            try validate(pending)
+            if tables.contains(where: { !$0.hooks.isDisjoint(with: EntityHooks.validation) }) {
+                pending = tables.map(\.pendingRows)
+            }
             if let store {
-                try store.persistPending()
+                try store.persistPending(pending)
             } else if let backend {
-                let changes = makeChangeSet()
+                let changes = makeChangeSet(pending)
                 if !changes.isEmpty { try backend.persist(changes) }
             }
         } catch {
             rollbackToSavepoint()
             throw error
         }
-        let observed = changesForObservers()
-        let saved = changedObjects()
+        let observed = changesForObservers(pending)
+        let saved = changedObjects(pending)
         for t in tables { t.commit(deferringDeleted: true) }
         savepointDepth = 0
         for object in saved { object.didSave() }
@@ -283,11 +290,15 @@ public final class ModelContext {
     /// How many `willSave` passes a save runs before giving up (DESIGN rule 4). Default 100.
     public var willSavePassLimit = 100
 
-    /// The inserted, updated and deleted objects of the pending transaction, materialized.
-    func changedObjects() -> [any Entity] {
+    /// The inserted, updated and deleted objects of the pending transaction whose entity
+    /// implements `didSave`, materialized. `pending` lists each table's pending rows.
+    func changedObjects(_ pending: [PendingRows]) -> [any Entity] {
         var result: [any Entity] = []
-        for t in tables {
-            for row in t.pendingInserts + t.pendingUpdates + t.pendingDeletes { result.append(t.instance(row: row)) }
+        for (t, p) in zip(tables, pending) where t.hooks.contains(.didSave) {
+            result.reserveCapacity(result.count + p.inserts.count + p.updates.count + p.deletes.count)
+            for row in p.inserts { result.append(t.instance(row: row)) }
+            for row in p.updates { result.append(t.instance(row: row)) }
+            for row in p.deletes { result.append(t.instance(row: row)) }
         }
         return result
     }
@@ -295,11 +306,18 @@ public final class ModelContext {
     /// Runs `willSave` on every changed object, then again on the objects the previous pass
     /// changed with normal sets, until a pass changes nothing.
     ///
+    /// Only entities that implement `willSave` take part: for the others the hook is empty, so
+    /// calling it on their objects (or tracking what changes them) changes nothing.
+    ///
     /// - Throws: ``ObjectGraphError`` with code `willSaveDidNotSettle`, naming the objects still
     ///   changing, when ``willSavePassLimit`` passes do not reach that point.
     func runWillSave() throws(ObjectGraphError) {
+        guard tables.contains(where: { $0.hooks.contains(.willSave) }) else { return }
         // Per table, the rows whose objects get willSave in the next pass.
-        var pending: [[Int32]] = tables.map { t in (t.pendingInserts + t.pendingUpdates + t.pendingDeletes).map(Int32.init) }
+        var pending: [[Int32]] = tables.map { t in
+            guard t.hooks.contains(.willSave) else { return [] }
+            return (t.pendingInserts + t.pendingUpdates + t.pendingDeletes).map(Int32.init)
+        }
         var pass = 0
         while pending.contains(where: { !$0.isEmpty }) {
             guard pass < willSavePassLimit else {
@@ -311,7 +329,7 @@ public final class ModelContext {
                         + ids.prefix(10).joined(separator: ", ") + (ids.count > 10 ? ", …" : ""))
             }
             pass += 1
-            for t in tables { t.willSaveTouched = [] }
+            for t in tables where t.hooks.contains(.willSave) { t.willSaveTouched = [] }
             for (t, rows) in zip(tables, pending) {
                 for r in rows where t.flags[Int(r)] & (EntityTable.Flags.live | EntityTable.Flags.vanished) == EntityTable.Flags.live {
                     t.instance(row: Int(r)).willSave()
@@ -347,10 +365,12 @@ public final class ModelContext {
         savepointDepth -= 1
     }
 
-    func validate() throws(ValidationError) {
+    /// Checks the pending changes (`pending` lists each table's pending rows): required values,
+    /// declared validators, unique constraints, deny rules, then the `validateFor…` hooks.
+    func validate(_ pending: [PendingRows]) throws(ValidationError) {
         var failures: [ValidationError.Failure] = []
-        for t in tables {
-            for row in t.pendingInserts + t.pendingUpdates {
+        for (t, p) in zip(tables, pending) {
+            func check(_ row: Int) {
                 for w in 0..<t.maskWords where t.nulls[row * t.maskWords + w] & t.requiredMask[w] != 0 {
                     let missing = t.nulls[row * t.maskWords + w] & t.requiredMask[w]
                     for bit in 0..<64 where missing & (1 << UInt64(bit)) != 0 {
@@ -361,21 +381,23 @@ public final class ModelContext {
                     }
                 }
             }
+            for row in p.inserts { check(row) }
+            for row in p.updates { check(row) }
         }
-        failures += validatorFailures()
+        failures += validatorFailures(pending)
         failures += uniqueFailures()
         failures += denyFailures()
-        failures += hookFailures()
+        failures += hookFailures(pending)
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
     }
 
     /// Runs the attributes' declared validators on every inserted and updated object.
-    func validatorFailures() -> [ValidationError.Failure] {
+    func validatorFailures(_ pending: [PendingRows]) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
-        for t in tables {
+        for (t, p) in zip(tables, pending) {
             let slots = t.entity.attributes.indices.filter { !t.entity.attributes[$0].validators.isEmpty }
             guard !slots.isEmpty else { continue }
-            for row in t.pendingInserts + t.pendingUpdates {
+            for row in p.inserts + p.updates {
                 for slot in slots {
                     guard let value = t.value(row: row, slot: slot) else { continue }
                     for validator in t.entity.attributes[slot].validators {
@@ -390,8 +412,9 @@ public final class ModelContext {
         return failures
     }
 
-    /// Runs `validateForInsert/Update/Delete` on every changed object, collecting every failure.
-    func hookFailures() -> [ValidationError.Failure] {
+    /// Runs `validateForInsert/Update/Delete` on every changed object whose entity implements
+    /// the hook, collecting every failure.
+    func hookFailures(_ pending: [PendingRows]) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         func check(_ t: EntityTable, _ row: Int, _ hook: (any Entity) throws -> Void) {
             let object = t.instance(row: row)
@@ -404,29 +427,34 @@ public final class ModelContext {
                 failures.append(.init(entity: t.entity.name, objectID: id, key: key, reason: reason))
             }
         }
-        for t in tables {
-            for row in t.pendingInserts { check(t, row) { try $0.validateForInsert() } }
-            for row in t.pendingUpdates { check(t, row) { try $0.validateForUpdate() } }
-            for row in t.pendingDeletes { check(t, row) { try $0.validateForDelete() } }
+        for (t, p) in zip(tables, pending) {
+            if t.hooks.contains(.validateForInsert) { for row in p.inserts { check(t, row) { try $0.validateForInsert() } } }
+            if t.hooks.contains(.validateForUpdate) { for row in p.updates { check(t, row) { try $0.validateForUpdate() } } }
+            if t.hooks.contains(.validateForDelete) { for row in p.deletes { check(t, row) { try $0.validateForDelete() } } }
         }
         return failures
     }
 
     /// The pending changes as a change set (what the next save would persist).
     public func makeChangeSet() -> ChangeSet {
+        makeChangeSet(tables.map(\.pendingRows))
+    }
+
+    /// The change set of the pending rows `pending` lists per table.
+    func makeChangeSet(_ pending: [PendingRows]) -> ChangeSet {
         var result = ChangeSet()
-        for t in tables {
+        for (t, p) in zip(tables, pending) {
             var c = EntityChanges(entityName: t.entity.name, attributeNames: t.entity.attributes.map(\.name))
-            for row in t.pendingInserts {
+            for row in p.inserts {
                 c.insertedSerials.append(t.serial(ofRow: row))
                 for slot in 0..<t.stride { c.insertedValues.append(t.value(row: row, slot: slot)) }
             }
-            for row in t.pendingUpdates {
+            for row in p.updates {
                 for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
                     c.updates.append(.init(serial: t.serial(ofRow: row), attribute: slot, value: t.value(row: row, slot: slot)))
                 }
             }
-            c.deletedSerials = t.pendingDeletes.map { t.serial(ofRow: $0) }
+            c.deletedSerials = p.deletes.map { t.serial(ofRow: $0) }
             if !c.isEmpty { result.entities.append(c) }
         }
         return result

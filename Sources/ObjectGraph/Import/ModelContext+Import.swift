@@ -291,7 +291,7 @@ final class _UniqueImporter {
         table.indexAll(row: row)
         let object = T(_backing: ObjectBacking(table: table, row: Int32(row)))
         table.instances[row] = object
-        object.awakeFromInsert()
+        if table.hooks.contains(.awakeFromInsert) { object.awakeFromInsert() }
         return object
     }
 }

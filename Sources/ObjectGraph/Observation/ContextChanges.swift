@@ -59,15 +59,16 @@ public struct ContextChanges: Sendable, Hashable {
 }
 
 extension ContextChanges {
-    /// The pending changes of `tables`, captured before they commit.
-    init(pendingChangesOf tables: [EntityTable]) {
+    /// The pending changes of `tables`, captured before they commit; `pending` lists each
+    /// table's pending rows.
+    init(pendingChangesOf tables: [EntityTable], _ pending: [PendingRows]) {
         var inserted: [ObjectID] = []
         var updated: [Update] = []
         var deleted: [ObjectID] = []
-        for t in tables {
+        for (t, p) in zip(tables, pending) {
             let name = t.entity.name
-            inserted += t.pendingInserts.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
-            for row in t.pendingUpdates {
+            inserted += p.inserts.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
+            for row in p.updates {
                 var keys: Set<String> = []
                 let primitiveOnly = t.primitiveOnly[Int32(row)] ?? 0  // DESIGN rule 3: saved, not reported
                 for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
@@ -76,12 +77,12 @@ extension ContextChanges {
                 }
                 if !keys.isEmpty { updated.append(Update(objectID: ObjectID(entityName: name, serial: t.serial(ofRow: row)), changedKeys: keys)) }
             }
-            deleted += t.pendingDeletes.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
+            deleted += p.deletes.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
         }
         // A to-many is derived from its inverse to-one: report the saved objects whose to-many
         // gained or lost members as updated with the to-many's key, as Core Data does.
         var extra: [ObjectID: Set<String>] = [:]
-        for t in tables {
+        for (t, p) in zip(tables, pending) {
             for r in t.relationships where r.slot >= 0 && r.inverseIsToMany {
                 let d = t.destinationTable(r)
                 let key = d.relationships[r.inverse].name
@@ -91,9 +92,9 @@ extension ContextChanges {
                     else { return }
                     extra[ObjectID(entityName: d.entity.name, serial: serial), default: []].insert(key)
                 }
-                for row in t.pendingInserts { touch(t.value(row: row, slot: r.slot)) }
-                for row in t.pendingDeletes { touch(t.committedValue(row: row, slot: r.slot)) }
-                for row in t.pendingUpdates where t.slotDiffers(row: row, slot: r.slot) {
+                for row in p.inserts { touch(t.value(row: row, slot: r.slot)) }
+                for row in p.deletes { touch(t.committedValue(row: row, slot: r.slot)) }
+                for row in p.updates where t.slotDiffers(row: row, slot: r.slot) {
                     if r.slot < 64, (t.primitiveOnly[Int32(row)] ?? 0) & (1 << UInt64(r.slot)) != 0 { continue }
                     touch(t.committedValue(row: row, slot: r.slot))
                     touch(t.value(row: row, slot: r.slot))

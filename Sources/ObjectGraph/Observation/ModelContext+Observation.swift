@@ -87,9 +87,9 @@ extension ModelContext {
 
     /// What observers will receive for the pending changes, or `nil` when nobody observes.
     /// Called by `save()` once the save can no longer fail, before the tables commit.
-    func changesForObservers() -> ContextChanges? {
+    func changesForObservers(_ pending: [PendingRows]) -> ContextChanges? {
         guard let observers, observers.isObserved else { return nil }
-        return ContextChanges(pendingChangesOf: tables)
+        return ContextChanges(pendingChangesOf: tables, pending)
     }
 
     /// Delivers a committed save's changes. Called by `save()` after the commit.

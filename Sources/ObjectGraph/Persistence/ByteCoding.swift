@@ -42,6 +42,41 @@ struct ByteWriter {
         var copy = s
         copy.withUTF8 { blob(UnsafeRawBufferPointer($0)) }
     }
+
+    /// Lets `body` write up to `maxCount` bytes straight into the buffer, at the end; `body`
+    /// returns how many it wrote. For long runs of values: one capacity check for all of them
+    /// instead of one per appended byte.
+    @inline(__always)
+    mutating func append(upTo maxCount: Int, _ body: (UnsafeMutableRawPointer) -> Int) {
+        guard maxCount > 0 else { return }
+        bytes.append(addingCapacity: maxCount) { span in
+            span.withUnsafeMutableBufferPointer { destination, initialized in
+                initialized = body(UnsafeMutableRawPointer(destination.baseAddress!))
+            }
+        }
+    }
+
+    /// The most bytes a varint takes.
+    static let maxVarintCount = 10
+
+    /// Writes `value` as a varint at `p + offset`, advancing `offset`.
+    @inline(__always)
+    static func putVarint(_ value: UInt64, _ p: UnsafeMutableRawPointer, _ offset: inout Int) {
+        var v = value
+        while v >= 0x80 {
+            p.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, toByteOffset: offset, as: UInt8.self)
+            offset += 1
+            v >>= 7
+        }
+        p.storeBytes(of: UInt8(v), toByteOffset: offset, as: UInt8.self)
+        offset += 1
+    }
+
+    /// Writes `value` zig-zag encoded (``signed(_:)``) at `p + offset`, advancing `offset`.
+    @inline(__always)
+    static func putSigned(_ value: Int64, _ p: UnsafeMutableRawPointer, _ offset: inout Int) {
+        putVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), p, &offset)
+    }
 }
 
 /// Reads what ``ByteWriter`` wrote; every read is bounds-checked and throws on truncated or

@@ -193,9 +193,9 @@ public final class ObjectStore {
     // MARK: Saving
 
     /// Appends the context's pending changes as one record. Called by `context.save()`.
-    func persistPending() throws(StoreError) {
+    func persistPending(_ pending: [PendingRows]) throws(StoreError) {
         guard !isClosed else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
-        let payload = TransactionCodec.encodePending(context)
+        let payload = TransactionCodec.encodePending(context, pending)
         guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
         do {
             try journal.append(payload, schema: schemaBytes)

@@ -18,15 +18,14 @@ enum TransactionCodec {
 
     // MARK: Encoding
 
-    /// Encodes the context's pending changes (what `save()` persists).
-    static func encodePending(_ context: ModelContext) -> [UInt8] {
+    /// Encodes the context's pending changes (what `save()` persists); `pending` lists each
+    /// table's pending rows.
+    static func encodePending(_ context: ModelContext, _ pending: [PendingRows]) -> [UInt8] {
         var w = ByteWriter(capacity: 1024)
         w.byte(version)
         var blocks: [(EntityTable, [Int], [Int], [Int])] = []
-        for t in context.tables {
-            let inserted = t.pendingInserts, updated = t.pendingUpdates, deleted = t.pendingDeletes
-            if inserted.isEmpty && updated.isEmpty && deleted.isEmpty { continue }
-            blocks.append((t, inserted, updated, deleted))
+        for (t, p) in zip(context.tables, pending) where !p.isEmpty {
+            blocks.append((t, p.inserts, p.updates, p.deletes))
         }
         w.varint(blocks.count)
         for (t, inserted, updated, deleted) in blocks {
@@ -73,39 +72,129 @@ enum TransactionCodec {
 
     private static func writeSerials(_ serials: [UInt64], into w: inout ByteWriter) {
         w.varint(serials.count)
-        var previous: Int64 = 0
-        for s in serials {
-            w.signed(Int64(bitPattern: s) &- previous)
-            previous = Int64(bitPattern: s)
+        w.append(upTo: serials.count * ByteWriter.maxVarintCount) { p in
+            var o = 0
+            var previous: Int64 = 0
+            for s in serials {
+                ByteWriter.putSigned(Int64(bitPattern: s) &- previous, p, &o)
+                previous = Int64(bitPattern: s)
+            }
+            return o
         }
     }
 
     /// Writes rows column by column. With `committed`, a dirty row contributes its
     /// before-image (a snapshot written while changes are pending records the saved state).
+    ///
+    /// Each column is gathered first (its cells and null bitmap), then its values are written
+    /// straight into the writer's buffer in one go (``ByteWriter/append(upTo:_:)``), with the
+    /// switch on the attribute's type outside the loop: per-value appends were most of the
+    /// cost of a save of many inserted objects (issue 5).
     private static func writeInserts(_ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter) {
         writeSerials(rows.map { t.serialOfRow[$0] }, into: &w)
         guard !rows.isEmpty else { return }
-        let mw = t.maskWords
-        func cell(_ row: Int, _ slot: Int) -> (isNull: Bool, bits: UInt64) {
-            let b = committed ? Int(t.beforeIndex[row]) : -1
-            if b >= 0 {
-                return (t.beforeNulls[b * mw + slot / 64] & (1 << UInt64(slot % 64)) != 0, t.beforeValues[b * t.stride + slot])
+        let mw = t.maskWords, stride = t.stride
+        var cells = [UInt64](repeating: 0, count: rows.count)
+        var bitmap = [UInt8](repeating: 0, count: (rows.count + 7) / 8)
+        for slot in 0..<stride {
+            let word = slot / 64, bit = UInt64(1) << UInt64(slot % 64)
+            var nullCount = 0
+            cells.withUnsafeMutableBufferPointer { cells in
+                bitmap.withUnsafeMutableBufferPointer { bitmap in
+                    bitmap.update(repeating: 0)
+                    t.values.withUnsafeBufferPointer { values in
+                        t.nulls.withUnsafeBufferPointer { nulls in
+                            for (i, row) in rows.enumerated() {
+                                let b = committed ? Int(t.beforeIndex[row]) : -1
+                                let isNull: Bool
+                                if b >= 0 {
+                                    isNull = t.beforeNulls[b * mw + word] & bit != 0
+                                    cells[i] = t.beforeValues[b * stride + slot]
+                                } else {
+                                    isNull = nulls[row * mw + word] & bit != 0
+                                    cells[i] = values[row * stride + slot]
+                                }
+                                if isNull {
+                                    bitmap[i / 8] |= 1 << UInt8(i % 8)
+                                    nullCount += 1
+                                }
+                            }
+                        }
+                    }
+                }
             }
-            return (t.isNull(row: row, slot: slot), t.values[row * t.stride + slot])
+            w.byte(nullCount > 0 ? 1 : 0)
+            if nullCount > 0 { w.bytes.append(contentsOf: bitmap) }
+            writeColumn(cells, nulls: bitmap, count: rows.count - nullCount, type: t.types[slot], table: t, into: &w)
         }
-        for slot in 0..<t.stride {
-            let type = t.types[slot]
-            var bitmap = [UInt8](repeating: 0, count: (rows.count + 7) / 8)
-            var hasNulls = false
-            for (i, row) in rows.enumerated() where cell(row, slot).isNull {
-                bitmap[i / 8] |= 1 << UInt8(i % 8)
-                hasNulls = true
+    }
+
+    /// Writes the non-nil `cells` (those without their bit in the bitmap `nulls`; `count` of
+    /// them) as values of `type`, straight into the writer's buffer.
+    private static func writeColumn(
+        _ cells: [UInt64], nulls: [UInt8], count: Int, type: AttributeType, table t: EntityTable, into w: inout ByteWriter
+    ) {
+        guard count > 0 else { return }
+        let hasNulls = count < cells.count
+        @inline(__always) func isNull(_ i: Int) -> Bool { hasNulls && nulls[i / 8] & (1 << UInt8(i % 8)) != 0 }
+        switch type {
+        case .bool:
+            w.append(upTo: count) { p in
+                var o = 0
+                for i in cells.indices where !isNull(i) {
+                    p.storeBytes(of: cells[i] != 0 ? 1 : 0, toByteOffset: o, as: UInt8.self)
+                    o += 1
+                }
+                return o
             }
-            w.byte(hasNulls ? 1 : 0)
-            if hasNulls { w.bytes.append(contentsOf: bitmap) }
-            for row in rows {
-                let c = cell(row, slot)
-                if !c.isNull { writeCell(c.bits, type: type, table: t, into: &w) }
+        case .int8, .int16, .int32, .int64:
+            w.append(upTo: count * ByteWriter.maxVarintCount) { p in
+                var o = 0
+                for i in cells.indices where !isNull(i) { ByteWriter.putSigned(Int64(bitPattern: cells[i]), p, &o) }
+                return o
+            }
+        case .uint8, .uint16, .uint32, .uint64:
+            w.append(upTo: count * ByteWriter.maxVarintCount) { p in
+                var o = 0
+                for i in cells.indices where !isNull(i) { ByteWriter.putVarint(cells[i], p, &o) }
+                return o
+            }
+        case .double, .date:
+            w.append(upTo: count * 8) { p in
+                var o = 0
+                for i in cells.indices where !isNull(i) {
+                    p.storeBytes(of: cells[i].littleEndian, toByteOffset: o, as: UInt64.self)
+                    o += 8
+                }
+                return o
+            }
+        case .float:
+            w.append(upTo: count * 4) { p in
+                var o = 0
+                for i in cells.indices where !isNull(i) {
+                    p.storeBytes(of: UInt32(truncatingIfNeeded: cells[i]).littleEndian, toByteOffset: o, as: UInt32.self)
+                    o += 4
+                }
+                return o
+            }
+        case .string, .data, .uuid, .url:
+            t.arena.withAllBytes { all in
+                var total = 0
+                for i in cells.indices where !isNull(i) {
+                    total += ByteArena.bytes(ArenaRef(cells[i]), in: all).count + ByteWriter.maxVarintCount
+                }
+                w.append(upTo: total) { p in
+                    var o = 0
+                    for i in cells.indices where !isNull(i) {
+                        let value = ByteArena.bytes(ArenaRef(cells[i]), in: all)
+                        ByteWriter.putVarint(UInt64(value.count), p, &o)
+                        if let source = value.baseAddress, value.count > 0 {
+                            (p + o).copyMemory(from: source, byteCount: value.count)
+                            o += value.count
+                        }
+                    }
+                    return o
+                }
             }
         }
     }

@@ -61,15 +61,24 @@ struct ByteArena {
 
     /// Calls `body` with the bytes `ref` points to.
     func withBytes<R>(_ ref: ArenaRef, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try bytes.withUnsafeBytes { all in
-            var start = ref.offset
-            var length = ref.rawLength
-            if ref.isLong {
-                length = Int(UInt64(littleEndian: all.loadUnaligned(fromByteOffset: start, as: UInt64.self)))
-                start += 8
-            }
-            return try body(UnsafeRawBufferPointer(rebasing: all[start..<start + length]))
+        try bytes.withUnsafeBytes { all in try body(Self.bytes(ref, in: all)) }
+    }
+
+    /// Calls `body` with the whole buffer, for reading many values with ``bytes(_:in:)``.
+    func withAllBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes(body)
+    }
+
+    /// The bytes `ref` points to in `all`, the arena's whole buffer.
+    @inline(__always)
+    static func bytes(_ ref: ArenaRef, in all: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var start = ref.offset
+        var length = ref.rawLength
+        if ref.isLong {
+            length = Int(UInt64(littleEndian: all.loadUnaligned(fromByteOffset: start, as: UInt64.self)))
+            start += 8
         }
+        return UnsafeRawBufferPointer(rebasing: all[start..<start + length])
     }
 
     /// Whether the bytes at `ref` equal `other`.

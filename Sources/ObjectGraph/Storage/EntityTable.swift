@@ -34,6 +34,9 @@ final class EntityTable {
     let types: [AttributeType]
     /// Null bits of the attributes that must have a value.
     let requiredMask: [UInt64]
+    /// The lifecycle hooks the entity's class implements (`Entity.implementedHooks`): the
+    /// context calls no other hook, and creates no instance only to call one.
+    let hooks: EntityHooks
 
     @exclusivity(unchecked) var values: [UInt64] = []
     @exclusivity(unchecked) var nulls: [UInt64] = []
@@ -96,6 +99,7 @@ final class EntityTable {
         self.entityIndex = index
         self.context = context
         asEntity = Self.caster(entity.type)
+        hooks = entity.type.implementedHooks
         stride = entity.attributes.count
         maskWords = max(1, (stride + 63) / 64)
         types = entity.attributes.map(\.type)
@@ -281,7 +285,7 @@ final class EntityTable {
         if let object = instances[row] { return asEntity(object) }
         let object = entity.type.init(_backing: ObjectBacking(table: self, row: Int32(row)))
         instances[row] = object
-        if flags[row] & Flags.inserted == 0 { object.awakeFromFetch() }
+        if flags[row] & Flags.inserted == 0 && hooks.contains(.awakeFromFetch) { object.awakeFromFetch() }
         return object
     }
 
@@ -303,6 +307,10 @@ final class EntityTable {
     var pendingUpdates: [Int] { dirtyRows.lazy.map(Int.init).filter { self.isUpdated(row: $0) } }
     /// The committed rows deleted since the last save.
     var pendingDeletes: [Int] { deletedRows.lazy.map(Int.init).filter { self.isDeleted(row: $0) } }
+
+    /// The pending inserts, updates and deletes, listed once: a save lists them after
+    /// `willSave` settled and hands the lists to every later step.
+    var pendingRows: PendingRows { PendingRows(inserts: pendingInserts, updates: pendingUpdates, deletes: pendingDeletes) }
 
     /// Whether a row is an object that lookups see: live, not deleted, not vanished.
     func isVisible(row: Int) -> Bool {
@@ -627,4 +635,14 @@ final class EntityTable {
         arena = fresh
         defaultValues = dv
     }
+}
+
+/// One table's pending changes, listed once (``EntityTable/pendingRows``): the rows of
+/// `pendingInserts`, `pendingUpdates` and `pendingDeletes` at that moment.
+struct PendingRows {
+    var inserts: [Int]
+    var updates: [Int]
+    var deletes: [Int]
+
+    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
 }
