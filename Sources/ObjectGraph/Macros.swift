@@ -16,10 +16,6 @@
 /// The macro adds to the class:
 /// - `_backing`, the ``ObjectBacking`` that holds the attribute values;
 /// - `static let entityDescription`, the ``EntityDescription`` built from the attributes;
-/// - `static var implementedHooks`, the lifecycle hooks (``Entity/willSave()`` and the
-///   others) the class body declares, so that saves skip the hooks it does not implement. A
-///   hook implemented elsewhere (an extension, a protocol's default) is not seen: declare
-///   `static var implementedHooks` in the class body then, and the macro leaves it alone;
 /// - `required init(_backing:)`, which the object graph uses to materialize
 ///   stored objects;
 /// - conformance to ``Entity``.
@@ -46,7 +42,7 @@
 ///     }
 /// }
 /// ```
-@attached(member, names: named(_backing), named(entityDescription), named(implementedHooks), named(init(_backing:)), named(init()))
+@attached(member, names: named(_backing), named(entityDescription), named(init(_backing:)), named(init()))
 @attached(memberAttribute)
 @attached(extension, conformances: Entity)
 public macro Entity() = #externalMacro(module: "ObjectGraphMacros", type: "EntityMacro")

@@ -53,6 +53,12 @@ public struct ObjectBacking {
         }
     }
 
+    /// Called by the empty default of a lifecycle hook: the object's context stops calling that
+    /// hook on the entity's objects (``EntityHooks``).
+    func noteDefaultHook(_ hook: EntityHooks) {
+        if case .managed(let t) = storage { t.hooks.remove(hook) }
+    }
+
     // MARK: Dynamic access
 
     /// The value of `slot` as a dynamic value (`nil` when unset).

@@ -6,8 +6,7 @@ public import SwiftSyntaxMacros
 
 /// Implements `@Entity`.
 ///
-/// - member role: adds `_backing`, the static `entityDescription`, the static
-///   `implementedHooks` (the lifecycle hooks the class body declares) and
+/// - member role: adds `_backing`, the static `entityDescription` and
 ///   `init(_backing:)`, and reports the members that cannot be attributes;
 /// - member-attribute role: marks each persisted attribute with
 ///   `@_PersistedAttribute(slot: N)`, slots numbered in declaration order;
@@ -98,11 +97,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             body: Make.block(ExprSyntax(assignment))
         )
 
-        var result = [DeclSyntax(backing), DeclSyntax(description)]
-        if !members.declaresImplementedHooks {
-            result.append(DeclSyntax(implementedHooks(members.implementedHooks)))
-        }
-        result.append(DeclSyntax(initializer))
+        var result = [DeclSyntax(backing), DeclSyntax(description), DeclSyntax(initializer)]
         // A class that declares no initializer of its own would lose its implicit `init()` to
         // `init(_backing:)`; give it back, so `Tag()` keeps working as in plain Swift.
         let declaresInit = classDecl.memberBlock.members.contains { $0.decl.is(InitializerDeclSyntax.self) }
@@ -114,28 +109,6 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             )))
         }
         return result
-    }
-
-    /// `public static var implementedHooks: ObjectGraph.EntityHooks { [.willSave, .didSave] }`
-    static func implementedHooks(_ hooks: [String]) -> VariableDeclSyntax {
-        VariableDeclSyntax(
-            modifiers: [DeclModifierSyntax(name: .keyword(.public)), DeclModifierSyntax(name: .keyword(.static))],
-            bindingSpecifier: .keyword(.var),
-            bindings: [
-                PatternBindingSyntax(
-                    pattern: IdentifierPatternSyntax(identifier: .identifier("implementedHooks")),
-                    typeAnnotation: TypeAnnotationSyntax(
-                        type: MemberTypeSyntax(
-                            baseType: IdentifierTypeSyntax(name: .identifier("ObjectGraph")),
-                            name: .identifier("EntityHooks")
-                        )
-                    ),
-                    accessorBlock: AccessorBlockSyntax(
-                        accessors: .getter([CodeBlockItemSyntax(item: .expr(Make.inlineArray(hooks.map { Make.member(nil, $0) })))])
-                    )
-                )
-            ]
-        )
     }
 
     /// `.attribute("name", T.self, optional: true, default: expr, originalName: "old")`,

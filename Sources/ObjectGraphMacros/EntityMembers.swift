@@ -64,18 +64,6 @@ struct EntityMembers {
     /// `#Unique<T>([\.a, \.b], onCollision: …)` declarations: key names and the policy argument.
     var uniqueConstraints: [(keys: [String], onCollision: ExprSyntax?)] = []
 
-    /// The `Entity` lifecycle hooks the class body implements, in declaration order.
-    var hooks: [String] = []
-    /// Whether the class body declares `implementedHooks` itself (then the macro does not).
-    var declaresImplementedHooks = false
-
-    /// The `Entity` lifecycle hooks, in the order of `EntityHooks`; all take no argument and
-    /// return nothing, and the `validateFor…` ones may throw.
-    static let lifecycleHooks = [
-        "awakeFromInsert", "awakeFromFetch", "willSave", "didSave", "prepareForDeletion",
-        "validateForInsert", "validateForUpdate", "validateForDelete",
-    ]
-
     init(_ members: MemberBlockItemListSyntax) {
         for item in members {
             if let expansion = item.decl.as(MacroExpansionDeclSyntax.self), expansion.macroName.text == "Unique" {
@@ -112,15 +100,9 @@ struct EntityMembers {
                 if !isStatic, ["shouldInsert", "shouldUpdate", "uniqueID"].contains(name), labels == ["from", "in"] {
                     diagnostics.append(Diagnostic(node: function.name, message: EntityDiagnostic.instanceImportHook(name)))
                 }
-                if !isStatic, Self.isLifecycleHook(function), !hooks.contains(name) {
-                    hooks.append(name)
-                }
                 continue
             }
             guard let variable = item.decl.as(VariableDeclSyntax.self) else { continue }
-            if variable.bindings.contains(where: { $0.identifierName == "implementedHooks" }) {
-                declaresImplementedHooks = true
-            }
             switch Self.role(of: variable) {
             case .ignored:
                 break
@@ -132,29 +114,6 @@ struct EntityMembers {
                 diagnostics.append(contentsOf: found)
             }
         }
-    }
-
-    /// The lifecycle hooks the class body implements, in ``lifecycleHooks`` order.
-    var implementedHooks: [String] {
-        Self.lifecycleHooks.filter(hooks.contains)
-    }
-
-    /// Whether `function` implements an `Entity` lifecycle hook: one of ``lifecycleHooks`` with
-    /// no parameter, no generic parameter, not `async`, returning nothing, and throwing only
-    /// for a `validateFor…` hook (a non-throwing one still satisfies those).
-    static func isLifecycleHook(_ function: FunctionDeclSyntax) -> Bool {
-        let name = function.name.identifier?.name ?? function.name.text
-        guard lifecycleHooks.contains(name),
-              function.genericParameterClause == nil,
-              function.signature.parameterClause.parameters.isEmpty,
-              function.signature.effectSpecifiers?.asyncSpecifier == nil
-        else { return false }
-        if let returnType = function.signature.returnClause?.type.trimmedDescription,
-           !["Void", "()", "Swift.Void"].contains(returnType) {
-            return false
-        }
-        let throwsSomething = function.signature.effectSpecifiers?.throwsClause != nil
-        return !throwsSomething || name.hasPrefix("validateFor")
     }
 
     /// The slot of the persisted attribute called `name`, if there is one.

@@ -37,10 +37,9 @@ private func assertExpansion(
     )
 }
 
-/// The members `@Entity` adds to a class called `name` with the given attribute entries and
-/// lifecycle hooks (in `EntityHooks` order). A class that declares no initializer also gets
-/// `public init() {}` back.
-private func entityMembers(_ name: String, attributes: [String], hooks: [String] = [], declaresInit: Bool = false) -> String {
+/// The members `@Entity` adds to a class called `name` with the given attribute entries.
+/// A class that declares no initializer also gets `public init() {}` back.
+private func entityMembers(_ name: String, attributes: [String], declaresInit: Bool = false) -> String {
     let list = attributes.isEmpty
         ? "[]"
         : "[\n" + attributes.map { "            .attribute(\($0)),\n" }.joined() + "        ]"
@@ -61,10 +60,6 @@ private func entityMembers(_ name: String, attributes: [String], hooks: [String]
                 uniqueConstraints: []
             )
 
-
-        """ + implementedHooks(hooks, indent: "    ") + """
-
-
             public required init(_backing: ObjectGraph.ObjectBacking) {
                 self._backing = _backing
             }
@@ -74,15 +69,6 @@ private func entityMembers(_ name: String, attributes: [String], hooks: [String]
             public init() {
             }
         """)
-}
-
-/// The generated `implementedHooks` member listing `hooks`, each line prefixed with `indent`.
-private func implementedHooks(_ hooks: [String], indent: String) -> String {
-    """
-    \(indent)public static var implementedHooks: ObjectGraph.EntityHooks {
-    \(indent)    [\(hooks.map { "." + $0 }.joined(separator: ", "))]
-    \(indent)}
-    """
 }
 
 @Suite struct EntityMacroTests {
@@ -634,94 +620,6 @@ private func implementedHooks(_ hooks: [String], indent: String) -> String {
         )
     }
 
-    /// The hooks the class body declares, and only those, are listed in `EntityHooks` order:
-    /// a method that does not implement the protocol's hook (a parameter, `static`, `async`, a
-    /// result, `throws` on a hook that cannot throw) is not one.
-    @Test func declaredLifecycleHooksAreListedInImplementedHooks() {
-        assertExpansion(
-            """
-            @Entity final class Memo {
-                var text: String
-                func validateForDelete() throws {}
-                func didSave() {}
-                func willSave() -> Void {}
-                func willSave(_ pass: Int) {}
-                func validateForInsert() {}
-                static func awakeFromInsert() {}
-                func awakeFromFetch() async {}
-                func prepareForDeletion() -> Bool { true }
-                func validateForUpdate<T>() throws {}
-                func didSave() throws {}
-            }
-            """,
-            expandedSource: """
-                final class Memo {
-                    var text: String {
-                        get {
-                            _backing.get(0, as: String.self)
-                        }
-                        set {
-                            _backing.set(0, newValue)
-                        }
-                    }
-                    func validateForDelete() throws {}
-                    func didSave() {}
-                    func willSave() -> Void {}
-                    func willSave(_ pass: Int) {}
-                    func validateForInsert() {}
-                    static func awakeFromInsert() {}
-                    func awakeFromFetch() async {}
-                    func prepareForDeletion() -> Bool { true }
-                    func validateForUpdate<T>() throws {}
-                    func didSave() throws {}
-                \(entityMembers("Memo", attributes: [#""text", String.self"#], hooks: ["willSave", "didSave", "validateForInsert", "validateForDelete"]))
-                }
-
-                extension Memo: ObjectGraph.Entity {
-                }
-                """
-        )
-    }
-
-    /// A class that says itself which hooks it implements (say, one implemented in an
-    /// extension) keeps its own `implementedHooks`.
-    @Test func declaredImplementedHooksAreKept() {
-        assertExpansion(
-            """
-            @Entity final class Memo {
-                static var implementedHooks: EntityHooks { .all }
-                func willSave() {}
-            }
-            """,
-            expandedSource: """
-                final class Memo {
-                    static var implementedHooks: EntityHooks { .all }
-                    func willSave() {}
-
-                    public var _backing = ObjectGraph.ObjectBacking(entity: Memo.entityDescription)
-
-                    public static let entityDescription = ObjectGraph.EntityDescription(
-                        name: "Memo",
-                        type: Memo.self,
-                        attributes: [],
-                        keyPaths: [],
-                        uniqueConstraints: []
-                    )
-
-                    public required init(_backing: ObjectGraph.ObjectBacking) {
-                        self._backing = _backing
-                    }
-
-                    public init() {
-                    }
-                }
-
-                extension Memo: ObjectGraph.Entity {
-                }
-                """
-        )
-    }
-
     @Test func missingTypeAnnotationIsRejected() {
         assertExpansion(
             """
@@ -828,8 +726,6 @@ private func implementedHooks(_ hooks: [String], indent: String) -> String {
                         uniqueConstraints: []
                     )
 
-                \(implementedHooks([], indent: "    "))
-
                     public required init(_backing: ObjectGraph.ObjectBacking) {
                         self._backing = _backing
                     }
@@ -902,8 +798,6 @@ private func implementedHooks(_ hooks: [String], indent: String) -> String {
                         ]
                     )
 
-                \(implementedHooks([], indent: "    "))
-
                     public required init(_backing: ObjectGraph.ObjectBacking) {
                         self._backing = _backing
                     }
@@ -940,8 +834,6 @@ private func implementedHooks(_ hooks: [String], indent: String) -> String {
                         keyPaths: [],
                         uniqueConstraints: []
                     )
-
-                \(implementedHooks([], indent: "    "))
 
                     public required init(_backing: ObjectGraph.ObjectBacking) {
                         self._backing = _backing

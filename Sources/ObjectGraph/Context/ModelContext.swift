@@ -278,10 +278,15 @@ public final class ModelContext {
             throw error
         }
         let observed = changesForObservers(pending)
-        let saved = changedObjects(pending)
+        let saved = changedRows(pending)
         for t in tables { t.commit(deferringDeleted: true) }
         savepointDepth = 0
-        for object in saved { object.didSave() }
+        for (t, rows) in saved {
+            for row in rows {
+                guard t.hooks.contains(.didSave) else { break }  // learned: the class has none
+                t.instance(row: row).didSave()
+            }
+        }
         for t in tables { t.releaseDeleted() }
         store?.didCommit()
         deliverToObservers(observed)
@@ -290,17 +295,12 @@ public final class ModelContext {
     /// How many `willSave` passes a save runs before giving up (DESIGN rule 4). Default 100.
     public var willSavePassLimit = 100
 
-    /// The inserted, updated and deleted objects of the pending transaction whose entity
-    /// implements `didSave`, materialized. `pending` lists each table's pending rows.
-    func changedObjects(_ pending: [PendingRows]) -> [any Entity] {
-        var result: [any Entity] = []
-        for (t, p) in zip(tables, pending) where t.hooks.contains(.didSave) {
-            result.reserveCapacity(result.count + p.inserts.count + p.updates.count + p.deletes.count)
-            for row in p.inserts { result.append(t.instance(row: row)) }
-            for row in p.updates { result.append(t.instance(row: row)) }
-            for row in p.deletes { result.append(t.instance(row: row)) }
+    /// Per table whose class implements (or may implement) `didSave`, the rows of the pending
+    /// transaction's inserted, updated and deleted objects.
+    func changedRows(_ pending: [PendingRows]) -> [(EntityTable, [Int])] {
+        zip(tables, pending).compactMap { t, p in
+            t.hooks.contains(.didSave) ? (t, p.inserts + p.updates + p.deletes) : nil
         }
-        return result
     }
 
     /// Runs `willSave` on every changed object, then again on the objects the previous pass
@@ -332,11 +332,13 @@ public final class ModelContext {
             for t in tables where t.hooks.contains(.willSave) { t.willSaveTouched = [] }
             for (t, rows) in zip(tables, pending) {
                 for r in rows where t.flags[Int(r)] & (EntityTable.Flags.live | EntityTable.Flags.vanished) == EntityTable.Flags.live {
+                    guard t.hooks.contains(.willSave) else { break }  // learned: the class has none
                     t.instance(row: Int(r)).willSave()
                 }
             }
             pending = tables.map { t in
                 defer { t.willSaveTouched = nil }
+                guard t.hooks.contains(.willSave) else { return [] }
                 return (t.willSaveTouched ?? []).filter { t.isVisible(row: Int($0)) || t.isDeleted(row: Int($0)) }.sorted()
             }
         }
@@ -428,9 +430,9 @@ public final class ModelContext {
             }
         }
         for (t, p) in zip(tables, pending) {
-            if t.hooks.contains(.validateForInsert) { for row in p.inserts { check(t, row) { try $0.validateForInsert() } } }
-            if t.hooks.contains(.validateForUpdate) { for row in p.updates { check(t, row) { try $0.validateForUpdate() } } }
-            if t.hooks.contains(.validateForDelete) { for row in p.deletes { check(t, row) { try $0.validateForDelete() } } }
+            for row in p.inserts { guard t.hooks.contains(.validateForInsert) else { break }; check(t, row) { try $0.validateForInsert() } }
+            for row in p.updates { guard t.hooks.contains(.validateForUpdate) else { break }; check(t, row) { try $0.validateForUpdate() } }
+            for row in p.deletes { guard t.hooks.contains(.validateForDelete) else { break }; check(t, row) { try $0.validateForDelete() } }
         }
         return failures
     }

@@ -34,9 +34,10 @@ final class EntityTable {
     let types: [AttributeType]
     /// Null bits of the attributes that must have a value.
     let requiredMask: [UInt64]
-    /// The lifecycle hooks the entity's class implements (`Entity.implementedHooks`): the
-    /// context calls no other hook, and creates no instance only to call one.
-    let hooks: EntityHooks
+    /// The lifecycle hooks the context still calls on this entity's objects: starts as
+    /// `Entity.implementedHooks` and loses a hook when its empty default runs (``EntityHooks``).
+    /// The context creates no instance only to call a hook that is not here.
+    var hooks: EntityHooks
 
     @exclusivity(unchecked) var values: [UInt64] = []
     @exclusivity(unchecked) var nulls: [UInt64] = []
