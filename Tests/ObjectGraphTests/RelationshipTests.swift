@@ -338,3 +338,42 @@ struct RelationshipObservationTests {
         #expect(keys == ["members"])
     }
 }
+
+/// A tag merged on collision: its notes and its badge move to the existing tag.
+@Entity final class MergingTag {
+    @Attribute(.unique(onCollision: .merge)) var label: String = ""
+    @Relationship(inverse: "tag") var notes: [TagNote]
+    @Relationship(inverse: "owner") var badge: TagBadge?
+}
+
+@Entity final class TagNote {
+    var text: String = ""
+    @Relationship(inverse: "notes") var tag: MergingTag?
+}
+
+@Entity final class TagBadge {
+    var color: String = ""
+    @Relationship(inverse: "badge") var owner: MergingTag?
+}
+
+@Suite("Relationships and unique merges")
+struct RelationshipMergeTests {
+    @Test func aMergedObjectsRelationshipsMoveToTheExistingObject() throws {
+        let c = ModelContext(schema: try Schema(MergingTag.self, TagNote.self, TagBadge.self))
+        let existing = try c.insert(MergingTag.self)
+        existing.label = "swift"
+        let old = try c.insert(TagNote.self)
+        old.tag = existing
+        try c.save()
+        let duplicate = try c.insert(MergingTag.self)
+        duplicate.label = "swift"
+        let fresh = try c.insert(TagNote.self)
+        fresh.tag = duplicate
+        let badge = try c.insert(TagBadge.self)
+        badge.owner = duplicate
+        try c.save()
+        #expect(try c.count(of: MergingTag.self) == 1)
+        #expect(Set(existing.notes.compactMap(\.objectID)) == Set([old.objectID, fresh.objectID].compactMap { $0 }))
+        #expect(fresh.tag === existing && badge.owner === existing && existing.badge === badge)
+    }
+}

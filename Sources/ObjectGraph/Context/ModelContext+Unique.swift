@@ -103,8 +103,18 @@ extension ModelContext {
                     let row = Int(r)
                     guard t.isVisible(row: row), t.isInserted(row: row),
                           let owner = t.owner(ofKeyOf: row, in: index), owner != row else { continue }
-                    for slot in 0..<t.stride where !t.isNull(row: row, slot: slot) {
+                    for slot in 0..<t.stride where !t.isNull(row: row, slot: slot) && !t.entity.attributes[slot].isRelationship {
                         t.set(row: owner, slot: slot, value: t.value(row: row, slot: slot))
+                    }
+                    // Relationships move over with their inverses: the merged object's to-one
+                    // destinations and to-many members now belong to the existing object.
+                    for r in t.relationships {
+                        let d = t.destinationTable(r)
+                        if r.isToMany {
+                            for member in t.toManyDestinations(row: row, r) { d.setToOne(row: member, d.relationships[r.inverse], to: owner) }
+                        } else if let target = t.toOneDestination(row: row, r, visibleOnly: true) {
+                            t.setToOne(row: owner, r, to: target)
+                        }
                     }
                     t.delete(row: row)
                 }
