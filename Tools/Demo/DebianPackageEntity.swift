@@ -19,6 +19,15 @@ import ObjectGraph
     /// Names of the packages it depends on (first alternative of each clause).
     var depends: [String] = []
     var sha256: String
+    /// The maintainer (team) as an object; `maintainer` keeps the field as the index spells it.
+    @Relationship(inverse: "packages") var maintainedBy: DebianMaintainer?
+}
+
+/// A maintainer or team, one per distinct `Maintainer:` field. It cannot be deleted while it
+/// still maintains packages (delete rule deny).
+@Entity final class DebianMaintainer {
+    @Attribute(.unique) var name: String = ""
+    @Relationship(deleteRule: .deny, inverse: "maintainedBy") var packages: [DebianPackage]
 }
 
 /// Imported by package name, CoreStore-style: a second import of the same index updates the

@@ -30,6 +30,7 @@ func fingerprint(_ packages: [DebianPackage]) -> String {
     for p in packages.sorted(by: { $0.name < $1.name }) {
         hasher.combine(p.name); hasher.combine(p.version); hasher.combine(p.section); hasher.combine(p.installedSize)
         hasher.combine(p.homepage); hasher.combine(p.depends); hasher.combine(p.sha256)
+        hasher.combine(p.maintainedBy?.name)
     }
     return String(UInt64(bitPattern: Int64(hasher.finalize())), radix: 16)
 }
@@ -46,12 +47,22 @@ func run() throws {
     print("\(ms(loadTime))  decompressed and decoded \(records.count) package records")
 
     try? FileManager.default.removeItem(at: storeURL)
-    let schema = try Schema(DebianPackage.self)
+    let schema = try Schema(DebianPackage.self, DebianMaintainer.self)
     var store = try ObjectStore.open(at: storeURL, schema: schema)
     var context = store.context
 
     let (imported, insertTime) = try measure { try context.importUniqueObjects(DebianPackage.self, sourceArray: records) }
     print("\(ms(insertTime))  imported \(imported.count) packages by unique name (importUniqueObjects)")
+
+    // Relationships: one maintainer object per distinct field, found or created by its unique
+    // name; setting each package's to-one fills the maintainer's to-many.
+    let (maintainerCount, linkTime) = try measure {
+        for p in imported {
+            p.maintainedBy = try context.upsert(DebianMaintainer.self, where: \.name, equals: p.maintainer) { _ in }
+        }
+        return try context.count(of: DebianMaintainer.self)
+    }
+    print("\(ms(linkTime))  linked the packages to \(maintainerCount) maintainers (to-one set, to-many derived)")
 
     let (_, saveTime) = try measure { try context.save() }
     let stats = store.stats
@@ -66,10 +77,13 @@ func run() throws {
         + topSections.map { "\($0.key) (\($0.value))" }.joined(separator: ", "))
     print("           installed size of all: \(totalInstalled / 1024) MiB")
 
-    // Change tracking: a security update bumps every package of one maintainer team.
-    guard let team = Dictionary(grouping: packages, by: \.maintainer).max(by: { ($0.value.count, $1.key) < ($1.value.count, $0.key) }) else {
+    // Change tracking: a security update bumps every package of the largest maintainer team,
+    // reached through its to-many relationship.
+    let teams = try context.objects(of: DebianMaintainer.self).map { ($0, $0.packages) }
+    guard let (maintainer, teamPackages) = teams.max(by: { ($0.1.count, $1.0.name) < ($1.1.count, $0.0.name) }) else {
         throw DemoFailure(description: "the fixture holds no packages")
     }
+    let team = (key: maintainer.name, value: teamPackages)
     let (_, updateTime) = measure {
         for p in team.value { p.version += "+deb12u1" }
     }
@@ -87,6 +101,15 @@ func run() throws {
     for p in obsolete { context.delete(p) }
     print("           deleted \(obsolete.count) packages (section oldlibs or -dbg), pending: "
         + "\(context.updatedObjects.count) updated, \(context.deletedObjects.count) deleted")
+
+    // Deleting the maintainer is refused by its deny rule when the save validates.
+    context.delete(maintainer)
+    do {
+        try context.save()
+        throw DemoFailure(description: "the deny rule did not stop the save")
+    } catch let error as ValidationError {
+        print("           deleting \(maintainer.name.prefix(24))…: save refused, \(error.failures.first.map { $0.reason } ?? "")")
+    }
 
     let (_, rollbackTime) = measure { context.rollback() }
     print("\(ms(rollbackTime))  rollback: updated \(context.updatedObjects.count), deleted \(context.deletedObjects.count), "
