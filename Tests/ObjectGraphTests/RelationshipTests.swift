@@ -377,3 +377,22 @@ struct RelationshipMergeTests {
         #expect(fresh.tag === existing && badge.owner === existing && existing.badge === badge)
     }
 }
+
+@Suite("Relationships in fetches")
+struct RelationshipFetchTests {
+    @Test func aPredicateThroughARelationshipIsEvaluatedByFoundation() throws {
+        let c = ModelContext(schema: relationshipSchema)
+        let docs = try c.insert(Folder.self)
+        docs.name = "docs"
+        let other = try c.insert(Folder.self)
+        other.name = "other"
+        for i in 0..<6 { try c.insert(FileItem.self) { $0.name = "f\(i)"; $0.folder = i % 2 == 0 ? docs : other } }
+        try c.insert(FileItem.self) { $0.name = "loose" }
+        let inDocs = try c.fetch(FetchDescriptor<FileItem>(
+            predicate: #Predicate { $0.folder?.name == "docs" }, sortBy: [SortDescriptor(\.name)]))
+        #expect(inDocs.map(\.name) == ["f0", "f2", "f4"])
+        let loose = try c.fetch(FetchDescriptor<FileItem>(predicate: #Predicate { $0.folder?.name == nil }))
+        #expect(loose.map(\.name) == ["loose"])
+        #expect(try c.fetchCount(FetchDescriptor<Folder>(predicate: #Predicate { $0.files.count > 2 })) == 2)
+    }
+}
