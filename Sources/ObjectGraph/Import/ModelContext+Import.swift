@@ -67,9 +67,10 @@ extension ModelContext {
         //    `last[k]` the index of its last source (the one that wins).
         let sources = Array(sourceArray)
         var distinct = _DistinctIDs<T.UniqueIDType>(capacity: sources.count)
-        for (i, source) in sources.enumerated() {
+        for i in sources.indices {
             let id: T.UniqueIDType?
-            do { id = try T.uniqueID(from: source, in: self) } catch { throw ImportError(sourceIndex: i, underlying: error) }
+            // `sources[i]` as the argument, not a loop variable: borrowed, not copied.
+            do { id = try T.uniqueID(from: sources[i], in: self) } catch { throw ImportError(sourceIndex: i, underlying: error) }
             guard let id else { continue }
             distinct.note(id, source: i)
         }
@@ -284,11 +285,27 @@ final class _UniqueImporter {
     }
 
     /// Inserts a new object with its ID already set.
-    @usableFromInline
+    ///
+    /// Inlinable so that the ID's cell is taken in the caller's specialization: through the
+    /// generic `PrimitiveAttribute` witnesses it cost about 100 instructions per object.
+    @inlinable
     func insert<T: Entity, ID: PrimitiveAttribute>(_ id: ID, as type: T.Type) -> T {
+        let row = id._withCell { _insertRow(id: $0) }
+        return _object(row: row, as: type)
+    }
+
+    /// Inserts a row with the ID cell `cell` and indexes it.
+    @usableFromInline
+    func _insertRow(id cell: RawCell) -> Int {
         let row = table.insertRow(indexed: false)
-        id._withCell { table.writeFresh(row: row, slot: slot, $0) }
+        table.writeFresh(row: row, slot: slot, cell)
         table.indexAll(row: row)
+        return row
+    }
+
+    /// Creates the object of a row `_insertRow` inserted.
+    @usableFromInline
+    func _object<T: Entity>(row: Int, as type: T.Type) -> T {
         let object = T(_backing: ObjectBacking(table: table, row: Int32(row)))
         table.instances[row] = object
         if table.hooks.contains(.awakeFromInsert) { object.awakeFromInsert() }

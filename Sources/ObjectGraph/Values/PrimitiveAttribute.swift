@@ -36,6 +36,9 @@ extension PrimitiveAttribute where Self: FixedWidthInteger & SignedInteger {
         guard case .fixed(let bits) = cell else { return 0 }
         return Self(truncatingIfNeeded: Int64(bitPattern: bits))
     }
+    // Inlinable: a call from another module (an import's ID) is otherwise unspecialized and
+    // dispatches each integer conversion through witness tables (~100 instructions, callgrind).
+    @inlinable
     public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
         try body(.fixed(UInt64(bitPattern: Int64(self))))
     }
@@ -53,6 +56,7 @@ extension PrimitiveAttribute where Self: FixedWidthInteger & UnsignedInteger {
         guard case .fixed(let bits) = cell else { return 0 }
         return Self(truncatingIfNeeded: bits)
     }
+    @inlinable
     public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
         try body(.fixed(UInt64(self)))
     }

@@ -184,6 +184,12 @@ func measuredCompact(_ store: ObjectStore) throws { try store.compact() }
 
 // MARK: Import (issue 5)
 
+/// The import alone, for callgrind's `--toggle-collect='*measuredImport*'`.
+@inline(never)
+func measuredImport(_ context: ModelContext, _ sources: [PersonSource]) throws -> [UniquePerson] {
+    try context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
+}
+
 /// importUniqueObjects of n sources into an empty store, then a durable save.
 @inline(never)
 func importEmptyPhase() throws {
@@ -192,7 +198,7 @@ func importEmptyPhase() throws {
     let store = try ObjectStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.always))
     let sources = Importing.sources(0..<n)
     let start = ContinuousClock.now
-    let objects = try store.context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
+    let objects = try measuredImport(store.context, sources)
     let imported = seconds(since: start)
     try store.context.save()
     let total = seconds(since: start)
