@@ -20,7 +20,7 @@ extension ObjectBacking {
     ///
     /// - Precondition: this object is in a context (insert it before relating it); the
     ///   destination is not in another context.
-    public mutating func setToOne<T: Entity>(_ relationship: Int, _ value: T?) {
+    public func setToOne<T: Entity>(_ relationship: Int, _ value: T?) {
         let t = relationshipTable(relationship)
         let r = t.relationships[relationship]
         let target = value.map { t.context.managedRow(of: $0, expecting: t.destinationTable(r), relationship: "\(t.entity.name).\(r.name)") }
@@ -41,7 +41,7 @@ extension ObjectBacking {
     /// here, leaving their previous owner. Objects not yet in a context are inserted.
     ///
     /// - Precondition: as for ``setToOne(_:_:)``.
-    public mutating func setToMany<T: Entity>(_ relationship: Int, _ value: [T]) {
+    public func setToMany<T: Entity>(_ relationship: Int, _ value: [T]) {
         let t = relationshipTable(relationship)
         let r = t.relationships[relationship]
         let d = t.destinationTable(r)

@@ -396,3 +396,21 @@ struct RelationshipFetchTests {
         #expect(try c.fetchCount(FetchDescriptor<Folder>(predicate: #Predicate { $0.files.count > 2 })) == 2)
     }
 }
+
+@Suite("Relationships to the object itself")
+struct SelfRelationshipTests {
+    @Test func anObjectCanBeRelatedToItselfAndDeletedWithoutLooping() throws {
+        let c = ModelContext(schema: relationshipSchema)
+        let node = try c.insert(TreeNode.self)
+        node.parent = node
+        #expect(node.children.map(\.objectID) == [node.objectID])
+        node.children = [node]
+        #expect(node.parent === node)
+        let ann = try c.insert(Citizen.self)
+        try c.save()
+        c.delete(node)  // cascades to itself: deleted once
+        #expect(node.isDeleted && ann.passport == nil)
+        try c.save()
+        #expect(try c.count(of: TreeNode.self) == 0)
+    }
+}
