@@ -5,6 +5,7 @@ extension ObjectBacking {
     /// ``EntityDescription/relationships``): the destination object, or `nil` when there is none,
     /// when it was deleted, or when this object is not in a context.
     public func getToOne<T: Entity>(_ relationship: Int, as type: T.Type) -> T? {
+        if case .standalone(let s) = storage { return s.relations[relationship]?.first as? T }
         guard let t = managedTable else { return nil }
         let r = t.relationships[relationship]
         guard let target = t.toOneDestination(row: Int(row), r) else { return nil }
@@ -30,6 +31,7 @@ extension ObjectBacking {
     /// Reads the to-many relationship number `relationship`: the destination objects, in storage
     /// order (set semantics: no object twice). Empty when this object is not in a context.
     public func getToMany<T: Entity>(_ relationship: Int, as type: T.Type) -> [T] {
+        if case .standalone(let s) = storage { return (s.relations[relationship] ?? []).compactMap { $0 as? T } }
         guard let t = managedTable else { return [] }
         let r = t.relationships[relationship]
         let d = t.destinationTable(r)
@@ -40,7 +42,7 @@ extension ObjectBacking {
     /// count once): objects that leave get `nil` in their to-one inverse, objects that join point
     /// here, leaving their previous owner. Objects not yet in a context are inserted.
     ///
-    /// - Precondition: as for ``setToOne(_:_:)``.
+    /// - Precondition: as for ``setToOne(_:_:)`` (generated code calls ``Entity/_setToMany(_:_:)``).
     public func setToMany<T: Entity>(_ relationship: Int, _ value: [T]) {
         let t = relationshipTable(relationship)
         let r = t.relationships[relationship]
@@ -56,5 +58,56 @@ extension ObjectBacking {
             preconditionFailure("\(entity.name).\(name): insert the object into a context before setting its relationships")
         }
         return t
+    }
+}
+
+extension Entity {
+    /// The setter generated code uses for a to-one relationship. On an object in a context it
+    /// is ``ObjectBacking/setToOne(_:_:)``; on an object not inserted yet it records the
+    /// destination, and inserting the object applies it (SwiftData style: build a graph, then
+    /// insert it).
+    public func _setToOne<T: Entity>(_ relationship: Int, _ value: T?) {
+        if _backing.managedTable != nil { return _backing.setToOne(relationship, value) }
+        _standaloneValues().relations[relationship] = value.map { [$0] } ?? []
+    }
+
+    /// The setter generated code uses for a to-many relationship; see ``_setToOne(_:_:)``.
+    public func _setToMany<T: Entity>(_ relationship: Int, _ value: [T]) {
+        if _backing.managedTable != nil { return _backing.setToMany(relationship, value) }
+        var seen = Set<ObjectIdentifier>()
+        _standaloneValues().relations[relationship] = value.filter { seen.insert(ObjectIdentifier($0)).inserted }
+    }
+
+    /// The side buffer of an object not in a context, created on first use.
+    private func _standaloneValues() -> StandaloneValues {
+        switch _backing.storage {
+        case .standalone(let s):
+            return s
+        case .unmanaged(let d):
+            let s = StandaloneValues(entity: d)
+            _backing = ObjectBacking(standalone: s)
+            return s
+        case .managed(let t):
+            preconditionFailure("\(t.entity.name): managed objects have no standalone values")
+        }
+    }
+}
+
+extension ModelContext {
+    /// Sets the relationships recorded on an object before its insertion (`relations`, by
+    /// relationship number) on its new row, inverses included; destinations not in a context
+    /// yet are inserted too.
+    func applyRelations(_ relations: [Int: [any Entity]], to table: EntityTable, row: Int) {
+        for (number, objects) in relations.sorted(by: { $0.key < $1.key }) where table.relationships.indices.contains(number) {
+            let r = table.relationships[number]
+            let d = table.destinationTable(r)
+            let name = "\(table.entity.name).\(r.name)"
+            let rows = objects.map { managedRow(of: $0, expecting: d, relationship: name) }
+            if r.isToMany {
+                table.setToMany(row: row, r, to: rows)
+            } else {
+                table.setToOne(row: row, r, to: rows.first)
+            }
+        }
     }
 }

@@ -227,6 +227,9 @@ final class StandaloneValues {
     let entity: EntityDescription
     /// `.none`: never set (reads as the default); `.some(nil)`: set to nil.
     var values: [AttributeValue??]
+    /// Relationships set before insertion, by relationship number: the destination objects
+    /// (at most one for a to-one). Applied, with their inverses, when the object is inserted.
+    var relations: [Int: [any Entity]] = [:]
 
     init(entity: EntityDescription) {
         self.entity = entity

@@ -85,7 +85,7 @@ public struct PersistedAttributeMacro: AccessorMacro {
 ///
 /// ```swift
 /// get { _backing.getToOne(N, as: T.self) }        // getToMany for [T]
-/// set { _backing.setToOne(N, newValue) }          // setToMany for [T]
+/// set { _setToOne(N, newValue) }                  // _setToMany for [T]; works before insertion too
 /// ```
 ///
 /// An initializer (`= []`, `= nil`) gets an init accessor that ignores it: a new object's
@@ -116,7 +116,7 @@ public struct PersistedRelationshipMacro: AccessorMacro {
         accessors.append(Make.accessor(
             .get, body: Make.call(Make.member(backing, "get" + suffix), [(nil, Make.int(index)), ("as", Make.metatype(relationship.destinationType))])))
         accessors.append(Make.accessor(
-            .set, body: Make.call(Make.member(backing, "set" + suffix), [(nil, Make.int(index)), (nil, Make.ref("newValue"))])))
+            .set, body: Make.call(Make.ref("_set" + suffix), [(nil, Make.int(index)), (nil, Make.ref("newValue"))])))
         return accessors
     }
 }

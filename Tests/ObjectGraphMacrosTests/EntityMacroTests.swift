@@ -768,7 +768,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                             _backing.getToMany(0, as: File.self)
                         }
                         set {
-                            _backing.setToMany(0, newValue)
+                            _setToMany(0, newValue)
                         }
                     }
                     var parent: Folder? {
@@ -776,7 +776,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                             _backing.getToOne(1, as: Folder.self)
                         }
                         set {
-                            _backing.setToOne(1, newValue)
+                            _setToOne(1, newValue)
                         }
                     }
 

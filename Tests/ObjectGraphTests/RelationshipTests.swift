@@ -414,3 +414,32 @@ struct SelfRelationshipTests {
         #expect(try c.count(of: TreeNode.self) == 0)
     }
 }
+
+@Suite("Relationships set before insertion")
+struct StandaloneRelationshipTests {
+    @Test func aGraphBuiltBeforeInsertionIsInsertedWithItsRelationshipsAndInverses() throws {
+        let c = ModelContext(schema: relationshipSchema)
+        let docs = Folder()
+        docs.name = "docs"
+        let a = FileItem(), b = FileItem()
+        a.name = "a"
+        b.name = "b"
+        docs.files = [a, b, a]
+        let loose = FileItem()
+        loose.folder = docs  // recorded on the file's side only until insertion
+        #expect(docs.files.count == 2 && loose.folder === docs && docs.modelContext == nil)
+        try c.insert(docs)
+        #expect(a.modelContext === c && b.modelContext === c && a.folder === docs && b.folder === docs)
+        #expect(loose.modelContext == nil)  // nothing points at it from the inserted graph
+        try c.insert(loose)
+        #expect(Set(docs.files.compactMap(\.objectID)) == Set([a, b, loose].compactMap(\.objectID)))
+        // One-to-one, both sides set before insertion: one insert brings in both.
+        let ann = Citizen(), p = Passport()
+        ann.passport = p
+        p.holder = ann
+        try c.insert(ann)
+        #expect(p.modelContext === c && ann.passport === p && p.holder === ann)
+        try c.save()
+        #expect(try c.count(of: FileItem.self) == 3 && !c.hasChanges)
+    }
+}

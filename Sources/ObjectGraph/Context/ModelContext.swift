@@ -128,6 +128,7 @@ public final class ModelContext {
                 .wrongContext, "\(T.entityDescription.name) object \(object.objectID.map { "\($0)" } ?? "") belongs to another context",
                 entity: T.entityDescription.name)
         case .unmanaged, .standalone:
+            let storage = object._backing.storage
             let table = try table(for: T.self)
             let row = table.insertRow()
             if case .standalone(let s) = object._backing.storage {
@@ -137,6 +138,7 @@ public final class ModelContext {
             }
             object._backing = ObjectBacking(table: table, row: Int32(row))
             table.instances[row] = object
+            if case .standalone(let s) = storage, !s.relations.isEmpty { applyRelations(s.relations, to: table, row: row) }
             if table.hooks.contains(.awakeFromInsert) { object.awakeFromInsert() }
         }
     }
