@@ -146,8 +146,9 @@ public macro _PersistedRelationship(index: Int) = #externalMacro(module: "Object
 /// ```
 ///
 /// A relationship set on an object not inserted yet is applied when it is inserted (SwiftData
-/// style); an object assigned to a relationship of an inserted object joins its context. See ``RelationshipDescription`` for how relationships are
-/// stored and ``DeleteRule`` for what deleting does.
+/// style); an object assigned to a relationship of an inserted object joins its context. See
+/// ``RelationshipDescription`` for how relationships are stored and ``DeleteRule`` for what
+/// deleting does.
 @attached(peer)
 public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: String) =
     #externalMacro(module: "ObjectGraphMacros", type: "RelationshipMacro")
