@@ -3,11 +3,21 @@ import GraphJournal
 import ObjectGraph
 import Testing
 
-/// A fresh, empty directory under the system temporary directory.
-func temporaryStoreDirectory(_ name: String = #function) -> URL {
-    let dir = FileManager.default.temporaryDirectory
+/// This test process's directory of stores, removed when the process exits.
+let testStoresRoot: URL = {
+    let root = FileManager.default.temporaryDirectory
         .appendingPathComponent("objectgraph-tests-\(ProcessInfo.processInfo.processIdentifier)")
-        .appendingPathComponent("\(name.filter(\.isLetter))-\(UUID().uuidString.prefix(8))")
+    atexit {
+        let root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("objectgraph-tests-\(ProcessInfo.processInfo.processIdentifier)")
+        try? FileManager.default.removeItem(at: root)
+    }
+    return root
+}()
+
+/// A fresh, empty directory under the system temporary directory (removed at exit).
+func temporaryStoreDirectory(_ name: String = #function) -> URL {
+    let dir = testStoresRoot.appendingPathComponent("\(name.filter(\.isLetter))-\(UUID().uuidString.prefix(8))")
     try? FileManager.default.removeItem(at: dir)
     return dir
 }
