@@ -84,6 +84,29 @@ struct TransactionValidationTests {
         for (i, (schema, payload)) in samples.enumerated() { Self.expectAgreement(schema, payload, "sample \(i)") }
     }
 
+    @Test func trailingBytesAndABadNullFlagAreRejectedByValidationDecodingAndOpening() throws {
+        let samples = try Self.samplePayloads()
+        let (schema, payload) = try #require(samples.first { $0.1.count > 40 })
+        // Bytes after the last block: the length or a count is wrong.
+        let trailing = payload + [0]
+        #expect(throws: StoreError.self) { try schema.decodeTransaction(trailing) }
+        Self.expectAgreement(schema, trailing, "one byte appended")
+        // A null flag of 2 (only 0 and 1 exist): find one by flipping bytes until decoding
+        // reports exactly that, then check validation agrees.
+        var flagged = false
+        for i in payload.indices where !flagged {
+            var damaged = payload
+            guard damaged[i] <= 1 else { continue }
+            damaged[i] = 2
+            if case .failure(let e) = Result(catching: { () throws(StoreError) in try schema.decodeTransaction(damaged) }),
+               e.message.contains("null flag 2") {
+                flagged = true
+                Self.expectAgreement(schema, damaged, "null flag 2 at \(i)")
+            }
+        }
+        #expect(flagged, "no column flag found to damage")
+    }
+
     @Test func everyTruncationFailsLikeDecoding() throws {
         for (i, (schema, payload)) in try Self.samplePayloads().enumerated() {
             for length in 0..<payload.count {

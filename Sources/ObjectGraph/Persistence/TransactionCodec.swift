@@ -4,10 +4,10 @@
 /// straight into the entity tables at open without building intermediate values.
 ///
 /// ```
-/// payload    := u8 version(=1) varint blockCount block*
+/// payload    := u8 version(=1) varint blockCount block*   (nothing after the last block)
 /// block      := varint entity (index in the journal's schema) varint nextSerial inserts updates deletes
 /// inserts    := varint n  signed-varint serialDelta × n  column × attributeCount
-/// column     := u8 hasNulls  [bitmap of n bits, 1 = nil, if hasNulls]  value × (non-nil count)
+/// column     := u8 hasNulls (0 or 1)  [bitmap of n bits, 1 = nil, if hasNulls]  value × (non-nil count)
 /// updates    := varint rows  (varint serial  varint fields  (varint attribute<<1|isNil  [value])×fields)×rows
 /// deletes    := varint n  signed-varint serialDelta × n
 /// value      := bool: u8 | int8…int64: zig-zag varint | uint8…uint64: varint
@@ -291,8 +291,27 @@ enum TransactionCodec {
                     try skipBlock(&r, attributes: storedEntity.attributes, live: &orphans[e, default: []])
                 }
             }
+            try expectEnd(r)
         } catch {
             throw StoreError(.corruptPayload, "\(error)")
+        }
+    }
+
+    /// Reads a column's null flag, which is 0 (no bitmap follows) or 1 (a bitmap follows).
+    @inline(__always)
+    private static func nullFlag(_ r: inout ByteReader) throws(ByteReader.Malformed) -> Bool {
+        let offset = r.offset
+        let flag = try r.byte()
+        guard flag <= 1 else { throw ByteReader.Malformed(offset: offset, reason: "null flag \(flag)") }
+        return flag == 1
+    }
+
+    /// Checks that a payload ends where its last block ended: bytes after it mean the length or
+    /// a count is wrong, so the payload is not what its writer wrote.
+    @inline(__always)
+    private static func expectEnd(_ r: ByteReader) throws(ByteReader.Malformed) {
+        guard r.isAtEnd else {
+            throw ByteReader.Malformed(offset: r.offset, reason: "\(r.buffer.count - r.offset) bytes after the last block")
         }
     }
 
@@ -352,10 +371,7 @@ enum TransactionCodec {
             if t.types.contains(where: \.isVariableLength) { t.arena.reserveAdditional(r.buffer.count - r.offset) }
             for (j, a) in attributes.enumerated() {
                 let slot = slots[j]
-                let hasNullsOffset = r.offset
-                let hasNulls = try r.byte()
-                guard hasNulls <= 1 else { throw ByteReader.Malformed(offset: hasNullsOffset, reason: "null flag \(hasNulls)") }
-                let bitmap: UnsafeRawBufferPointer? = hasNulls == 1 ? try r.bitmap(rows.count) : nil
+                let bitmap: UnsafeRawBufferPointer? = try nullFlag(&r) ? try r.bitmap(rows.count) : nil
                 let word = slot >= 0 ? slot / 64 : 0
                 let bit = slot >= 0 ? UInt64(1) << UInt64(slot % 64) : 0
                 let variable = a.type.isVariableLength
@@ -432,8 +448,7 @@ enum TransactionCodec {
         live.formUnion(serials)
         if !serials.isEmpty {
             for a in attributes {
-                let hasNulls = try r.byte()
-                let bitmap: UnsafeRawBufferPointer? = hasNulls == 1 ? try r.bitmap(serials.count) : nil
+                let bitmap: UnsafeRawBufferPointer? = try nullFlag(&r) ? try r.bitmap(serials.count) : nil
                 for i in 0..<serials.count {
                     if let bitmap, bitmap[i / 8] & (1 << UInt8(i % 8)) != 0 { continue }
                     _ = try readCell(type: a.type, from: &r, arena: nil)
@@ -469,8 +484,7 @@ enum TransactionCodec {
                 if n > 0 {
                     var columns: [[AttributeValue?]] = []
                     for a in e.attributes {
-                        let hasNulls = try r.byte()
-                        let bitmap: UnsafeRawBufferPointer? = hasNulls == 1 ? try r.bitmap(n) : nil
+                        let bitmap: UnsafeRawBufferPointer? = try nullFlag(&r) ? try r.bitmap(n) : nil
                         var column: [AttributeValue?] = []
                         for i in 0..<n {
                             if let bitmap, bitmap[i / 8] & (1 << UInt8(i % 8)) != 0 { column.append(nil); continue }
@@ -493,6 +507,7 @@ enum TransactionCodec {
                 c.deletedSerials = try readSerials(&r)
                 result.entities.append(c)
             }
+            try expectEnd(r)
         } catch {
             throw StoreError(.corruptPayload, "\(error)")
         }
@@ -523,8 +538,7 @@ enum TransactionCodec {
                 let n = outline.serials.count - inserted
                 if n > 0 {
                     for a in attributes {
-                        let hasNulls = try r.byte()
-                        let present = hasNulls == 1 ? n - setBits(try r.bitmap(n), count: n) : n
+                        let present = try nullFlag(&r) ? n - setBits(try r.bitmap(n), count: n) : n
                         try skipValues(&r, type: a.type, count: present)
                     }
                 }
@@ -544,6 +558,7 @@ enum TransactionCodec {
                 outline.blocks.append(.init(
                     entity: entity, inserted: inserted..<updated, updated: updated..<deleted, deleted: deleted..<outline.serials.count))
             }
+            try expectEnd(r)
         } catch {
             throw StoreError(.corruptPayload, "\(error)")
         }
