@@ -93,9 +93,9 @@ extension Journal {
     ///   (a damaged MANIFEST is thrown: nothing else says which files are live).
     public static func inspect(directory: String, io: JournalIO = .system) throws(JournalError) -> JournalReport {
         // The same walk as readRecords (which decompresses every payload anyway to check it),
-        // with nothing done per record.
+        // with nothing done per record: payloads are lent, never copied.
         do {
-            return try readRecords(directory: directory, io: io) { _ in }
+            return try readPayloads(directory: directory, io: io) { _, _ in }
         } catch let error as JournalError {
             throw error
         } catch {
