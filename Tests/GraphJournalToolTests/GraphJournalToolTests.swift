@@ -205,6 +205,29 @@ struct GraphJournalToolTests {
             """)
     }
 
+    @Test func dumpNamesTheDestinationOfARelationshipAndVerifyAndCompactKeepIt() throws {
+        let dir = Tool.temporaryURL("relationships")
+        do {
+            let store = try ObjectStore.open(at: dir, schema: try Schema(Shelf.self, Box.self))
+            let shelf = try store.context.insert(Shelf.self)
+            shelf.label = "top"
+            for i in 0..<3 { try store.context.insert(Box.self) { $0.label = "b\(i)"; $0.shelf = shelf } }
+            try store.context.save()
+            try store.close()
+        }
+        let dump = try Tool.run(["dump", dir.path])
+        #expect(dump.status == 0)
+        #expect(dump.stdout.contains(#"{"name":"shelf","type":"uint64","optional":true,"destination":"Shelf"}"#))
+        #expect(dump.stdout.contains(#""label":"b2","shelf":1"#))
+        #expect(try Tool.run(["verify", dir.path]).status == 0)
+        #expect(try Tool.run(["compact", dir.path]).status == 0)
+        let store = try ObjectStore.open(at: dir, schema: try Schema(Shelf.self, Box.self))
+        defer { try? store.close() }
+        let reopened = try #require(try store.context.objects(of: Shelf.self).first)
+        #expect(reopened.boxes.map(\.label) == ["b0", "b1", "b2"])
+        try? FileManager.default.removeItem(at: dir)
+    }
+
     @Test func dumpFiltersBySequenceAndEntity() throws {
         let path = Tool.fixtures.appendingPathComponent("v1-clean").path
         let last = try Tool.run(["dump", "--from-seq", "3", path])

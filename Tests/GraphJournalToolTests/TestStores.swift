@@ -21,6 +21,17 @@ import ObjectGraph
     var score: Double = 0
 }
 
+/// A shelf and its boxes: a store with a relationship for the tool to read without the model.
+@Entity final class Shelf {
+    var label: String = ""
+    @Relationship(inverse: "shelf") var boxes: [Box]
+}
+
+@Entity final class Box {
+    var label: String = ""
+    @Relationship(inverse: "boxes") var shelf: Shelf?
+}
+
 extension Tool {
     /// A schema payload for tests that write records through the journal API.
     static func libraryObjectsSchemaBytes() throws -> [UInt8] {

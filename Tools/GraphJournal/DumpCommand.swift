@@ -124,6 +124,8 @@ struct Dump: ParsableCommand {
                 w.raw(",\"optional\":"); w.bool(a.isOptional)
                 if let d = a.defaultValue { w.raw(",\"default\":"); w.value(d) }
                 if let o = a.originalName { w.raw(",\"originalName\":"); w.string(o) }
+                // A to-one relationship's values are serials of this entity.
+                if let d = a.destinationEntity { w.raw(",\"destination\":"); w.string(d) }
                 w.raw("}")
             }
             w.raw("]}")
