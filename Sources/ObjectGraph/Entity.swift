@@ -169,19 +169,24 @@ extension Entity {
 
     /// The attributes whose values differ from the committed ones, with their new values
     /// (`nil` for an attribute set to `nil`). For an inserted object: every attribute with a value.
+    ///
+    /// Relationships appear by name: a changed to-one as ``AttributeValue/object(_:)`` (or `nil`),
+    /// a to-many whose members changed as ``AttributeValue/objects(_:)`` of its current members.
     public func changedValues() -> [String: AttributeValue?] {
         guard let table = _backing.managedTable else { return [:] }
-        return table.changedValues(row: _backing.rowIndex)
+        return table.changedValuesWithRelationships(row: _backing.rowIndex)
     }
 
     /// The last saved values of the given keys (all attributes when `keys` is `nil`).
     /// An inserted object has no committed values and returns an empty dictionary.
     ///
     /// - Throws: ``ObjectGraphError`` with code `unknownKey` for a key that is no attribute.
+    ///
+    /// Relationships too: a to-one as ``AttributeValue/object(_:)``, a to-many as
+    /// ``AttributeValue/objects(_:)`` of the objects it held at the last save.
     public func committedValues(forKeys keys: [String]? = nil) throws(ObjectGraphError) -> [String: AttributeValue?] {
         guard let table = _backing.managedTable else { return [:] }
-        let slots = try table.slots(forKeys: keys)
-        return table.committedValues(row: _backing.rowIndex, slots: slots)
+        return try table.committedValuesWithRelationships(row: _backing.rowIndex, keys: keys)
     }
 
     /// The current value of the attribute `key`, as an ``AttributeValue`` (`nil` when unset).

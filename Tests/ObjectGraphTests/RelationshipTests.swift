@@ -159,7 +159,7 @@ struct RelationshipTests {
         c.delete(team)
         #expect(m.team == nil && m.isUpdated)
         #expect(m.changedValues()["team"] == .some(nil))
-        #expect(try m.committedValues(forKeys: ["team"])["team"] == .some(.uint(teamSerial)))
+        #expect(try m.committedValues(forKeys: ["team"])["team"] == .some(.object(ObjectID(entityName: "Team", serial: teamSerial))))
         try c.save()
         #expect(m.team == nil && !c.hasChanges)
     }
@@ -441,5 +441,36 @@ struct StandaloneRelationshipTests {
         #expect(p.modelContext === c && ann.passport === p && p.holder === ann)
         try c.save()
         #expect(try c.count(of: FileItem.self) == 3 && !c.hasChanges)
+    }
+}
+
+@Suite("Relationships in changedValues and committedValues")
+struct RelationshipChangedValuesTests {
+    @Test func toOnesAndToManysAppearAsObjectsWithTheirCommittedState() throws {
+        let c = ModelContext(schema: relationshipSchema)
+        let a = try c.insert(Folder.self), b = try c.insert(Folder.self)
+        let x = try c.insert(FileItem.self), y = try c.insert(FileItem.self)
+        a.files = [x]
+        let ids = { (files: [FileItem]) in files.compactMap(\.objectID) }
+        // Inserted: every relationship with a value.
+        #expect(a.changedValues()["files"] == .some(.objects(ids([x]))))
+        #expect(x.changedValues()["folder"] == .some(.object(try #require(a.objectID))))
+        try c.save()
+        #expect(a.changedValues().isEmpty && x.changedValues().isEmpty)
+        y.folder = a  // a gains y
+        x.folder = b  // a loses x, b gains x
+        #expect(a.changedValues()["files"] == .some(.objects(ids([y]))))
+        #expect(b.changedValues()["files"] == .some(.objects(ids([x]))))
+        #expect(x.changedValues()["folder"] == .some(.object(try #require(b.objectID))))
+        #expect(try a.committedValues(forKeys: ["files"])["files"] == .some(.objects(ids([x]))))
+        #expect(try x.committedValues(forKeys: ["folder"])["folder"] == .some(.object(try #require(a.objectID))))
+        #expect(try b.committedValues()["files"] == .some(.objects([])))
+        // Putting things back is no change.
+        x.folder = a
+        y.folder = nil
+        #expect(a.changedValues()["files"] == nil && b.changedValues()["files"] == nil)
+        c.delete(x)  // a deleted member leaves the to-many
+        #expect(a.changedValues()["files"] == .some(.objects([])))
+        #expect(try a.committedValues(forKeys: ["files"])["files"] == .some(.objects(ids([x]))))
     }
 }

@@ -111,7 +111,20 @@ struct JSONWriter {
         case .date(let v): date(v)
         case .uuid(let v): string(v.uuidString)
         case .url(let v): string(v.absoluteString)
+        case .object(let id): object(id)
+        case .objects(let ids):
+            raw("[")
+            for (i, id) in ids.enumerated() {
+                if i > 0 { raw(",") }
+                object(id)
+            }
+            raw("]")
         }
+    }
+
+    /// Appends an object reference: `{"entity":"Folder","serial":3}`.
+    mutating func object(_ id: ObjectID) {
+        raw("{\"entity\":"); string(id.entityName); raw(",\"serial\":"); uint(id.serial); raw("}")
     }
 
     /// Appends a date as an ISO 8601 string in UTC: `2027-01-15T08:00:00Z`, with a fraction of

@@ -310,6 +310,8 @@ extension JournalReplay.Table {
         case .data(let d): varintSize(UInt64(d.count)) + d.count
         case .uuid: 17
         case .url(let u): varintSize(UInt64(u.absoluteString.utf8.count)) + u.absoluteString.utf8.count
+        case .object(let id): varintSize(id.serial)
+        case .objects(let ids): varintSize(UInt64(ids.count * 8)) + ids.count * 8
         }
     }
 }

@@ -196,3 +196,76 @@ extension Entity {
         return true
     }
 }
+
+// MARK: Relationships in changedValues() and committedValues(forKeys:)
+
+extension EntityTable {
+    /// A to-one slot's stored serial as the destination's ID.
+    func objectValue(_ value: AttributeValue?, _ r: ResolvedRelationship) -> AttributeValue? {
+        guard case .uint(let serial)? = value else { return value }
+        return .object(ObjectID(entityName: destinationTable(r).entity.name, serial: serial))
+    }
+
+    /// The serials of the to-many `r`'s current members of `row`, ascending.
+    func currentMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
+        let d = destinationTable(r)
+        return toManyDestinations(row: row, r).map { d.serialOfRow[$0] }.sorted()
+    }
+
+    /// The serials of the to-many `r`'s members of `row` as last saved, ascending: the saved
+    /// objects whose saved to-one inverse names `row`.
+    func committedMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
+        let d = destinationTable(r)
+        let mine = serialOfRow[row]
+        var candidates = Set(toManyDestinations(row: row, r))
+        candidates.formUnion(d.dirtyRows.map(Int.init))
+        candidates.formUnion(d.deletedRows.map(Int.init))
+        var serials: [UInt64] = []
+        for c in candidates where d.flags[c] & (Flags.inserted | Flags.vanished) == 0 && d.flags[c] & Flags.live != 0 {
+            if case .uint(let s)? = d.committedValue(row: c, slot: r.inverseSlot), s == mine { serials.append(d.serialOfRow[c]) }
+        }
+        return serials.sorted()
+    }
+
+    func objectsValue(_ serials: [UInt64], _ r: ResolvedRelationship) -> AttributeValue {
+        let name = destinationTable(r).entity.name
+        return .objects(serials.map { ObjectID(entityName: name, serial: $0) })
+    }
+
+    /// `changedValues(row:)` with relationships as objects: a changed to-one as `.object`, a
+    /// to-many whose members changed (or, for an inserted object, that has members) as
+    /// `.objects` of its current members.
+    func changedValuesWithRelationships(row: Int) -> [String: AttributeValue?] {
+        var result = changedValues(row: row)
+        guard row >= 0 else { return result }
+        for r in relationships {
+            if !r.isToMany {
+                if let value = result[r.name] { result[r.name] = .some(objectValue(value, r)) }
+                continue
+            }
+            let current = currentMembers(row: row, r)
+            if flags[row] & Flags.inserted != 0 {
+                if !current.isEmpty { result[r.name] = .some(objectsValue(current, r)) }
+            } else if committedMembers(row: row, r) != current {
+                result[r.name] = .some(objectsValue(current, r))
+            }
+        }
+        return result
+    }
+
+    /// `committedValues(row:slots:)` for `keys` (every attribute and relationship when `nil`),
+    /// relationships as `.object` / `.objects`.
+    func committedValuesWithRelationships(row: Int, keys: [String]?) throws(ObjectGraphError) -> [String: AttributeValue?] {
+        let toMany = relationships.filter(\.isToMany)
+        let slotKeys = keys?.filter { key in !toMany.contains { $0.name == key } }
+        var result = committedValues(row: row, slots: try slots(forKeys: slotKeys))
+        guard row >= 0, flags[row] & Flags.inserted == 0 else { return result }
+        for r in relationships where !r.isToMany {
+            if let value = result[r.name] { result[r.name] = .some(objectValue(value, r)) }
+        }
+        for r in toMany where keys?.contains(r.name) ?? true {
+            result[r.name] = .some(objectsValue(committedMembers(row: row, r), r))
+        }
+        return result
+    }
+}

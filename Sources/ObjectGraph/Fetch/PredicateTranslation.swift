@@ -67,7 +67,7 @@ struct PredicateTranslator<T: Entity> {
         case .string(let k):
             let utf8 = Array(k.utf8)
             condition = .string(slot: s, op, .init(string: k, utf8: utf8, isASCII: utf8.allSatisfy { $0 < 0x80 }), optional: o)
-        case .data, .uuid, .url:
+        case .data, .uuid, .url, .object, .objects:
             return nil
         }
         return StorageTranslation(condition: condition, exact: true)

@@ -48,6 +48,12 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
     case date(Date)
     case uuid(UUID)
     case url(URL)
+    /// A to-one relationship's destination, as ``Entity/changedValues()`` and
+    /// ``Entity/committedValues(forKeys:)`` report it (stored as the destination's serial).
+    case object(ObjectID)
+    /// A to-many relationship's members, as ``Entity/changedValues()`` and
+    /// ``Entity/committedValues(forKeys:)`` report them, in serial order. Never stored.
+    case objects([ObjectID])
 
     /// The value as a Foundation/Swift value (`Int64`, `String`, `Date`, …), for `Any`-based APIs.
     public var anyValue: Any {
@@ -62,6 +68,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         case .date(let v): v
         case .uuid(let v): v
         case .url(let v): v
+        case .object(let v): v
+        case .objects(let v): v
         }
     }
 
@@ -77,6 +85,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         case .date(let v): v.formatted(.iso8601)
         case .uuid(let v): v.uuidString
         case .url(let v): v.absoluteString
+        case .object(let v): "\(v)"
+        case .objects(let v): "[" + v.map { "\($0)" }.joined(separator: ", ") + "]"
         }
     }
 
@@ -135,6 +145,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         case .date(let d): return coerce(d, to: type)
         case .uuid(let u): return coerce(u, to: type)
         case .url(let u): return coerce(u, to: type)
+        case .object(let id): return coerce(id.serial, to: type)  // a to-one slot holds the serial
+        case .objects: return nil
         }
     }
 
@@ -151,6 +163,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         case .date: .date
         case .uuid: .uuid
         case .url: .url
+        case .object: .uint64
+        case .objects: .data
         }
     }
 }

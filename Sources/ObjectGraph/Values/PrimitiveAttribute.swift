@@ -225,6 +225,8 @@ extension AttributeValue {
         case .date(let v): try v._withCell(body)
         case .uuid(let v): try v._withCell(body)
         case .url(let v): try v._withCell(body)
+        case .object(let id): try id.serial._withCell(body)
+        case .objects(let ids): try ids.map(\.serial).withUnsafeBytes { try body(.bytes($0)) }
         }
     }
 
