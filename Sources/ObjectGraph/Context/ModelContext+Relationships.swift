@@ -7,13 +7,19 @@ extension EntityTable {
     @inline(__always)
     func destinationTable(_ r: ResolvedRelationship) -> EntityTable { context.tables[r.destination] }
 
+    /// The serial a to-one slot holds, or `nil` when it is null.
+    @inline(__always)
+    func reference(row: Int, slot: Int) -> UInt64? {
+        isNull(row: row, slot: slot) ? nil : values[row * stride + slot]
+    }
+
     /// The destination row of the to-one `r` of `row`, if any. A destination deleted in this
     /// transaction is still returned (Core Data does the same: its `isDeleted` is true) unless
     /// `visibleOnly`; one released by a save, or never saved, reads as `nil`.
     func toOneDestination(row: Int, _ r: ResolvedRelationship, visibleOnly: Bool = false) -> Int? {
-        guard !isNull(row: row, slot: r.slot) else { return nil }
+        guard let serial = reference(row: row, slot: r.slot) else { return nil }
         let d = destinationTable(r)
-        guard let target = d.row(ofSerial: values[row * stride + r.slot]),
+        guard let target = d.row(ofSerial: serial),
               visibleOnly ? d.isVisible(row: target) : d.flags[target] & (Flags.live | Flags.vanished) == Flags.live
         else { return nil }
         return target
@@ -37,7 +43,7 @@ extension EntityTable {
         if old == target && (target != nil || isNull(row: row, slot: r.slot)) { return }
         if !primitive && !r.inverseIsToMany {
             let mySerial = serialOfRow[row]
-            if let old, !d.isNull(row: old, slot: r.inverseSlot), d.values[old * d.stride + r.inverseSlot] == mySerial {
+            if let old, d.reference(row: old, slot: r.inverseSlot) == mySerial {
                 d.set(row: old, slot: r.inverseSlot, value: nil)
             }
             if let target {
@@ -110,8 +116,7 @@ extension ModelContext {
                         work.append((d, target))
                     case .nullify:
                         // A to-many inverse loses the row when it is deleted below.
-                        if !rel.inverseIsToMany, !d.isNull(row: target, slot: rel.inverseSlot),
-                           d.values[target * d.stride + rel.inverseSlot] == t.serialOfRow[r] {
+                        if !rel.inverseIsToMany, d.reference(row: target, slot: rel.inverseSlot) == t.serialOfRow[r] {
                             d.set(row: target, slot: rel.inverseSlot, value: nil)
                         }
                     case .deny, .noAction:
@@ -125,10 +130,10 @@ extension ModelContext {
 
     /// The `deny` delete rules the pending deletions break: a deleted object whose deny
     /// relationship still has a live destination.
-    func denyFailures() -> [ValidationError.Failure] {
+    func denyFailures(_ pending: [PendingRows]) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
-        for t in tables where t.relationships.contains(where: { $0.deleteRule == .deny }) {
-            for row in t.pendingDeletes {
+        for (t, p) in zip(tables, pending) where t.relationships.contains(where: { $0.deleteRule == .deny }) {
+            for row in p.deletes {
                 for rel in t.relationships where rel.deleteRule == .deny {
                     let count = rel.isToMany ? t.toManyDestinations(row: row, rel).count : (t.toOneDestination(row: row, rel, visibleOnly: true) == nil ? 0 : 1)
                     guard count > 0 else { continue }

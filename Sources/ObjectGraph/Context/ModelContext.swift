@@ -131,7 +131,7 @@ public final class ModelContext {
             let storage = object._backing.storage
             let table = try table(for: T.self)
             let row = table.insertRow()
-            if case .standalone(let s) = object._backing.storage {
+            if case .standalone(let s) = storage {
                 for (slot, v) in s.values.enumerated() {
                     if case .some(let value) = v { table.set(row: row, slot: slot, value: value) }
                 }
@@ -390,7 +390,7 @@ public final class ModelContext {
         }
         failures += validatorFailures(pending)
         failures += uniqueFailures()
-        failures += denyFailures()
+        failures += denyFailures(pending)
         failures += hookFailures(pending)
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
     }
@@ -399,10 +399,9 @@ public final class ModelContext {
     func validatorFailures(_ pending: [PendingRows]) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         for (t, p) in zip(tables, pending) {
-            let slots = t.entity.attributes.indices.filter { !t.entity.attributes[$0].validators.isEmpty }
-            guard !slots.isEmpty else { continue }
+            guard !t.validatedSlots.isEmpty else { continue }
             for row in p.inserts + p.updates {
-                for slot in slots {
+                for slot in t.validatedSlots {
                     guard let value = t.value(row: row, slot: slot) else { continue }
                     for validator in t.entity.attributes[slot].validators {
                         guard let reason = validator.check(value) else { continue }

@@ -112,7 +112,8 @@ extension [UInt8] {
         guard n > 0, let source = buffer.baseAddress else { return }
         append(addingCapacity: n) { span in
             span.withUnsafeMutableBufferPointer { destination, initialized in
-                UnsafeMutableRawPointer(destination.baseAddress!).copyMemory(from: source, byteCount: n)
+                guard let target = destination.baseAddress else { return }  // n > 0: never nil
+                UnsafeMutableRawPointer(target).copyMemory(from: source, byteCount: n)
                 initialized = n
             }
         }

@@ -34,6 +34,8 @@ final class EntityTable {
     let types: [AttributeType]
     /// Null bits of the attributes that must have a value.
     let requiredMask: [UInt64]
+    /// The slots of the attributes with declared validators (`@Attribute(.range(…))`).
+    let validatedSlots: [Int]
     /// The lifecycle hooks the context still calls on this entity's objects: starts as
     /// `Entity.implementedHooks` and loses a hook when its empty default runs (``EntityHooks``).
     /// The context creates no instance only to call a hook that is not here.
@@ -109,6 +111,7 @@ final class EntityTable {
             required[i / 64] |= 1 << UInt64(i % 64)
         }
         requiredMask = required
+        validatedSlots = entity.attributes.indices.filter { !entity.attributes[$0].validators.isEmpty }
         // Defaults: cells and null bits every new row starts with. Default bytes live at the
         // start of the arena and are never garbage.
         var dv = Array(repeating: UInt64(0), count: stride)

@@ -24,8 +24,8 @@ extension EntityTable {
     func build(_ index: ReferenceIndex) {
         var map: [UInt64: Set<Int32>] = [:]
         let slot = index.slot
-        for row in 0..<rowCount where isVisible(row: row) && !isNull(row: row, slot: slot) {
-            map[values[row * stride + slot], default: []].insert(Int32(row))
+        for row in 0..<rowCount where isVisible(row: row) {
+            if let serial = reference(row: row, slot: slot) { map[serial, default: []].insert(Int32(row)) }
         }
         index.rowsBySerial = map
         index.isBuilt = true
@@ -42,8 +42,7 @@ extension EntityTable {
     /// Takes `row` out of the index of `slot` (before the cell changes or the row is deleted).
     @inline(__always)
     func unreference(row: Int, slot: Int) {
-        guard let index = referenceIndexOfSlot[slot], index.isBuilt, !isNull(row: row, slot: slot) else { return }
-        let serial = values[row * stride + slot]
+        guard let index = referenceIndexOfSlot[slot], index.isBuilt, let serial = reference(row: row, slot: slot) else { return }
         index.rowsBySerial[serial]?.remove(Int32(row))
         if index.rowsBySerial[serial]?.isEmpty == true { index.rowsBySerial[serial] = nil }
     }
@@ -51,8 +50,8 @@ extension EntityTable {
     /// Puts `row` into the index of `slot` (after the cell changed).
     @inline(__always)
     func rereference(row: Int, slot: Int) {
-        guard let index = referenceIndexOfSlot[slot], index.isBuilt, !isNull(row: row, slot: slot) else { return }
-        index.rowsBySerial[values[row * stride + slot], default: []].insert(Int32(row))
+        guard let index = referenceIndexOfSlot[slot], index.isBuilt, let serial = reference(row: row, slot: slot) else { return }
+        index.rowsBySerial[serial, default: []].insert(Int32(row))
     }
 
     /// Takes a row being deleted out of every reference index.
