@@ -36,6 +36,8 @@ let package = Package(
         // CRC32C with the SSE4.2 instruction; GraphJournal falls back to its Swift tables on
         // CPUs without it and on other architectures.
         .target(name: "CCRC32C"),
+        // A prefetch hint for the bulk import's hash-table and row accesses (header-only).
+        .target(name: "CPrefetch"),
         .target(
             name: "GraphJournal",
             dependencies: ["CLZ4", "CCRC32C"],
@@ -53,7 +55,7 @@ let package = Package(
         ),
         .target(
             name: "ObjectGraph",
-            dependencies: ["ObjectGraphMacros", "GraphJournal", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ObjectGraphMacros", "GraphJournal", "CPrefetch", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .executableTarget(

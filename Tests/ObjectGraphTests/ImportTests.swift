@@ -73,6 +73,33 @@ extension ImportedLog: ImportableObject {
     }
 }
 
+/// An importable entity whose `didInsert` meddles with the unique index during the import:
+/// `number` is another ID that it inserts as a sibling ("sibling") or takes for itself ("take").
+@Entity final class MeddlingImport {
+    @Attribute(.unique) var key: Int64 = 0
+    var note: String = ""
+}
+
+extension MeddlingImport: ImportableUniqueObject {
+    typealias ImportSource = ImportSourceRecord
+
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<MeddlingImport, Int64> { \.key }
+
+    static func uniqueID(from source: ImportSourceRecord, in context: ModelContext) throws -> Int64? { source.id }
+
+    func didInsert(from source: ImportSourceRecord, in context: ModelContext) throws {
+        note = source.text
+        if source.flags.contains("sibling") {
+            let sibling = try context.insert(MeddlingImport.self)
+            sibling.key = Int64(source.number)
+            sibling.note = "sibling"
+        }
+        if source.flags.contains("take") { key = Int64(source.number) }
+    }
+
+    func update(from source: ImportSourceRecord, in context: ModelContext) throws { note = source.text }
+}
+
 /// CoreStore's ImportTests, re-created: objects 101–105 are seeded first.
 @Suite("Import (CoreStore's ImportTests, re-created)")
 struct ImportTests {
@@ -197,6 +224,45 @@ struct ImportTests {
         let error = try #require(throws: ImportError.self) { try context.importObjects(ImportedLog.self, sourceArray: ["c", "boom"]) }
         #expect(error.sourceIndex == 1)
         #expect(try context.count(of: ImportedLog.self) == 2)
+    }
+
+    /// An import into an empty entity indexes its (distinct) IDs without comparing keys, while
+    /// nothing else has changed the index. A hook that inserts an object with a later ID of the
+    /// same import, or gives its object such an ID, must still surface as a duplicate at save.
+    @Test(arguments: ["sibling", "take"])
+    func hookThatTakesALaterIDOfTheImportIsAReportedDuplicate(meddling: String) throws {
+        let context = ModelContext(schema: try Schema(MeddlingImport.self))
+        let sources = (1...40).map { i in
+            ImportSourceRecord(id: Int64(i), number: 30, text: "s\(i)", flags: i == 3 ? [meddling] : [])
+        }
+        let objects = try context.importUniqueObjects(MeddlingImport.self, sourceArray: sources)
+        #expect(objects.count == 40)
+        let error = try #require(throws: ValidationError.self) { try context.save() }
+        #expect(error.failures.contains { $0.reason.contains("MeddlingImport(key)") })
+        // Both holders of 30 are found by the index once one of them gives it up.
+        let holders = try context.fetch(MeddlingImport.self) { $0.key == 30 }
+        #expect(holders.count == 2)
+        holders[0].key = 1000
+        try context.save()
+        #expect(try context.fetch(MeddlingImport.self) { _ in true }.count == (meddling == "sibling" ? 41 : 40))
+        #expect(try context.upsert(MeddlingImport.self, where: \.key, equals: 30) { _ in }.isInserted == false)
+    }
+
+    /// A bulk import grows the ID's index first; a duplicate already pending in it (two inserted
+    /// objects with one ID) must survive the growth and still fail the save. (The growth used to
+    /// forget it.)
+    @Test func pendingDuplicateSurvivesTheIndexGrowthOfABulkImport() throws {
+        let context = ModelContext(schema: try Schema(ImportedEntity.self))
+        let a = try context.insert(ImportedEntity.self)
+        a.testEntityID = 7
+        let b = try context.insert(ImportedEntity.self)
+        b.testEntityID = 7
+        let sources = (1000..<3000).map { source(Int64($0), $0) }
+        #expect(try context.importUniqueObjects(ImportedEntity.self, sourceArray: sources).count == 2000)
+        let error = try #require(throws: ValidationError.self) { try context.save() }
+        #expect(error.failures.contains { $0.reason.contains("ImportedEntity(testEntityID)") })
+        b.testEntityID = 8
+        try context.save()
     }
 
     @Test func firstImportWithEveryIDTwiceIsLinear() throws {

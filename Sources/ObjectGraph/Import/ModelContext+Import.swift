@@ -1,3 +1,5 @@
+internal import CPrefetch
+
 extension ModelContext {
     /// Creates one object from `source`, unless `shouldInsert` says no.
     ///
@@ -66,14 +68,18 @@ extension ModelContext {
         // 1. All IDs first. `ids[k]` is the k-th distinct ID in order of first appearance and
         //    `last[k]` the index of its last source (the one that wins).
         let sources = Array(sourceArray)
-        var distinct = _DistinctIDs<T.UniqueIDType>(capacity: sources.count)
+        var extracted: [T.UniqueIDType] = [], from: [Int] = []
+        extracted.reserveCapacity(sources.count)
+        from.reserveCapacity(sources.count)
         for i in sources.indices {
             let id: T.UniqueIDType?
             // `sources[i]` as the argument, not a loop variable: borrowed, not copied.
             do { id = try T.uniqueID(from: sources[i], in: self) } catch { throw ImportError(sourceIndex: i, underlying: error) }
             guard let id else { continue }
-            distinct.note(id, source: i)
+            extracted.append(id)
+            from.append(i)
         }
+        let distinct = _DistinctIDs(extracted, sources: from)
         let ids = distinct.ids, last = distinct.last
         var mapping: [T.UniqueIDType: T.ImportSource]?
         if let preProcess {
@@ -84,10 +90,19 @@ extension ModelContext {
         // 2. Update or insert, atomically. Into an empty entity every (distinct) ID is new.
         let mayExist = importer.hasObjects
         return try _withImportSavepoint {
-            importer.prepare(count: ids.count)
+            importer.prepare(count: ids.count, empty: !mayExist)
             var result: [T] = []
             result.reserveCapacity(ids.count)
             for (k, id) in ids.enumerated() {
+                // Ask for the cache lines of the IDs ahead (EntityTable+Prefetch.swift): into a
+                // large store each lookup would otherwise wait for several memory loads in turn.
+                if mayExist {
+                    if k + 12 < ids.count { ids[k + 12]._withCell { importer.prefetch($0, stage: 1) } }
+                    if k + 6 < ids.count { ids[k + 6]._withCell { importer.prefetch($0, stage: 2) } }
+                    if k + 3 < ids.count { ids[k + 3]._withCell { importer.prefetch($0, stage: 3) } }
+                } else if k + 8 < ids.count {
+                    ids[k + 8]._withCell { importer.prefetch($0, stage: 1) }
+                }
                 let index = last[k]
                 let source: T.ImportSource
                 if let mapping {
@@ -130,9 +145,9 @@ extension EntityTable {
     /// Pre-sizes an index before a bulk import.
     func growIndex(_ index: UniqueIndex, toHold count: Int) {
         let owners = index.buckets.filter { $0 >= 0 }
-        index.reset(capacity: max(count, owners.count))
         let saved = index.duplicates
-        for r in owners { indexInsert(row: Int(r), into: index) }
+        index.reset(capacity: max(count, owners.count))
+        place(owners: owners, in: index)  // owners hold distinct keys: no comparisons needed
         index.duplicates = saved
     }
 }
@@ -141,81 +156,80 @@ extension EntityTable {
 /// source (the one that wins).
 ///
 /// For IDs whose stored cell is equal exactly when the IDs are (integers, `Bool`, `UUID`) this
-/// is an open-addressing table of positions hashed by the cell with ``_KeyHasher``; a
-/// `Dictionary` (SipHash) cost 8% of a 1M import with the index's hashing (callgrind). Strings
-/// compare by canonical equivalence, not bytes, and doubles treat -0.0 as 0.0, so those keep the
-/// dictionary.
+/// is an open-addressing table hashed by the cell with ``_KeyHasher``; a `Dictionary` (SipHash)
+/// cost 8% of a 1M import with the index's hashing (callgrind). Each bucket holds the position
+/// in `ids` and 32 bits of the hash, so a probe compares an ID only when those bits match, and
+/// the bucket of the ID eight places ahead is prefetched: with 1M IDs the table is far larger
+/// than the caches, and each probe was a cache miss followed by another for `ids[k]` (perf).
+/// Strings compare by canonical equivalence, not bytes, and doubles treat -0.0 as 0.0, so those
+/// keep the dictionary.
 @usableFromInline
 struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
     /// `ids[k]`: the k-th distinct ID.
     @usableFromInline var ids: [ID] = []
     /// `last[k]`: the index of the last source with ID `ids[k]`.
     @usableFromInline var last: [Int] = []
-    /// Positions in `ids`, -1 for empty; at most half full.
-    @usableFromInline var buckets: [Int32] = []
-    @usableFromInline var mask = 0
-    @usableFromInline let seed: UInt64
-    @usableFromInline var positions: [ID: Int] = [:]
-    @usableFromInline let byCell: Bool
 
+    /// Finds the distinct IDs of `all`, where `all[j]` is the ID of source `sources[j]`.
     @inlinable
-    init(capacity: Int) {
-        ids.reserveCapacity(capacity)
-        last.reserveCapacity(capacity)
-        seed = _KeyHasher.randomSeed()
-        byCell = ID.attributeType.cellEqualityIsEquality && capacity < Int(Int32.max)
-        if byCell {
-            var size = 16
-            while size < capacity * 2 { size <<= 1 }
-            buckets = Array(repeating: -1, count: size)
-            mask = size - 1
-        } else {
-            positions.reserveCapacity(capacity)
-        }
-    }
-
-    /// Records that source `i` has ID `id`.
-    @inlinable
-    mutating func note(_ id: ID, source i: Int) {
-        guard byCell else {
-            if let k = positions[id] {
-                last[k] = i
-            } else {
-                positions[id] = ids.count
-                ids.append(id)
-                last.append(i)
+    init(_ all: [ID], sources: [Int]) {
+        ids.reserveCapacity(all.count)
+        last.reserveCapacity(all.count)
+        guard ID.attributeType.cellEqualityIsEquality, all.count < Int(Int32.max) else {
+            var positions: [ID: Int] = [:]
+            positions.reserveCapacity(all.count)
+            for (j, id) in all.enumerated() {
+                if let k = positions[id] {
+                    last[k] = sources[j]
+                } else {
+                    positions[id] = ids.count
+                    ids.append(id)
+                    last.append(sources[j])
+                }
             }
             return
         }
-        var b = Self.hash(id, seed: seed) & mask
-        while true {
-            let k = Int(buckets[b])
-            if k < 0 { break }
-            if ids[k] == id {
-                last[k] = i
-                return
+        // At most half full, so a probe ends soon. A bucket is 0 when empty, else the hash's
+        // high 32 bits above k + 1.
+        var size = 16
+        while size < all.count * 2 { size <<= 1 }
+        let mask = size - 1
+        let seed = _KeyHasher.randomSeed()
+        var buckets = [UInt64](repeating: 0, count: size)
+        var ids: [ID] = [], last: [Int] = []
+        ids.reserveCapacity(all.count)
+        last.reserveCapacity(all.count)
+        buckets.withUnsafeMutableBufferPointer { buckets in
+            let lookahead = 8
+            for j in all.indices {
+                if j + lookahead < all.count {
+                    _prefetch(buckets, Self.hash(all[j + lookahead], seed: seed) & mask)
+                }
+                let id = all[j]
+                let h = Self.hash(id, seed: seed)
+                let tag = UInt64(truncatingIfNeeded: h) & 0xFFFF_FFFF_0000_0000
+                var b = h & mask
+                while true {
+                    let bucket = buckets[b]
+                    if bucket == 0 {
+                        buckets[b] = tag | UInt64(ids.count + 1)
+                        ids.append(id)
+                        last.append(sources[j])
+                        break
+                    }
+                    if bucket & 0xFFFF_FFFF_0000_0000 == tag {
+                        let k = Int(truncatingIfNeeded: bucket & 0xFFFF_FFFF) - 1
+                        if ids[k] == id {
+                            last[k] = sources[j]
+                            break
+                        }
+                    }
+                    b = (b + 1) & mask
+                }
             }
-            b = (b + 1) & mask
         }
-        if ids.count * 2 >= buckets.count { return grow(adding: id, source: i) }
-        buckets[b] = Int32(ids.count)
-        ids.append(id)
-        last.append(i)
-    }
-
-    /// Doubles the table (only when the capacity given was too small), then adds `id`.
-    @usableFromInline
-    mutating func grow(adding id: ID, source i: Int) {
-        ids.append(id)
-        last.append(i)
-        let size = buckets.count * 2
-        buckets = Array(repeating: -1, count: size)
-        mask = size - 1
-        for (k, id) in ids.enumerated() {
-            var b = Self.hash(id, seed: seed) & mask
-            while buckets[b] >= 0 { b = (b + 1) & mask }
-            buckets[b] = Int32(k)
-        }
+        self.ids = ids
+        self.last = last
     }
 
     @inlinable
@@ -230,6 +244,12 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
             }
         }
     }
+}
+
+/// Prefetches `buffer[i]` (a hint: never faults, changes nothing).
+@usableFromInline
+func _prefetch(_ buffer: UnsafeMutableBufferPointer<UInt64>, _ i: Int) {
+    if let base = buffer.baseAddress { cprefetch_read(base + i) }
 }
 
 extension AttributeType {
@@ -269,11 +289,32 @@ final class _UniqueImporter {
     @usableFromInline
     var hasObjects: Bool { table.liveCount > 0 }
 
-    /// Pre-sizes the table and the index for `count` more objects.
+    /// While not nil, the index's ``UniqueIndex/changes`` count when it holds only keys this
+    /// import inserted: every further ID of the import is then known to be absent, and is
+    /// inserted without comparing keys (``EntityTable/indexInsertAbsent(row:cell:into:)``). A
+    /// hook that changes the index (inserts or deletes an object of this entity, or sets an
+    /// ID) makes the count differ, and the import goes back to the comparing insert.
+    private var changesWhileOnlyOurs: Int?
+
+    /// Pre-sizes the table and the index for `count` more objects. `empty`: the entity has no
+    /// object, pending ones included, and the import's IDs are distinct.
     @usableFromInline
-    func prepare(count: Int) {
+    func prepare(count: Int, empty: Bool) {
         table.reserve(count)
         if (index.used + count) * 2 > index.buckets.count { table.growIndex(index, toHold: index.used + count) }
+        changesWhileOnlyOurs = empty && table.liveCount == 0 ? index.changes : nil
+    }
+
+    /// Prefetches, for the ID whose cell is `cell`, the index bucket (stage 1), the rows it
+    /// names (stage 2) or their instances (stage 3): see EntityTable+Prefetch.swift.
+    @usableFromInline
+    func prefetch(_ cell: RawCell, stage: Int) {
+        let hash = index.hash(cell: cell)
+        switch stage {
+        case 1: table.prefetchBucket(hash: hash, in: index)
+        case 2: table.prefetchRows(hash: hash, in: index)
+        default: table.prefetchInstances(hash: hash, in: index)
+        }
     }
 
     /// The live object whose ID is `id`, pending inserts included. O(1).
@@ -299,7 +340,14 @@ final class _UniqueImporter {
     func _insertRow(id cell: RawCell) -> Int {
         let row = table.insertRow(indexed: false)
         table.writeFresh(row: row, slot: slot, cell)
-        table.indexAll(row: row)
+        guard let changes = changesWhileOnlyOurs, changes == index.changes else {
+            changesWhileOnlyOurs = nil
+            table.indexAll(row: row)
+            return row
+        }
+        table.indexInsertAbsent(row: row, cell: cell, into: index)
+        changesWhileOnlyOurs = index.changes
+        for other in table.uniqueIndexes where other !== index { table.indexInsert(row: row, into: other) }
         return row
     }
 

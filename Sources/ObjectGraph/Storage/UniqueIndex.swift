@@ -16,6 +16,10 @@ final class UniqueIndex {
     @exclusivity(unchecked) var duplicates: Set<Int32> = []
     /// The seed of this index's key hashes (``_KeyHasher``).
     let seed = _KeyHasher.randomSeed()
+    /// Counts every change of the index (insert, remove, reset). A bulk import that inserts
+    /// keys it knows to be absent without comparing them (``EntityTable/indexInsertAbsent(row:cell:into:)``)
+    /// checks it to notice that a hook changed the index behind its back.
+    @exclusivity(unchecked) var changes = 0
 
     init(constraint: UniqueConstraint, slots: [Int]) {
         self.constraint = constraint
@@ -32,6 +36,23 @@ final class UniqueIndex {
         buckets = Array(repeating: Self.empty, count: size)
         used = 0
         duplicates = []
+        changes += 1
+    }
+
+    /// The bucket where a probe for a key of hash `hash` starts.
+    @inline(__always)
+    func home(_ hash: Int) -> Int { hash & (buckets.count - 1) }
+
+    /// The hash of a one-attribute key given as its cell; equal to ``EntityTable/keyHash(row:_:)``
+    /// of a row holding it.
+    @inline(__always)
+    func hash(cell: RawCell) -> Int {
+        var hasher = _KeyHasher(seed: seed)
+        switch cell {
+        case .fixed(let bits): hasher.combine(bits)
+        case .bytes(let buffer): hasher.combine(bytes: buffer)
+        }
+        return hasher.finalize()
     }
 }
 
@@ -112,13 +133,8 @@ extension EntityTable {
 
     /// The row owning the one-attribute key `cell`, if any. O(1), allocation-free.
     func owner(ofCell cell: RawCell, in index: UniqueIndex) -> Int? {
-        var hasher = _KeyHasher(seed: index.seed)
-        switch cell {
-        case .fixed(let bits): hasher.combine(bits)
-        case .bytes(let buffer): hasher.combine(bytes: buffer)
-        }
         let slot = index.slots[0]
-        var b = hasher.finalize() & index.mask
+        var b = index.home(index.hash(cell: cell))
         while true {
             let r = index.buckets[b]
             if r == UniqueIndex.empty { return nil }
@@ -136,6 +152,7 @@ extension EntityTable {
     /// Indexes `row` under its current key: as owner when the key is free, else as a duplicate.
     func indexInsert(row: Int, into index: UniqueIndex) {
         guard let h = keyHash(row: row, index) else { return }
+        index.changes += 1
         if (index.used + 1) * 2 > index.buckets.count { grow(index) }
         var b = h & index.mask
         var firstTombstone = -1
@@ -160,8 +177,25 @@ extension EntityTable {
         }
     }
 
+    /// Indexes `row` under the one-attribute key `cell`, which the caller knows no row of the
+    /// index holds: takes the first free bucket without comparing any key, so it reads no other
+    /// row (each such read is a cache miss in a large table). A bulk import into an empty entity
+    /// uses it while ``UniqueIndex/changes`` shows that only its own inserts changed the index.
+    func indexInsertAbsent(row: Int, cell: RawCell, into index: UniqueIndex) {
+        index.changes += 1
+        if (index.used + 1) * 2 > index.buckets.count { grow(index) }
+        let mask = index.mask
+        var b = index.home(index.hash(cell: cell))
+        index.buckets.withUnsafeMutableBufferPointer { buckets in
+            while buckets[b] >= 0 { b = (b + 1) & mask }
+            if buckets[b] == UniqueIndex.empty { index.used += 1 }
+            buckets[b] = Int32(row)
+        }
+    }
+
     /// Removes `row` (indexed under its current key) from the index.
     func indexRemove(row: Int, from index: UniqueIndex) {
+        index.changes += 1
         if !index.duplicates.isEmpty, index.duplicates.remove(Int32(row)) != nil { return }
         guard let h = keyHash(row: row, index) else { return }
         var b = h & index.mask
@@ -182,10 +216,22 @@ extension EntityTable {
         while size < (owners.count + 1) * 4 { size <<= 1 }
         index.buckets = Array(repeating: UniqueIndex.empty, count: size)
         index.used = 0
-        for r in owners {
+        place(owners: owners, in: index)
+    }
+
+    /// Puts `owners`, rows whose keys are distinct and not in `index`, into free buckets without
+    /// comparing keys. Reading each owner's key and writing its bucket are both cache misses in
+    /// a large table; the key and the bucket of the owners a few places ahead are prefetched.
+    func place(owners: [Int32], in index: UniqueIndex) {
+        let mask = index.mask
+        let keySlot = index.slots[0]
+        for j in owners.indices {
+            if j + 16 < owners.count { prefetchCell(row: Int(owners[j + 16]), slot: keySlot) }
+            if j + 8 < owners.count, let h = keyHash(row: Int(owners[j + 8]), index) { prefetchBucket(hash: h, in: index) }
+            let r = owners[j]
             guard let h = keyHash(row: Int(r), index) else { continue }
-            var b = h & index.mask
-            while index.buckets[b] != UniqueIndex.empty { b = (b + 1) & index.mask }
+            var b = h & mask
+            while index.buckets[b] != UniqueIndex.empty { b = (b + 1) & mask }
             index.buckets[b] = r
             index.used += 1
         }
@@ -220,7 +266,12 @@ extension EntityTable {
         var duplicates = 0
         for index in uniqueIndexes {
             index.reset(capacity: rows.count)
-            for row in rows { indexInsert(row: row, into: index) }
+            for (j, row) in rows.enumerated() {
+                // The rows come in about row order, so their keys are at hand; the buckets are
+                // not: prefetch the bucket of the row a few places ahead.
+                if j + 8 < rows.count, let h = keyHash(row: rows[j + 8], index) { prefetchBucket(hash: h, in: index) }
+                indexInsert(row: row, into: index)
+            }
             duplicates += index.duplicates.count
         }
         return duplicates
