@@ -50,7 +50,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
         : "[\n" + names.map { "            \\\(name).\($0),\n" }.joined() + "        ]"
     return """
 
-            public var _backing = ObjectGraph.ObjectBacking(entity: \(name).entityDescription)
+            @exclusivity(unchecked) public var _backing = ObjectGraph.ObjectBacking(entity: \(name).entityDescription)
 
             public static let entityDescription = ObjectGraph.EntityDescription(
                 name: "\(name)",
@@ -712,7 +712,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                         }
                     }
 
-                    public var _backing = ObjectGraph.ObjectBacking(entity: `Class`.entityDescription)
+                    @exclusivity(unchecked) public var _backing = ObjectGraph.ObjectBacking(entity: `Class`.entityDescription)
 
                     public static let entityDescription = ObjectGraph.EntityDescription(
                         name: "Class",
@@ -780,7 +780,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                         }
                     }
 
-                    public var _backing = ObjectGraph.ObjectBacking(entity: Folder.entityDescription)
+                    @exclusivity(unchecked) public var _backing = ObjectGraph.ObjectBacking(entity: Folder.entityDescription)
 
                     public static let entityDescription = ObjectGraph.EntityDescription(
                         name: "Folder",
@@ -825,7 +825,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                     var files: [File]
                     var owner: Owner
 
-                    public var _backing = ObjectGraph.ObjectBacking(entity: Folder.entityDescription)
+                    @exclusivity(unchecked) public var _backing = ObjectGraph.ObjectBacking(entity: Folder.entityDescription)
 
                     public static let entityDescription = ObjectGraph.EntityDescription(
                         name: "Folder",

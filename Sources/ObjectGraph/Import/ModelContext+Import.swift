@@ -303,17 +303,22 @@ final class _UniqueImporter {
         table.reserve(count)
         if (index.used + count) * 2 > index.buckets.count { table.growIndex(index, toHold: index.used + count) }
         changesWhileOnlyOurs = empty && table.liveCount == 0 ? index.changes : nil
+        prefetcher = RowPrefetcher(table: table, index: index)
     }
+
+    /// Prefetches for the IDs ahead; made by ``prepare(count:empty:)``.
+    private var prefetcher: RowPrefetcher?
 
     /// Prefetches, for the ID whose cell is `cell`, the index bucket (stage 1), the rows it
     /// names (stage 2) or their instances (stage 3): see EntityTable+Prefetch.swift.
     @usableFromInline
     func prefetch(_ cell: RawCell, stage: Int) {
+        guard let prefetcher else { return }
         let hash = index.hash(cell: cell)
         switch stage {
-        case 1: table.prefetchBucket(hash: hash, in: index)
-        case 2: table.prefetchRows(hash: hash, in: index)
-        default: table.prefetchInstances(hash: hash, in: index)
+        case 1: prefetcher.bucket(hash: hash)
+        case 2: prefetcher.rows(hash: hash)
+        default: prefetcher.instances(hash: hash)
         }
     }
 

@@ -10,41 +10,61 @@ import CPrefetch
 /// the hash), then the rows the bucket chain names (the bucket is cached by then), then their
 /// instances (the instance slots are cached by then). The misses of several IDs then overlap.
 /// A prefetch never faults and changes nothing: a wrong guess costs a little bandwidth only.
-extension EntityTable {
-    /// Prefetches the cell of `row` at `slot`.
-    func prefetchCell(row: Int, slot: Int) {
-        values.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row * stride + slot) } }
-    }
-
+struct RowPrefetcher {
     /// How many buckets of a chain the later stages look at.
     private static let chainLimit = 4
 
-    /// Stage 1: the index bucket where a probe for `hash` starts.
-    func prefetchBucket(hash: Int, in index: UniqueIndex) {
-        let b = index.home(hash)
-        index.buckets.withUnsafeBufferPointer { buckets in
-            if let base = buckets.baseAddress { cprefetch_read(base + b) }
-        }
+    unowned(unsafe) let table: EntityTable
+    unowned(unsafe) let index: UniqueIndex
+    // The row arrays' base addresses when the import began. Only ever prefetched, never read:
+    // should a hook grow an array (moving it), a prefetch of the old address is a wasted hint,
+    // not a fault.
+    private let values: UnsafeRawPointer?
+    private let nulls: UnsafeRawPointer?
+    private let flags: UnsafeRawPointer?
+    private let beforeIndex: UnsafeRawPointer?
+    private let instanceSlots: UnsafeRawPointer?
+    private let rowBytes: Int
+    private let maskBytes: Int
+
+    /// Addresses for `table`'s rows as they are now; take it after the table is pre-sized.
+    init(table: EntityTable, index: UniqueIndex) {
+        self.table = table
+        self.index = index
+        values = table.values.withUnsafeBytes { $0.baseAddress }
+        nulls = table.nulls.withUnsafeBytes { $0.baseAddress }
+        flags = table.flags.withUnsafeBytes { $0.baseAddress }
+        beforeIndex = table.beforeIndex.withUnsafeBytes { $0.baseAddress }
+        instanceSlots = table.instances.withUnsafeBytes { $0.baseAddress }
+        rowBytes = table.stride * 8
+        maskBytes = table.maskWords * 8
     }
 
-    /// Stage 2: what an update reads and writes of the rows the chain at `hash` names (the key
-    /// cell and the row's other cells, flags, null bits, before-image slot, instance slot).
-    func prefetchRows(hash: Int, in index: UniqueIndex) {
-        forEachCandidate(hash: hash, in: index) { row in
-            values.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_write(base + row * stride) } }
-            nulls.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_write(base + row * maskWords) } }
-            flags.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_write(base + row) } }
-            beforeIndex.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_write(base + row) } }
-            instances.withUnsafeBytes { if let base = $0.baseAddress { cprefetch_read(base + row * MemoryLayout<AnyObject?>.stride) } }
+    /// Stage 1: the index bucket where a probe for `hash` starts.
+    func bucket(hash: Int) {
+        let b = index.home(hash)
+        index.buckets.withUnsafeBytes { if let base = $0.baseAddress { cprefetch_read(base + b * 4) } }
+    }
+
+    /// Stage 2: what an update reads and writes of the rows the chain at `hash` names (the
+    /// cells, flags, null bits, before-image slot and instance slot).
+    func rows(hash: Int) {
+        forEachCandidate(hash: hash) { row in
+            if let values { cprefetch_write(values + row * rowBytes) }
+            if let nulls { cprefetch_write(nulls + row * maskBytes) }
+            if let flags { cprefetch_write(flags + row) }
+            if let beforeIndex { cprefetch_write(beforeIndex + row * 4) }
+            if let instanceSlots { cprefetch_read(instanceSlots + row * 8) }
         }
     }
 
     /// Stage 3: the instances of the rows the chain at `hash` names (read without retaining).
-    func prefetchInstances(hash: Int, in index: UniqueIndex) {
-        forEachCandidate(hash: hash, in: index) { row in
-            instances.withUnsafeBytes { raw in
+    func instances(hash: Int) {
+        table.instances.withUnsafeBytes { slots in
+            forEachCandidate(hash: hash) { row in
+                guard row < slots.count / 8 else { return }
                 // `AnyObject?` is one pointer, nil being 0.
-                let bits = raw.load(fromByteOffset: row * MemoryLayout<AnyObject?>.stride, as: UInt.self)
+                let bits = slots.load(fromByteOffset: row * 8, as: UInt.self)
                 if let object = UnsafeRawPointer(bitPattern: bits) { cprefetch_write(object) }
             }
         }
@@ -52,14 +72,29 @@ extension EntityTable {
 
     /// Calls `body` with the rows in the first ``chainLimit`` buckets of the chain at `hash`.
     @inline(__always)
-    private func forEachCandidate(hash: Int, in index: UniqueIndex, _ body: (Int) -> Void) {
-        let mask = index.mask
-        var b = index.home(hash)
-        for _ in 0..<Self.chainLimit {
-            let r = index.buckets[b]
-            if r == UniqueIndex.empty { return }
-            if r >= 0, Int(r) < rowCount { body(Int(r)) }
-            b = (b + 1) & mask
+    private func forEachCandidate(hash: Int, _ body: (Int) -> Void) {
+        index.buckets.withUnsafeBufferPointer { buckets in
+            let mask = buckets.count - 1
+            var b = hash & mask
+            for _ in 0..<Self.chainLimit {
+                let r = buckets[b]
+                if r == UniqueIndex.empty { return }
+                if r >= 0 { body(Int(r)) }
+                b = (b + 1) & mask
+            }
         }
+    }
+}
+
+extension EntityTable {
+    /// Prefetches the index bucket where a probe for `hash` starts.
+    func prefetchBucket(hash: Int, in index: UniqueIndex) {
+        let b = index.home(hash)
+        index.buckets.withUnsafeBytes { if let base = $0.baseAddress { cprefetch_read(base + b * 4) } }
+    }
+
+    /// Prefetches the cell of `row` at `slot`.
+    func prefetchCell(row: Int, slot: Int) {
+        values.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row * stride + slot) } }
     }
 }

@@ -221,12 +221,17 @@ func importExistingPhase() throws {
     let store = try ObjectStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.always))
     let sources = Importing.sources(n / 2..<n + n / 2, generation: 1)
     let start = ContinuousClock.now
-    let objects = try store.context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
+    let objects = try measuredImportExisting(store.context, sources)
     let imported = seconds(since: start)
     try store.context.save()
     let total = seconds(since: start)
     print("import \(n) (half updates) into a store of \(n): \(String(format: "%.3f", imported)) s import + save (fsync) = \(String(format: "%.3f", total)) s; \(objects.count) objects")
     try store.close()
+}
+
+@inline(never)
+func measuredImportExisting(_ context: ModelContext, _ sources: [PersonSource]) throws -> [UniquePerson] {
+    try context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
 }
 
 /// Time per upsert with `present` objects in the context: 100k upserts of existing IDs.
