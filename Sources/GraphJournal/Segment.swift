@@ -99,23 +99,30 @@ enum RecordCodec {
         to out: inout [UInt8], seed: UInt32, sequence: UInt64,
         type: JournalFormat.RecordType, payload: UnsafeRawBufferPointer
     ) -> Int {
-        var compressed: [UInt8]?
-        if payload.count >= JournalFormat.compressionThreshold,
-           let block = try? LZ4.compressBlock(payload), block.count < payload.count {
-            compressed = block
-        }
+        typealias F = JournalFormat.RecordHeaderField
         let start = out.count
         out.appendLittleEndian(UInt32(0))  // CRC, filled below
-        out.appendLittleEndian(UInt32(compressed?.count ?? payload.count))
+        out.appendLittleEndian(UInt32(0))  // stored length, filled below
         out.appendLittleEndian(sequence)
         out.append(type.rawValue)
-        out.append(compressed == nil ? 0 : JournalFormat.flagCompressed)
+        out.append(0)  // flags, filled below
         out.appendLittleEndian(UInt16(0))
         out.appendLittleEndian(UInt32(payload.count))
-        if let compressed { out.append(contentsOf: compressed) } else { out.append(contentsOf: payload) }
+        // Compressed straight into `out`, kept only when smaller than the payload.
+        var stored = 0
+        if payload.count >= JournalFormat.compressionThreshold {
+            stored = LZ4.appendBlock(payload, to: &out, limit: payload.count - 1)
+        }
+        if stored > 0 {
+            out[start + F.flags] = JournalFormat.flagCompressed
+        } else {
+            out.append(contentsOf: payload)
+            stored = payload.count
+        }
+        out.storeLittleEndian(UInt32(stored), at: start + F.storedLength)
         let crc = out.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(start + 4)...])) }
         out.storeLittleEndian(crc, at: start)
-        return compressed?.count ?? payload.count
+        return stored
     }
 
     /// Checks the record at `offset`; returns it or why it is not valid.
