@@ -34,7 +34,7 @@ extension EntityTable {
                         beforeIndex.withUnsafeBufferPointer { bi in
                             beforeValues.withUnsafeBufferPointer { bv in
                                 beforeNulls.withUnsafeBufferPointer { bn in
-                                    arena.bytes.withUnsafeBytes { a in
+                                    arena.withAllBytes { a in
                                         let values = v.baseAddress ?? z.baseAddress!
                                         let nulls = n.baseAddress ?? z.baseAddress!
                                         for row in 0..<rowCount where f[row] & (Flags.live | hidden) == Flags.live {
