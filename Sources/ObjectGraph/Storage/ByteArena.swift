@@ -101,6 +101,9 @@ struct ByteArena {
         try withExtendedLifetime(storage) { try body(all) }
     }
 
+    /// Where the bytes start now; for prefetch hints only (it moves when the arena grows).
+    var baseAddress: UnsafeRawPointer? { storage.base.map { UnsafeRawPointer($0) } }
+
     /// The bytes in use. Valid while the arena is neither grown nor released.
     private var all: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage.base, count: count) }
 

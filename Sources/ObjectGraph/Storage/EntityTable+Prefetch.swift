@@ -8,7 +8,8 @@ import CPrefetch
 /// address comes from the previous load. A bulk import knows its IDs in advance, so it asks for
 /// the lines of the IDs a few places ahead in three stages: the bucket (its address needs only
 /// the hash), then the rows the bucket chain names (the bucket is cached by then), then their
-/// instances (the instance slots are cached by then). The misses of several IDs then overlap.
+/// instances and the bytes of their strings (the instance slots and cells are cached by then;
+/// an update compares each new string with the old one). The misses of several IDs then overlap.
 /// A prefetch never faults and changes nothing: a wrong guess costs a little bandwidth only.
 struct RowPrefetcher {
     /// How many buckets of a chain the later stages look at.
@@ -24,8 +25,11 @@ struct RowPrefetcher {
     private let flags: UnsafeRawPointer?
     private let beforeIndex: UnsafeRawPointer?
     private let instanceSlots: UnsafeRawPointer?
+    private let arena: UnsafeRawPointer?
     private let rowBytes: Int
     private let maskBytes: Int
+    /// The slots whose cells point into the arena.
+    private let variableSlots: [Int]
 
     /// Addresses for `table`'s rows as they are now; take it after the table is pre-sized.
     init(table: EntityTable, index: UniqueIndex) {
@@ -36,8 +40,10 @@ struct RowPrefetcher {
         flags = table.flags.withUnsafeBytes { $0.baseAddress }
         beforeIndex = table.beforeIndex.withUnsafeBytes { $0.baseAddress }
         instanceSlots = table.instances.withUnsafeBytes { $0.baseAddress }
+        arena = table.arena.baseAddress
         rowBytes = table.stride * 8
         maskBytes = table.maskWords * 8
+        variableSlots = table.types.indices.filter { table.types[$0].isVariableLength }
     }
 
     /// Stage 1: the index bucket where a probe for `hash` starts.
@@ -58,14 +64,23 @@ struct RowPrefetcher {
         }
     }
 
-    /// Stage 3: the instances of the rows the chain at `hash` names (read without retaining).
+    /// Stage 3: the instances of the rows the chain at `hash` names (read without retaining)
+    /// and the arena bytes their variable-length cells point to.
     func instances(hash: Int) {
+        let stride = table.stride
         table.instances.withUnsafeBytes { slots in
-            forEachCandidate(hash: hash) { row in
-                guard row < slots.count / 8 else { return }
-                // `AnyObject?` is one pointer, nil being 0.
-                let bits = slots.load(fromByteOffset: row * 8, as: UInt.self)
-                if let object = UnsafeRawPointer(bitPattern: bits) { cprefetch_write(object) }
+            table.values.withUnsafeBufferPointer { cells in
+                forEachCandidate(hash: hash) { row in
+                    guard row < slots.count / 8 else { return }
+                    // `AnyObject?` is one pointer, nil being 0.
+                    let bits = slots.load(fromByteOffset: row * 8, as: UInt.self)
+                    if let object = UnsafeRawPointer(bitPattern: bits) { cprefetch_write(object) }
+                    guard let arena, (row + 1) * stride <= cells.count else { return }
+                    for slot in variableSlots {
+                        // A null cell's bits are stale or 0: a wasted hint at worst.
+                        cprefetch_read(arena + ArenaRef(cells[row * stride + slot]).offset)
+                    }
+                }
             }
         }
     }

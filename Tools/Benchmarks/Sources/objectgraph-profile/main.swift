@@ -253,12 +253,32 @@ func upsertCost(present: Int) throws -> Double {
 @inline(never)
 func upsertScalingPhase() throws {
     var small: [Double] = [], large: [Double] = []
+    var bulkSmall: [Double] = [], bulkLarge: [Double] = []
     for _ in 0..<3 {
         small.append(try upsertCost(present: 10_000))
         large.append(try upsertCost(present: 1_000_000))
+        bulkSmall.append(try bulkUpsertCost(present: 10_000))
+        bulkLarge.append(try bulkUpsertCost(present: 1_000_000))
     }
     let s = small.sorted()[1], l = large.sorted()[1]
     print("upsert: \(String(format: "%.0f", s * 1e9)) ns with 10k present, \(String(format: "%.0f", l * 1e9)) ns with 1M present; ratio \(String(format: "%.2f", l / s)) (median of 3)")
+    let bs = bulkSmall.sorted()[1], bl = bulkLarge.sorted()[1]
+    print("upsert in importUniqueObjects: \(String(format: "%.0f", bs * 1e9)) ns with 10k present, \(String(format: "%.0f", bl * 1e9)) ns with 1M present; ratio \(String(format: "%.2f", bl / bs)) (median of 3)")
+}
+
+/// Time per upsert when 100k upserts of random existing IDs come as one importUniqueObjects
+/// (its lookups prefetch the IDs ahead; single `upsert` calls cannot).
+@inline(never)
+func bulkUpsertCost(present: Int) throws -> Double {
+    let context = ModelContext(schema: Importing.schema())
+    _ = try context.importUniqueObjects(UniquePerson.self, sourceArray: Importing.sources(0..<present))
+    try context.save()
+    let k = 100_000
+    var rng = SystemRandomNumberGenerator()
+    let sources = (0..<k).map { i in PersonSource(Int.random(in: 0..<present, using: &rng), generation: 1 + i % 7) }
+    let start = ContinuousClock.now
+    _ = try context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
+    return seconds(since: start) / Double(k)
 }
 
 /// A first import of n sources where every ID appears twice.
