@@ -52,7 +52,11 @@ extension Journal {
     /// a raw record, or one reused buffer decompressed into for a compressed one.
     ///
     /// For tools that look at each payload once and keep nothing of it (`graph-journal
-    /// verify`): a journal is read with no allocation per record.
+    /// verify`): a journal is read with no allocation per record, and each segment is streamed
+    /// through one reused window of a few MiB rather than read whole into fresh memory (a
+    /// record larger than the window grows it). If a read fails midway through a segment, the
+    /// segment is reported unreadable as a whole, but `body` has already seen its records
+    /// before the failure.
     ///
     /// ```swift
     /// var bytes = 0

@@ -37,7 +37,7 @@ final class ReadBuffer {
             capacity = 0
             grow(to: max(count, 2 * old.capacity))
             if let from = old.start, let to = start {
-                to.copyMemory(from: from, byteCount: min(kept, old.capacity))
+                to.copyMemory(from: from, byteCount: min(max(kept, 0), old.capacity))
             }
             Self.release(mapping: old.mapping, start: old.start)
         }
