@@ -80,7 +80,8 @@ extension Journal {
     }
 
     /// The bytes of a segment ``readPayloads(directory:io:_:)`` holds at a time: small enough
-    /// to stay in the CPU cache, large enough that a read costs little more than its copy.
+    /// to stay in the last-level cache, large enough that a read costs little more than its
+    /// copy (64 KiB to 4 MiB measured the same on a 1M-object journal).
     static let readWindow = 4 << 20
 
     /// ``readPayloads(directory:io:_:)`` with the window size chosen.
