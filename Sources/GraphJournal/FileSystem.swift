@@ -46,23 +46,30 @@ struct FileSystem: Sendable {
         return bytes
     }
 
-    /// Reads a whole file into `buffer` (grown as needed); returns its bytes, valid until the
-    /// buffer is reused.
-    func readFile(_ path: String, into buffer: ReadBuffer) throws(JournalError) -> UnsafeRawBufferPointer {
-        let fd = try open(path, .readOnly)
-        defer { closeQuietly(fd) }
-        let size = Int(try fileSize(fd, path))
+    /// Reads the first `size` bytes of an open file into `buffer` (grown as needed); returns
+    /// them (fewer if the file ends first), valid until the buffer is reused.
+    func readFile(_ fd: Int32, _ path: String, size: Int, into buffer: ReadBuffer) throws(JournalError) -> UnsafeRawBufferPointer {
         let memory = buffer.reserve(size)
+        let done = try fill(fd, path, UnsafeMutableRawBufferPointer(rebasing: memory[..<size]), at: 0)
+        return UnsafeRawBufferPointer(rebasing: memory[..<done])
+    }
+
+    /// Reads into `memory` from byte `offset` of an open file; returns the bytes read, fewer
+    /// than `memory.count` only if the file ends first.
+    ///
+    /// A failure is reported at offset 0, naming the file rather than the chunk: callers
+    /// report it as the whole file being unreadable.
+    func fill(_ fd: Int32, _ path: String, _ memory: UnsafeMutableRawBufferPointer, at offset: Int) throws(JournalError) -> Int {
         var done = 0
-        while done < size {
+        while done < memory.count {
             let n: Int
-            do { n = try io.pread(fd, UnsafeMutableRawBufferPointer(rebasing: memory[done..<size]), Int64(done)) } catch {
+            do { n = try io.pread(fd, UnsafeMutableRawBufferPointer(rebasing: memory[done...]), Int64(offset + done)) } catch {
                 throw wrap(error, path, 0)
             }
             if n == 0 { break }
             done += n
         }
-        return UnsafeRawBufferPointer(rebasing: memory[..<done])
+        return done
     }
 
     /// Reads a whole file.

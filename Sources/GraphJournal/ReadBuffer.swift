@@ -1,6 +1,7 @@
 internal import Glibc
 
-/// A large byte buffer reused across reads: a whole segment file, or a decompressed payload.
+/// A large byte buffer reused across reads: the window a segment file is streamed through, a
+/// whole segment file, or a decompressed payload.
 ///
 /// The memory is an anonymous mapping that the kernel is asked (`MADV_HUGEPAGE`) to back with
 /// 2 MiB transparent huge pages, so first touching 50 MB costs a few dozen page faults instead
@@ -23,12 +24,29 @@ final class ReadBuffer {
 
     /// The buffer, at least `count` bytes long; grows (dropping the contents) when too small.
     func reserve(_ count: Int) -> UnsafeMutableRawBufferPointer {
-        if count > capacity { grow(to: max(count, 2 * capacity)) }
+        reserve(count, keeping: 0)
+    }
+
+    /// The buffer, at least `count` bytes long; when it has to grow, its first `kept` bytes
+    /// are copied to the new memory (a window that must hold one more record than it did).
+    func reserve(_ count: Int, keeping kept: Int) -> UnsafeMutableRawBufferPointer {
+        if count > capacity {
+            let old = (mapping: mapping, start: start, capacity: capacity)
+            mapping = nil
+            start = nil
+            capacity = 0
+            grow(to: max(count, 2 * old.capacity))
+            if let from = old.start, let to = start {
+                to.copyMemory(from: from, byteCount: min(max(kept, 0), old.capacity))
+            }
+            Self.release(mapping: old.mapping, start: old.start)
+        }
         return UnsafeMutableRawBufferPointer(start: start, count: capacity)
     }
 
+    /// Maps (or allocates) new memory of at least `count` bytes; the old memory must have been
+    /// released or handed over first.
     private func grow(to count: Int) {
-        release()
         let hugePage = Self.hugePage
         // One huge page more than needed, so the buffer can start at a 2 MiB boundary.
         let length = (count + hugePage - 1) / hugePage * hugePage + hugePage
@@ -45,13 +63,17 @@ final class ReadBuffer {
     }
 
     private func release() {
+        Self.release(mapping: mapping, start: start)
+        mapping = nil
+        start = nil
+        capacity = 0
+    }
+
+    private static func release(mapping: (base: UnsafeMutableRawPointer, length: Int)?, start: UnsafeMutableRawPointer?) {
         if let mapping {
             munmap(mapping.base, mapping.length)
         } else {
             start?.deallocate()
         }
-        mapping = nil
-        start = nil
-        capacity = 0
     }
 }

@@ -168,16 +168,21 @@ enum RecordCodec {
     /// At the first that is not, scanning stops and the damage is described, with a search
     /// for any valid record after it (to tell a torn tail from corruption).
     ///
+    /// - Parameter start: where to start, when records before it were already walked (by a
+    ///   streaming reader); the header's end by default.
+    /// - Parameter sequence: the sequence number expected at `start`; the header's first by
+    ///   default.
     /// - Parameter body: called for each valid record with the segment's bytes; return false
     ///   to stop early.
     static func scan(
         _ bytes: UnsafeRawBufferPointer, header: SegmentHeader, end: Int? = nil,
+        from start: Int = JournalFormat.segmentHeaderSize, sequence firstSequence: UInt64? = nil,
         _ body: (ScannedRecord) -> Bool = { _ in true }
     ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?) {
         let end = end ?? bytes.count
         let seed = header.seed
-        var offset = JournalFormat.segmentHeaderSize
-        var sequence = header.firstSequence
+        var offset = start
+        var sequence = firstSequence ?? header.firstSequence
         while offset < end {
             switch record(in: bytes, at: offset, seed: seed, end: end) {
             case .success(let record):
@@ -235,11 +240,15 @@ enum RecordCodec {
     /// Lends the payload of a valid record to `body` without allocating: the stored bytes
     /// themselves when raw, else decompressed into `buffer` (grown when too small, reused by
     /// the next call). The error is the one ``payload(of:in:file:)`` returns.
+    ///
+    /// - Parameter base: the file offset of `bytes`' first byte, when they are a window of the
+    ///   segment rather than all of it (the record's offsets are file offsets).
     static func withPayload(
-        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, buffer: ReadBuffer,
+        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String, buffer: ReadBuffer,
         _ body: (UnsafeRawBufferPointer) -> Void
     ) -> JournalError? {
-        let stored = UnsafeRawBufferPointer(rebasing: bytes[record.payloadRange])
+        let range = record.payloadRange
+        let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
         guard record.compressed else {
             body(stored)
             return nil
