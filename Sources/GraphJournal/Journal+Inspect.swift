@@ -17,7 +17,7 @@ public struct JournalReport: Sendable, Hashable {
         public var storedLength: Int
         /// Payload bytes after decompression.
         public var rawLength: Int
-        /// Whether the payload is an LZ4 block.
+        /// Whether the payload is compressed: one LZ4 block, or LZ4 chunks (a large payload).
         public var compressed: Bool
     }
 

@@ -128,7 +128,7 @@ extension Journal {
                 let entry = JournalReport.Entry(
                     file: name, offset: Int64(record.offset), sequence: record.sequence,
                     kind: JournalRecord.Kind(recordType: record.type), type: record.type,
-                    storedLength: record.storedLength, rawLength: record.rawLength, compressed: record.compressed)
+                    storedLength: record.storedLength, rawLength: record.rawLength, compressed: record.compressed || record.chunked)
                 report.entries.append(entry)
                 let problem = RecordCodec.withPayload(of: record, in: bytes, at: base, file: name, buffer: payloadBuffer) { payload in
                     do { try body(entry, payload) } catch { failure = error }
@@ -278,7 +278,7 @@ extension Journal {
                     entries.append(.init(file: name, offset: Int64(record.offset), sequence: record.sequence,
                                          kind: JournalRecord.Kind(recordType: record.type), type: record.type,
                                          storedLength: record.storedLength, rawLength: record.rawLength,
-                                         compressed: record.compressed))
+                                         compressed: record.compressed || record.chunked))
                     position = record.end
                 } else {
                     position += 1

@@ -60,12 +60,20 @@ enum JournalFormat {
     static let skippableRecordTypes: ClosedRange<UInt8> = 0x80...0xFF
     /// Record flag bit 0: the payload is one LZ4 block (`LZ4_compress_fast`, acceleration 1).
     static let flagCompressed: UInt8 = 0x01
-    static let knownRecordFlags: UInt8 = flagCompressed
+    /// Record flag bit 1: the payload is in chunks compressed independently (``ChunkedPayload``):
+    /// u32 count, count × u32 stored chunk lengths, then the chunks. Never with bit 0.
+    static let flagChunked: UInt8 = 0x02
+    static let knownRecordFlags: UInt8 = flagCompressed | flagChunked
 
     // MARK: Limits and policies
 
     /// Payloads shorter than this are stored raw: LZ4 cannot shrink them meaningfully.
     static let compressionThreshold = 64
+    /// Payloads at least this long are stored chunked (``flagChunked``), so that several cores
+    /// compress and decompress them.
+    static let chunkedThreshold = 4 << 20
+    /// The raw bytes of each chunk of a chunked payload (the last may be shorter).
+    static let chunkSize = 1 << 20
     /// The largest payload one record may carry, before and after compression.
     static let maxPayloadSize = 1 << 30
 

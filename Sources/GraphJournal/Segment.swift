@@ -63,7 +63,10 @@ struct ScannedRecord: Sendable, Hashable {
     var offset: Int
     var sequence: UInt64
     var type: UInt8
+    /// One LZ4 block (flag bit 0).
     var compressed: Bool
+    /// Chunks (flag bit 1, ``ChunkedPayload``).
+    var chunked: Bool = false
     var storedLength: Int
     var rawLength: Int
 
@@ -108,14 +111,19 @@ enum RecordCodec {
         out.append(0)  // flags, filled below
         out.appendLittleEndian(UInt16(0))
         out.appendLittleEndian(UInt32(payload.count))
-        // Compressed straight into `out`, kept only when smaller than the payload.
+        // Compressed straight into `out`, kept only when smaller than the payload; a large
+        // payload in chunks compressed in parallel.
         var stored = 0
-        if payload.count >= JournalFormat.compressionThreshold {
+        if payload.count >= JournalFormat.chunkedThreshold {
+            if let chunked = ChunkedPayload.append(payload, to: &out) {
+                stored = chunked
+                out[start + F.flags] = JournalFormat.flagChunked
+            }
+        } else if payload.count >= JournalFormat.compressionThreshold {
             stored = LZ4.appendBlock(payload, to: &out, limit: payload.count - 1)
+            if stored > 0 { out[start + F.flags] = JournalFormat.flagCompressed }
         }
-        if stored > 0 {
-            out[start + F.flags] = JournalFormat.flagCompressed
-        } else {
+        if stored == 0 {
             out.append(contentsOf: payload)
             stored = payload.count
         }
@@ -154,12 +162,16 @@ enum RecordCodec {
             return .failure(RecordProblem("unknown record type \(type) (not in the skippable range 0x80...0xFF)", checksumValid: true))
         }
         let compressed = flags & JournalFormat.flagCompressed != 0
-        guard compressed ? (rawLength <= JournalFormat.maxPayloadSize && storedLength > 0) : rawLength == storedLength else {
+        let chunked = flags & JournalFormat.flagChunked != 0
+        guard !(compressed && chunked) else {
+            return .failure(RecordProblem("record has unknown flags 0x\(String(flags, radix: 16))", checksumValid: true))
+        }
+        guard compressed || chunked ? (rawLength <= JournalFormat.maxPayloadSize && storedLength > 0) : rawLength == storedLength else {
             return .failure(RecordProblem("record lengths are inconsistent (stored \(storedLength), raw \(rawLength))", checksumValid: true))
         }
         return .success(ScannedRecord(
             offset: offset, sequence: bytes.littleEndian(at: offset + F.sequence), type: type,
-            compressed: compressed, storedLength: storedLength, rawLength: rawLength))
+            compressed: compressed, chunked: chunked, storedLength: storedLength, rawLength: rawLength))
     }
 
     /// Walks the records of a segment from just after its header.
@@ -228,6 +240,18 @@ enum RecordCodec {
     /// The payload of a valid record, decompressed.
     static func payload(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String) -> Result<[UInt8], JournalError> {
         let stored = UnsafeRawBufferPointer(rebasing: bytes[record.payloadRange])
+        if record.chunked {
+            var problem: String?
+            let payload = [UInt8](unsafeUninitializedCapacity: record.rawLength) { buffer, initialized in
+                problem = ChunkedPayload.decode(stored, into: buffer)
+                initialized = problem == nil ? record.rawLength : 0
+            }
+            if let problem {
+                return .failure(JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(problem)",
+                                             file: file, offset: Int64(record.offset)))
+            }
+            return .success(payload)
+        }
         guard record.compressed else { return .success(Array(stored)) }
         do {
             return .success(try LZ4.decompressBlock(stored, originalSize: record.rawLength))
@@ -249,12 +273,20 @@ enum RecordCodec {
     ) -> JournalError? {
         let range = record.payloadRange
         let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
-        guard record.compressed else {
+        guard record.compressed || record.chunked else {
             body(stored)
             return nil
         }
         let output = buffer.reserve(record.rawLength)
         let payload = UnsafeMutableBufferPointer(rebasing: output.bindMemory(to: UInt8.self)[..<record.rawLength])
+        if record.chunked {
+            if let problem = ChunkedPayload.decode(stored, into: payload) {
+                return JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(problem)",
+                                    file: file, offset: Int64(record.offset))
+            }
+            body(UnsafeRawBufferPointer(payload))
+            return nil
+        }
         if let error = LZ4.decompressBlock(stored, into: payload) {
             return JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(error)",
                                 file: file, offset: Int64(record.offset))
