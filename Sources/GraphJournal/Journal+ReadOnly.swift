@@ -274,7 +274,8 @@ extension Journal {
             var entries: [JournalReport.Entry] = []
             var position = max(Int(clamping: offset), JournalFormat.segmentHeaderSize)
             while position + JournalFormat.recordHeaderSize <= raw.count {
-                if case .success(let record) = RecordCodec.record(in: raw, at: position, seed: header.seed, end: raw.count) {
+                if RecordCodec.isPlausibleHeader(in: raw, at: position, end: raw.count),
+                   case .success(let record) = RecordCodec.record(in: raw, at: position, seed: header.seed, end: raw.count) {
                     entries.append(.init(file: name, offset: Int64(record.offset), sequence: record.sequence,
                                          kind: JournalRecord.Kind(recordType: record.type), type: record.type,
                                          storedLength: record.storedLength, rawLength: record.rawLength,

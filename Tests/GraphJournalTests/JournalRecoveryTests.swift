@@ -99,6 +99,33 @@ import Testing
         #expect(outcomes.torn > 0 && outcomes.corrupt > 0)
     }
 
+    /// The search for valid records after damage tries every offset; it used to compute a
+    /// checksum at each one whose bytes read as a fitting length, so one flipped bit in a large
+    /// record took minutes to describe (a 16 MB save: over a minute in release). Now bounded.
+    @Test func damageInsideALargeRecordIsDescribedQuickly() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        let big = payload(11, count: 12 << 20, compressible: false)  // 12 MB stored raw
+        do {
+            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none))
+            try journal.append(payload(10, count: 100, compressible: false))
+            try journal.append(big)
+            try journal.append(payload(12, count: 100, compressible: false))
+            try journal.close()
+        }
+        let file = try liveSegments(directory)[0]
+        flipBit(file, bit: 8 * (JournalFormat.segmentHeaderSize + 2 * JournalFormat.recordHeaderSize + 100 + 6 << 20))
+        let start = ContinuousClock.now
+        let report = try Journal.inspect(directory: directory)
+        let elapsed = ContinuousClock.now - start
+        #expect(report.verdict == .corrupt)  // the small record after it still passes its checksum
+        #expect(report.problems.first?.recordsAfter == 1)
+        #expect(elapsed < .seconds(10), "describing the damage took \(elapsed)")
+        let salvage = try Journal.salvageableRecords(inSegment: file, from: Int64(JournalFormat.segmentHeaderSize + JournalFormat.recordHeaderSize + 100))
+        #expect(salvage.count == 1)
+        #expect(ContinuousClock.now - start < .seconds(20))
+    }
+
     @Test func checksumMismatchInAMiddleRecordIsCorruptionNamingFileAndOffset() throws {
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
