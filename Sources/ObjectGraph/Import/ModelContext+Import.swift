@@ -314,11 +314,15 @@ final class _UniqueImporter {
 
     /// Prefetches for the IDs ahead; made by ``prepare(count:empty:)``.
     private var prefetcher: RowPrefetcher?
+    private var prefetches = 0
 
     /// Prefetches, for the ID whose cell is `cell`, the index bucket (stage 1), the rows it
     /// names (stage 2) or their instances (stage 3): see EntityTable+Prefetch.swift.
     @usableFromInline
     func prefetch(_ cell: RawCell, stage: Int) {
+        // Now and then take the row arrays' addresses again: an import that inserts grows them.
+        prefetches &+= 1
+        if prefetches & 4095 == 0, prefetcher != nil { prefetcher = RowPrefetcher(table: table, index: index) }
         guard let prefetcher else { return }
         let hash = index.hash(cell: cell)
         switch stage {

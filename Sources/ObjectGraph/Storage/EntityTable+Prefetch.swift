@@ -11,7 +11,7 @@ import CPrefetch
 /// instances and the bytes of their strings (the instance slots and cells are cached by then;
 /// an update compares each new string with the old one). The misses of several IDs then overlap.
 /// A prefetch never faults and changes nothing: a wrong guess costs a little bandwidth only.
-struct RowPrefetcher {
+final class RowPrefetcher {
     /// How many buckets of a chain the later stages look at.
     private static let chainLimit = 4
 

@@ -213,7 +213,9 @@ extension EntityTable {
     private func grow(_ index: UniqueIndex) {
         let owners = index.buckets.filter { $0 >= 0 }
         var size = index.buckets.count
-        while size < (owners.count + 1) * 4 { size <<= 1 }
+        // At most a third full afterwards: room to double the keys before the next growth,
+        // without the factor of 4 that, just past a power of two, made the table 8x the keys.
+        while size < (owners.count + 1) * 3 { size <<= 1 }
         index.buckets = Array(repeating: UniqueIndex.empty, count: size)
         index.used = 0
         place(owners: owners, in: index)
