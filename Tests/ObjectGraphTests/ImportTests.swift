@@ -100,6 +100,24 @@ extension MeddlingImport: ImportableUniqueObject {
     func update(from source: ImportSourceRecord, in context: ModelContext) throws { note = source.text }
 }
 
+/// An importable entity with non-empty defaults, for rows allocated in room a bulk import made.
+@Entity final class DefaultedImport {
+    @Attribute(.unique) var key: Int64 = 0
+    var label: String = "unlabelled"
+    var count: Int = 7
+    var note: String?
+}
+
+extension DefaultedImport: ImportableUniqueObject {
+    typealias ImportSource = Int64
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<DefaultedImport, Int64> { \.key }
+    static func uniqueID(from source: Int64, in context: ModelContext) throws -> Int64? { source }
+    static func shouldInsert(from source: Int64, in context: ModelContext) -> Bool { source % 3 != 0 }
+    func update(from source: Int64, in context: ModelContext) throws {
+        if source % 2 == 0 { label = "even \(source)" }
+    }
+}
+
 /// CoreStore's ImportTests, re-created: objects 101–105 are seeded first.
 @Suite("Import (CoreStore's ImportTests, re-created)")
 struct ImportTests {
@@ -263,6 +281,31 @@ struct ImportTests {
         #expect(error.failures.contains { $0.reason.contains("ImportedEntity(testEntityID)") })
         b.testEntityID = 8
         try context.save()
+    }
+
+    /// A bulk import into an empty entity makes room for all its rows up front; rows it skips
+    /// (`shouldInsert` false), rows after a rollback and rows after the arena was compacted
+    /// (which moves the default strings) must all still start with the defaults.
+    @Test func rowsAllocatedInRoomAnImportMadeStartWithTheDefaults() throws {
+        let context = ModelContext(schema: try Schema(DefaultedImport.self))
+        // Room for 20,000 rows; a third are skipped, so a third of the room is left over.
+        let imported = try context.importUniqueObjects(DefaultedImport.self, sourceArray: Array(Int64(1)...20_000))
+        #expect(imported.count == 13_334)
+        #expect(imported.allSatisfy { $0.count == 7 && $0.note == nil && ($0.key % 2 == 0 ? $0.label == "even \($0.key)" : $0.label == "unlabelled") })
+        try context.save()
+        // Mostly garbage after a few rounds: a save then compacts the arena, which moves the
+        // default's bytes and rewrites the defaults' cells.
+        for round in 0..<3 {
+            for object in imported { object.label = String(repeating: "\(round)", count: 200) }
+            try context.save()
+        }
+        let fresh = try context.insert(DefaultedImport.self)  // a row in the room left over
+        fresh.key = -1
+        #expect(fresh.label == "unlabelled" && fresh.count == 7 && fresh.note == nil)
+        context.rollback()
+        let later = try context.importUniqueObjects(DefaultedImport.self, sourceArray: Array(Int64(50_001)...50_004))
+        #expect(later.map(\.label) == ["even 50002", "unlabelled"])
+        #expect(later.allSatisfy { $0.count == 7 && $0.note == nil })
     }
 
     @Test func firstImportWithEveryIDTwiceIsLinear() throws {

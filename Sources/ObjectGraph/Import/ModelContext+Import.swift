@@ -305,7 +305,7 @@ final class _UniqueImporter {
         // nothing (100k updates into 1M objects: ~1 µs per update). New rows and keys then
         // grow the storage as they come, doubling.
         if empty {
-            table.reserve(count)
+            table.reserveRows(count)
             if (index.used + count) * 2 > index.buckets.count { table.growIndex(index, toHold: index.used + count) }
         }
         changesWhileOnlyOurs = empty && table.liveCount == 0 ? index.changes : nil
