@@ -3,6 +3,8 @@
 /// it (discarded wholesale) from rows that existed (restored from the undo log).
 struct SavepointMark {
     let clock: UInt64
+    /// The table's row count then: a row at or past it was appended since, so it is new.
+    let rowCount: Int
     let undoCount: Int
     let insertedCount: Int
     let deletedCount: Int
@@ -26,7 +28,7 @@ extension EntityTable {
     func beginSavepoint() {
         insertClock += 1
         savepoints.append(SavepointMark(
-            clock: insertClock, undoCount: undo.count, insertedCount: insertedRows.count,
+            clock: insertClock, rowCount: rowCount, undoCount: undo.count, insertedCount: insertedRows.count,
             deletedCount: deletedRows.count, vanishedCount: vanishedRows.count, dirtyCount: dirtyRows.count,
             arenaCount: arena.count, garbage: arena.garbage))
     }
@@ -49,8 +51,8 @@ extension EntityTable {
     /// Whether `row` was inserted after the innermost savepoint began.
     @inline(__always)
     func isNewInInnermostSavepoint(row: Int) -> Bool {
-        guard let mark = savepoints.last, row < stamps.count else { return false }
-        return stamps[row] > mark.clock
+        guard let mark = savepoints.last else { return false }
+        return row >= mark.rowCount || (row < stamps.count && stamps[row] > mark.clock)
     }
 
     /// Records a cell's value before it changes, unless the row is new since the savepoint.
@@ -64,7 +66,7 @@ extension EntityTable {
     func rollbackToSavepoint() {
         guard let mark = savepoints.popLast() else { return }
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
-        let isNew = { (row: Int) -> Bool in row < self.stamps.count && self.stamps[row] > mark.clock }
+        let isNew = { (row: Int) -> Bool in row >= mark.rowCount || (row < self.stamps.count && self.stamps[row] > mark.clock) }
         // Rows inserted since the mark go away wholesale.
         for r in insertedRows[mark.insertedCount...] where flags[Int(r)] & Flags.inserted != 0 {
             if !uniqueIndexes.isEmpty { unindexAll(row: Int(r)) }

@@ -84,7 +84,8 @@ final class EntityTable {
     // Savepoints (nested, for imports and transactions that roll back as a whole).
     @exclusivity(unchecked) var savepoints: [SavepointMark] = []
     @exclusivity(unchecked) var undo: [UndoEntry] = []
-    /// Per row, the insertion clock of rows inserted while a savepoint was active (0 otherwise).
+    /// Per row, the insertion clock of rows reused (from `freeRows`) while a savepoint was active
+    /// (0 or stale otherwise: the clock only grows, so a stale stamp is older than any mark).
     @exclusivity(unchecked) var stamps: [UInt64] = []
     @exclusivity(unchecked) var insertClock: UInt64 = 0
 
@@ -269,10 +270,13 @@ final class EntityTable {
     /// ``indexAll(row:)`` itself, which saves indexing the defaults first (a bulk import would
     /// otherwise park every new row among the duplicates of the default key for a moment).
     func insertRow(indexed: Bool = true) -> Int {
+        let appended = freeRows.isEmpty
         let row = allocateRow(serial: nextSerial)
         flags[row] |= Flags.inserted
         insertedRows.append(Int32(row))
-        if !savepoints.isEmpty { stampInsertion(row: row) }
+        // An appended row is past every active savepoint's row count, which tells it is new;
+        // only a reused row needs the clock.
+        if !savepoints.isEmpty && !appended { stampInsertion(row: row) }
         if indexed && !uniqueIndexes.isEmpty { indexAll(row: row) }
         willSaveTouched?.insert(Int32(row))
         return row
