@@ -55,10 +55,14 @@ extension EntityTable {
         return row >= mark.rowCount || (row < stamps.count && stamps[row] > mark.clock)
     }
 
-    /// Records a cell's value before it changes, unless the row is new since the savepoint.
+    /// Records a cell's value before it changes, unless the row is new since the savepoint or
+    /// was first changed since it: then its before-image (taken by `willChange`, before this
+    /// call) holds its state at the savepoint, and rolling back restores the row from it. A
+    /// bulk import of updates thus logs no entry per cell (five per updated object before).
     @inline(__always)
     func logCell(row: Int, slot: Int) {
         if isNewInInnermostSavepoint(row: row) { return }
+        if let mark = savepoints.last, Int(beforeIndex[row]) >= mark.dirtyCount { return }
         undo.append(.cell(row: Int32(row), slot: Int32(slot), bits: values[row * stride + slot], wasNull: isNull(row: row, slot: slot)))
     }
 
@@ -99,10 +103,20 @@ extension EntityTable {
                 if !uniqueIndexes.isEmpty { indexAll(row: row) }
             }
         }
-        // Rows first changed since the mark are clean again: drop their before-images.
+        // Rows first changed since the mark get their state at the mark back from their
+        // before-images (their cell changes were not logged), and are clean again.
         for r in dirtyRows[mark.dirtyCount...] {
-            flags[Int(r)] &= ~Flags.dirty
-            beforeIndex[Int(r)] = -1
+            let row = Int(r)
+            let b = Int(beforeIndex[row])
+            let reindexed = !uniqueIndexes.isEmpty && isVisible(row: row)
+            if reindexed { unindexAll(row: row) }
+            if b >= 0 {
+                for i in 0..<stride { values[row * stride + i] = beforeValues[b * stride + i] }
+                for i in 0..<maskWords { nulls[row * maskWords + i] = beforeNulls[b * maskWords + i] }
+            }
+            if reindexed { indexAll(row: row) }
+            flags[row] &= ~Flags.dirty
+            beforeIndex[row] = -1
         }
         dirtyRows.removeSubrange(mark.dirtyCount...)
         beforeValues.removeSubrange((mark.dirtyCount * stride)...)
