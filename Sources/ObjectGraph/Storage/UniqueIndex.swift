@@ -1,3 +1,5 @@
+import CPrefetch
+
 /// One unique constraint's hash index: an open-addressing table of row numbers, hashed and
 /// compared by the rows' key cells, so it stores 4 bytes per slot and no copy of any key.
 ///
@@ -227,6 +229,28 @@ extension EntityTable {
     func place(owners: [Int32], in index: UniqueIndex) {
         let mask = index.mask
         let keySlot = index.slots[0]
+        if index.slots.count == 1 && !types[keySlot].isVariableLength {
+            // A key of one fixed-size cell (an integer ID): its hash straight from the cell,
+            // over buffer pointers (the general path cost ~450 instructions an owner, callgrind).
+            let stride = self.stride, seed = index.seed, n = owners.count
+            values.withUnsafeBufferPointer { cells in
+                index.buckets.withUnsafeMutableBufferPointer { buckets in
+                    for j in 0..<n {
+                        if j + 16 < n { cells.baseAddress.map { cprefetch_read($0 + Int(owners[j + 16]) * stride + keySlot) } }
+                        if j + 8 < n {
+                            let h = _KeyHasher.hash(cells[Int(owners[j + 8]) * stride + keySlot], seed: seed)
+                            buckets.baseAddress.map { cprefetch_write($0 + (h & mask)) }
+                        }
+                        let r = owners[j]
+                        var b = _KeyHasher.hash(cells[Int(r) * stride + keySlot], seed: seed) & mask
+                        while buckets[b] != UniqueIndex.empty { b = (b + 1) & mask }
+                        buckets[b] = r
+                    }
+                }
+            }
+            index.used += n
+            return
+        }
         for j in owners.indices {
             if j + 16 < owners.count { prefetchCell(row: Int(owners[j + 16]), slot: keySlot) }
             if j + 8 < owners.count, let h = keyHash(row: Int(owners[j + 8]), index) { prefetchBucket(hash: h, in: index) }
