@@ -42,9 +42,12 @@ enum TransactionCodec {
             w.varint(updated.count)
             for row in updated {
                 w.varint(t.serial(ofRow: row))
-                let slots = (0..<t.stride).filter { t.slotDiffers(row: row, slot: $0) }
-                w.varint(slots.count)
-                for slot in slots {
+                // Counted, then written: a filtered array per row was an allocation per
+                // updated object.
+                var changed = 0
+                for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) { changed += 1 }
+                w.varint(changed)
+                for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
                     let isNull = t.isNull(row: row, slot: slot)
                     w.varint(UInt64(slot) << 1 | (isNull ? 1 : 0))
                     if !isNull { writeCell(t.values[row * t.stride + slot], type: t.types[slot], table: t, into: &w) }
