@@ -152,26 +152,49 @@ enum RecordCodec {
         guard stored == actual else {
             return .failure(RecordProblem("checksum mismatch"))
         }
-        let type = bytes[offset + F.type]
+        if let problem = fieldProblem(in: bytes, at: offset, storedLength: storedLength) {
+            return .failure(RecordProblem(problem.message, checksumValid: true))
+        }
         let flags = bytes[offset + F.flags]
-        let rawLength = Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))
-        guard flags & ~JournalFormat.knownRecordFlags == 0, bytes.littleEndian(at: offset + F.reserved, as: UInt16.self) == 0 else {
-            return .failure(RecordProblem("record has unknown flags 0x\(String(flags, radix: 16))", checksumValid: true))
-        }
-        guard JournalFormat.RecordType(rawValue: type) != nil || JournalFormat.skippableRecordTypes.contains(type) else {
-            return .failure(RecordProblem("unknown record type \(type) (not in the skippable range 0x80...0xFF)", checksumValid: true))
-        }
-        let compressed = flags & JournalFormat.flagCompressed != 0
-        let chunked = flags & JournalFormat.flagChunked != 0
-        guard !(compressed && chunked) else {
-            return .failure(RecordProblem("record has unknown flags 0x\(String(flags, radix: 16))", checksumValid: true))
-        }
-        guard compressed || chunked ? (rawLength <= JournalFormat.maxPayloadSize && storedLength > 0) : rawLength == storedLength else {
-            return .failure(RecordProblem("record lengths are inconsistent (stored \(storedLength), raw \(rawLength))", checksumValid: true))
-        }
         return .success(ScannedRecord(
-            offset: offset, sequence: bytes.littleEndian(at: offset + F.sequence), type: type,
-            compressed: compressed, chunked: chunked, storedLength: storedLength, rawLength: rawLength))
+            offset: offset, sequence: bytes.littleEndian(at: offset + F.sequence), type: bytes[offset + F.type],
+            compressed: flags & JournalFormat.flagCompressed != 0, chunked: flags & JournalFormat.flagChunked != 0,
+            storedLength: storedLength, rawLength: Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))))
+    }
+
+    /// A header field no valid record has.
+    private enum FieldProblem {
+        case flags(UInt8)
+        case type(UInt8)
+        case lengths(stored: Int, raw: Int)
+
+        var message: String {
+            switch self {
+            case .flags(let flags): "record has unknown flags 0x\(String(flags, radix: 16))"
+            case .type(let type): "unknown record type \(type) (not in the skippable range 0x80...0xFF)"
+            case .lengths(let stored, let raw): "record lengths are inconsistent (stored \(stored), raw \(raw))"
+            }
+        }
+    }
+
+    /// The checks of the header at `offset` besides its length fitting and its checksum:
+    /// flags (known bits, not both compressions, reserved zero), type, and lengths consistent
+    /// with the flags. ``record(in:at:seed:end:)`` makes them after the checksum (a failure
+    /// then is a writer's, not a torn write); ``isPlausibleHeader(in:at:end:)`` before it.
+    private static func fieldProblem(in bytes: UnsafeRawBufferPointer, at offset: Int, storedLength: Int) -> FieldProblem? {
+        typealias F = JournalFormat.RecordHeaderField
+        let flags = bytes[offset + F.flags]
+        guard flags & ~JournalFormat.knownRecordFlags == 0, flags != JournalFormat.knownRecordFlags,
+              bytes.littleEndian(at: offset + F.reserved, as: UInt16.self) == 0 else { return .flags(flags) }
+        let type = bytes[offset + F.type]
+        guard JournalFormat.RecordType(rawValue: type) != nil || JournalFormat.skippableRecordTypes.contains(type) else {
+            return .type(type)
+        }
+        let rawLength = Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))
+        guard flags == 0 ? rawLength == storedLength : rawLength <= JournalFormat.maxPayloadSize && storedLength > 0 else {
+            return .lengths(stored: storedLength, raw: rawLength)
+        }
+        return nil
     }
 
     /// Walks the records of a segment from just after its header.
@@ -225,17 +248,10 @@ enum RecordCodec {
     /// a length that fits, which made one flipped bit in a 16 MB record take minutes to
     /// describe (quadratic); these checks reject nearly every offset first.
     static func isPlausibleHeader(in bytes: UnsafeRawBufferPointer, at offset: Int, end: Int) -> Bool {
-        typealias F = JournalFormat.RecordHeaderField
-        guard end - offset >= JournalFormat.recordHeaderSize,
-              bytes.littleEndian(at: offset + F.reserved, as: UInt16.self) == 0 else { return false }
-        let flags = bytes[offset + F.flags]
-        let type = bytes[offset + F.type]
-        guard flags & ~JournalFormat.knownRecordFlags == 0, flags != JournalFormat.knownRecordFlags,
-              JournalFormat.RecordType(rawValue: type) != nil || JournalFormat.skippableRecordTypes.contains(type) else { return false }
-        let storedLength = Int(bytes.littleEndian(at: offset + F.storedLength, as: UInt32.self))
-        let rawLength = Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))
-        guard storedLength <= end - offset - JournalFormat.recordHeaderSize else { return false }
-        return flags == 0 ? rawLength == storedLength : rawLength <= JournalFormat.maxPayloadSize && storedLength > 0
+        guard end - offset >= JournalFormat.recordHeaderSize else { return false }
+        let storedLength = Int(bytes.littleEndian(at: offset + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self))
+        return storedLength <= end - offset - JournalFormat.recordHeaderSize
+            && fieldProblem(in: bytes, at: offset, storedLength: storedLength) == nil
     }
 
     /// Looks for valid records after damage at `offset`.
