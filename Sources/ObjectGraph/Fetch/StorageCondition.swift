@@ -94,7 +94,7 @@ extension StorageCondition {
             if row.isNull(slot) {
                 return optional ? op == .notEqual : Self.compare(UnsafeRawBufferPointer(start: nil, count: 0), op, k)
             }
-            return Self.compare(Self.bytes(ArenaRef(row.cells[slot]), in: row.arena), op, k)
+            return Self.compare(ByteArena.bytes(ArenaRef(row.cells[slot]), in: row.arena), op, k)
         case .isNull(let slot):
             return row.isNull(slot)
         case .and(let a, let b):
@@ -104,17 +104,6 @@ extension StorageCondition {
         case .not(let a):
             return !a.matches(row)
         }
-    }
-
-    @inline(__always)
-    static func bytes(_ ref: ArenaRef, in arena: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        var start = ref.offset
-        var length = ref.rawLength
-        if ref.isLong {
-            length = Int(UInt64(littleEndian: arena.loadUnaligned(fromByteOffset: start, as: UInt64.self)))
-            start += 8
-        }
-        return UnsafeRawBufferPointer(rebasing: arena[start..<start + length])
     }
 
     /// Compares stored UTF-8 with a constant under Swift's `String` semantics (canonical

@@ -102,7 +102,7 @@ extension ModelContext {
                     if k + 12 < ids.count { ids[k + 12]._withCell { importer.remember($0, as: k + 12) } }
                     importer.prefetchStages(at: k, of: ids.count)
                 } else if k + 8 < ids.count {
-                    ids[k + 8]._withCell { importer.prefetch($0, stage: 1) }
+                    ids[k + 8]._withCell { importer.prefetchBucket($0) }
                 }
                 let index = last[k]
                 let source: T.ImportSource
@@ -314,28 +314,20 @@ final class _UniqueImporter {
             table.reserveRows(count)
             if (index.used + count) * 2 > index.buckets.count { table.growIndex(index, toHold: index.used + count) }
         }
-        changesWhileOnlyOurs = empty && table.liveCount == 0 ? index.changes : nil
-        prefetcher = RowPrefetcher(table: table, index: index)
+        changesWhileOnlyOurs = empty ? index.changes : nil
+        if !empty { prefetcher = RowPrefetcher(table: table, index: index) }
     }
 
-    /// Prefetches for the IDs ahead; made by ``prepare(count:empty:)``.
+    /// Prefetches the rows of the IDs ahead in an import into a populated entity; made by
+    /// ``prepare(count:empty:)``.
     @exclusivity(unchecked) private var prefetcher: RowPrefetcher?
     @exclusivity(unchecked) private var prefetches = 0
 
-    /// Prefetches, for the ID whose cell is `cell`, the index bucket (stage 1), the rows it
-    /// names (stage 2) or their instances (stage 3): see EntityTable+Prefetch.swift.
+    /// Prefetches the index bucket of the ID whose cell is `cell` (an import into an empty
+    /// entity has no rows to look up, only buckets to fill).
     @usableFromInline
-    func prefetch(_ cell: RawCell, stage: Int) {
-        // Now and then take the row arrays' addresses again: an import that inserts grows them.
-        prefetches &+= 1
-        if prefetches & 4095 == 0, prefetcher != nil { prefetcher = RowPrefetcher(table: table, index: index) }
-        guard let prefetcher else { return }
-        let hash = index.hash(cell: cell)
-        switch stage {
-        case 1: prefetcher.bucket(hash: hash)
-        case 2: prefetcher.rows(hash: hash)
-        default: prefetcher.instances(hash: hash)
-        }
+    func prefetchBucket(_ cell: RawCell) {
+        table.prefetchBucket(hash: index.hash(cell: cell), in: index)
     }
 
     /// The hashes of the IDs ahead, ID `j` at `lookahead[j % 16]`.
@@ -349,12 +341,13 @@ final class _UniqueImporter {
     /// k + 12, the rows of ID k + 6, the instances of ID k + 3 (all ``remember(_:as:)``ed).
     @usableFromInline
     func prefetchStages(at k: Int, of count: Int) {
+        // Now and then take the row arrays' addresses again: an import that inserts grows them.
         prefetches &+= 1
         if prefetches & 4095 == 0, prefetcher != nil { prefetcher = RowPrefetcher(table: table, index: index) }
         guard let prefetcher else { return }
-        if k + 12 < count { prefetcher.bucket(hash: lookahead[(k + 12) & 15]) }
+        if k + 12 < count { table.prefetchBucket(hash: lookahead[(k + 12) & 15], in: index) }
         if k + 6 < count { prefetcher.rows(hash: lookahead[(k + 6) & 15]) }
-        if k + 3 < count { prefetcher.instances(hash: lookahead[(k + 3) & 15]) }
+        if k + 3 < count { prefetcher.instancesAndStrings(hash: lookahead[(k + 3) & 15]) }
     }
 
     /// The live object whose ID is `id`, pending inserts included. O(1).

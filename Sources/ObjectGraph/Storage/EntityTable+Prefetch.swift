@@ -46,11 +46,7 @@ final class RowPrefetcher {
         variableSlots = table.types.indices.filter { table.types[$0].isVariableLength }
     }
 
-    /// Stage 1: the index bucket where a probe for `hash` starts.
-    func bucket(hash: Int) {
-        let b = index.home(hash)
-        index.buckets.withUnsafeBytes { if let base = $0.baseAddress { cprefetch_read(base + b * 4) } }
-    }
+    // Stage 1, the bucket, is EntityTable.prefetchBucket(hash:in:): its address needs no row.
 
     /// Stage 2: what an update reads and writes of the rows the chain at `hash` names (the
     /// cells, flags, null bits, before-image slot and instance slot).
@@ -66,7 +62,7 @@ final class RowPrefetcher {
 
     /// Stage 3: the instances of the rows the chain at `hash` names (read without retaining)
     /// and the arena bytes their variable-length cells point to.
-    func instances(hash: Int) {
+    func instancesAndStrings(hash: Int) {
         let stride = table.stride
         table.instances.withUnsafeBytes { slots in
             table.values.withUnsafeBufferPointer { cells in
