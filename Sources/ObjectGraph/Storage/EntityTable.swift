@@ -3,7 +3,8 @@ import Foundation
 /// The compact storage of one entity's objects in one context.
 ///
 /// Row-major: row `r` holds `stride` 64-bit cells (`values[r * stride + slot]`) and
-/// `maskWords` words of null bits. Fixed-size attributes are stored as their bit pattern;
+/// `maskWords` words of null bits (both arrays may run past the last row: room a bulk import
+/// made with `reserveRows`). Fixed-size attributes are stored as their bit pattern;
 /// strings, data, UUIDs and URLs as an ``ArenaRef`` into `arena`, an append-only byte buffer.
 /// Nothing is allocated per attribute value, and an object instance is only created when
 /// somebody asks for it (then kept, so the same row always yields the same instance).
@@ -206,9 +207,7 @@ final class EntityTable {
         let first = flags.count
         let n = serials.count
         guard n > 0 else { return first..<first }
-        // Room `reserveRows` made past the last row is used first.
-        if values.count < (first + n) * stride { values.append(contentsOf: repeatElement(0, count: (first + n) * stride - values.count)) }
-        if nulls.count < (first + n) * maskWords { nulls.append(contentsOf: repeatElement(0, count: (first + n) * maskWords - nulls.count)) }
+        extendCells(toRows: first + n)  // room `reserveRows` made is used first
         values.withUnsafeMutableBufferPointer { v in
             nulls.withUnsafeMutableBufferPointer { m in
                 for i in first..<first + n {
@@ -259,7 +258,11 @@ final class EntityTable {
     /// row, and a row allocated there gets its defaults written as any new row does.
     func reserveRows(_ count: Int) {
         reserve(count)
-        let rows = flags.count + count
+        extendCells(toRows: flags.count + count)
+    }
+
+    /// Makes `values` and `nulls` at least `rows` rows long (zeros), keeping what is there.
+    private func extendCells(toRows rows: Int) {
         if values.count < rows * stride { values.append(contentsOf: repeatElement(0, count: rows * stride - values.count)) }
         if nulls.count < rows * maskWords { nulls.append(contentsOf: repeatElement(0, count: rows * maskWords - nulls.count)) }
     }
