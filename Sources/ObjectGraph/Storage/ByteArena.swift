@@ -34,21 +34,25 @@ struct ByteArena {
     /// free its memory; one table owns one arena, which is never copied (only moved), so the
     /// reference semantics never show. Written through a raw pointer, so that an append is a
     /// bounds check and a `memcpy`: through `Array.append` it cost about 125 instructions per
-    /// string (uniqueness and capacity checks, the append machinery; callgrind). Growing
-    /// allocates without touching the new room, so capacity not yet used costs no memory.
+    /// string (uniqueness and capacity checks, the append machinery; callgrind).
+    ///
+    /// Grown with `realloc`: a large block is moved by remapping its pages (glibc's `mremap`),
+    /// neither copied nor touched again, and room not yet used costs no memory. Allocating a
+    /// new block and copying, as before, touched about twice the final size in fresh pages: a
+    /// 1M import's 40 MB of strings took 26k page faults instead of 10k (perf), each ~1.4 µs
+    /// on this VM.
     private final class Storage {
         var base: UnsafeMutableRawPointer?
         var capacity = 0
 
-        deinit { base?.deallocate() }
+        deinit { free(base) }
 
         func grow(to length: Int, keeping count: Int) {
-            let fresh = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 16)
-            if let base {
-                fresh.copyMemory(from: base, byteCount: count)
-                base.deallocate()
+            guard let grown = realloc(base, length) else {
+                // Out of memory: as Swift's own allocations do, stop rather than corrupt.
+                preconditionFailure("ByteArena: cannot allocate \(length) bytes")
             }
-            base = fresh
+            base = grown
             capacity = length
         }
     }
