@@ -81,6 +81,10 @@ final class EntityTable {
     let referenceIndexOfSlot: [ReferenceIndex?]
     /// The slots that have a reference index.
     let referenceSlots: [Int]
+    /// Bit `s` for each slot `s` below 64 that no unique index keys and no reference index
+    /// tracks: on a row inserted since the innermost savepoint, a set of such a slot needs only
+    /// the write (``setCell(row:slot:_:primitive:)``).
+    let plainSlots: UInt64
 
     // Savepoints (nested, for imports and transactions that roll back as a whole).
     @exclusivity(unchecked) var savepoints: [SavepointMark] = []
@@ -143,6 +147,9 @@ final class EntityTable {
         for r in relationships where r.slot >= 0 && r.inverseIsToMany { references[r.slot] = ReferenceIndex(slot: r.slot) }
         referenceIndexOfSlot = references
         referenceSlots = references.indices.filter { references[$0] != nil }
+        var plain: UInt64 = 0
+        for s in 0..<min(64, stride) where bySlot[s].isEmpty && references[s] == nil { plain |= 1 << UInt64(s) }
+        plainSlots = plain
         committedArenaCount = arena.count
     }
 
@@ -511,6 +518,17 @@ final class EntityTable {
         }
     }
 
+    /// Whether a (non-primitive) set of `slot` on `row` only has to write the cell: the row was
+    /// inserted in this transaction and since the innermost savepoint, no `willSave` pass or
+    /// primitive set is being tracked, and no index covers the slot.
+    @inline(__always)
+    private func isFreshWrite(row: Int, slot: Int, primitive: Bool) -> Bool {
+        guard !primitive, slot < 64, plainSlots & (1 << UInt64(slot)) != 0,
+              flags[row] & Flags.inserted != 0, willSaveTouched == nil, primitiveOnly.isEmpty
+        else { return false }
+        return savepoints.isEmpty || isNewInInnermostSavepoint(row: row)
+    }
+
     func setCell(row: Int, slot: Int, _ cell: RawCell, primitive: Bool = false) {
         let index = row * stride + slot
         let maskIndex = row * maskWords + slot / 64
@@ -521,6 +539,21 @@ final class EntityTable {
             if !wasNull && values[index] == bits { return }
         case .bytes(let buffer):
             if !wasNull && arena.equal(ArenaRef(values[index]), buffer) { return }
+        }
+        if isFreshWrite(row: row, slot: slot, primitive: primitive) {
+            // What an import's `didInsert` does to each new object. The steps below would all be
+            // no-ops: an inserted row has no before-image, is already in `willSaveTouched` when
+            // that is tracked, logs no undo inside the savepoint it was inserted in, and the
+            // slot has no index to maintain. Only the write is left.
+            switch cell {
+            case .fixed(let bits):
+                values[index] = bits
+            case .bytes(let buffer):
+                if !wasNull { arena.garbage += ArenaRef(values[index]).length }
+                values[index] = arena.append(buffer)
+            }
+            if wasNull { nulls[maskIndex] &= ~bit }
+            return
         }
         willChange(row: row)
         notePrimitive(primitive, row: row, slot: slot)
