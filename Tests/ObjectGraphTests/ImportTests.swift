@@ -220,6 +220,16 @@ struct ImportTests {
         #expect(try context.count(of: ImportedEntity.self) == 7)
     }
 
+    @Test func sourcesWithoutAnIDShiftNoOtherSourceInABatchWithoutDuplicates() throws {
+        // No ID repeats, so the import keeps no table of winners: each object must still get
+        // its own source although the sources without an ID shift the positions.
+        let context = try seeded()
+        let objects = try context.importUniqueObjects(
+            ImportedEntity.self, sourceArray: [source(nil, 0), source(108, 8), source(nil, 1), source(109, 9), source(105, 50)])
+        #expect(objects.map(\.testEntityID) == [108, 109, 105])
+        #expect(objects.map(\.testNumber) == [8, 9, 50])
+    }
+
     @Test func importUniqueObjectsMaintainsOrderOfInputSourceArray() throws {
         let context = try seeded()
         let sources = [source(107, 7), source(106, 6), source(103, 30)]

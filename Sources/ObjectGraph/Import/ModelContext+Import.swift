@@ -66,25 +66,31 @@ extension ModelContext {
         // metadata lookups (measured with callgrind: a 1M import took 2.9 s instead of 1.2 s).
         let importer = try _UniqueImporter(context: self, type: type, idKeyPath: T.uniqueIDKeyPath)
         // 1. All IDs first. `ids[k]` is the k-th distinct ID in order of first appearance and
-        //    `last[k]` the index of its last source (the one that wins).
+        //    `distinct.last(k)` the index of its last source (the one that wins).
         let sources = Array(sourceArray)
-        var extracted: [T.UniqueIDType] = [], from: [Int] = []
+        var extracted: [T.UniqueIDType] = []
         extracted.reserveCapacity(sources.count)
-        from.reserveCapacity(sources.count)
+        // `from[j]`: the source of `extracted[j]`, kept only once a source has no ID (until
+        // then, and in the usual import, it is `j`).
+        var from: [Int]?
         for i in sources.indices {
             let id: T.UniqueIDType?
             // `sources[i]` as the argument, not a loop variable: borrowed, not copied.
             do { id = try T.uniqueID(from: sources[i], in: self) } catch { throw ImportError(sourceIndex: i, underlying: error) }
-            guard let id else { continue }
+            guard let id else {
+                if from == nil { from = Array(0..<i) }
+                continue
+            }
             extracted.append(id)
-            from.append(i)
+            from?.append(i)
         }
         let distinct = _DistinctIDs(extracted, sources: from)
-        let ids = distinct.ids, last = distinct.last
+        extracted = []  // `distinct.ids` may share its storage; one owner keeps it unique
+        let ids = distinct.ids
         var mapping: [T.UniqueIDType: T.ImportSource]?
         if let preProcess {
             var all: [T.UniqueIDType: T.ImportSource] = [:]
-            for (k, id) in ids.enumerated() { all[id] = sources[last[k]] }
+            for (k, id) in ids.enumerated() { all[id] = sources[distinct.last(k)] }
             mapping = try preProcess(all)
         }
         // 2. Update or insert, atomically. Into an empty entity every (distinct) ID is new.
@@ -104,7 +110,7 @@ extension ModelContext {
                 } else if k + 8 < ids.count {
                     ids[k + 8]._withCell { importer.prefetchBucket($0) }
                 }
-                let index = last[k]
+                let index = distinct.last(k)
                 let source: T.ImportSource
                 if let mapping {
                     guard let mapped = mapping[id] else { continue }
@@ -159,78 +165,104 @@ extension EntityTable {
 /// For IDs whose stored cell is equal exactly when the IDs are (integers, `Bool`, `UUID`) this
 /// is an open-addressing table hashed by the cell with ``_KeyHasher``; a `Dictionary` (SipHash)
 /// cost 8% of a 1M import with the index's hashing (callgrind). Each bucket holds the position
-/// in `ids` and 32 bits of the hash, so a probe compares an ID only when those bits match, and
+/// in `all` and 32 bits of the hash, so a probe compares an ID only when those bits match, and
 /// the bucket of the ID eight places ahead is prefetched: with 1M IDs the table is far larger
-/// than the caches, and each probe was a cache miss followed by another for `ids[k]` (perf).
+/// than the caches, and each probe was a cache miss followed by another for `all[j]` (perf).
 /// Strings compare by canonical equivalence, not bytes, and doubles treat -0.0 as 0.0, so those
 /// keep the dictionary.
+///
+/// When no ID repeats, as in most imports, `ids` is `all` itself and nothing else is built:
+/// copying the IDs and their source indexes touched 16 MB of fresh memory for 1M IDs, and a
+/// page fault costs ~1.4 µs on this VM (perf, `Tools/Benchmarks/Results/peers.md`).
 @usableFromInline
 struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
     /// `ids[k]`: the k-th distinct ID.
-    @usableFromInline var ids: [ID] = []
-    /// `last[k]`: the index of the last source with ID `ids[k]`.
-    @usableFromInline var last: [Int] = []
+    @usableFromInline let ids: [ID]
+    /// `lastSources[k]`: the index of the last source with ID `ids[k]`, when some ID repeats.
+    @usableFromInline let lastSources: [Int]?
+    /// `sources[j]`: the source of `all[j]`, when not `j`.
+    @usableFromInline let sources: [Int]?
 
-    /// Finds the distinct IDs of `all`, where `all[j]` is the ID of source `sources[j]`.
+    /// The index of the last source with ID `ids[k]`.
     @inlinable
-    init(_ all: [ID], sources: [Int]) {
-        ids.reserveCapacity(all.count)
-        last.reserveCapacity(all.count)
-        guard ID.attributeType.cellEqualityIsEquality, all.count < Int(Int32.max) else {
-            var positions: [ID: Int] = [:]
-            positions.reserveCapacity(all.count)
-            for (j, id) in all.enumerated() {
-                if let k = positions[id] {
-                    last[k] = sources[j]
-                } else {
-                    positions[id] = ids.count
-                    ids.append(id)
-                    last.append(sources[j])
+    func last(_ k: Int) -> Int {
+        if let lastSources { return lastSources[k] }
+        if let sources { return sources[k] }
+        return k
+    }
+
+    /// Finds the distinct IDs of `all`, where `all[j]` is the ID of source `sources?[j] ?? j`.
+    @inlinable
+    init(_ all: [ID], sources: [Int]?) {
+        // `repeats[j]`: -2 when `all[j]` repeats an earlier ID, else the last source of the ID
+        // that first appears at `j` when that ID repeats later, else -1. Made at the first
+        // repeat.
+        var repeats: [Int]?
+        func noteRepeat(at j: Int, of first: Int) {
+            var marks = repeats ?? [Int](repeating: -1, count: all.count)
+            repeats = nil  // `marks` the only reference: changed in place, not copied
+            marks[j] = -2
+            marks[first] = sources?[j] ?? j
+            repeats = marks
+        }
+        if ID.attributeType.cellEqualityIsEquality, all.count < Int(Int32.max) {
+            // At most half full, so a probe ends soon. A bucket is 0 when empty, else the hash's
+            // high 32 bits above j + 1.
+            var size = 16
+            while size < all.count * 2 { size <<= 1 }
+            let mask = size - 1
+            let seed = _KeyHasher.randomSeed()
+            var buckets = [UInt64](repeating: 0, count: size)
+            buckets.withUnsafeMutableBufferPointer { buckets in
+                let lookahead = 8
+                for j in all.indices {
+                    if j + lookahead < all.count {
+                        _prefetch(buckets, Self.hash(all[j + lookahead], seed: seed) & mask)
+                    }
+                    let id = all[j]
+                    let h = Self.hash(id, seed: seed)
+                    let tag = UInt64(truncatingIfNeeded: h) & 0xFFFF_FFFF_0000_0000
+                    var b = h & mask
+                    while true {
+                        let bucket = buckets[b]
+                        if bucket == 0 {
+                            buckets[b] = tag | UInt64(j + 1)
+                            break
+                        }
+                        if bucket & 0xFFFF_FFFF_0000_0000 == tag {
+                            let first = Int(truncatingIfNeeded: bucket & 0xFFFF_FFFF) - 1
+                            if all[first] == id {
+                                noteRepeat(at: j, of: first)
+                                break
+                            }
+                        }
+                        b = (b + 1) & mask
+                    }
                 }
             }
+        } else {
+            var firsts: [ID: Int] = [:]
+            firsts.reserveCapacity(all.count)
+            for (j, id) in all.enumerated() {
+                if let first = firsts[id] { noteRepeat(at: j, of: first) } else { firsts[id] = j }
+            }
+        }
+        guard let repeats else {
+            ids = all
+            lastSources = nil
+            self.sources = sources
             return
         }
-        // At most half full, so a probe ends soon. A bucket is 0 when empty, else the hash's
-        // high 32 bits above k + 1.
-        var size = 16
-        while size < all.count * 2 { size <<= 1 }
-        let mask = size - 1
-        let seed = _KeyHasher.randomSeed()
-        var buckets = [UInt64](repeating: 0, count: size)
         var ids: [ID] = [], last: [Int] = []
         ids.reserveCapacity(all.count)
         last.reserveCapacity(all.count)
-        buckets.withUnsafeMutableBufferPointer { buckets in
-            let lookahead = 8
-            for j in all.indices {
-                if j + lookahead < all.count {
-                    _prefetch(buckets, Self.hash(all[j + lookahead], seed: seed) & mask)
-                }
-                let id = all[j]
-                let h = Self.hash(id, seed: seed)
-                let tag = UInt64(truncatingIfNeeded: h) & 0xFFFF_FFFF_0000_0000
-                var b = h & mask
-                while true {
-                    let bucket = buckets[b]
-                    if bucket == 0 {
-                        buckets[b] = tag | UInt64(ids.count + 1)
-                        ids.append(id)
-                        last.append(sources[j])
-                        break
-                    }
-                    if bucket & 0xFFFF_FFFF_0000_0000 == tag {
-                        let k = Int(truncatingIfNeeded: bucket & 0xFFFF_FFFF) - 1
-                        if ids[k] == id {
-                            last[k] = sources[j]
-                            break
-                        }
-                    }
-                    b = (b + 1) & mask
-                }
-            }
+        for j in all.indices where repeats[j] != -2 {
+            ids.append(all[j])
+            last.append(repeats[j] >= 0 ? repeats[j] : sources?[j] ?? j)
         }
         self.ids = ids
-        self.last = last
+        lastSources = last
+        self.sources = nil
     }
 
     @inlinable
