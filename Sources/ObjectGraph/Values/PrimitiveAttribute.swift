@@ -244,6 +244,11 @@ extension String: PrimitiveAttribute {
         return String(decoding: buffer, as: UTF8.self)
     }
     public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
+        // Borrowed: `withUTF8` is mutating, and the copy it needs retained and released the
+        // string's storage around every write (two atomic operations per string attribute).
+        if let result = try utf8.withContiguousStorageIfAvailable({ try body(.bytes(UnsafeRawBufferPointer($0))) }) {
+            return result
+        }
         var copy = self
         return try copy.withUTF8 { try body(.bytes(UnsafeRawBufferPointer($0))) }
     }
