@@ -256,14 +256,60 @@ public final class Journal: Sendable {
     ///   or ``JournalError/Code/needsReopen``.
     @discardableResult
     public func append(_ payload: UnsafeRawBufferPointer, schema: [UInt8]? = nil) throws(JournalError) -> UInt64 {
-        guard payload.count <= JournalFormat.maxPayloadSize, (schema?.count ?? 0) <= JournalFormat.maxPayloadSize else {
+        guard payload.count <= JournalFormat.maxPayloadSize else {
+            throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
+        }
+        return try appendRecord(storedBound: payload.count, schema: schema) { buffer, seed, sequence in
+            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: sequence, type: .transaction, payload: payload)
+            return (raw: payload.count, stored: stored, blocks: [])
+        }
+    }
+
+    /// Appends one transaction record whose payload was compressed while it was written
+    /// (``PayloadStream``); otherwise as ``append(_:schema:)-(UnsafeRawBufferPointer,_)``. The
+    /// stored bytes are the same as for the whole payload.
+    ///
+    /// A chunked record is written with several `pwrite`s (the headers and chunk table, then
+    /// the chunks); a crash between them leaves a torn tail, which `open` truncates.
+    ///
+    /// - Throws: as ``append(_:schema:)-(UnsafeRawBufferPointer,_)``.
+    @discardableResult
+    public func append(_ stream: PayloadStream, schema: [UInt8]? = nil) throws(JournalError) -> UInt64 {
+        guard let chunked = stream.finish() else {
+            return try append(stream.bytes, schema: schema)
+        }
+        guard chunked.rawCount <= JournalFormat.maxPayloadSize else {
+            throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
+        }
+        guard chunked.storedCount < chunked.rawCount else {
+            // Chunks that do not shrink the payload: stored raw, as the format requires.
+            guard let raw = chunked.rawPayload() else {
+                throw JournalError(.payloadTooLarge, "a chunked payload did not decode again; nothing was written")
+            }
+            return try append(raw, schema: schema)
+        }
+        return try appendRecord(storedBound: chunked.storedCount, schema: schema) { buffer, seed, sequence in
+            RecordCodec.appendChunkedHeader(to: &buffer, seed: seed, sequence: sequence, type: .transaction, chunked)
+            return (raw: chunked.rawCount, stored: chunked.storedCount, blocks: chunked.blocks)
+        }
+    }
+
+    /// The common part of the appends: rolls the segment when the record would not fit,
+    /// writes the schema record when `schema` is new and then what `record` puts in the buffer
+    /// (plus the `blocks` it returns, written after it), and syncs as the durability asks.
+    /// `storedBound`: at most the bytes the transaction record's payload takes.
+    private func appendRecord(
+        storedBound: Int, schema: [UInt8]?,
+        _ record: (inout [UInt8], _ seed: UInt32, _ sequence: UInt64) -> (raw: Int, stored: Int, blocks: [[UInt8]])
+    ) throws(JournalError) -> UInt64 {
+        guard (schema?.count ?? 0) <= JournalFormat.maxPayloadSize else {
             throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
         }
         let ticket = try state.withLock { (s) throws(JournalError) -> Ticket in
             try s.checkUsable()
             try applyPendingTruncation(&s)
             let newSchema = schema.flatMap { $0 == s.tail.schema ? nil : $0 }
-            let worstCase = 2 * JournalFormat.recordHeaderSize + payload.count + (newSchema?.count ?? 0)
+            let worstCase = 2 * JournalFormat.recordHeaderSize + storedBound + (newSchema?.count ?? 0)
             if s.tail.end + Int64(worstCase) > Int64(options.segmentSize),
                s.tail.end > Int64(JournalFormat.segmentHeaderSize) {
                 try roll(&s)
@@ -281,12 +327,18 @@ public final class Journal: Sendable {
                 tail.schemaVersions += 1
             }
             let sequence = tail.nextSequence
-            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: sequence, type: .transaction, payload: payload)
-            tail.add(rawBytes: payload.count, storedBytes: stored)
-            tail.end += Int64(buffer.count)
+            let (raw, stored, blocks) = record(&buffer, seed, sequence)
+            tail.add(rawBytes: raw, storedBytes: stored)
             let path = self.path(s.files[s.files.count - 1].name)
             do throws(JournalError) {
-                try fs.write(s.activeFD, path, buffer, at: s.tail.end)
+                var at = s.tail.end
+                try fs.write(s.activeFD, path, buffer, at: at)
+                at += Int64(buffer.count)
+                for block in blocks {
+                    try fs.write(s.activeFD, path, block, at: at)
+                    at += Int64(block.count)
+                }
+                tail.end = at
             } catch {
                 // Part of the record may be on disk: cut it off now, or before the next append.
                 s.pendingTruncation = s.tail.end

@@ -133,6 +133,27 @@ enum RecordCodec {
         return stored
     }
 
+    /// Appends the header and chunk table of a chunked record whose chunks (`chunked.blocks`)
+    /// the caller writes right after them; the CRC covers the chunks too. The bytes are those
+    /// ``append(to:seed:sequence:type:payload:)`` writes for the same payload.
+    static func appendChunkedHeader(
+        to out: inout [UInt8], seed: UInt32, sequence: UInt64, type: JournalFormat.RecordType, _ chunked: PayloadStream.Stored
+    ) {
+        typealias F = JournalFormat.RecordHeaderField
+        let start = out.count
+        out.appendLittleEndian(UInt32(0))  // CRC, filled below
+        out.appendLittleEndian(UInt32(chunked.storedCount))
+        out.appendLittleEndian(sequence)
+        out.append(type.rawValue)
+        out.append(JournalFormat.flagChunked)
+        out.appendLittleEndian(UInt16(0))
+        out.appendLittleEndian(UInt32(chunked.rawCount))
+        out.append(contentsOf: chunked.table)
+        var crc = out.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(start + F.crc + 4)...])) }
+        for block in chunked.blocks { crc = block.withUnsafeBytes { CRC32C.extend(crc, $0) } }
+        out.storeLittleEndian(crc, at: start + F.crc)
+    }
+
     /// Checks the record at `offset`; returns it or why it is not valid.
     static func record(
         in bytes: UnsafeRawBufferPointer, at offset: Int, seed: UInt32, end: Int

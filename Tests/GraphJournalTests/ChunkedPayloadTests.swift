@@ -100,6 +100,56 @@ import Testing
         case chunkCount, zeroLength, lengthsDoNotAddUp, chunkBoundaryMoved
     }
 
+    /// A payload written through a ``PayloadStream`` in pieces of random sizes (cut whenever
+    /// the stream is full, as a save does) is stored exactly as the whole payload is: the same
+    /// flags and the same stored bytes after the header, so readers cannot tell them apart.
+    @Test func streamedPayloadsAreStoredExactlyAsWholeOnes() throws {
+        let seed = UInt64.random(in: 0 ... .max)
+        print("streamedPayloadsAreStoredExactlyAsWholeOnes seed \(seed)")
+        var generator = SeededGenerator(seed: seed)
+        let payloads = largePayloads() + [
+            payload(8, count: JournalFormat.chunkedThreshold - 1),
+            payload(9, count: 2 * JournalFormat.chunkedThreshold + JournalFormat.chunkSize),
+            [],
+        ]
+        let whole = temporaryJournalPath(), streamed = temporaryJournalPath()
+        defer { removeDirectory(whole); removeDirectory(streamed) }
+        do {
+            let a = try Journal.open(directory: whole, options: JournalOptions(durability: .none))
+            let b = try Journal.open(directory: streamed, options: JournalOptions(durability: .none))
+            for p in payloads {
+                try a.append(p, schema: [1, 2, 3])
+                var stream = PayloadStream(capacity: Int.random(in: 0...p.count + 1, using: &generator))
+                var at = 0
+                while at < p.count {
+                    let piece = min(p.count - at, Int.random(in: 1...300_000, using: &generator))
+                    stream.bytes.append(contentsOf: p[at..<(at + piece)])
+                    stream.cutIfFull()
+                    at += piece
+                }
+                #expect(stream.count == p.count)
+                try b.append(stream, schema: [1, 2, 3])
+            }
+            try a.close()
+            try b.close()
+        }
+        var stored: [[[UInt8]]] = []
+        for directory in [whole, streamed] {
+            var read: [[UInt8]] = []
+            let report = try Journal.readPayloads(directory: directory) { entry, payload in
+                if entry.kind == .transaction { read.append(Array(payload)) }
+            }
+            #expect(report.problems.isEmpty)
+            #expect(read == payloads)
+            let bytes = readBytes(directory + "/" + report.files[0])
+            stored.append(report.entries.map { entry in
+                let start = Int(entry.offset) + JournalFormat.RecordHeaderField.flags
+                return Array(bytes[start..<(Int(entry.offset) + JournalFormat.recordHeaderSize + entry.storedLength)])
+            })
+        }
+        #expect(stored[0] == stored[1])
+    }
+
     /// Arbitrary bytes as a chunked payload of arbitrary length: an error or the right number
     /// of bytes, never a crash (the seed is printed to replay a failure).
     @Test func arbitraryBytesNeverCrashTheChunkDecoder() {

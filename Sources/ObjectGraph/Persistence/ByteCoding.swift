@@ -1,8 +1,52 @@
+internal import GraphJournal
+
 /// Appends little-endian integers, LEB128 varints and byte strings to a growing buffer.
 struct ByteWriter {
     var bytes: [UInt8] = []
+    /// Where a large payload goes in compressed chunks (``init(streaming:)``): `bytes` then
+    /// holds only what was written since the last cut.
+    private var stream: PayloadStream?
 
     init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+
+    /// A writer whose bytes go to a ``PayloadStream`` when there are enough of them: a save
+    /// calls ``cutIfFull()`` between values and ends with ``finish()``.
+    init(streaming capacity: Int) {
+        let stream = PayloadStream(capacity: capacity)
+        bytes = stream.bytes  // the room it reserved
+        self.stream = stream
+        self.stream?.bytes = []
+    }
+
+    /// The bytes written so far, cut ones included.
+    var count: Int { (stream?.count ?? 0) + bytes.count }
+
+    /// Hands whole chunks to the stream once `bytes` holds a chunk's worth (the stream waits
+    /// for its threshold before the first cut). One comparison when there is nothing to do.
+    @inline(__always)
+    mutating func cutIfFull() {
+        if bytes.count >= PayloadStream.chunkSize, stream != nil { cut() }
+    }
+
+    private mutating func cut() {
+        guard var s = stream else { return }
+        stream = nil  // `s` the only reference to the stream's buffer: moved, not copied
+        s.bytes = bytes
+        bytes = []
+        s.cutIfFull()
+        bytes = s.bytes
+        s.bytes = []
+        stream = s
+    }
+
+    /// The stream with every byte written (``init(streaming:)``).
+    mutating func finish() -> PayloadStream {
+        var s = stream ?? PayloadStream()
+        stream = nil
+        s.bytes = bytes
+        bytes = []
+        return s
+    }
 
     @inline(__always)
     mutating func varint(_ value: UInt64) {

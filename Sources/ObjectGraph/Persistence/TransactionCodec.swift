@@ -1,3 +1,5 @@
+internal import GraphJournal
+
 /// The binary form of one save (a transaction record's payload) and of a base snapshot.
 ///
 /// Column-wise per entity, so similar values sit together and compress well, and decoded
@@ -20,7 +22,10 @@ enum TransactionCodec {
 
     /// Encodes the context's pending changes (what `save()` persists); `pending` lists each
     /// table's pending rows.
-    static func encodePending(_ context: ModelContext, _ pending: [PendingRows]) -> [UInt8] {
+    ///
+    /// Streamed: once the payload is large, its chunks are compressed on another core while
+    /// the rest is encoded, and the raw payload is never held whole (``PayloadStream``).
+    static func encodePending(_ context: ModelContext, _ pending: [PendingRows]) -> PayloadStream {
         var blocks: [(EntityTable, [Int], [Int], [Int])] = []
         // Sized up front: growing by doubling from a small buffer copied and faulted in about
         // twice the payload (64 MB for a save of 1M objects). An estimate, not a bound: cells
@@ -32,7 +37,7 @@ enum TransactionCodec {
             let changed = p.inserts.count + p.updates.count
             estimate += 32 + changed * (4 + t.stride * 3) + p.deletes.count * 4 + max(0, t.arena.count - t.committedArenaCount)
         }
-        var w = ByteWriter(capacity: estimate)
+        var w = ByteWriter(streaming: estimate)
         w.byte(version)
         w.varint(blocks.count)
         for (t, inserted, updated, deleted) in blocks {
@@ -52,10 +57,11 @@ enum TransactionCodec {
                     w.varint(UInt64(slot) << 1 | (isNull ? 1 : 0))
                     if !isNull { writeCell(t.values[row * t.stride + slot], type: t.types[slot], table: t, into: &w) }
                 }
+                w.cutIfFull()
             }
             writeSerials(deleted.map { t.serial(ofRow: $0) }.sorted(), into: &w)
         }
-        return w.bytes
+        return w.finish()
     }
 
     /// Encodes every live, committed object of the context as inserts (a base snapshot).
@@ -140,18 +146,34 @@ enum TransactionCodec {
     }
 
     /// Writes the non-nil `cells` (those without their bit in the bitmap `nulls`; `count` of
-    /// them) as values of `type`, straight into the writer's buffer.
+    /// them) as values of `type`, straight into the writer's buffer, in batches between which a
+    /// streaming writer may cut chunks off (``ByteWriter/cutIfFull()``).
     private static func writeColumn(
         _ cells: [UInt64], nulls: [UInt8], count: Int, type: AttributeType, table t: EntityTable, into w: inout ByteWriter
     ) {
         guard count > 0 else { return }
-        let hasNulls = count < cells.count
+        let batch = 1 << 15
+        var lower = 0
+        while lower < cells.count {
+            let upper = min(lower + batch, cells.count)
+            writeColumn(cells, lower..<upper, nulls: nulls, hasNulls: count < cells.count, type: type, table: t, into: &w)
+            w.cutIfFull()
+            lower = upper
+        }
+    }
+
+    /// Writes the non-nil cells of `cells[range]`, as ``writeColumn(_:nulls:count:type:table:into:)``.
+    private static func writeColumn(
+        _ cells: [UInt64], _ range: Range<Int>, nulls: [UInt8], hasNulls: Bool, type: AttributeType, table t: EntityTable,
+        into w: inout ByteWriter
+    ) {
         @inline(__always) func isNull(_ i: Int) -> Bool { hasNulls && nulls[i / 8] & (1 << UInt8(i % 8)) != 0 }
+        let count = range.count
         switch type {
         case .bool:
             w.append(upTo: count) { p in
                 var o = 0
-                for i in cells.indices where !isNull(i) {
+                for i in range where !isNull(i) {
                     p.storeBytes(of: cells[i] != 0 ? 1 : 0, toByteOffset: o, as: UInt8.self)
                     o += 1
                 }
@@ -160,19 +182,19 @@ enum TransactionCodec {
         case .int8, .int16, .int32, .int64:
             w.append(upTo: count * ByteWriter.maxVarintCount) { p in
                 var o = 0
-                for i in cells.indices where !isNull(i) { ByteWriter.putSigned(Int64(bitPattern: cells[i]), p, &o) }
+                for i in range where !isNull(i) { ByteWriter.putSigned(Int64(bitPattern: cells[i]), p, &o) }
                 return o
             }
         case .uint8, .uint16, .uint32, .uint64:
             w.append(upTo: count * ByteWriter.maxVarintCount) { p in
                 var o = 0
-                for i in cells.indices where !isNull(i) { ByteWriter.putVarint(cells[i], p, &o) }
+                for i in range where !isNull(i) { ByteWriter.putVarint(cells[i], p, &o) }
                 return o
             }
         case .double, .date:
             w.append(upTo: count * 8) { p in
                 var o = 0
-                for i in cells.indices where !isNull(i) {
+                for i in range where !isNull(i) {
                     p.storeBytes(of: cells[i].littleEndian, toByteOffset: o, as: UInt64.self)
                     o += 8
                 }
@@ -181,7 +203,7 @@ enum TransactionCodec {
         case .float:
             w.append(upTo: count * 4) { p in
                 var o = 0
-                for i in cells.indices where !isNull(i) {
+                for i in range where !isNull(i) {
                     p.storeBytes(of: UInt32(truncatingIfNeeded: cells[i]).littleEndian, toByteOffset: o, as: UInt32.self)
                     o += 4
                 }
@@ -190,12 +212,12 @@ enum TransactionCodec {
         case .string, .data, .uuid, .url:
             t.arena.withAllBytes { all in
                 var total = 0
-                for i in cells.indices where !isNull(i) {
+                for i in range where !isNull(i) {
                     total += ByteArena.bytes(ArenaRef(cells[i]), in: all).count + ByteWriter.maxVarintCount
                 }
                 w.append(upTo: total) { p in
                     var o = 0
-                    for i in cells.indices where !isNull(i) {
+                    for i in range where !isNull(i) {
                         let value = ByteArena.bytes(ArenaRef(cells[i]), in: all)
                         ByteWriter.putVarint(UInt64(value.count), p, &o)
                         if let source = value.baseAddress, value.count > 0 {
