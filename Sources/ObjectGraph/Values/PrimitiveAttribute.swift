@@ -243,6 +243,7 @@ extension String: PrimitiveAttribute {
         guard case .bytes(let buffer) = cell else { return "" }
         return String(decoding: buffer, as: UTF8.self)
     }
+    @inline(__always)
     public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
         // Borrowed: `withUTF8` is mutating, and the copy it needs retained and released the
         // string's storage around every write (two atomic operations per string attribute).
