@@ -67,7 +67,12 @@ final class EntityTable {
     var committedArenaCount = 0
     var committedGarbage = 0
 
-    var defaultValues: [UInt64]
+    var defaultValues: [UInt64] {
+        didSet { defaultRow.update(from: defaultValues, count: stride) }
+    }
+    /// A copy of `defaultValues` that a new row's cells are copied from without retaining the
+    /// array (a retain and release per row of a bulk import).
+    private let defaultRow: UnsafeMutablePointer<UInt64>
     let defaultNulls: [UInt64]
 
     /// One hash index per unique constraint; `indexesBySlot[slot]` lists the indexes a slot
@@ -135,7 +140,10 @@ final class EntityTable {
                 dn[i / 64] |= 1 << UInt64(i % 64)
             }
         }
+        defaultRow = .allocate(capacity: max(1, stride))
+        defaultRow.initialize(repeating: 0, count: max(1, stride))
         defaultValues = dv
+        defaultRow.update(from: dv, count: stride)
         defaultNulls = dn
         self.arena = arena
         uniqueIndexes = zip(entity.uniqueConstraints, entity.uniqueSlots).map { UniqueIndex(constraint: $0, slots: $1) }
@@ -152,6 +160,8 @@ final class EntityTable {
         plainSlots = plain
         committedArenaCount = arena.count
     }
+
+    deinit { defaultRow.deallocate() }
 
     // MARK: Rows and serials
 
@@ -180,7 +190,7 @@ final class EntityTable {
                 // Room made by `reserveRows`: a copy into it, no append machinery.
                 let stride = self.stride, maskWords = self.maskWords
                 values.withUnsafeMutableBufferPointer { v in
-                    _ = UnsafeMutableBufferPointer(rebasing: v[row * stride..<(row + 1) * stride]).update(fromContentsOf: defaultValues)
+                    if let base = v.baseAddress { (base + row * stride).update(from: defaultRow, count: stride) }
                 }
                 nulls.withUnsafeMutableBufferPointer { m in
                     _ = UnsafeMutableBufferPointer(rebasing: m[row * maskWords..<(row + 1) * maskWords]).update(fromContentsOf: defaultNulls)
