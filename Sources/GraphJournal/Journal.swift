@@ -237,7 +237,7 @@ public final class Journal: Sendable {
     /// Appends one transaction record atomically.
     ///
     /// The record (and the schema record before it, when `schema` is new) is written with one
-    /// `pwrite`. It is compressed as one LZ4 block when it has at least 64 bytes and
+    /// `pwrite` (a streamed one with several: ``append(_:schema:)-(PayloadStream,_)``). It is compressed as one LZ4 block when it has at least 64 bytes and
     /// compression shrinks it. With ``JournalOptions/Durability/always`` the call returns once
     /// an `fdatasync` covered the record.
     ///

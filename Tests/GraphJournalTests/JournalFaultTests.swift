@@ -24,6 +24,41 @@ import Testing
         }
     }
 
+    /// A streamed chunked record is written with several `pwrite`s (headers and chunk table,
+    /// then one per chunk): a failure or a crash at any of them must leave the journal as it
+    /// was before the append.
+    @Test func failedWriteAtAnyPieceOfAStreamedRecordLeavesTheJournalAsItWas() throws {
+        let large = payload(2, count: JournalFormat.chunkedThreshold + 3 * JournalFormat.chunkSize / 2)
+        var call = 1
+        while true {
+            let directory = temporaryJournalPath()
+            defer { removeDirectory(directory) }
+            let plan = JournalIO.FaultPlan()
+            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+            try journal.append(payload(1, count: 300))
+            var stream = PayloadStream()
+            stream.bytes = large
+            stream.cutIfFull()
+            plan.arm(call % 2 == 0 ? .shortWrite : .error(ENOSPC), atCall: call, of: [.pwrite])
+            var failed = false
+            do { try journal.append(stream) } catch { failed = true }
+            if !failed {
+                #expect(!plan.hasFired)
+                try journal.close()
+                #expect(try recordsAfterReopen(directory).transactions == [payload(1, count: 300), large])
+                break
+            }
+            #expect(plan.hasFired, "pwrite \(call)")
+            plan.disarm()
+            #expect(try journal.append(payload(3, count: 300)) == 2, "pwrite \(call): the failed append took no sequence number")
+            try journal.close()
+            #expect(try Journal.inspect(directory: directory).verdict == .clean, "pwrite \(call)")
+            #expect(try recordsAfterReopen(directory).transactions == [payload(1, count: 300), payload(3, count: 300)], "pwrite \(call)")
+            call += 1
+        }
+        #expect(call > 5, "the streamed record took \(call - 1) pwrites")
+    }
+
     @Test func failedFsyncThrowsAndNothingIsAcknowledged() throws {
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
