@@ -19,6 +19,8 @@ internal import Synchronization
 /// }
 /// try journal.append(stream, schema: schemaBytes)
 /// ```
+///
+/// One writer uses a stream; copies of it share the chunks already cut.
 public struct PayloadStream: Sendable {
     /// The bytes written and not yet cut into chunks; the writer appends here. Until the stream
     /// reaches ``JournalFormat/chunkedThreshold`` bytes, this is the whole payload.
@@ -28,8 +30,9 @@ public struct PayloadStream: Sendable {
     /// The raw bytes of a chunk: ``cutIfFull()`` has work only when ``bytes`` holds at least
     /// this many.
     public static let chunkSize = JournalFormat.chunkSize
-    /// The compressed chunks, in order, filled by other threads.
-    private let chunks = Chunks()
+    /// The compressed chunks, in order, filled by other threads; made at the first cut (most
+    /// saves are small and never cut).
+    private var chunks: Chunks?
 
     /// A stream with room for `capacity` bytes before its first cut.
     public init(capacity: Int = 0) {
@@ -63,6 +66,8 @@ public struct PayloadStream: Sendable {
         bytes.withUnsafeBytes { next.append(contentsOf: $0[(whole * size)...]) }
         let full = bytes
         bytes = next
+        let chunks = self.chunks ?? Chunks()
+        self.chunks = chunks
         for i in 0..<whole { chunks.compress(full, range: (i * size)..<((i + 1) * size)) }
         cutCount += whole * size
     }
@@ -71,7 +76,7 @@ public struct PayloadStream: Sendable {
     /// whole payload), else the stored form of the payload's chunks, waiting for the compressions
     /// still running.
     func finish() -> Stored? {
-        guard cutCount > 0 else { return nil }
+        guard cutCount > 0, let chunks else { return nil }
         if !bytes.isEmpty { chunks.compress(bytes, range: 0..<bytes.count) }
         let blocks = chunks.wait()
         let raw = cutCount + bytes.count
