@@ -109,37 +109,67 @@ public struct PayloadStream: Sendable {
         }
     }
 
-    /// The chunks being compressed, by index; each compressed on Dispatch's pool, the next
-    /// one queued behind it so that they finish in any order but are listed in order.
+    /// The chunks being compressed, by index. Each cut chunk is queued here and a block is
+    /// sent to Dispatch's pool to compress one queued chunk; at the end the writer compresses
+    /// whatever is still queued itself and waits only for chunks a pool thread has taken. So a
+    /// save never waits for the pool to find a thread (a save running on a pool thread, as a
+    /// Swift task may, would otherwise wait for its own pool).
     private final class Chunks: Sendable {
-        private let done = Mutex<[Int: [UInt8]]>([:])
-        private let count = Mutex(0)
-        private let group = DispatchGroup()
+        private struct Job {
+            let index: Int
+            let buffer: [UInt8]
+            let range: Range<Int>
+        }
 
-        /// Starts compressing `buffer[range]`, the next chunk.
+        private struct State {
+            var queued: [Job] = []
+            var next = 0
+            var blocks: [Int: [UInt8]] = [:]
+        }
+
+        private let state = Mutex(State())
+        /// Signalled each time a pool thread finishes a chunk.
+        private let finished = DispatchSemaphore(value: 0)
+
+        /// Queues `buffer[range]`, the next chunk, and asks the pool to compress it.
         func compress(_ buffer: [UInt8], range: Range<Int>) {
-            let index = count.withLock { n in
-                defer { n += 1 }
-                return n
+            state.withLock { s in
+                s.queued.append(Job(index: s.next, buffer: buffer, range: range))
+                s.next += 1
             }
-            DispatchQueue.global().async(group: group) { [self] in
-                let block = buffer.withUnsafeBytes { all in
-                    let chunk = UnsafeRawBufferPointer(rebasing: all[range])
-                    var block: [UInt8] = []
-                    block.reserveCapacity(chunk.count)
-                    // Kept raw unless LZ4 makes it strictly shorter, as ChunkedPayload.append.
-                    if LZ4.appendBlock(chunk, to: &block, limit: chunk.count - 1) == 0 { block = Array(chunk) }
-                    return block
-                }
-                self.done.withLock { $0[index] = block }
+            DispatchQueue.global().async { [self] in
+                guard let job = take() else { return }  // the writer took it
+                finish(job)
+                finished.signal()
             }
         }
 
-        /// Waits for every chunk and returns them in order.
+        /// Compresses the queued chunks left, waits for those being compressed, and returns
+        /// them all in order.
         func wait() -> [[UInt8]] {
-            group.wait()
-            let n = count.withLock { $0 }
-            return done.withLock { done in (0..<n).map { done[$0] ?? [] } }
+            while let job = take() { finish(job) }
+            while true {
+                let (done, total) = state.withLock { ($0.blocks.count, $0.next) }
+                if done == total { break }
+                finished.wait()
+            }
+            return state.withLock { s in (0..<s.next).map { s.blocks[$0] ?? [] } }
+        }
+
+        private func take() -> Job? {
+            state.withLock { s in s.queued.isEmpty ? nil : s.queued.removeFirst() }
+        }
+
+        private func finish(_ job: Job) {
+            let block = job.buffer.withUnsafeBytes { all in
+                let chunk = UnsafeRawBufferPointer(rebasing: all[job.range])
+                var block: [UInt8] = []
+                block.reserveCapacity(chunk.count)
+                // Kept raw unless LZ4 makes it strictly shorter, as ChunkedPayload.append.
+                if LZ4.appendBlock(chunk, to: &block, limit: chunk.count - 1) == 0 { block = Array(chunk) }
+                return block
+            }
+            state.withLock { $0.blocks[job.index] = block }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ObjectGraphTestSupport
 import Testing
 @testable import GraphJournal
@@ -148,6 +149,34 @@ import Testing
             })
         }
         #expect(stored[0] == stored[1])
+    }
+
+    /// Streamed saves running on every thread of Dispatch's pool at once (as saves from Swift
+    /// tasks may) finish: the writer compresses the chunks no pool thread took.
+    @Test func streamedAppendsOnEveryPoolThreadFinish() throws {
+        let writers = 4 * ProcessInfo.processInfo.activeProcessorCount
+        let directories = (0..<writers).map { _ in temporaryJournalPath() }
+        defer { directories.forEach(removeDirectory) }
+        let big = payload(10, count: JournalFormat.chunkedThreshold + 2 * JournalFormat.chunkSize)
+        let failures = Mutex(0)
+        let group = DispatchGroup()
+        for directory in directories {
+            DispatchQueue.global().async(group: group) {
+                do {
+                    let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none))
+                    var stream = PayloadStream()
+                    stream.bytes = big
+                    stream.cutIfFull()
+                    try journal.append(stream)
+                    try journal.close()
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }
+        }
+        #expect(group.wait(timeout: .now() + 120) == .success, "streamed appends on the pool did not finish")
+        #expect(failures.withLock { $0 } == 0)
+        for directory in directories { #expect(try Journal.open(directory: directory).records().transactions == [big]) }
     }
 
     /// Arbitrary bytes as a chunked payload of arbitrary length: an error or the right number
