@@ -7,9 +7,10 @@ internal import Synchronization
 /// Materializing it cost more than checking it: the kernel zeroes every fresh 4 KiB page the
 /// decompression first touches (about 1.4 µs a page on the reference VM, 20 ms for a 56 MB
 /// payload), while the slots are faulted in once and then stay in the cache. The chunks are
-/// decompressed in order by whichever is free first: the reader (the caller of ``next()``),
-/// when the chunk it needs is not claimed yet, or one helper thread that works ahead of it,
-/// at most ``slotCount`` chunks ahead, so on two cores one decompresses while the other reads.
+/// claimed in order, at most ``slotCount`` ahead of the one the reader holds, by whichever is
+/// free: one helper thread that decompresses ahead of the reader, or the reader (the caller of
+/// ``next()``), when the chunk it needs is not claimed yet or, rather than wait while the
+/// helper finishes it, a later one. On two cores both are busy until the end.
 ///
 /// The first chunk that does not decompress ends the stream (``failure``); the chunks after it
 /// are not looked at, as ``ChunkedPayload/decode(_:into:)`` names the first bad chunk. The
@@ -19,7 +20,7 @@ internal import Synchronization
 /// Not `Sendable`: one reader owns it; only the ``Shared`` state crosses to the helper.
 final class ChunkStream {
     /// The slots: the chunk the reader holds and those decompressed ahead of it.
-    static let slotCount = 3
+    static let slotCount = 4
 
     /// What the helper thread needs: the stored chunks and the slots (raw memory it touches
     /// only for the chunks it claims under ``Shared/state``'s lock).
@@ -107,18 +108,27 @@ final class ChunkStream {
         if helperRunning { shared.wake.signal() }
         var problem: String?
         wait: while true {
-            enum Step { case take(String?), decode, wait }
+            enum Step { case take(String?), decode, decodeAhead(Int), wait }
             let step = shared.state.withLock { s -> Step in
                 if s.finished[k % Self.slotCount] == k { return .take(s.problems[k % Self.slotCount]) }
                 if s.nextClaim == k {
                     s.nextClaim += 1
                     return .decode
                 }
-                return .wait  // the helper is decompressing it
+                // The helper is decompressing chunk k: decompress a later one meanwhile, rather
+                // than wait (the reader is then not idle when the helper is the slower one).
+                if !s.stop && s.nextClaim < work.chunkCount && s.nextClaim - s.released < Self.slotCount {
+                    s.nextClaim += 1
+                    return .decodeAhead(s.nextClaim - 1)
+                }
+                return .wait
             }
             switch step {
             case .take(let found): problem = found
             case .decode: problem = work.decode(k)
+            case .decodeAhead(let i):
+                Self.publish(i, problem: work.decode(i), shared)
+                continue wait
             case .wait:
                 shared.ready.wait()
                 continue wait
@@ -171,14 +181,19 @@ final class ChunkStream {
             case .exit: return
             case .wait: shared.wake.wait()
             case .decode(let i):
-                let problem = work.decode(i)
-                shared.state.withLock { s in
-                    s.finished[i % slotCount] = i
-                    s.problems[i % slotCount] = problem
-                    if problem != nil { s.stop = true }
-                }
+                publish(i, problem: work.decode(i), shared)
                 shared.ready.signal()
             }
+        }
+    }
+
+    /// Records that chunk `i` was decompressed ahead of the reader, in its slot, with its
+    /// problem if any (which stops further claims: the chunks after it are not needed).
+    private static func publish(_ i: Int, problem: String?, _ shared: Shared) {
+        shared.state.withLock { s in
+            s.finished[i % slotCount] = i
+            s.problems[i % slotCount] = problem
+            if problem != nil { s.stop = true }
         }
     }
 }
