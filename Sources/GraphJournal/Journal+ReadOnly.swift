@@ -170,6 +170,7 @@ extension Journal {
         let fileBuffer = ReadBuffer()
         let payloadBuffer = ReadBuffer()
         let chunkSlots = ReadBuffer()
+        var batch = RecordBatch(output: ReadBuffer())
         let payload = JournalPayload()
         for (index, name) in manifest.files.enumerated() {
             let isLast = index == manifest.files.count - 1
@@ -177,7 +178,10 @@ extension Journal {
 
             /// Lists a valid record and lends its payload to `body`; false once `body` threw.
             /// `bytes` hold the file from offset `base` on.
-            func deliver(_ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int) -> Bool {
+            /// `decoded` is the payload (or why it does not decompress) when a ``RecordBatch``
+            /// decompressed it already.
+            func deliver(_ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int,
+                         decoded: Result<UnsafeRawBufferPointer, LZ4Error>? = nil) -> Bool {
                 let entry = JournalReport.Entry(
                     file: name, offset: Int64(record.offset), sequence: record.sequence,
                     kind: JournalRecord.Kind(recordType: record.type), type: record.type,
@@ -199,6 +203,14 @@ extension Journal {
                             problem = RecordCodec.decompressionProblem(of: record, payload.failure ?? "", file: name).message
                         }
                         payload.reset(pieces: [])
+                    }
+                } else if let decoded {
+                    switch decoded {
+                    case .success(let bytes):
+                        payload.reset(bytes)
+                        do { try body(entry, payload) } catch { failure = error }
+                    case .failure(let error):
+                        problem = RecordCodec.decompressionProblem(of: record, "\(error)", file: name).message
                     }
                 } else {
                     problem = RecordCodec.withPayload(of: record, in: bytes, at: base, file: name, buffer: payloadBuffer) { bytes in
@@ -290,9 +302,40 @@ extension Journal {
                         scanWhole(raw, resume: (header, offset, sequence))
                         return
                     }
-                    sequence += 1
-                    if !deliver(record, in: bytes.bytes, at: bytes.start) { break }
-                    offset = record.end
+                    guard batch.admits(record) else {
+                        sequence += 1
+                        if !deliver(record, in: bytes.bytes, at: bytes.start) { break }
+                        offset = record.end
+                        continue
+                    }
+                    // The clean records after it that lie wholly in the window join it, to be
+                    // decompressed together; the first that does not ends the batch (and is
+                    // looked at again above, where damage is handed to the whole-file walk).
+                    batch.removeAll()
+                    batch.append(record)
+                    var end = record.end
+                    while end + JournalFormat.recordHeaderSize <= bytes.start + bytes.count {
+                        let storedLength = Int(bytes.bytes.littleEndian(
+                            at: end - bytes.start + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self))
+                        guard end + JournalFormat.recordHeaderSize + storedLength <= bytes.start + bytes.count,
+                              case .success(var found) = RecordCodec.record(in: bytes.bytes, at: end - bytes.start, seed: seed, end: bytes.count),
+                              found.sequence == sequence + UInt64(batch.records.count) else { break }
+                        found.offset = end
+                        guard batch.admits(found) else { break }
+                        batch.append(found)
+                        end = found.end
+                    }
+                    batch.decode(bytes.bytes, at: bytes.start)
+                    var stopped = false
+                    for (i, record) in batch.records.enumerated() {
+                        sequence += 1
+                        if !deliver(record, in: bytes.bytes, at: bytes.start, decoded: batch.payload(i, in: bytes.bytes, at: bytes.start)) {
+                            stopped = true
+                            break
+                        }
+                        offset = record.end
+                    }
+                    if stopped { break }
                 }
                 nextSequence = sequence
             }

@@ -305,3 +305,56 @@ import Testing
         }
     }
 }
+
+/// Records of tens of KB, several to a window, are decompressed in batches on every core
+/// (`RecordBatch`) before they are lent in order: the walk must deliver and report exactly what
+/// the whole-file walk, which decompresses one record at a time, does.
+@Suite struct RecordBatchTests {
+    /// 48 records of 20 to 70 KB, most compressible, in one segment.
+    static func writeJournal(_ directory: String) throws {
+        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none))
+        for index in 0..<48 {
+            try journal.append(payload(index, count: [20_000, 41_000, 70_000][index % 3], compressible: index % 11 != 5),
+                               schema: Array("schema v1".utf8))
+        }
+        try journal.close()
+    }
+
+    @Test func batchesStreamAsWholeFilesDo() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        try Self.writeJournal(directory)
+        let reference = JournalStreamingReadTests.expectSameWalks(directory)
+        #expect(reference.report?.verdict == .clean && reference.delivered.count == 49)
+        for stop in [1, 2, 3, 17, 30, 49] {
+            JournalStreamingReadTests.expectSameWalks(directory, stopAt: stop, "stop at \(stop)")
+        }
+    }
+
+    /// Records whose checksum is right but whose block decodes to fewer bytes than they claim,
+    /// in the middle and at the ends of batches: each is reported when its turn comes.
+    @Test func recordsOfABatchThatDoNotDecompressAreReportedInTheirTurn() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        try Self.writeJournal(directory)
+        let segment = try #require(try liveSegments(directory).first)
+        var bytes = readBytes(segment)
+        let (records, seed) = bytes.withUnsafeBytes { raw -> ([ScannedRecord], UInt32) in
+            guard case .success(let header) = SegmentHeader.parse(raw, file: segment) else { return ([], 0) }
+            var found: [ScannedRecord] = []
+            _ = RecordCodec.scan(raw, header: header) { found.append($0); return true }
+            return (found, header.seed)
+        }
+        var damaged = 0
+        for (i, record) in records.enumerated() where record.compressed && (i % 5 == 1 || i == records.count - 1) {
+            bytes.storeLittleEndian(UInt32(record.rawLength + 1), at: record.offset + JournalFormat.RecordHeaderField.rawLength)
+            JournalPayloadStreamTests.reseal(&bytes, record, seed: seed)
+            damaged += 1
+        }
+        writeBytes(segment, bytes)
+        #expect(damaged > 5)
+        let reference = JournalStreamingReadTests.expectSameWalks(directory)
+        #expect(reference.report?.problems.filter { $0.message.contains("does not decompress") }.count == damaged)
+        JournalStreamingReadTests.expectSameWalks(directory, stopAt: 20, "stop at 20")
+    }
+}
