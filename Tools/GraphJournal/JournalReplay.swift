@@ -36,27 +36,66 @@ struct JournalReplay {
             return Array(serials).withUnsafeBufferPointer { insertBits(in: $0) }
         }
 
+        /// Serials come in runs of consecutive numbers (a save inserts objects with fresh serials):
+        /// a run whose bits are all clear is marked a 64-bit word at a time; any other run, one
+        /// serial at a time.
         private mutating func insertBits(in serials: UnsafeBufferPointer<UInt64>) -> [UInt64] {
-            var highest: UInt64?
-            for serial in serials where serial < 1 << 32 { highest = max(highest ?? 0, serial) }
-            guard let highest else { return Array(serials) }
-            let word = Int(highest >> 6)
-            if word >= liveBits.count { liveBits.append(contentsOf: repeatElement(0, count: max(word + 1 - liveBits.count, liveBits.count))) }
             var rejected: [UInt64] = []
+            var i = 0
+            while i < serials.count {
+                let first = serials[i]
+                guard first < 1 << 32 else {
+                    rejected.append(first)
+                    i += 1
+                    continue
+                }
+                var end = i + 1
+                var last = first
+                while end < serials.count {
+                    let next = serials[end]
+                    guard next == last &+ 1, next < 1 << 32 else { break }
+                    last = next
+                    end += 1
+                }
+                let words = Int(last >> 6) + 1
+                if words > liveBits.count { liveBits.append(contentsOf: repeatElement(0, count: max(words - liveBits.count, liveBits.count))) }
+                let added = liveBits.withUnsafeMutableBufferPointer { bits in
+                    Self.setRun(first...last, in: bits) ? end - i : Self.setEach(serials[i..<end], in: bits, rejected: &rejected)
+                }
+                liveBitCount += added
+                i = end
+            }
+            return rejected
+        }
+
+        /// Sets the bits of `run` and returns true if they were all clear; else changes nothing.
+        private static func setRun(_ run: ClosedRange<UInt64>, in bits: UnsafeMutableBufferPointer<UInt64>) -> Bool {
+            /// The mask of `run`'s bits in word `w`.
+            func mask(_ w: Int) -> UInt64 {
+                let low = max(run.lowerBound, UInt64(w) << 6) & 63, high = min(run.upperBound, UInt64(w) << 6 + 63) & 63
+                return (UInt64.max >> (63 - high)) & (UInt64.max << low)
+            }
+            let firstWord = Int(run.lowerBound >> 6), lastWord = Int(run.upperBound >> 6)
+            for w in firstWord...lastWord where bits[w] & mask(w) != 0 { return false }
+            for w in firstWord...lastWord { bits[w] |= mask(w) }
+            return true
+        }
+
+        /// Sets the bits of `serials` one at a time, appending those already set to `rejected`;
+        /// returns how many it set.
+        private static func setEach(_ serials: Slice<UnsafeBufferPointer<UInt64>>, in bits: UnsafeMutableBufferPointer<UInt64>,
+                                    rejected: inout [UInt64]) -> Int {
             var added = 0
-            liveBits.withUnsafeMutableBufferPointer { bits in
-                for serial in serials {
-                    let bit = UInt64(1) << (serial & 63)
-                    guard serial < 1 << 32, bits[Int(serial >> 6)] & bit == 0 else {
-                        rejected.append(serial)
-                        continue
-                    }
+            for serial in serials {
+                let bit = UInt64(1) << (serial & 63)
+                if bits[Int(serial >> 6)] & bit != 0 {
+                    rejected.append(serial)
+                } else {
                     bits[Int(serial >> 6)] |= bit
                     added += 1
                 }
             }
-            liveBitCount += added
-            return rejected
+            return added
         }
 
         /// Those of `serials` that are not live, in order, in one pass over the bitmap.
