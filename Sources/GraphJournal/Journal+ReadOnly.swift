@@ -302,6 +302,7 @@ extension Journal {
                         scanWhole(raw, resume: (header, offset, sequence))
                         return
                     }
+                    batch.removeAll()
                     guard batch.admits(record) else {
                         sequence += 1
                         if !deliver(record, in: bytes.bytes, at: bytes.start) { break }
@@ -311,7 +312,6 @@ extension Journal {
                     // The clean records after it that lie wholly in the window join it, to be
                     // decompressed together; the first that does not ends the batch (and is
                     // looked at again above, where damage is handed to the whole-file walk).
-                    batch.removeAll()
                     batch.append(record)
                     var end = record.end
                     while end + JournalFormat.recordHeaderSize <= bytes.start + bytes.count {
