@@ -170,7 +170,8 @@ extension Journal {
         let fileBuffer = ReadBuffer()
         let payloadBuffer = ReadBuffer()
         let chunkSlots = ReadBuffer()
-        var batch = RecordBatch(output: ReadBuffer())
+        // Two batches of records: one lent while the next is decompressed.
+        var current = RecordBatch(), next = RecordBatch()
         let payload = JournalPayload()
         for (index, name) in manifest.files.enumerated() {
             let isLast = index == manifest.files.count - 1
@@ -282,6 +283,24 @@ extension Journal {
                 }
                 check(header)
                 let seed = header.seed
+
+                /// Adds to `batch` the clean records from file offset `start` on, numbered from
+                /// `sequence`, that lie wholly in the window and that it admits.
+                func gather(_ batch: RecordBatch, from start: Int, sequence: UInt64) {
+                    var end = start
+                    while end + JournalFormat.recordHeaderSize <= bytes.start + bytes.count {
+                        let storedLength = Int(bytes.bytes.littleEndian(
+                            at: end - bytes.start + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self))
+                        guard end + JournalFormat.recordHeaderSize + storedLength <= bytes.start + bytes.count,
+                              case .success(var found) = RecordCodec.record(in: bytes.bytes, at: end - bytes.start, seed: seed, end: bytes.count),
+                              found.sequence == sequence + UInt64(batch.records.count) else { return }
+                        found.offset = end
+                        guard batch.admits(found) else { return }
+                        batch.append(found)
+                        end = found.end
+                    }
+                }
+
                 var offset = headerSize
                 var sequence = header.firstSequence
                 while offset < size {
@@ -302,39 +321,40 @@ extension Journal {
                         scanWhole(raw, resume: (header, offset, sequence))
                         return
                     }
-                    batch.removeAll()
-                    guard batch.admits(record) else {
+                    current.removeAll()
+                    guard current.admits(record) else {
                         sequence += 1
                         if !deliver(record, in: bytes.bytes, at: bytes.start) { break }
                         offset = record.end
                         continue
                     }
                     // The clean records after it that lie wholly in the window join it, to be
-                    // decompressed together; the first that does not ends the batch (and is
-                    // looked at again above, where damage is handed to the whole-file walk).
-                    batch.append(record)
-                    var end = record.end
-                    while end + JournalFormat.recordHeaderSize <= bytes.start + bytes.count {
-                        let storedLength = Int(bytes.bytes.littleEndian(
-                            at: end - bytes.start + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self))
-                        guard end + JournalFormat.recordHeaderSize + storedLength <= bytes.start + bytes.count,
-                              case .success(var found) = RecordCodec.record(in: bytes.bytes, at: end - bytes.start, seed: seed, end: bytes.count),
-                              found.sequence == sequence + UInt64(batch.records.count) else { break }
-                        found.offset = end
-                        guard batch.admits(found) else { break }
-                        batch.append(found)
-                        end = found.end
-                    }
-                    batch.decode(bytes.bytes, at: bytes.start)
+                    // decompressed together on every core.
+                    current.append(record)
+                    gather(current, from: record.end, sequence: sequence + 1)
+                    current.decode(bytes.bytes, at: bytes.start)
+                    // Then, while a batch is lent, the records after it are gathered and
+                    // decompressed by a helper. The first record that does not join (not clean,
+                    // not wholly in the window, chunked) ends the batches: it is looked at again
+                    // above, where the window slides and damage goes to the whole-file walk.
                     var stopped = false
-                    for (i, record) in batch.records.enumerated() {
-                        sequence += 1
-                        if !deliver(record, in: bytes.bytes, at: bytes.start, decoded: batch.payload(i, in: bytes.bytes, at: bytes.start)) {
-                            stopped = true
-                            break
+                    while !stopped {
+                        guard let last = current.records.last else { break }
+                        next.removeAll()
+                        gather(next, from: last.end, sequence: last.sequence + 1)
+                        next.startDecoding(bytes.bytes, at: bytes.start)
+                        for (i, record) in current.records.enumerated() {
+                            sequence += 1
+                            if !deliver(record, in: bytes.bytes, at: bytes.start, decoded: current.payload(i, in: bytes.bytes, at: bytes.start)) {
+                                stopped = true
+                                break
+                            }
+                            offset = record.end
                         }
-                        offset = record.end
+                        if next.isEmpty { break }
+                        swap(&current, &next)
                     }
+                    next.waitForDecoding()
                     if stopped { break }
                 }
                 nextSequence = sequence

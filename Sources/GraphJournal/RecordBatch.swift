@@ -1,48 +1,64 @@
 internal import Dispatch
 
 /// Consecutive clean records of a segment window whose one-block payloads are decompressed
-/// together, on every core, before they are lent in order (issue 6).
+/// together, away from the thread that reads them, before they are lent in order (issue 6).
 ///
 /// `verify` of a journal of many saves spent a quarter of its time in LZ4, one record after
-/// the other on one core. A hand-off to another thread per record would cost a third of the
-/// record's decompression, so the records of up to ``rawLimit`` decompressed bytes are
-/// decompressed at once by `concurrentPerform`, each into its own part of one reused buffer
-/// (small enough to stay in the cache until the records are read).
+/// the other on the reading thread. A hand-off to another thread per record would cost a third
+/// of the record's decompression, so records are handed over in batches of up to ``rawLimit``
+/// decompressed bytes, each decompressed into its own part of one reused buffer (small enough
+/// to stay in the cache until the records are read). The walk keeps two batches: while the
+/// reader lends one, a helper thread decompresses the next (``startDecoding(_:at:)``); the
+/// first batch of a window, which nothing precedes, is decompressed on every core at once
+/// (``decode(_:at:)``).
 ///
 /// Only records with a one-block or raw payload join a batch; a chunked one is lent on its own
 /// (its chunks are decompressed in parallel already). A record that does not decompress keeps
 /// its error, which is reported when it is lent, in order, as when it is decompressed alone.
 ///
-/// Not `Sendable`: one reader owns it.
-struct RecordBatch {
+/// Not `Sendable`: one reader owns it. While a helper decompresses it, the reader leaves it
+/// alone until ``waitForDecoding()`` (which every other method calls first).
+final class RecordBatch {
     /// The most decompressed bytes a batch holds.
     static let rawLimit = 1 << 20
     /// The most records a batch holds.
     static let recordLimit = 256
-    /// The least decompressed bytes worth handing to other threads; a smaller batch is
-    /// decompressed on the calling thread.
+    /// The least decompressed bytes worth splitting between threads; a smaller batch is
+    /// decompressed on the calling thread by ``decode(_:at:)``.
     static let parallelMinimum = 64 << 10
 
     /// The records, in file order.
     private(set) var records: [ScannedRecord] = []
-    /// For each record, where its payload was decompressed in `output` (nil when raw).
+    /// For each record, where its payload is decompressed in the output (nil when raw).
     private var ranges: [Range<Int>?] = []
-    /// For each record, why its payload does not decompress, once ``decode(_:at:)`` ran.
-    private var errors: [LZ4Error?] = []
+    /// For each record, why its payload does not decompress, once decompressed: memory of
+    /// ``recordLimit`` elements that the decompressing threads write, each its record's.
+    private let errors = UnsafeMutableBufferPointer<LZ4Error?>.allocate(capacity: RecordBatch.recordLimit)
     private var rawBytes = 0
-    private let output: ReadBuffer
+    private let output = ReadBuffer()
     private var memory = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    /// The helper decompressing the batch, if one is.
+    private var pending: DispatchGroup?
 
-    /// - Parameter output: the buffer the payloads are decompressed into, reused.
-    init(output: ReadBuffer) {
-        self.output = output
+    init() {
+        errors.initialize(repeating: nil)
     }
 
+    deinit {
+        waitForDecoding()
+        errors.deinitialize()
+        errors.deallocate()
+    }
+
+    /// Whether the batch holds no record.
+    var isEmpty: Bool { records.isEmpty }
+
     /// Empties the batch, keeping its storage.
-    mutating func removeAll() {
+    func removeAll() {
+        waitForDecoding()
+        for i in records.indices { errors[i] = nil }
         records.removeAll(keepingCapacity: true)
         ranges.removeAll(keepingCapacity: true)
-        errors.removeAll(keepingCapacity: true)
         rawBytes = 0
     }
 
@@ -52,7 +68,8 @@ struct RecordBatch {
     }
 
     /// Adds a record that ``admits(_:)`` accepted.
-    mutating func append(_ record: ScannedRecord) {
+    func append(_ record: ScannedRecord) {
+        waitForDecoding()
         records.append(record)
         if record.compressed {
             ranges.append(rawBytes..<(rawBytes + record.rawLength))
@@ -60,43 +77,72 @@ struct RecordBatch {
         } else {
             ranges.append(nil)
         }
-        errors.append(nil)
     }
 
-    /// Decompresses the compressed records' payloads, on every core when they are worth it.
+    /// What a thread decompressing the batch needs: the window, the records and where their
+    /// payloads go (memory only this job writes until it is waited for).
+    private struct Job: @unchecked Sendable {
+        let bytes: UnsafeRawBufferPointer
+        let base: Int
+        let records: [ScannedRecord]
+        let ranges: [Range<Int>?]
+        let memory: UnsafeMutableRawBufferPointer
+        let errors: UnsafeMutableBufferPointer<LZ4Error?>
+
+        /// Decompresses record `i`'s payload into its range, noting why it does not decompress.
+        func decode(_ i: Int) {
+            guard let range = ranges[i] else { return }
+            let stored = records[i].payloadRange
+            errors[i] = LZ4.decompressBlock(
+                UnsafeRawBufferPointer(rebasing: bytes[(stored.lowerBound - base)..<(stored.upperBound - base)]),
+                into: UnsafeMutableRawBufferPointer(rebasing: memory[range]).bindMemory(to: UInt8.self))
+        }
+    }
+
+    /// The job for the current records.
+    private func job(_ bytes: UnsafeRawBufferPointer, at base: Int) -> Job {
+        if memory.count < rawBytes { memory = output.reserve(rawBytes) }
+        return Job(bytes: bytes, base: base, records: records, ranges: ranges, memory: memory, errors: errors)
+    }
+
+    /// Decompresses the payloads now, split between every core when they are worth it.
     ///
     /// - Parameter bytes: the window the records lie in; `base` is its file offset.
-    mutating func decode(_ bytes: UnsafeRawBufferPointer, at base: Int) {
+    func decode(_ bytes: UnsafeRawBufferPointer, at base: Int) {
+        waitForDecoding()
         guard rawBytes > 0 else { return }
-        if memory.count < rawBytes { memory = output.reserve(rawBytes) }
-        let compressed = records.indices.filter { ranges[$0] != nil }
-        if compressed.count < 2 || rawBytes < Self.parallelMinimum {
-            for i in compressed { errors[i] = decode(i, bytes, at: base) }
-            return
+        let job = job(bytes, at: base)
+        if rawBytes >= Self.parallelMinimum {
+            DispatchQueue.concurrentPerform(iterations: job.records.count) { job.decode($0) }
+        } else {
+            for i in job.records.indices { job.decode(i) }
         }
-        var found = [LZ4Error?](repeating: nil, count: compressed.count)
-        found.withUnsafeMutableBufferPointer { found in
-            let shared = UncheckedSendable((batch: self, found: found, bytes: bytes, compressed: compressed))
-            DispatchQueue.concurrentPerform(iterations: compressed.count) { n in
-                let (batch, found, bytes, compressed) = shared.value
-                found[n] = batch.decode(compressed[n], bytes, at: base)
-            }
-        }
-        for (n, i) in compressed.enumerated() { errors[i] = found[n] }
     }
 
-    /// Decompresses record `i`'s payload into its range of the output.
-    private func decode(_ i: Int, _ bytes: UnsafeRawBufferPointer, at base: Int) -> LZ4Error? {
-        guard let range = ranges[i] else { return nil }
-        let stored = records[i].payloadRange
-        return LZ4.decompressBlock(
-            UnsafeRawBufferPointer(rebasing: bytes[(stored.lowerBound - base)..<(stored.upperBound - base)]),
-            into: UnsafeMutableRawBufferPointer(rebasing: memory[range]).bindMemory(to: UInt8.self))
+    /// Starts decompressing the payloads on a helper thread; the window must stay as it is
+    /// until ``waitForDecoding()``, which any use of the batch calls first.
+    func startDecoding(_ bytes: UnsafeRawBufferPointer, at base: Int) {
+        waitForDecoding()
+        guard rawBytes > 0 else { return }
+        let job = job(bytes, at: base)
+        let group = DispatchGroup()
+        pending = group
+        DispatchQueue.global(qos: .userInitiated).async(group: group) {
+            for i in job.records.indices { job.decode(i) }
+        }
+    }
+
+    /// Waits for the helper started by ``startDecoding(_:at:)``, if any.
+    func waitForDecoding() {
+        guard let group = pending else { return }
+        group.wait()
+        pending = nil
     }
 
     /// Record `i`'s payload: its stored bytes in the window when raw, else what it was
     /// decompressed to or why it does not decompress. Valid until the batch changes.
     func payload(_ i: Int, in bytes: UnsafeRawBufferPointer, at base: Int) -> Result<UnsafeRawBufferPointer, LZ4Error> {
+        waitForDecoding()
         if let error = errors[i] { return .failure(error) }
         guard let range = ranges[i] else {
             let stored = records[i].payloadRange
@@ -104,12 +150,4 @@ struct RecordBatch {
         }
         return .success(UnsafeRawBufferPointer(rebasing: memory[range]))
     }
-}
-
-/// Hands values that are not `Sendable` (buffer pointers, a batch read by every iteration and
-/// written by none) to `concurrentPerform`'s iterations, each of which writes only its own
-/// element.
-private struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }
