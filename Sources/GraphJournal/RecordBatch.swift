@@ -1,4 +1,5 @@
 internal import Dispatch
+internal import Synchronization
 
 /// Consecutive clean records of a segment window whose one-block payloads are decompressed
 /// together, away from the thread that reads them, before they are lent in order (issue 6).
@@ -8,8 +9,11 @@ internal import Dispatch
 /// of the record's decompression, so records are handed over in batches of up to ``rawLimit``
 /// decompressed bytes, each decompressed into its own part of one reused buffer (small enough
 /// to stay in the cache until the records are read). The walk keeps two batches: while the
-/// reader lends one, a helper thread decompresses the next (``startDecoding(_:at:)``); the
-/// first batch of a window, which nothing precedes, is decompressed on every core at once
+/// reader lends one, a helper thread decompresses the next (``startDecoding(_:at:)``); when the
+/// reader turns to that batch it decompresses, alongside the helper, the records the helper has
+/// not claimed yet (so a helper that the machine's other work keeps off a core costs the reader
+/// at most the record it is on, not the batch);
+/// the first batch of a window, which nothing precedes, is decompressed on every core at once
 /// (``decode(_:at:)``).
 ///
 /// Only records with a one-block or raw payload join a batch; a chunked one is lent on its own
@@ -37,8 +41,8 @@ final class RecordBatch {
     private var rawBytes = 0
     private let output = ReadBuffer()
     private var memory = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-    /// The helper decompressing the batch, if one is.
-    private var pending: DispatchGroup?
+    /// The helper decompressing the batch, if one is, and the job it works on.
+    private var pending: (group: DispatchGroup, job: Job)?
 
     init() {
         errors.initialize(repeating: nil)
@@ -88,6 +92,21 @@ final class RecordBatch {
         let ranges: [Range<Int>?]
         let memory: UnsafeMutableRawBufferPointer
         let errors: UnsafeMutableBufferPointer<LZ4Error?>
+        /// The next record to claim: each is decompressed by whichever thread claims it.
+        let claims = Claims()
+
+        final class Claims: Sendable {
+            let next = Atomic<Int>(0)
+        }
+
+        /// Decompresses the records no other thread has claimed, one claim at a time.
+        func decodeUnclaimed() {
+            while true {
+                let i = claims.next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard i < records.count else { return }
+                decode(i)
+            }
+        }
 
         /// Decompresses record `i`'s payload into its range, noting why it does not decompress.
         func decode(_ i: Int) {
@@ -126,15 +145,15 @@ final class RecordBatch {
         guard rawBytes > 0 else { return }
         let job = job(bytes, at: base)
         let group = DispatchGroup()
-        pending = group
-        DispatchQueue.global(qos: .userInitiated).async(group: group) {
-            for i in job.records.indices { job.decode(i) }
-        }
+        pending = (group, job)
+        DispatchQueue.global(qos: .userInitiated).async(group: group) { job.decodeUnclaimed() }
     }
 
-    /// Waits for the helper started by ``startDecoding(_:at:)``, if any.
+    /// Decompresses the records the helper started by ``startDecoding(_:at:)`` has not claimed
+    /// yet, then waits for those it has.
     func waitForDecoding() {
-        guard let group = pending else { return }
+        guard let (group, job) = pending else { return }
+        job.decodeUnclaimed()
         group.wait()
         pending = nil
     }
