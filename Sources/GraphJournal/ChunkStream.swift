@@ -25,11 +25,16 @@ final class ChunkStream {
     /// What the helper thread needs: the stored chunks and the slots (raw memory it touches
     /// only for the chunks it claims under ``Shared/state``'s lock).
     private struct Work: @unchecked Sendable {
+        /// The record's stored payload: chunk table, then chunks.
         let stored: UnsafeRawBufferPointer
+        /// Where each chunk starts in `stored`, and where the last ends.
         let starts: [Int]
+        /// The payload's decompressed length.
         let rawLength: Int
+        /// ``ChunkStream/slotCount`` slots of ``JournalFormat/chunkSize`` bytes.
         let slots: UnsafeMutableRawBufferPointer
 
+        /// How many chunks the payload has.
         var chunkCount: Int { starts.count - 1 }
 
         /// Decompresses chunk `i` into its slot: nil, or what is wrong with it.
@@ -48,6 +53,7 @@ final class ChunkStream {
 
     /// The state the reader and the helper share.
     private final class Shared: Sendable {
+        /// What the lock guards.
         struct State {
             /// The next chunk to be claimed (by the helper or the reader): chunks are claimed
             /// in order, so chunks `released..<nextClaim` are being or have been decompressed.
@@ -61,6 +67,7 @@ final class ChunkStream {
             var problems = [String?](repeating: nil, count: ChunkStream.slotCount)
         }
 
+        /// The claims and finished chunks, under one lock.
         let state = Mutex(State())
         /// Signalled when the reader frees a slot or stops the helper (the helper re-checks).
         let wake = DispatchSemaphore(value: 0)
@@ -70,11 +77,15 @@ final class ChunkStream {
         let exited = DispatchSemaphore(value: 0)
     }
 
+    /// The stored chunks and the slots.
     private let work: Work
+    /// The state shared with the helper.
     private let shared = Shared()
     /// The chunk the next ``next()`` lends.
     private var nextChunk = 0
+    /// Whether the helper was started and has not been stopped.
     private var helperRunning = false
+    /// Whether the stream ended: every chunk lent, one failed, or ``finish()`` ran.
     private var ended = false
     /// Why the stream ended early: the first chunk that does not decompress.
     private(set) var failure: String?
@@ -87,6 +98,7 @@ final class ChunkStream {
         work = Work(stored: stored, starts: starts, rawLength: rawLength, slots: slots)
     }
 
+    /// Stops the helper if the stream was dropped before it ended.
     deinit { stopHelper() }
 
     /// The next chunk's raw bytes, valid until the next call; nil once every chunk was lent
@@ -157,6 +169,7 @@ final class ChunkStream {
         stopHelper()
     }
 
+    /// Tells the helper to stop claiming and waits until it has returned.
     private func stopHelper() {
         guard helperRunning else { return }
         shared.state.withLock { $0.stop = true }

@@ -42,6 +42,8 @@ extension ChunkedPayload {
 
 /// Why a chunked payload does not decode (``ChunkedPayload``).
 struct ChunkProblem: Error, Sendable {
+    /// What is wrong, naming the chunk or the table.
     var message: String
+    /// A problem saying `message`.
     init(_ message: String) { self.message = message }
 }

@@ -25,8 +25,11 @@
 public final class JournalPayload {
     /// The payload's length in bytes, decompressed: the sum of its pieces' lengths.
     public private(set) var count = 0
+    /// The pieces lent in order, when the payload is not a chunk stream.
     private var pieces: [UnsafeRawBufferPointer] = []
+    /// The index of the piece ``next()`` lends next.
     private var nextPiece = 0
+    /// The chunks of a chunked payload, decompressed as they are lent.
     private var chunks: ChunkStream?
 
     /// A payload lent in the given pieces, in order (for readers written against this type

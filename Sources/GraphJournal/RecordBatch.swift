@@ -38,16 +38,21 @@ final class RecordBatch {
     /// For each record, why its payload does not decompress, once decompressed: memory of
     /// ``recordLimit`` elements that the decompressing threads write, each its record's.
     private let errors = UnsafeMutableBufferPointer<LZ4Error?>.allocate(capacity: RecordBatch.recordLimit)
+    /// The decompressed bytes of the records so far.
     private var rawBytes = 0
+    /// The buffer the payloads are decompressed into, reused from batch to batch.
     private let output = ReadBuffer()
+    /// `output`'s memory, at least `rawBytes` long once decompressing starts.
     private var memory = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// The helper decompressing the batch, if one is, and the job it works on.
     private var pending: (group: DispatchGroup, job: Job)?
 
+    /// An empty batch.
     init() {
         errors.initialize(repeating: nil)
     }
 
+    /// Waits for a helper still decompressing, then frees the error slots.
     deinit {
         waitForDecoding()
         errors.deinitialize()
@@ -86,16 +91,24 @@ final class RecordBatch {
     /// What a thread decompressing the batch needs: the window, the records and where their
     /// payloads go (memory only this job writes until it is waited for).
     private struct Job: @unchecked Sendable {
+        /// The window the records lie in.
         let bytes: UnsafeRawBufferPointer
+        /// The window's file offset.
         let base: Int
+        /// The batch's records.
         let records: [ScannedRecord]
+        /// Where each record's payload goes in `memory` (nil when raw).
         let ranges: [Range<Int>?]
+        /// The decompressed payloads' memory.
         let memory: UnsafeMutableRawBufferPointer
+        /// The batch's error slots.
         let errors: UnsafeMutableBufferPointer<LZ4Error?>
         /// The next record to claim: each is decompressed by whichever thread claims it.
         let claims = Claims()
 
+        /// The claim counter, shared by the threads that decompress the job.
         final class Claims: Sendable {
+            /// The index of the next record to claim.
             let next = Atomic<Int>(0)
         }
 

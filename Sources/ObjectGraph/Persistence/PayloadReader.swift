@@ -12,19 +12,24 @@ struct PayloadReader {
     /// Why a read failed: the payload is malformed, or its pieces ended before its length (a
     /// chunk that does not decompress; the journal reports that).
     enum Failure: Error {
+        /// The payload is malformed at an offset.
         case malformed(ByteReader.Malformed)
+        /// The pieces ended before the payload's length.
         case piecesEnded
     }
 
+    /// The payload whose pieces are read.
     private let payload: JournalPayload
     /// The payload's length.
     let count: Int
+    /// The piece being read (empty before the first).
     private var piece = UnsafeRawBufferPointer(start: nil, count: 0)
     /// The payload offset of `piece`'s first byte.
     private var pieceStart = 0
     /// The read position in `piece`.
     private var position = 0
 
+    /// A reader of `payload` from its first piece on.
     init(_ payload: JournalPayload) {
         self.payload = payload
         count = payload.count
@@ -33,8 +38,10 @@ struct PayloadReader {
     /// The payload offset of the next byte read.
     var offset: Int { pieceStart + position }
 
+    /// Whether every byte of the payload was read.
     var isAtEnd: Bool { offset >= count }
 
+    /// The failure for a malformation at payload offset `offset`.
     private static func malformed(_ offset: Int, _ reason: String) -> Failure {
         .malformed(ByteReader.Malformed(offset: offset, reason: reason))
     }
@@ -59,6 +66,7 @@ struct PayloadReader {
         return piece[0]
     }
 
+    /// One byte, as ``ByteReader/byte()``.
     mutating func byte() throws(Failure) -> UInt8 {
         if position < piece.count {
             defer { position += 1 }
@@ -68,6 +76,7 @@ struct PayloadReader {
         return b
     }
 
+    /// A LEB128 varint, as ``ByteReader/varint()``.
     @inline(__always)
     mutating func varint() throws(Failure) -> UInt64 {
         var result: UInt64 = 0
@@ -98,6 +107,7 @@ struct PayloadReader {
         return Int(v)
     }
 
+    /// A zig-zag varint, as ``ByteReader/signed()``.
     @inline(__always)
     mutating func signed() throws(Failure) -> Int64 {
         let v = try varint()
