@@ -54,36 +54,20 @@ enum ChunkedPayload {
     /// Decodes a chunked payload into `destination`, which it must fill exactly (the record's
     /// raw length). Returns nil on success, else what is wrong, naming the first bad chunk.
     static func decode(_ stored: UnsafeRawBufferPointer, into destination: UnsafeMutableBufferPointer<UInt8>) -> String? {
-        let raw = destination.count
-        let expected = (raw + JournalFormat.chunkSize - 1) / JournalFormat.chunkSize
-        guard stored.count >= 4 else { return "chunk table cut short (\(stored.count) bytes)" }
-        let n = Int(stored.littleEndian(at: 0, as: UInt32.self))
-        guard n == expected else { return "\(n) chunks where \(raw) bytes take \(expected)" }
-        let table = 4 + 4 * n
-        guard stored.count >= table else { return "chunk table of \(n) chunks cut short (\(stored.count) bytes)" }
-        var starts = [Int](repeating: 0, count: n + 1)
-        starts[0] = table
-        for i in 0..<n {
-            let length = Int(stored.littleEndian(at: 4 + 4 * i, as: UInt32.self))
-            let rawLength = rawCount(of: i, in: raw)
-            guard length > 0, length <= rawLength else { return "chunk \(i) stored in \(length) bytes for \(rawLength) raw bytes" }
-            starts[i + 1] = starts[i] + length
-            guard starts[i + 1] <= stored.count else { return "chunk \(i) runs past the payload's \(stored.count) bytes" }
+        let starts: [Int]
+        switch chunkStarts(stored, rawLength: destination.count) {
+        case .success(let found): starts = found
+        case .failure(let problem): return problem.message
         }
-        guard starts[n] == stored.count else { return "chunks end at byte \(starts[n]) of \(stored.count)" }
+        let n = starts.count - 1
         var errors = [String?](repeating: nil, count: n)
         errors.withUnsafeMutableBufferPointer { errors in
             let shared = Unchecked((errors, stored, destination, starts))
             DispatchQueue.concurrentPerform(iterations: n) { i in
                 let (errors, stored, destination, starts) = shared.value
-                let source = UnsafeRawBufferPointer(rebasing: stored[starts[i]..<starts[i + 1]])
                 let lower = i * JournalFormat.chunkSize
                 let target = UnsafeMutableBufferPointer(rebasing: destination[lower..<(lower + rawCount(of: i, in: destination.count))])
-                if source.count == target.count {
-                    UnsafeMutableRawBufferPointer(target).copyMemory(from: source)
-                } else if let error = LZ4.decompressBlock(source, into: target) {
-                    errors[i] = "chunk \(i) does not decompress: \(error)"
-                }
+                errors[i] = decodeChunk(i, stored, starts: starts, into: target)
             }
         }
         return errors.lazy.compactMap { $0 }.first

@@ -306,8 +306,7 @@ enum RecordCodec {
                 initialized = problem == nil ? record.rawLength : 0
             }
             if let problem {
-                return .failure(JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(problem)",
-                                             file: file, offset: Int64(record.offset)))
+                return .failure(decompressionProblem(of: record, problem, file: file))
             }
             return .success(payload)
         }
@@ -315,9 +314,14 @@ enum RecordCodec {
         do {
             return .success(try LZ4.decompressBlock(stored, originalSize: record.rawLength))
         } catch {
-            return .failure(JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(error)",
-                                         file: file, offset: Int64(record.offset)))
+            return .failure(decompressionProblem(of: record, "\(error)", file: file))
         }
+    }
+
+    /// The error of a valid record whose payload does not decompress; `problem` says why.
+    static func decompressionProblem(of record: ScannedRecord, _ problem: String, file: String) -> JournalError {
+        JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(problem)",
+                     file: file, offset: Int64(record.offset))
     }
 
     /// Lends the payload of a valid record to `body` without allocating: the stored bytes
@@ -340,15 +344,13 @@ enum RecordCodec {
         let payload = UnsafeMutableBufferPointer(rebasing: output.bindMemory(to: UInt8.self)[..<record.rawLength])
         if record.chunked {
             if let problem = ChunkedPayload.decode(stored, into: payload) {
-                return JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(problem)",
-                                    file: file, offset: Int64(record.offset))
+                return decompressionProblem(of: record, problem, file: file)
             }
             body(UnsafeRawBufferPointer(payload))
             return nil
         }
         if let error = LZ4.decompressBlock(stored, into: payload) {
-            return JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(error)",
-                                file: file, offset: Int64(record.offset))
+            return decompressionProblem(of: record, "\(error)", file: file)
         }
         body(UnsafeRawBufferPointer(payload))
         return nil

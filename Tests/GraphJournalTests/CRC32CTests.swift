@@ -49,4 +49,24 @@ import Testing
         }
         #expect(Array("123456789".utf8).withUnsafeBytes { CRC32C.extendWithHardware(0, $0) } == 0xE306_9283)
     }
+
+    /// Buffers long enough for the three-stream loops (blocks of 3 × 256 and 3 × 8,192 bytes),
+    /// at lengths around their edges and at every alignment, give the tables' checksum.
+    @Test func hardwareAndTablesAgreeAcrossTheThreeStreamBlocks() throws {
+        guard CRC32C.hasHardware else { return }
+        var generator = SeededGenerator(seed: 11)
+        let bytes = (0..<(100_000 + 8)).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+        let lengths = [767, 768, 769, 775, 1536, 2000, 24_575, 24_576, 24_577, 24_576 + 768, 49_152 + 767, 100_000]
+        try bytes.withUnsafeBytes { raw in
+            for start in 0..<8 {
+                for length in lengths {
+                    let slice = UnsafeRawBufferPointer(rebasing: raw[start..<(start + length)])
+                    for seed: UInt32 in [0, UInt32.random(in: 0 ... .max, using: &generator)] {
+                        let hardware = try #require(CRC32C.extendWithHardware(seed, slice))
+                        #expect(hardware == CRC32C.extendWithTables(seed, slice), "start \(start) length \(length) seed \(seed)")
+                    }
+                }
+            }
+        }
+    }
 }

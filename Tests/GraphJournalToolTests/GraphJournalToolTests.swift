@@ -130,6 +130,56 @@ struct GraphJournalToolTests {
         #expect(result.stdout.contains("(record 2): transaction does not decode against the schema in force"))
     }
 
+    @Test func verifyReportsInsertsOfLiveObjectsAndChangesToMissingOnesInOrder() throws {
+        // Transactions of two stores of the same schema, spliced so that they contradict each
+        // other: verify tracks live serials in runs (a save inserts consecutive serials) and
+        // must still name every contradiction, in record order.
+        func transactions(_ name: String, _ saves: (ModelContext) throws -> Void) throws -> [[UInt8]] {
+            let dir = Tool.temporaryURL(name)
+            var options = StoreOptions(durability: .none)
+            options.autoCompactionRatio = nil
+            let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: options)
+            try saves(store.context)
+            try store.close()
+            var payloads: [[UInt8]] = []
+            _ = try Journal.readRecords(directory: dir.path) { if $0.entry.kind == .transaction { payloads.append($0.payload) } }
+            return payloads
+        }
+        let a = try transactions("splice-a") { c in  // inserts 1...5; then updates 2, deletes 3
+            let readings = try (0..<5).map { _ in try c.insert(Reading.self) }
+            try c.save()
+            readings[1].value = 1
+            c.delete(readings[2])
+            try c.save()
+        }
+        let b = try transactions("splice-b") { c in  // inserts 1...8; then updates 7
+            let readings = try (0..<8).map { _ in try c.insert(Reading.self) }
+            try c.save()
+            readings[6].value = 1
+            try c.save()
+        }
+        let dir = Tool.temporaryURL("splice")
+        let journal = try Journal.open(directory: dir.path, options: JournalOptions(durability: .none))
+        let schema = try Tool.libraryObjectsSchemaBytes()
+        for payload in [a[0], b[1], b[0], a[1], a[1]] { try journal.append(payload, schema: schema) }
+        try journal.close()
+        let result = try Tool.run(["verify", dir.path])
+        #expect(result.status == 3)
+        #expect(result.stdout.contains("records: 6 (1 schema, 5 transaction, 0 base, 0 skipped), last sequence 6"))
+        let problems = result.stdout.split(separator: "\n").filter { $0.hasPrefix("payload: ") }.map { line in
+            line.split(separator: "(", maxSplits: 1).last.map(String.init) ?? ""
+        }
+        #expect(problems == [
+            "record 3): updates Reading/7, which does not exist",
+            "record 4): inserts Reading/1, which already exists",
+            "record 4): inserts Reading/2, which already exists",
+            "record 4): inserts Reading/3, which already exists",
+            "record 4): inserts Reading/4, which already exists",
+            "record 4): inserts Reading/5, which already exists",
+            "record 6): deletes Reading/3, which does not exist",
+        ], "\(result.stdout)")
+    }
+
     // MARK: stats
 
     @Test func statsOfTheCleanFixture() throws {

@@ -29,29 +29,103 @@ struct JournalReplay {
         /// How many objects are live.
         var count: Int { objects.isEmpty ? liveBitCount : objects.count }
 
-        /// Marks `serial` live; false if it already was.
-        mutating func insertBit(_ serial: UInt64) -> Bool {
-            let word = Int(serial >> 6)
-            if word >= liveBits.count { liveBits.append(contentsOf: repeatElement(0, count: max(word + 1 - liveBits.count, liveBits.count))) }
-            let bit = UInt64(1) << (serial & 63)
-            if liveBits[word] & bit != 0 { return false }
-            liveBits[word] |= bit
-            liveBitCount += 1
+        /// Marks each of `serials` live, in order, and returns those that already were or are not
+        /// below 2^32 (in order), in one pass over the bitmap (grown first for the largest).
+        mutating func insertBits(_ serials: some Collection<UInt64>) -> [UInt64] {
+            if let rejected = serials.withContiguousStorageIfAvailable({ insertBits(in: $0) }) { return rejected }
+            return Array(serials).withUnsafeBufferPointer { insertBits(in: $0) }
+        }
+
+        /// Serials come in runs of consecutive numbers (a save inserts objects with fresh serials):
+        /// a run whose bits are all clear is marked a 64-bit word at a time; any other run, one
+        /// serial at a time.
+        private mutating func insertBits(in serials: UnsafeBufferPointer<UInt64>) -> [UInt64] {
+            var rejected: [UInt64] = []
+            var i = 0
+            while i < serials.count {
+                let first = serials[i]
+                guard first < 1 << 32 else {
+                    rejected.append(first)
+                    i += 1
+                    continue
+                }
+                var end = i + 1
+                var last = first
+                while end < serials.count {
+                    let next = serials[end]
+                    guard next == last &+ 1, next < 1 << 32 else { break }
+                    last = next
+                    end += 1
+                }
+                let words = Int(last >> 6) + 1
+                if words > liveBits.count { liveBits.append(contentsOf: repeatElement(0, count: max(words - liveBits.count, liveBits.count))) }
+                let added = liveBits.withUnsafeMutableBufferPointer { bits in
+                    Self.setRun(first...last, in: bits) ? end - i : Self.setEach(serials[i..<end], in: bits, rejected: &rejected)
+                }
+                liveBitCount += added
+                i = end
+            }
+            return rejected
+        }
+
+        /// Sets the bits of `run` and returns true if they were all clear; else changes nothing.
+        private static func setRun(_ run: ClosedRange<UInt64>, in bits: UnsafeMutableBufferPointer<UInt64>) -> Bool {
+            /// The mask of `run`'s bits in word `w`.
+            func mask(_ w: Int) -> UInt64 {
+                let low = max(run.lowerBound, UInt64(w) << 6) & 63, high = min(run.upperBound, UInt64(w) << 6 + 63) & 63
+                return (UInt64.max >> (63 - high)) & (UInt64.max << low)
+            }
+            let firstWord = Int(run.lowerBound >> 6), lastWord = Int(run.upperBound >> 6)
+            for w in firstWord...lastWord where bits[w] & mask(w) != 0 { return false }
+            for w in firstWord...lastWord { bits[w] |= mask(w) }
             return true
         }
 
-        /// Whether `serial` is live.
-        func containsBit(_ serial: UInt64) -> Bool {
-            let word = Int(serial >> 6)
-            return word < liveBits.count && liveBits[word] & (UInt64(1) << (serial & 63)) != 0
+        /// Sets the bits of `serials` one at a time, appending those already set to `rejected`;
+        /// returns how many it set.
+        private static func setEach(_ serials: Slice<UnsafeBufferPointer<UInt64>>, in bits: UnsafeMutableBufferPointer<UInt64>,
+                                    rejected: inout [UInt64]) -> Int {
+            var added = 0
+            for serial in serials {
+                let bit = UInt64(1) << (serial & 63)
+                if bits[Int(serial >> 6)] & bit != 0 {
+                    rejected.append(serial)
+                } else {
+                    bits[Int(serial >> 6)] |= bit
+                    added += 1
+                }
+            }
+            return added
         }
 
-        /// Marks `serial` dead; false if it was not live.
-        mutating func removeBit(_ serial: UInt64) -> Bool {
-            guard containsBit(serial) else { return false }
-            liveBits[Int(serial >> 6)] &= ~(UInt64(1) << (serial & 63))
-            liveBitCount -= 1
-            return true
+        /// Those of `serials` that are not live, in order, in one pass over the bitmap.
+        func missingBits(_ serials: some Sequence<UInt64>) -> [UInt64] {
+            liveBits.withUnsafeBufferPointer { bits in
+                serials.filter { serial in
+                    let word = Int(serial >> 6)
+                    return word >= bits.count || bits[word] & (UInt64(1) << (serial & 63)) == 0
+                }
+            }
+        }
+
+        /// Marks each of `serials` dead, in order, and returns those that were not live (in
+        /// order), in one pass over the bitmap.
+        mutating func removeBits(_ serials: some Sequence<UInt64>) -> [UInt64] {
+            var rejected: [UInt64] = []
+            var removed = 0
+            liveBits.withUnsafeMutableBufferPointer { bits in
+                for serial in serials {
+                    let word = Int(serial >> 6), bit = UInt64(1) << (serial & 63)
+                    guard word < bits.count, bits[word] & bit != 0 else {
+                        rejected.append(serial)
+                        continue
+                    }
+                    bits[word] &= ~bit
+                    removed += 1
+                }
+            }
+            liveBitCount -= removed
+            return rejected
         }
     }
 
@@ -132,22 +206,33 @@ struct JournalReplay {
     }
 
     /// Checks one record without building its values (`verify`): reports exactly what
-    /// ``apply(_:)`` would, from a validating skim of the payload
-    /// (``StoredSchema/validateTransaction(_:into:)``) instead of a decoded change set.
+    /// ``apply(_:)`` would, from a validating skim of the payload as it is lent, piece by piece
+    /// (``StoredSchema/validateTransaction(_:into:)``), instead of a decoded change set.
     /// `outline` is scratch space, reused from record to record.
-    mutating func check(_ entry: JournalReport.Entry, payload: UnsafeRawBufferPointer, outline: inout TransactionOutline) {
+    ///
+    /// A payload whose pieces end early (a chunk that does not decompress) is ignored as if it
+    /// had never been lent: the journal reports it, as it reports the payloads it cannot
+    /// decompress before lending them.
+    mutating func check(_ entry: JournalReport.Entry, payload: JournalPayload, outline: inout TransactionOutline) {
         precondition(!keepValues, "check(_:payload:outline:) tracks serials only")
         switch entry.kind {
         case .schema:
-            applySchema(Array(payload), entry)
+            guard let bytes = payload.readRest() else { return }
+            applySchema(bytes, entry)
         case .transaction, .base:
+            // Nothing is counted or reported before the whole payload is known to decompress.
+            var malformed: StoreError?
+            if let schema {
+                do { _ = try schema.validateTransaction(payload, into: &outline) } catch { malformed = error }
+            }
+            guard payload.finish() else { return }
             if entry.kind == .base { baseRecords += 1 } else { transactions += 1 }
             guard let schema else {
                 report(entry, "\(entry.kind.label) record precedes any schema record")
                 return
             }
-            do { try schema.validateTransaction(payload, into: &outline) } catch {
-                report(entry, "\(entry.kind.label) does not decode against the schema in force: \(error.message)")
+            if let malformed {
+                report(entry, "\(entry.kind.label) does not decode against the schema in force: \(malformed.message)")
                 return
             }
             guard trackObjects else { return }
@@ -161,6 +246,7 @@ struct JournalReplay {
                              deleted: outline.serials[block.deleted])
             }
         case nil:
+            guard payload.finish() else { return }
             skippedRecords += 1
         }
     }
@@ -227,17 +313,21 @@ struct JournalReplay {
 
     /// Applies one entity's changes to its live-serial bitmap (serials below 2^32; larger ones
     /// are implausible), when the replay keeps no values.
+    ///
+    /// Each list is applied in one pass over the bitmap's memory (``Table/insertBits(_:)``):
+    /// a million inserts were 48 instructions each when every serial went through
+    /// `tables[t].insertBit`, a uniqueness check of `tables` and of the bitmap per serial.
     private mutating func trackSerials(
         _ t: Int, _ name: String, _ entry: JournalReport.Entry,
-        inserted: some Sequence<UInt64>, updated: some Sequence<UInt64>, deleted: some Sequence<UInt64>
+        inserted: some Collection<UInt64>, updated: some Sequence<UInt64>, deleted: some Sequence<UInt64>
     ) {
-        for serial in inserted where serial >= 1 << 32 || !tables[t].insertBit(serial) {
+        for serial in tables[t].insertBits(inserted) {
             report(entry, "inserts \(name)/\(serial), which already exists")
         }
-        for serial in updated where !tables[t].containsBit(serial) {
+        for serial in tables[t].missingBits(updated) {
             report(entry, "updates \(name)/\(serial), which does not exist")
         }
-        for serial in deleted where !tables[t].removeBit(serial) {
+        for serial in tables[t].removeBits(deleted) {
             report(entry, "deletes \(name)/\(serial), which does not exist")
         }
     }

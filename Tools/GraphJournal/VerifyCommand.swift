@@ -26,7 +26,8 @@ struct Verify: ParsableCommand {
             // A validating skim of each payload, not a decode into values (issue 6).
             var replay = JournalReplay(keepValues: false)
             var outline = TransactionOutline()
-            let report = try Journal.readPayloads(directory: store.path) { entry, payload in
+            // Payloads lent piece by piece: a chunked one is never held whole.
+            let report = try Journal.streamPayloads(directory: store.path) { entry, payload in
                 replay.check(entry, payload: payload, outline: &outline)
             }
             let result = VerifyResult(directory: store.path, report: report, replay: replay)
