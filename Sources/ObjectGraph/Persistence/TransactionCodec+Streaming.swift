@@ -29,9 +29,11 @@ extension StoredSchema {
 }
 
 extension TransactionCodec {
-    /// Checks a payload lent piece by piece exactly as ``validate(_:stored:into:)`` checks one
-    /// buffer (same outline, same error for the same malformation), reading each piece as it
-    /// comes: `graph-journal verify` never materializes a chunked payload of tens of MB.
+    /// Checks a payload lent piece by piece as ``decodeChangeSet(_:stored:)`` reads it (same
+    /// error for the same malformation) without building its values, listing the serials it
+    /// touches in `outline`; reading each piece as it comes, `graph-journal verify` never
+    /// materializes a chunked payload of tens of MB. The one-buffer ``validate(_:stored:into:)``
+    /// is this on a single piece.
     ///
     /// - Returns: false, with `outline` incomplete, when the pieces ended before the payload's
     ///   length (a chunk that does not decompress: the journal reports the record).
@@ -103,7 +105,8 @@ extension TransactionCodec {
         }
     }
 
-    /// ``skipValues(_:type:count:)`` on a lent payload.
+    /// Skips `count` values of `type`, failing where ``readValue(type:from:)`` would fail on
+    /// them, with the same offset and reason.
     private static func streamSkipValues(_ r: inout PayloadReader, type: AttributeType, count: Int) throws(PayloadReader.Failure) {
         switch type {
         case .bool:

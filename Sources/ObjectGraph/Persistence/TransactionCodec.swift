@@ -553,90 +553,10 @@ enum TransactionCodec {
     /// `outline` (cleared first). For `graph-journal verify`, which needs to know that each
     /// payload decodes and what it does to which objects, not the values.
     ///
-    /// Columns are walked by type: fixed-width values are skipped in one step (their non-nil
-    /// count times the width), strings and data by their length prefixes, never copied.
+    /// The payload as one piece of the streaming check (``validate(_:stored:into:)-(JournalPayload,_,_)``
+    /// in `TransactionCodec+Streaming.swift`): one skim for both, so they cannot drift apart.
     static func validate(_ payload: UnsafeRawBufferPointer, stored: StoredSchema, into outline: inout TransactionOutline) throws(StoreError) {
-        outline.removeAll()
-        var r = ByteReader(payload)
-        do {
-            let v = try r.byte()
-            guard v == version else { throw ByteReader.Malformed(offset: 0, reason: "transaction payload version \(v)") }
-            for _ in 0..<(try r.count(limit: stored.entities.count)) {
-                let entity = try r.count(limit: stored.entities.count - 1)
-                let attributes = stored.entities[entity].attributes
-                _ = try r.varint()
-                let inserted = outline.serials.count
-                try readSerials(&r, into: &outline.serials)
-                let n = outline.serials.count - inserted
-                if n > 0 {
-                    for a in attributes {
-                        let present = try nullFlag(&r) ? n - setBits(try r.bitmap(n), count: n) : n
-                        try skipValues(&r, type: a.type, count: present)
-                    }
-                }
-                let updated = outline.serials.count
-                for _ in 0..<(try r.count(limit: r.buffer.count)) {
-                    let serial = try r.varint()
-                    for _ in 0..<(try r.count(limit: attributes.count)) {
-                        let f = try r.varint()
-                        let j = Int(f >> 1)
-                        guard j < attributes.count else { throw ByteReader.Malformed(offset: r.offset, reason: "attribute \(j)") }
-                        if f & 1 == 0 { try skipValues(&r, type: attributes[j].type, count: 1) }
-                        outline.serials.append(serial)
-                    }
-                }
-                let deleted = outline.serials.count
-                try readSerials(&r, into: &outline.serials)
-                outline.blocks.append(.init(
-                    entity: entity, inserted: inserted..<updated, updated: updated..<deleted, deleted: deleted..<outline.serials.count))
-            }
-            try expectEnd(r)
-        } catch {
-            throw StoreError(.corruptPayload, "\(error)")
-        }
-    }
-
-    /// The number of 1 bits among the first `count` bits of a null bitmap.
-    private static func setBits(_ bitmap: UnsafeRawBufferPointer, count: Int) -> Int {
-        var total = 0
-        var i = 0
-        while bitmap.count - i >= 8 {
-            total += bitmap.loadUnaligned(fromByteOffset: i, as: UInt64.self).nonzeroBitCount
-            i += 8
-        }
-        while i < bitmap.count {
-            total += bitmap[i].nonzeroBitCount
-            i += 1
-        }
-        // Bits past `count` in the last byte are not objects: decoding ignores them.
-        if count % 8 != 0 { total -= (bitmap[bitmap.count - 1] >> UInt8(count % 8)).nonzeroBitCount }
-        return total
-    }
-
-    /// Skips `count` values of `type`, failing where ``readValue(type:from:)`` would fail on
-    /// them, with the same offset and reason.
-    private static func skipValues(_ r: inout ByteReader, type: AttributeType, count: Int) throws(ByteReader.Malformed) {
-        switch type {
-        case .bool:
-            for _ in 0..<count {
-                let start = r.offset
-                let b = try r.byte()
-                guard b <= 1 else { throw ByteReader.Malformed(offset: start, reason: "boolean byte \(b)") }
-            }
-        case .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64:
-            for _ in 0..<count { _ = try r.varint() }
-        case .double, .date:
-            try r.skipFixed(count: count, width: 8)
-        case .float:
-            try r.skipFixed(count: count, width: 4)
-        case .string, .data, .url:
-            for _ in 0..<count { _ = try r.blob() }
-        case .uuid:
-            for _ in 0..<count {
-                let start = r.offset
-                let blob = try r.blob()
-                if blob.count != 16 { throw ByteReader.Malformed(offset: start, reason: "UUID of \(blob.count) bytes") }
-            }
-        }
+        // One whole piece cannot end early, so the result is always true.
+        _ = try validate(JournalPayload(pieces: [payload]), stored: stored, into: &outline)
     }
 }
