@@ -41,7 +41,7 @@ struct TransactionStreamingValidationTests {
     /// Each block's entity, then its inserted, updated and deleted serials.
     static func contents(_ outline: TransactionOutline) -> [[UInt64]] {
         outline.blocks.flatMap { block in
-            [[UInt64(block.entity)], Array(outline.serials[block.inserted]), Array(outline.serials[block.updated]),
+            [[UInt64(block.entity)], outline.insertedSerials(of: block), Array(outline.serials[block.updated]),
              Array(outline.serials[block.deleted])]
         }
     }
@@ -51,7 +51,10 @@ struct TransactionStreamingValidationTests {
                                 _ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
         let whole = wholeResult(schema, payload)
         var outline = TransactionOutline()  // reused, as verify reuses it
-        for size in sizes {
+        for (n, size) in sizes.enumerated() {
+            // Every other size keeps consecutive inserts as runs, as verify does: the same
+            // serials and errors either way.
+            outline.keepsInsertedRuns = n % 2 == 1
             let streamed = streamedResult(schema, payload, pieceSize: size, outline: &outline)
             switch (whole, streamed) {
             case (.success(let w), .success(let s)): #expect(w == s, "pieces of \(size): \(what())", sourceLocation: sourceLocation)
@@ -95,6 +98,43 @@ struct TransactionStreamingValidationTests {
         }
         #expect(samples.contains { $0.1.count > 50_000 })
         return samples
+    }
+
+    /// Inserted serials kept as runs: a run broken anywhere, serials that are not increasing,
+    /// and a run that would pass Int64.max read exactly as the listed form reads them.
+    @Test func insertedRunsHoldTheSameSerialsAndErrorsAsTheList() throws {
+        let schema = try #require(try TransactionValidationTests.samplePayloads().first?.0)
+        let entity = try #require(schema.entities.firstIndex { $0.attributes.isEmpty == false })
+        func payload(_ serials: [Int64]) -> [UInt8] {
+            // version, one block: entity, next serial, the inserted serials (zig-zag deltas) with
+            // every attribute null, no updates, no deletes.
+            var bytes: [UInt8] = [1, 1]
+            func varint(_ v: UInt64) { var v = v; while v >= 0x80 { bytes.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }; bytes.append(UInt8(v)) }
+            varint(UInt64(entity)); varint(1)
+            varint(UInt64(serials.count))
+            var previous: Int64 = 0
+            for s in serials { let d = s &- previous; varint(UInt64(bitPattern: (d << 1) ^ (d >> 63))); previous = s }
+            if !serials.isEmpty {
+                for _ in schema.entities[entity].attributes {
+                    bytes.append(1)
+                    bytes += [UInt8](repeating: 0xFF, count: (serials.count + 7) / 8)
+                }
+            }
+            varint(0); varint(0)
+            return bytes
+        }
+        let cases: [[Int64]] = [
+            [], [7], Array(1...300), Array(5...200) + [202] + Array(203...260), [3, 2, 1], Array(10...20) + [10],
+            [Int64.max - 2, Int64.max - 1, Int64.max], [Int64.max - 1, Int64.max, Int64.max &+ 1], [0, 1], Array(1...9) + [-4],
+        ]
+        for serials in cases {
+            Self.expectAgreement(schema, payload(serials), "serials \(serials.prefix(4))… (\(serials.count))")
+        }
+        var outline = TransactionOutline()
+        outline.keepsInsertedRuns = true
+        try payload(Array(1...300)).withUnsafeBytes { try schema.validateTransaction($0, into: &outline) }
+        #expect(outline.blocks.first?.insertedRun == 1...300)
+        #expect(outline.serials.isEmpty)
     }
 
     @Test func intactPayloadsValidateInAnyPiecesAsWhole() throws {

@@ -36,6 +36,19 @@ struct JournalReplay {
             return Array(serials).withUnsafeBufferPointer { insertBits(in: $0) }
         }
 
+        /// ``insertBits(_:)-(some Collection<UInt64>)`` for a run of consecutive serials, without
+        /// listing them unless some are already live.
+        mutating func insertBits(_ run: ClosedRange<UInt64>) -> [UInt64] {
+            guard run.upperBound < 1 << 32 else { return insertBits(Array(run)) }
+            let words = Int(run.upperBound >> 6) + 1
+            if words > liveBits.count { liveBits.append(contentsOf: repeatElement(0, count: max(words - liveBits.count, liveBits.count))) }
+            if liveBits.withUnsafeMutableBufferPointer({ Self.setRun(run, in: $0) }) {
+                liveBitCount += run.count
+                return []
+            }
+            return Array(run).withUnsafeBufferPointer { insertBits(in: $0) }
+        }
+
         /// Serials come in runs of consecutive numbers (a save inserts objects with fresh serials):
         /// a run whose bits are all clear is marked a 64-bit word at a time; any other run, one
         /// serial at a time.
@@ -242,8 +255,14 @@ struct JournalReplay {
                     report(entry, "changes entity \(name), which the schema in force does not have")
                     continue
                 }
-                trackSerials(t, name, entry, inserted: outline.serials[block.inserted], updated: outline.serials[block.updated],
-                             deleted: outline.serials[block.deleted])
+                if let run = block.insertedRun {
+                    for serial in tables[t].insertBits(run) { report(entry, "inserts \(name)/\(serial), which already exists") }
+                    trackSerials(t, name, entry, inserted: EmptyCollection(), updated: outline.serials[block.updated],
+                                 deleted: outline.serials[block.deleted])
+                } else {
+                    trackSerials(t, name, entry, inserted: outline.serials[block.inserted], updated: outline.serials[block.updated],
+                                 deleted: outline.serials[block.deleted])
+                }
             }
         case nil:
             guard payload.finish() else { return }

@@ -26,6 +26,7 @@ struct Verify: ParsableCommand {
             // A validating skim of each payload, not a decode into values (issue 6).
             var replay = JournalReplay(keepValues: false)
             var outline = TransactionOutline()
+            outline.keepsInsertedRuns = true  // a 1M-object save's inserts: one run, not 8 MB of serials
             // Payloads lent piece by piece: a chunked one is never held whole.
             let report = try Journal.streamPayloads(directory: store.path) { entry, payload in
                 replay.check(entry, payload: payload, outline: &outline)

@@ -133,8 +133,8 @@ struct PayloadReader {
     /// The common case, a varint of at most 9 bytes with 10 bytes left in the piece, is
     /// decoded over locals (the reader's state stays in registers); the others go through
     /// ``signed()``.
-    mutating func readSerials(into out: UnsafeMutableBufferPointer<UInt64>) throws(Failure) {
-        var previous: Int64 = 0
+    mutating func readSerials(into out: UnsafeMutableBufferPointer<UInt64>, after first: Int64 = 0) throws(Failure) {
+        var previous = first
         var i = 0
         while i < out.count {
             if let base = piece.baseAddress {
@@ -176,6 +176,28 @@ struct PayloadReader {
             out[i] = UInt64(previous)
             i += 1
         }
+    }
+
+    /// Skips up to `limit` serial deltas of +1 (the byte 2: a zig-zag varint), stopping before
+    /// any other byte or at the payload's end; returns how many it skipped. Never fails: each
+    /// byte it skips is a valid delta that ``readSerials(into:after:)`` would have read.
+    mutating func skipSerialIncrements(limit: Int) throws(Failure) -> Int {
+        var skipped = 0
+        while skipped < limit {
+            if position == piece.count {
+                guard offset < count else { return skipped }
+                try advance()
+            }
+            guard let base = piece.baseAddress else { return skipped }
+            var p = position
+            let end = min(piece.count, p + (limit - skipped))
+            while p < end, base.load(fromByteOffset: p, as: UInt8.self) == 2 { p += 1 }
+            skipped += p - position
+            let stopped = p < piece.count
+            position = p
+            if stopped { return skipped }
+        }
+        return skipped
     }
 
     /// Skips a length-prefixed byte string, failing as ``ByteReader/blob()`` does; returns its

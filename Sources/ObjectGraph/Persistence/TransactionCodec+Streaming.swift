@@ -49,8 +49,14 @@ extension TransactionCodec {
                 let attributes = stored.entities[entity].attributes
                 _ = try r.varint()
                 let inserted = outline.serials.count
-                try streamSerials(&r, into: &outline.serials)
-                let n = outline.serials.count - inserted
+                var run: ClosedRange<UInt64>?
+                let n: Int
+                if outline.keepsInsertedRuns {
+                    (n, run) = try streamInsertedSerials(&r, into: &outline.serials)
+                } else {
+                    try streamSerials(&r, into: &outline.serials)
+                    n = outline.serials.count - inserted
+                }
                 if n > 0 {
                     for a in attributes {
                         let present = try streamNullFlag(&r) ? n - (try r.setBitsOfBitmap(n)) : n
@@ -71,7 +77,8 @@ extension TransactionCodec {
                 let deleted = outline.serials.count
                 try streamSerials(&r, into: &outline.serials)
                 outline.blocks.append(.init(
-                    entity: entity, inserted: inserted..<updated, updated: updated..<deleted, deleted: deleted..<outline.serials.count))
+                    entity: entity, inserted: inserted..<updated, insertedRun: run, updated: updated..<deleted,
+                    deleted: deleted..<outline.serials.count))
             }
             guard r.isAtEnd else {
                 throw .malformed(ByteReader.Malformed(offset: r.offset, reason: "\(r.count - r.offset) bytes after the last block"))
@@ -103,6 +110,31 @@ extension TransactionCodec {
         try serials.withUnsafeMutableBufferPointer { out throws(PayloadReader.Failure) in
             try r.readSerials(into: UnsafeMutableBufferPointer(rebasing: out[first...]))
         }
+    }
+
+    /// ``streamSerials(_:into:)`` for the inserted serials of an outline that keeps runs
+    /// (``TransactionOutline/keepsInsertedRuns``): returns their count, and the run when they
+    /// are consecutive (then nothing is appended to `serials`). The same reads, so the same
+    /// errors at the same offsets.
+    private static func streamInsertedSerials(
+        _ r: inout PayloadReader, into serials: inout [UInt64]
+    ) throws(PayloadReader.Failure) -> (Int, ClosedRange<UInt64>?) {
+        let n = try r.count(limit: r.count)
+        guard n > 0 else { return (0, nil) }
+        let start = r.offset
+        let first = try r.signed()  // the first delta is from 0
+        guard first >= 1 else { throw .malformed(ByteReader.Malformed(offset: start, reason: "serial \(first)")) }
+        // Deltas of +1 after it are skipped without storing; a run that could pass Int64.max is
+        // read as a list, whose reads report the overflow.
+        let k = first <= Int64.max - Int64(n) ? try r.skipSerialIncrements(limit: n - 1) : 0
+        if k == n - 1 { return (n, UInt64(first)...UInt64(first + Int64(k))) }
+        serials.append(contentsOf: UInt64(first)...UInt64(first + Int64(k)))
+        let rest = serials.count
+        serials.append(contentsOf: repeatElement(0, count: n - 1 - k))
+        try serials.withUnsafeMutableBufferPointer { out throws(PayloadReader.Failure) in
+            try r.readSerials(into: UnsafeMutableBufferPointer(rebasing: out[rest...]), after: first + Int64(k))
+        }
+        return (n, nil)
     }
 
     /// Skips `count` values of `type`, failing where ``readValue(type:from:)`` would fail on
