@@ -7,7 +7,9 @@
 #   e.g. verify-bench.sh /tmp/bench1m 15 /tmp/graph-journal-old /usr/local/bin/graph-journal
 set -euo pipefail
 dir=$1; runs=$2; shift 2
-bytes=$(du -bc "$dir"/*.log "$dir"/*.base "$dir"/MANIFEST 2>/dev/null | tail -1 | cut -f1)
+shopt -s nullglob
+files=("$dir"/*.log "$dir"/*.base "$dir"/MANIFEST)
+bytes=$(du -bc "${files[@]}" | tail -1 | cut -f1)
 for b in "$@"; do "$b" verify "$dir" >/dev/null; "$b" verify "$dir" >/dev/null; done  # warm the page cache
 declare -A t
 for _ in $(seq "$runs"); do
