@@ -550,28 +550,20 @@ final class EntityTable {
         case .bytes(let buffer):
             if !wasNull && arena.equal(ArenaRef(values[index]), buffer) { return }
         }
-        if isFreshWrite(row: row, slot: slot, primitive: primitive) {
-            // What an import's `didInsert` does to each new object. The steps below would all be
-            // no-ops: an inserted row has no before-image, is already in `willSaveTouched` when
-            // that is tracked, logs no undo inside the savepoint it was inserted in, and the
-            // slot has no index to maintain. Only the write is left.
-            switch cell {
-            case .fixed(let bits):
-                values[index] = bits
-            case .bytes(let buffer):
-                if !wasNull { arena.garbage += ArenaRef(values[index]).length }
-                values[index] = arena.append(buffer)
-            }
-            if wasNull { nulls[maskIndex] &= ~bit }
-            return
+        // A row inserted since the innermost savepoint, as an import's `didInsert` writes them:
+        // the bookkeeping below would all be no-ops (no before-image, already in
+        // `willSaveTouched` when that is tracked, no undo inside its savepoint, no index on the
+        // slot), so only the write is left.
+        let fresh = isFreshWrite(row: row, slot: slot, primitive: primitive)
+        if !fresh {
+            willChange(row: row)
+            notePrimitive(primitive, row: row, slot: slot)
+            if !primitive { willSaveTouched?.insert(Int32(row)) }
+            if !savepoints.isEmpty { logCell(row: row, slot: slot) }
         }
-        willChange(row: row)
-        notePrimitive(primitive, row: row, slot: slot)
-        if !primitive { willSaveTouched?.insert(Int32(row)) }
-        if !savepoints.isEmpty { logCell(row: row, slot: slot) }
-        let indexed = !indexesBySlot[slot].isEmpty
+        let indexed = !fresh && !indexesBySlot[slot].isEmpty  // a fresh row's slot has no index
         if indexed { unindex(row: row, slot: slot) }
-        let referenced = !referenceSlots.isEmpty && referenceIndexOfSlot[slot] != nil && isVisible(row: row)
+        let referenced = !fresh && !referenceSlots.isEmpty && referenceIndexOfSlot[slot] != nil && isVisible(row: row)
         if referenced { unreference(row: row, slot: slot) }
         switch cell {
         case .fixed(let bits):
