@@ -88,14 +88,7 @@ struct TransactionStreamingValidationTests {
         for (i, e) in objects.enumerated() where i % 11 == 2 { c.delete(e) }
         try c.save()
         try store.close()
-        var schema: StoredSchema?
-        _ = try Journal.readRecords(directory: dir.path) { record in
-            switch record.entry.kind {
-            case .schema: schema = try StoredSchema.decode(record.payload)
-            case .transaction, .base: samples.append((try #require(schema), record.payload))
-            case nil: break
-            }
-        }
+        samples += try TransactionValidationTests.payloads(in: dir)
         #expect(samples.contains { $0.1.count > 50_000 })
         return samples
     }

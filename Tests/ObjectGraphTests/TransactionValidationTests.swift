@@ -14,16 +14,7 @@ struct TransactionValidationTests {
     /// base record, with their schemas.
     static func samplePayloads() throws -> [(StoredSchema, [UInt8])] {
         var samples: [(StoredSchema, [UInt8])] = []
-        func collect(_ dir: URL) throws {
-            var schema: StoredSchema?
-            _ = try Journal.readRecords(directory: dir.path) { record in
-                switch record.entry.kind {
-                case .schema: schema = try StoredSchema.decode(record.payload)
-                case .transaction, .base: samples.append((try #require(schema), record.payload))
-                case nil: break
-                }
-            }
-        }
+        func collect(_ dir: URL) throws { samples += try payloads(in: dir) }
         try collect(FormatFixtureTests.fixtures.appendingPathComponent("v1-clean"))
 
         let dir = temporaryStoreDirectory("validation")
@@ -51,6 +42,20 @@ struct TransactionValidationTests {
         try collect(dir)  // the base record that replaced them
         try? FileManager.default.removeItem(at: dir)
         return samples
+    }
+
+    /// The transaction and base payloads of the store at `dir`, each with the schema in force.
+    static func payloads(in dir: URL) throws -> [(StoredSchema, [UInt8])] {
+        var payloads: [(StoredSchema, [UInt8])] = []
+        var schema: StoredSchema?
+        _ = try Journal.readRecords(directory: dir.path) { record in
+            switch record.entry.kind {
+            case .schema: schema = try StoredSchema.decode(record.payload)
+            case .transaction, .base: payloads.append((try #require(schema), record.payload))
+            case nil: break
+            }
+        }
+        return payloads
     }
 
     /// Validates and decodes `payload`; records a failure if they disagree.
