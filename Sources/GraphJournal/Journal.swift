@@ -284,7 +284,7 @@ public final class Journal: Sendable {
         guard chunked.storedCount < chunked.rawCount else {
             // Chunks that do not shrink the payload: stored raw, as the format requires.
             guard let raw = chunked.rawPayload() else {
-                throw JournalError(.payloadTooLarge, "a chunked payload did not decode again; nothing was written")
+                throw JournalError(.corrupt, "a chunked payload compressed in memory did not decompress again; nothing was written")
             }
             return try append(raw, schema: schema)
         }

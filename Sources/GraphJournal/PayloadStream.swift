@@ -43,7 +43,7 @@ public struct PayloadStream: Sendable {
     public var count: Int { cutCount + bytes.count }
 
     /// Whether ``cutIfFull()`` would hand chunks off now.
-    public var isFull: Bool { bytes.count >= cutThreshold }
+    private var isFull: Bool { bytes.count >= cutThreshold }
 
     /// ``bytes``'s length at which whole chunks are cut off.
     private var cutThreshold: Int { cutCount == 0 ? JournalFormat.chunkedThreshold : JournalFormat.chunkSize }

@@ -18,9 +18,6 @@ struct ByteWriter {
         self.stream?.bytes = []
     }
 
-    /// The bytes written so far, cut ones included.
-    var count: Int { (stream?.count ?? 0) + bytes.count }
-
     /// Hands whole chunks to the stream once `bytes` holds a chunk's worth (the stream waits
     /// for its threshold before the first cut). One comparison when there is nothing to do.
     @inline(__always)
