@@ -216,7 +216,9 @@ extension Entity {
     /// accepted for optional attributes only. Like a typed set, setting an equal value changes
     /// nothing.
     ///
-    /// - Throws: ``ObjectGraphError`` with code `unknownKey` or `typeMismatch`.
+    /// - Throws: ``ObjectGraphError`` with code `unknownKey` or `typeMismatch` (a value of
+    ///   another type, `nil` for a non-optional attribute, or for an enum attribute a raw
+    ///   value that is not one of its cases).
     /// For a relationship, `value` is an object of this context (or `nil`), or an array of them
     /// for a to-many; the inverse is maintained as with the typed accessors.
     public func setValue(_ value: Any?, forKey key: String) throws(ObjectGraphError) {
@@ -261,7 +263,12 @@ extension Entity {
             throw ObjectGraphError(
                 .typeMismatch, "\(d.name).\(key) is not optional and cannot be set to nil", entity: d.name, key: key)
         }
-        if let v = AttributeValue.coerce(value, to: a.type) { return v }
+        if let v = AttributeValue.coerce(value, to: a.type) {
+            if let problem = a.rawValueCheck?.check(v) {
+                throw ObjectGraphError(.typeMismatch, "\(d.name).\(key): \(problem)", entity: d.name, key: key)
+            }
+            return v
+        }
         throw ObjectGraphError(
             .typeMismatch, "\(d.name).\(key) holds \(a.swiftTypeName) (\(a.type.rawValue)); got \(type(of: value)): \(value)",
             entity: d.name, key: key)

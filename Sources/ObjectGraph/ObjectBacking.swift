@@ -152,8 +152,12 @@ public struct ObjectBacking {
 
     // MARK: RawRepresentable
 
-    /// Reads a non-optional `RawRepresentable` attribute (an unknown raw value reads as the
-    /// first case the raw type's zero maps to, else traps: see the type's documentation).
+    /// Reads a non-optional `RawRepresentable` attribute.
+    ///
+    /// The stored raw value is always one of `T`'s cases: ``Entity/setValue(_:forKey:)``
+    /// refuses any other, and opening a store refuses a journal that holds one, naming the
+    /// entity, attribute, object and value. Reaching the trap below therefore means a model
+    /// declared the attribute with another type than the one it reads it as.
     public func get<T: RawRepresentable>(_ slot: Int, as type: T.Type) -> T where T.RawValue: PrimitiveAttribute {
         let raw = get(slot, as: T.RawValue.self)
         guard let value = T(rawValue: raw) else {

@@ -27,7 +27,13 @@ public final class ModelContext {
 
     var tables: [EntityTable] = []
     /// The journal-backed store this context belongs to, if any.
-    weak var store: ObjectStore?
+    weak var store: ObjectStore? {
+        didSet { if store != nil { belongsToStore = true } }
+    }
+    /// Whether a store ever owned this context. A save after that store was closed (or
+    /// released) throws instead of committing in memory only: the caller was promised
+    /// durability.
+    private var belongsToStore = false
     /// How many savepoints are open (imports, transactions, a save in progress).
     var savepointDepth = 0
     private var lastTypeID: ObjectIdentifier?
@@ -271,6 +277,8 @@ public final class ModelContext {
             }
             if let store {
                 try store.persistPending(pending)
+            } else if belongsToStore, pending.contains(where: { !$0.isEmpty }) {
+                throw StoreError(.closed, "the store this context belonged to was closed; the changes stay pending and nothing was written")
             } else if let backend {
                 let changes = makeChangeSet(pending)
                 if !changes.isEmpty { try backend.persist(changes) }

@@ -34,6 +34,11 @@ public struct AttributeDescription: Sendable, Hashable {
     public let isRelationship: Bool
     /// For a to-one relationship's slot, the destination entity's name as the journal records it.
     public let destinationEntity: String?
+    /// For a `RawRepresentable` attribute: the check that a raw value is one of the type's
+    /// cases. ``Entity/setValue(_:forKey:)`` refuses a raw value that is not, and opening a
+    /// store refuses a journal holding one (written by a model with more cases), so that a
+    /// stored value always reads back as a case.
+    public let rawValueCheck: AttributeValidator?
     /// A problem found while building the description (for example a default value that cannot
     /// be encoded). ``Schema`` refuses descriptions with problems.
     public let problem: String?
@@ -45,6 +50,7 @@ public struct AttributeDescription: Sendable, Hashable {
         originalName: String? = nil, destinationEntity: String? = nil
     ) {
         self.validators = []
+        self.rawValueCheck = nil
         self.isRelationship = destinationEntity != nil
         self.destinationEntity = destinationEntity
         self.name = name
@@ -61,8 +67,9 @@ public struct AttributeDescription: Sendable, Hashable {
     init(
         name: String, type: AttributeType, valueKind: AttributeValueKind, swiftTypeName: String,
         isOptional: Bool, defaultValue: AttributeValue?, originalName: String?, problem: String?,
-        options: [AttributeOption] = []
+        options: [AttributeOption] = [], rawValueCheck: AttributeValidator? = nil
     ) {
+        self.rawValueCheck = rawValueCheck
         self.isRelationship = false
         self.destinationEntity = nil
         self.validators = options.compactMap(\.validator)
@@ -91,6 +98,7 @@ public struct AttributeDescription: Sendable, Hashable {
         self.isRelationship = true
         self.destinationEntity = destinationEntity
         self.validators = []
+        self.rawValueCheck = nil
     }
 
     /// An attribute of a primitive type (`Int`, `String`, `Date`, …).
@@ -119,7 +127,7 @@ public struct AttributeDescription: Sendable, Hashable {
         AttributeDescription(
             name: name, type: T.RawValue.attributeType, valueKind: .rawRepresentable, swiftTypeName: "\(T.self)",
             isOptional: optional, defaultValue: `default`?.rawValue.attributeValue, originalName: originalName,
-            problem: nil, options: options)
+            problem: nil, options: options, rawValueCheck: .isCase(of: T.self))
     }
 
     /// An attribute of a `RawRepresentable` type that is also `Codable`: stored as its raw value.
@@ -130,7 +138,7 @@ public struct AttributeDescription: Sendable, Hashable {
         AttributeDescription(
             name: name, type: T.RawValue.attributeType, valueKind: .rawRepresentable, swiftTypeName: "\(T.self)",
             isOptional: optional, defaultValue: `default`?.rawValue.attributeValue, originalName: originalName,
-            problem: nil, options: options)
+            problem: nil, options: options, rawValueCheck: .isCase(of: T.self))
     }
 
     /// An attribute of any other `Codable` type, stored as its JSON encoding (sorted keys).

@@ -87,6 +87,24 @@ public struct AttributeValidator: Sendable, Hashable, CustomStringConvertible {
         self.check = check
     }
 
+    /// The value must be the raw value of one of `T`'s cases.
+    static func isCase<T: RawRepresentable>(of type: T.Type) -> AttributeValidator where T.RawValue: PrimitiveAttribute {
+        // The check runs where the context runs (its one isolation domain), like every other
+        // use of the model's types; only the description crosses domains. An enum's
+        // `init(rawValue:)` is a pure function of its cases, whatever isolation it is called from.
+        nonisolated(unsafe) let isCase: (T.RawValue) -> Bool = { T(rawValue: $0) != nil }
+        return rawValue(T.RawValue.self, typeName: "\(T.self)") { isCase($0) }
+    }
+
+    private static func rawValue<R: PrimitiveAttribute>(
+        _ type: R.Type, typeName: String, isCase: @escaping @Sendable (R) -> Bool
+    ) -> AttributeValidator {
+        AttributeValidator("a case of \(typeName)") { value in
+            guard let raw = R(value) else { return "holds \(value), not a \(R.self)" }
+            return isCase(raw) ? nil : "\(raw) is not the raw value of a case of \(typeName)"
+        }
+    }
+
     /// The value must lie in `range`.
     public static func range<T: PrimitiveAttribute & Comparable>(_ range: ClosedRange<T>) -> AttributeValidator {
         AttributeValidator("in \(range)") { value in

@@ -425,6 +425,20 @@ final class EntityTable {
         return decode(cell: values[row * stride + slot], slot: slot)
     }
 
+    /// The first live object holding a raw value that is not a case of its enum attribute's
+    /// type (``AttributeDescription/rawValueCheck``), as a sentence naming the entity,
+    /// attribute, object and value; nil when every stored raw value is a case.
+    func firstInvalidRawValue() -> String? {
+        for (slot, attribute) in entity.attributes.enumerated() {
+            guard let check = attribute.rawValueCheck else { continue }
+            for row in 0..<rowCount where isVisible(row: row) {
+                guard let value = value(row: row, slot: slot), let problem = check.check(value) else { continue }
+                return "\(entity.name).\(attribute.name) of object \(serial(ofRow: row)): \(problem)"
+            }
+        }
+        return nil
+    }
+
     func decode(cell: UInt64, slot: Int) -> AttributeValue {
         let type = types[slot]
         if type.isVariableLength {
