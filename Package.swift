@@ -113,7 +113,7 @@ let package = Package(
         // Runs the built graph-journal binary (a dependency, so it is built first) on fixtures.
         .testTarget(
             name: "GraphJournalToolTests",
-            dependencies: ["graph-journal", "ObjectGraph", "GraphJournal"],
+            dependencies: ["graph-journal", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport"],
             exclude: ["Expected"],
             swiftSettings: strictSettings
         ),

@@ -1,3 +1,5 @@
+internal import Glibc
+
 /// ``JournalIO`` with the journal's error type and the loops every caller needs
 /// (whole-buffer reads and writes).
 struct FileSystem: Sendable {
@@ -9,7 +11,31 @@ struct FileSystem: Sendable {
     }
 
     func open(_ path: String, _ mode: JournalIO.OpenMode) throws(JournalError) -> Int32 {
-        do { return try io.open(path, mode) } catch { throw wrap(error, path) }
+        do { return try io.open(path, mode) } catch {
+            if error.operation == "open", [ELOOP, EISDIR, ENODEV].contains(error.errno) {
+                throw JournalError(.notRegularFile, "\(Self.describeType(path)), not a regular file; a store holds only regular files (move it away)", file: path)
+            }
+            throw wrap(error, path)
+        }
+    }
+
+    /// What `path` is, for an error message: "is a named pipe (FIFO)", "is a symbolic link to …".
+    static func describeType(_ path: String) -> String {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return "cannot be examined" }
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK:
+            var target = [CChar](repeating: 0, count: 4097)
+            let n = readlink(path, &target, 4096)
+            let destination = n > 0 ? String(decoding: target[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+            return "is a symbolic link to \(destination)"
+        case S_IFDIR: return "is a directory"
+        case S_IFIFO: return "is a named pipe (FIFO)"
+        case S_IFSOCK: return "is a socket"
+        case S_IFCHR: return "is a character device"
+        case S_IFBLK: return "is a block device"
+        default: return "is not a regular file"
+        }
     }
 
     func close(_ fd: Int32, _ path: String?) throws(JournalError) {

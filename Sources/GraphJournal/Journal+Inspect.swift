@@ -29,8 +29,13 @@ public struct JournalReport: Sendable, Hashable {
             case tornTail
             /// Damage with valid data after it, or a bad header, MANIFEST or missing file.
             case corruption
-            /// A file not listed in MANIFEST (a leftover the next writer removes).
+            /// A file not listed in MANIFEST that holds no record the live files lack (a
+            /// leftover the next writer removes).
             case leftoverFile
+            /// A log not listed in MANIFEST whose records continue the sequence: the next
+            /// writer adds it to MANIFEST, keeping its records. Its records are listed among
+            /// ``JournalReport/entries``.
+            case unlistedSegment
         }
         /// The kind of problem.
         public var kind: Kind
@@ -56,7 +61,8 @@ public struct JournalReport: Sendable, Hashable {
         case corrupt
     }
 
-    /// The live files in MANIFEST order.
+    /// The live files in order: MANIFEST's, with the unlisted logs that continue the sequence
+    /// where they belong.
     public var files: [String] = []
     /// Every valid record, in order.
     public var entries: [Entry] = []

@@ -158,11 +158,10 @@ extension Journal {
         let names = try fs.list(directory)
         let manifestPath = directory + "/" + JournalFormat.manifestFileName
         let manifest = try Manifest.parse(try fs.readFile(manifestPath), file: manifestPath)
-        report.files = manifest.files
-        for name in names.sorted() where fileNumber(name) != nil && !manifest.files.contains(name) {
-            report.problems.append(.init(kind: .leftoverFile, file: name, offset: nil, bytes: nil, recordsAfter: 0,
-                                         message: "not listed in MANIFEST"))
-        }
+        // Unlisted segments are judged as `open` judges them (``SegmentSet``).
+        let unlisted = try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest)
+        var chain = manifest.files
+        var adopted: [String] = []
         var nextSequence: UInt64?
         var failure: (any Error)?
         // Reused from file to file and from record to record.
@@ -173,9 +172,19 @@ extension Journal {
         // Two batches of records: one lent while the next is decompressed.
         var current = RecordBatch(), next = RecordBatch()
         let payload = JournalPayload()
-        for (index, name) in manifest.files.enumerated() {
-            let isLast = index == manifest.files.count - 1
+        var index = 0
+        while index < chain.count {
+            let name = chain[index]
             let path = directory + "/" + name
+            // A gap before this file (or a missing file) that an unlisted log fills: walk that
+            // log first, as `open` adds it to MANIFEST.
+            if index > 0, !unlisted.logs.isEmpty, let expected = nextSequence, Self.firstSequence(of: path, fs: fs) != expected,
+               let fill = unlisted.continuation(at: expected, after: fileNumber(chain[index - 1]), before: fileNumber(name)) {
+                chain.insert(fill.name, at: index)
+                adopted.append(fill.name)
+                continue
+            }
+            let isLast = index == chain.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
 
             /// Lists a valid record and lends its payload to `body`; false once `body` threw.
             /// `bytes` hold the file from offset `base` on.
@@ -372,16 +381,54 @@ extension Journal {
                     scanWhole(try fs.readFile(fd, path, size: size, into: fileBuffer), resume: nil)
                 }
             } catch {
+                // Not a regular file: refused as `open` refuses it, not described as damage.
+                if error.code == .notRegularFile { throw error }
                 // As if the whole file had failed to read: nothing of it is listed.
                 report.entries.removeSubrange(entriesBefore...)
                 report.problems.removeSubrange(problemsBefore...)
+                let missing = if case .io(let errno, _) = error.code, errno == 2 { true } else { false }
                 report.problems.append(.init(kind: .corruption, file: name, offset: nil, bytes: nil, recordsAfter: 0,
-                                             message: "listed in MANIFEST but unreadable: \(error)"))
+                                             message: missing ? "MANIFEST lists \(name), which does not exist (a segment is missing)"
+                                                : "listed in MANIFEST but unreadable: \(error)"))
                 nextSequence = nil
             }
             if let failure { throw failure }
+            if index == chain.count - 1, let expected = nextSequence,
+               !report.problems[problemsBefore...].contains(where: { $0.kind == .tornTail }),
+               let next = unlisted.continuation(at: expected, after: fileNumber(name), before: nil) {
+                chain.append(next.name)
+                adopted.append(next.name)
+            }
+            index += 1
+        }
+        report.files = chain
+        for name in adopted {
+            report.problems.append(.init(kind: .unlistedSegment, file: name, offset: nil, bytes: nil, recordsAfter: 0,
+                                         message: "not listed in MANIFEST but continues the sequence (a crash before MANIFEST was rewritten, or an older MANIFEST): open adds it to MANIFEST with its records"))
+        }
+        let firstLive = report.entries.first?.sequence ?? nextSequence ?? 0
+        let (superseded, strays) = unlisted.remaining(adopted: Set(adopted), firstLiveSequence: firstLive)
+        for stray in strays {
+            report.problems.append(.init(kind: .corruption, file: stray.name, offset: 0, bytes: Int64(stray.size), recordsAfter: stray.records,
+                                         message: SegmentSet.strayReason(stray)))
+        }
+        for name in (unlisted.leftovers + superseded).sorted() {
+            report.problems.append(.init(kind: .leftoverFile, file: name, offset: nil, bytes: nil, recordsAfter: 0,
+                                         message: "not listed in MANIFEST and holds no record the live files lack: the next writer removes it"))
         }
         return report
+    }
+
+    /// The first sequence in the header of the segment at `path`, or nil when it cannot be
+    /// read or does not parse.
+    static func firstSequence(of path: String, fs: FileSystem) -> UInt64? {
+        guard let fd = try? fs.open(path, .readOnly) else { return nil }
+        defer { fs.closeQuietly(fd) }
+        guard let bytes = try? fs.read(fd, path, count: JournalFormat.segmentHeaderSize, at: 0) else { return nil }
+        return bytes.withUnsafeBytes { raw in
+            if case .success(let header) = SegmentHeader.parse(raw, file: path) { return header.firstSequence }
+            return nil
+        }
     }
 
     /// Lists the records that pass their checksum in a segment file from byte `offset` on,

@@ -192,7 +192,8 @@ public final class Journal: Sendable {
                             return false
                         }
                         return true
-                    case .failure(let error):
+                    case .failure(var error):
+                        error.sequence = record.sequence
                         failure = error
                         return false
                     }

@@ -27,6 +27,10 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Hashable {
         case unsupportedVersion
         /// A payload is larger than the format allows (1 GiB).
         case payloadTooLarge
+        /// A file in the store directory is not a regular file (a named pipe, socket, device,
+        /// directory or symbolic link): refused without being opened for reading, so that
+        /// nothing blocks on it or follows it out of the store.
+        case notRegularFile
         /// The journal was closed.
         case closed
         /// An earlier failure left the on-disk state uncertain (for example a failed fsync in
@@ -40,6 +44,8 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Hashable {
     public var file: String?
     /// The byte offset in ``file`` of the problem, when known.
     public var offset: Int64?
+    /// The sequence number of the record concerned, when known.
+    public var sequence: UInt64?
     /// A sentence for people, without the file and offset (``description`` adds them).
     public var message: String
 
@@ -49,11 +55,13 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Hashable {
     /// - Parameter message: a sentence for people.
     /// - Parameter file: the file concerned.
     /// - Parameter offset: the byte offset in `file`.
-    public init(_ code: Code, _ message: String, file: String? = nil, offset: Int64? = nil) {
+    /// - Parameter sequence: the sequence number of the record concerned.
+    public init(_ code: Code, _ message: String, file: String? = nil, offset: Int64? = nil, sequence: UInt64? = nil) {
         self.code = code
         self.message = message
         self.file = file
         self.offset = offset
+        self.sequence = sequence
     }
 
     /// For example `journal corrupt: /data/store/0000000001.log at byte 4120: checksum mismatch`.
@@ -67,6 +75,7 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Hashable {
         case .badHeader: label = "bad header"
         case .unsupportedVersion: label = "unsupported version"
         case .payloadTooLarge: label = "payload too large"
+        case .notRegularFile: label = "not a regular file"
         case .closed: label = "closed"
         case .needsReopen: label = "needs reopen"
         }
@@ -93,10 +102,20 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Hashable {
         case 22: return "EINVAL"
         case 24: return "EMFILE"
         case 27: return "EFBIG"
+        case 19: return "ENODEV"
         case 28: return "ENOSPC"
         case 30: return "EROFS"
+        case 40: return "ELOOP"
         case 122: return "EDQUOT"
         default: return "errno \(code)"
         }
+    }
+}
+
+extension JournalError.Code {
+    /// Whether `error` is a ``JournalError`` with this code, so that callers can write
+    /// `catch JournalError.Code.locked`.
+    public static func ~= (code: Self, error: any Error) -> Bool {
+        (error as? JournalError)?.code == code
     }
 }

@@ -25,7 +25,8 @@ public struct JournalIO: Sendable {
         }
     }
 
-    /// How ``open`` opens a file. Every mode adds `O_CLOEXEC`; created files get mode 0600.
+    /// How ``open`` opens a file. Every mode adds `O_CLOEXEC`, `O_NOFOLLOW` and `O_NONBLOCK`,
+    /// and the file must turn out to be a regular file; created files get mode 0600.
     public enum OpenMode: Sendable, Hashable {
         /// `O_RDONLY`.
         case readOnly
@@ -44,6 +45,11 @@ public struct JournalIO: Sendable {
     }
 
     /// Opens `path`; returns the file descriptor.
+    ///
+    /// The real call (``system``) refuses what is not a regular file without blocking: a
+    /// symbolic link fails with `ELOOP`, a directory with `EISDIR`, and a named pipe, socket
+    /// or device with `ENODEV` after `fstat` (a FIFO would otherwise block `open` or `read`
+    /// forever).
     public var open: @Sendable (_ path: String, _ mode: OpenMode) throws(Failure) -> Int32
     /// Closes a descriptor.
     public var close: @Sendable (_ fd: Int32) throws(Failure) -> Void
@@ -108,14 +114,28 @@ public struct JournalIO: Sendable {
     /// The real system calls, `EINTR` retried.
     public static let system = JournalIO(
         open: { (path, mode) throws(Failure) -> Int32 in
-            var flags = O_CLOEXEC
+            // O_NONBLOCK: opening a FIFO must not wait for a writer (it has no effect on the
+            // reads and writes of a regular file). O_NOFOLLOW: a symbolic link in place of a
+            // store file is refused, not followed out of the store.
+            var flags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
             switch mode {
             case .readOnly: flags |= O_RDONLY
             case .readWrite: flags |= O_RDWR
             case .createOrOpen: flags |= O_RDWR | O_CREAT
             case .createTruncating: flags |= O_RDWR | O_CREAT | O_TRUNC
             }
-            return try retrying("open") { Glibc.open(path, flags, mode_t(JournalFormat.fileMode)) }
+            let fd = try retrying("open") { Glibc.open(path, flags, mode_t(JournalFormat.fileMode)) }
+            var info = stat()
+            if Glibc.fstat(fd, &info) != 0 {
+                let code = errno
+                Glibc.close(fd)
+                throw Failure(errno: code, operation: "fstat")
+            }
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                Glibc.close(fd)
+                throw Failure(errno: info.st_mode & S_IFMT == S_IFDIR ? EISDIR : ENODEV, operation: "open")
+            }
+            return fd
         },
         close: { (fd) throws(Failure) in
             // close is not retried on EINTR: on Linux the descriptor is released anyway.

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Glibc
 
 /// The steps of ``Journal/open(directory:options:)`` after the lock is taken: read MANIFEST,
 /// check every segment, recover, remove leftovers, open the active segment.
@@ -36,21 +37,42 @@ struct JournalOpener {
         } else {
             manifest = try initialize(names: names, nextFileNumber: &nextFileNumber)
         }
+        let unlisted = try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest)
+        let pointInTime = options.recovery == .pointInTime
 
+        // The live chain: the listed files, with unlisted logs that continue the sequence
+        // inserted where they fill a gap or appended where the listed files end.
+        var chain = manifest.files
+        var adopted: [String] = []
         var files: [LiveFile] = []
         var tail = Tail(end: 0, nextSequence: 1)
         var pendingTruncation: Int64?
         var drop: DropPoint?
-        for (index, name) in manifest.files.enumerated() {
+        var index = 0
+        while index < chain.count {
+            let name = chain[index]
             let filePath = path(name)
-            let isLast = index == manifest.files.count - 1
             let bytes: [UInt8]
             do throws(JournalError) { bytes = try fs.readFile(filePath) } catch {
-                if case .io(let errno, _) = error.code, errno == 2 {
-                    throw JournalError(.corrupt, "MANIFEST lists \(name), which does not exist", file: filePath)
+                guard case .io(let errno, _) = error.code, errno == ENOENT else { throw error }
+                let reason = "MANIFEST lists \(name), which does not exist (a segment is missing)"
+                if index > 0, let fill = unlisted.continuation(at: tail.nextSequence, after: fileNumber(chain[index - 1]), before: fileNumber(name)) {
+                    chain.insert(fill.name, at: index)
+                    adopted.append(fill.name)
+                    continue
                 }
-                throw error
+                guard pointInTime else { throw JournalError(.corrupt, reason, file: filePath) }
+                drop = DropPoint(index: index, offset: 0, reason: reason, recordsAfter: 0)
+                break
             }
+            // A gap before this file that an unlisted log fills: walk that log first.
+            if index > 0, let header = Self.header(of: bytes, name: name), header.firstSequence != tail.nextSequence,
+               let fill = unlisted.continuation(at: tail.nextSequence, after: fileNumber(chain[index - 1]), before: header.number) {
+                chain.insert(fill.name, at: index)
+                adopted.append(fill.name)
+                continue
+            }
+            let isLast = index == chain.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
             let result: Result<(LiveFile, Int64?, DropPoint?), JournalError> = bytes.withUnsafeBytes { raw in
                 checkSegment(raw, name: name, index: index, isLast: isLast, tail: &tail)
             }
@@ -67,12 +89,37 @@ struct JournalOpener {
                 report.tornTail = tornTail
                 log("torn tail: \(torn) bytes at offset \(file.size) of \(filePath) (\(tornReason)); truncated before the next append")
             }
+            if index == chain.count - 1, torn == nil,
+               let next = unlisted.continuation(at: tail.nextSequence, after: fileNumber(name), before: nil) {
+                chain.append(next.name)
+                adopted.append(next.name)
+            }
+            index += 1
         }
 
-        if let drop {
-            try dropForRecovery(drop, manifest: &manifest, files: &files, tail: tail, nextFileNumber: &nextFileNumber)
+        // Unlisted logs neither adopted nor superseded by the base hold records nobody else
+        // has: corruption, refused before anything is changed, or moved aside.
+        let firstLive = files.first?.header.firstSequence ?? tail.nextSequence
+        let adoptedSet = Set(adopted[...].filter { name in files.contains { $0.name == name } })
+        let (superseded, strays) = unlisted.remaining(adopted: Set(adopted), firstLiveSequence: firstLive)
+        if let stray = strays.first, !pointInTime {
+            throw JournalError(.corrupt, SegmentSet.strayReason(stray) + "; `repair --keep-prefix` moves it aside", file: path(stray.name), offset: 0)
         }
-        try removeLeftovers(live: Set(manifest.files))
+
+        var removable = unlisted.leftovers + superseded
+        if let drop {
+            removable += try dropForRecovery(drop, manifest: &manifest, chain: chain, files: &files, tail: tail, nextFileNumber: &nextFileNumber)
+        } else if !adoptedSet.isEmpty {
+            manifest = Manifest(files: files.map(\.name))
+            var renamed = false
+            try fs.replaceFile(path(JournalFormat.manifestFileName), with: manifest.encoded(), directory: directory, renamed: &renamed)
+        }
+        for name in adopted where adoptedSet.contains(name) {
+            report.adoptedFiles.append(path(name))
+            log("\(path(name)) was not listed in MANIFEST but continues the sequence: added to MANIFEST with its records")
+        }
+        if !strays.isEmpty { try moveAside(strays) }
+        try removeLeftovers(removable)
 
         guard let active = files.last else {
             throw JournalError(.corrupt, "no live segment after recovery", file: directory)
@@ -84,6 +131,14 @@ struct JournalOpener {
             nextFileNumber: nextFileNumber)
         state.lastSynced = (active.header.number, tail.end)  // as found on disk: nothing to flush
         return state
+    }
+
+    /// The header of a segment's bytes, or nil when it does not parse.
+    static func header(of bytes: [UInt8], name: String) -> SegmentHeader? {
+        bytes.withUnsafeBytes { raw in
+            if case .success(let header) = SegmentHeader.parse(raw, file: name) { return header }
+            return nil
+        }
     }
 
     private var tornReason = ""
@@ -121,7 +176,7 @@ struct JournalOpener {
         if index == 0 { tail.nextSequence = header.firstSequence }
         var lastSchema: ScannedRecord?
         var counted = tail
-        let scan = RecordCodec.scan(raw, header: header) { record in
+        let scan = RecordCodec.scan(raw, header: header, unreadable: options.unreadableRecord) { record in
             counted.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
             if record.type == JournalFormat.RecordType.schema.rawValue {
                 lastSchema = record
@@ -144,12 +199,12 @@ struct JournalOpener {
             return .success((file, Int64(raw.count - damage.offset), nil))
         }
         if pointInTime {
-            return .success((file, nil, DropPoint(index: index, offset: damage.offset, reason: damage.reason, recordsAfter: damage.recordsAfter)))
+            return .success((file, nil, DropPoint(index: index, offset: damage.offset, reason: damage.reason, recordsAfter: damage.recordsDropped)))
         }
         let after = damage.recordsAfter > 0
             ? "; \(damage.recordsAfter) valid record(s) follow, from offset \(damage.resyncOffset ?? 0)"
             : (isLast ? "" : "; later segments follow")
-        return .failure(JournalError(.corrupt, damage.reason + after, file: filePath, offset: Int64(damage.offset)))
+        return .failure(JournalError(.corrupt, damage.reason + after, file: filePath, offset: Int64(damage.offset), sequence: scan.nextSequence))
     }
 
     /// A directory without MANIFEST: new, or left by a crash during the very first open.
@@ -179,15 +234,26 @@ struct JournalOpener {
     }
 
     /// Point-in-time recovery: saves everything from the drop point on to `.dropped-` files,
-    /// then rewrites MANIFEST without it, then truncates / removes the originals.
+    /// then rewrites MANIFEST without it, then truncates the file the drop starts in.
+    ///
+    /// - Returns: the files wholly dropped (now saved aside), for removal.
     private mutating func dropForRecovery(
-        _ drop: DropPoint, manifest: inout Manifest, files: inout [LiveFile], tail: Tail, nextFileNumber: inout UInt64
-    ) throws(JournalError) {
+        _ drop: DropPoint, manifest: inout Manifest, chain: [String], files: inout [LiveFile], tail: Tail, nextFileNumber: inout UInt64
+    ) throws(JournalError) -> [String] {
         let stamp = Self.timestamp()
         var recordsDropped = drop.recordsAfter
-        for index in drop.index..<manifest.files.count {
-            let name = manifest.files[index]
-            let bytes = try fs.readFile(path(name))
+        var whollyDropped: [String] = []
+        for index in drop.index..<chain.count {
+            let name = chain[index]
+            let bytes: [UInt8]
+            do throws(JournalError) { bytes = try fs.readFile(path(name)) } catch {
+                if case .io(let errno, _) = error.code, errno == ENOENT {
+                    // A missing segment: nothing to save; MANIFEST stops listing it.
+                    report.missingFiles.append(path(name))
+                    continue
+                }
+                throw error
+            }
             let start = index == drop.index ? drop.offset : 0
             if index > drop.index {
                 recordsDropped += bytes.withUnsafeBytes { raw in
@@ -197,21 +263,15 @@ struct JournalOpener {
                     return count + (scan.damage?.recordsAfter ?? 0)
                 }
             }
-            let existing = Set(try fs.list(directory))
-            var savedName = name + JournalFormat.droppedInfix + stamp
-            var suffix = 2
-            while existing.contains(savedName) {
-                savedName = name + JournalFormat.droppedInfix + stamp + "-\(suffix)"
-                suffix += 1
-            }
-            let saved = path(savedName)
+            let saved = try uniqueAsideName(for: name, stamp: stamp)
             try fs.writeNewFile(saved, Array(bytes[min(start, bytes.count)...]))
             report.dropped.append(.init(file: path(name), offset: Int64(start), bytes: Int64(bytes.count - start), savedAs: saved,
                                         reason: index == drop.index ? drop.reason : "follows the damage"))
             log("point-in-time recovery: saved \(bytes.count - start) bytes of \(path(name)) from offset \(start) to \(saved)")
+            if index > drop.index || start == 0 { whollyDropped.append(name) }
         }
         try fs.syncDirectory(directory)
-        report.recordsDropped = recordsDropped
+        report.recordsDropped += recordsDropped
 
         var kept = files
         if kept.last?.header.kind != .log {
@@ -233,24 +293,46 @@ struct JournalOpener {
         }
         files = kept
         log("point-in-time recovery dropped \(recordsDropped) record(s); the bytes are saved in the .dropped- files")
-        // The originals of wholly dropped files are now unlisted: removeLeftovers deletes them.
+        return whollyDropped
     }
 
-    /// Removes segment files MANIFEST does not list and `.tmp` files: leftovers of an
-    /// interrupted roll, compaction or recovery. By the protocol none holds an acknowledged
-    /// record that is not also in a live file.
-    private mutating func removeLeftovers(live: Set<String>) throws(JournalError) {
-        var removed = false
-        for name in try fs.list(directory).sorted() {
-            let leftover = (fileNumber(name) != nil && !live.contains(name))
-                || name == JournalFormat.manifestFileName + JournalFormat.temporarySuffix
-            guard leftover else { continue }
+    /// `<name>.dropped-<stamp>` in the store directory, with `-2`, `-3`… if taken.
+    private func uniqueAsideName(for name: String, stamp: String) throws(JournalError) -> String {
+        let existing = Set(try fs.list(directory))
+        var savedName = name + JournalFormat.droppedInfix + stamp
+        var suffix = 2
+        while existing.contains(savedName) {
+            savedName = name + JournalFormat.droppedInfix + stamp + "-\(suffix)"
+            suffix += 1
+        }
+        return path(savedName)
+    }
+
+    /// Point-in-time recovery of unlisted logs whose records do not continue the sequence:
+    /// each is renamed to `<name>.dropped-<time>` (its bytes stay as they were).
+    private mutating func moveAside(_ strays: [SegmentSet.Unlisted]) throws(JournalError) {
+        let stamp = Self.timestamp()
+        for stray in strays {
+            let saved = try uniqueAsideName(for: stray.name, stamp: stamp)
+            try fs.rename(path(stray.name), saved)
+            let reason = SegmentSet.strayReason(stray)
+            report.dropped.append(.init(file: path(stray.name), offset: 0, bytes: Int64(stray.size), savedAs: saved, reason: reason))
+            report.recordsDropped += stray.records
+            log("point-in-time recovery: moved \(path(stray.name)) aside to \(saved) (\(reason))")
+        }
+        try fs.syncDirectory(directory)
+    }
+
+    /// Removes files that hold no record a live file lacks: `.tmp` files, a compaction's
+    /// unswitched output, empty or superseded logs, and the originals of segments point-in-time
+    /// recovery saved aside.
+    private mutating func removeLeftovers(_ names: [String]) throws(JournalError) {
+        for name in names.sorted() {
             try fs.unlink(path(name))
             report.removedFiles.append(path(name))
             log("removed leftover file \(path(name))")
-            removed = true
         }
-        if removed { try fs.syncDirectory(directory) }
+        if !names.isEmpty { try fs.syncDirectory(directory) }
     }
 
     /// `20261122T094512Z`, UTC.

@@ -35,8 +35,35 @@ public struct JournalOptions: Sendable {
         case pointInTime
     }
 
+    /// A record that passes its checksum but that the layer above cannot read (its payload
+    /// does not decode): `open` treats it as damage at that record.
+    ///
+    /// The journal checks checksums, not what payloads mean. When the object store's replay
+    /// finds a payload it cannot decode, it reopens the journal naming that record here, so
+    /// that the verdict is the journal's own: a default open refuses with the record's file
+    /// and offset, point-in-time recovery keeps the records before it and saves it and
+    /// everything after it aside. `graph-journal repair --keep-prefix` does the same for a
+    /// record `verify` found undecodable.
+    public struct UnreadableRecord: Sendable, Hashable {
+        /// The record's sequence number.
+        public var sequence: UInt64
+        /// Why it cannot be read, for the report and the error.
+        public var reason: String
+
+        /// Names a record as unreadable.
+        ///
+        /// - Parameter sequence: the record's sequence number.
+        /// - Parameter reason: why it cannot be read.
+        public init(sequence: UInt64, reason: String) {
+            self.sequence = sequence
+            self.reason = reason
+        }
+    }
+
     /// When records reach stable storage. Default `.always`.
     public var durability: Durability
+    /// A record to treat as damage although it passes its checksum; nil by default.
+    public var unreadableRecord: UnreadableRecord?
     /// What `open` does with damage. Default `.tolerateTornTail`.
     public var recovery: Recovery
     /// The active log segment rolls to a new file once an append would take it past this

@@ -85,8 +85,15 @@ public struct JournalOpenReport: Sendable, Hashable {
     public var dropped: [Dropped] = []
     /// Records that looked valid in the dropped bytes (they are kept in the saved files).
     public var recordsDropped: Int = 0
-    /// Leftover files of an interrupted compaction or roll that were removed.
+    /// Leftover files of an interrupted compaction or roll that were removed: none of them
+    /// held a record that the live files lack.
     public var removedFiles: [String] = []
+    /// Segments MANIFEST listed that did not exist, which point-in-time recovery removed from
+    /// MANIFEST (with every segment after them, saved aside).
+    public var missingFiles: [String] = []
+    /// Segments MANIFEST did not list but that continued the sequence (a crash, or a restored
+    /// older MANIFEST): added to MANIFEST with their records.
+    public var adoptedFiles: [String] = []
     /// True when nothing needed attention.
-    public var isClean: Bool { tornTail == nil && dropped.isEmpty }
+    public var isClean: Bool { tornTail == nil && dropped.isEmpty && adoptedFiles.isEmpty && missingFiles.isEmpty }
 }

@@ -86,6 +86,12 @@ struct SegmentDamage: Sendable, Hashable {
     var recordsAfter: Int
     /// The damaged record's checksum matched (it is not a torn write).
     var checksumValid = false
+    /// The damage is a whole record that checks but cannot be read
+    /// (``JournalOptions/UnreadableRecord``): dropping it drops one more checked record.
+    var damagedRecordIsValid = false
+
+    /// The checked records that point-in-time recovery drops from the damage on.
+    var recordsDropped: Int { recordsAfter + (damagedRecordIsValid ? 1 : 0) }
 
     /// Whether this can be a torn tail: nothing valid follows and the bytes are not a
     /// complete, checksummed record. Only the last log segment may end torn.
@@ -233,6 +239,7 @@ enum RecordCodec {
     static func scan(
         _ bytes: UnsafeRawBufferPointer, header: SegmentHeader, end: Int? = nil,
         from start: Int = JournalFormat.segmentHeaderSize, sequence firstSequence: UInt64? = nil,
+        unreadable: JournalOptions.UnreadableRecord? = nil,
         _ body: (ScannedRecord) -> Bool = { _ in true }
     ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?) {
         let end = end ?? bytes.count
@@ -247,6 +254,14 @@ enum RecordCodec {
                                           reason: "sequence \(record.sequence) where \(sequence) was expected",
                                           searchFrom: record.end)
                     damage.checksumValid = true
+                    return (offset, sequence, damage)
+                }
+                if let unreadable, unreadable.sequence == record.sequence {
+                    var damage = describe(bytes, damageAt: offset, seed: seed, end: end,
+                                          reason: "\(unreadable.reason) (the record passes its checksum)",
+                                          searchFrom: record.end)
+                    damage.checksumValid = true
+                    damage.damagedRecordIsValid = true
                     return (offset, sequence, damage)
                 }
                 if !body(record) { return (record.end, sequence + 1, nil) }

@@ -116,10 +116,15 @@ enum Tool {
         options.autoCompactionRatio = nil
         let store = try ObjectStore.openDynamic(at: dir, options: options)
         defer { try? store.close() }
+        return try objects(of: store.context)
+    }
+
+    /// Every live object of a context, by entity name and serial, with every attribute value.
+    static func objects(of context: ModelContext) throws -> [String: [UInt64: [String: AttributeValue?]]] {
         var result: [String: [UInt64: [String: AttributeValue?]]] = [:]
-        for entity in store.context.schema.entities {
+        for entity in context.schema.entities {
             var objects: [UInt64: [String: AttributeValue?]] = [:]
-            for object in try store.context.objects(ofEntityNamed: entity.name) {
+            for object in try context.objects(ofEntityNamed: entity.name) {
                 var values: [String: AttributeValue?] = [:]
                 for a in entity.attributes { values[a.name] = try object.attributeValue(forKey: a.name) }
                 objects[object.objectID!.serial] = values

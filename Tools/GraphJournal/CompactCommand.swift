@@ -25,6 +25,7 @@ struct Compact: ParsableCommand {
     func run() throws {
         try runReporting {
             let directory = store.path
+            try requireWriteLock(directory: directory)
             let report = try Journal.inspect(directory: directory)
             switch report.verdict {
             case .clean: break
@@ -32,9 +33,6 @@ struct Compact: ParsableCommand {
                 throw ToolFailure(.tornTail, "\(directory) ends in a torn tail; run `graph-journal repair` first (it saves the bytes aside); nothing was changed")
             case .corrupt:
                 throw ToolFailure(.corrupt, "\(directory) is corrupt; run `graph-journal verify` and `graph-journal repair` first; nothing was changed")
-            }
-            guard writeLockIsFree(directory: directory) else {
-                throw ToolFailure(.locked, "another process holds the write lock on \(directory) (its LOCK file); stop it first; nothing was changed")
             }
             let before = report.files.reduce(Int64(0)) { $0 + (segmentSizes(directory: directory, files: report.files)[$1] ?? 0) }
             let progress = Progress(enabled: isTerminal(2), label: "compacting \(directory)")
@@ -47,9 +45,7 @@ struct Compact: ParsableCommand {
                 opened = try ObjectStore.openDynamic(at: URL(fileURLWithPath: directory), options: options)
             } catch {
                 progress.finish()
-                if error.message.contains("journal locked") {
-                    throw ToolFailure(.locked, "another process holds the write lock on \(directory) (its LOCK file); stop it first; nothing was changed")
-                }
+                if error.journalError?.code == .locked { throw ToolFailure(.locked, lockedMessage(directory)) }
                 throw ToolFailure(.failure, "cannot open \(directory): \(error); nothing was changed")
             }
             var objects = 0

@@ -94,6 +94,7 @@ struct Dump: ParsableCommand {
                 let at = problem.offset.map { " at byte \($0)" } ?? ""
                 switch problem.kind {
                 case .leftoverFile: continue
+                case .unlistedSegment: printError("graph-journal: note: \(problem.file) is not listed in MANIFEST but continues the sequence; its records were written")
                 case .tornTail: printError("graph-journal: note: torn tail in \(problem.file)\(at) (\(problem.message)); the records before it were written")
                 case .corruption:
                     printError("graph-journal: corruption in \(problem.file)\(at): \(problem.message); only the records before it were written")

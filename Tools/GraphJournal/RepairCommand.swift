@@ -33,16 +33,21 @@ struct Repair: ParsableCommand {
     func run() throws {
         try runReporting {
             let directory = store.path
-            let report = try Journal.inspect(directory: directory)
+            try requireWriteLock(directory: directory)
+            // The same examination as `verify`, payloads included: repair acts on its verdict.
+            let result = try VerifyResult.examine(directory: directory)
+            let report = result.report
             var out = StandardOutput()
-            switch report.verdict {
+            switch result.verdict {
+            case .clean where report.problems.contains(where: { $0.kind == .unlistedSegment }):
+                try adoptUnlisted(directory: directory, report: report, out: &out)
             case .clean:
                 out.text("\(directory) is clean: nothing to repair\n")
                 try out.flush()
             case .tornTailOnly:
                 try repairTornTail(directory: directory, report: report, out: &out)
             case .corrupt:
-                try repairCorruption(directory: directory, report: report, out: &out)
+                try repairCorruption(directory: directory, result: result, out: &out)
             }
         }
     }
@@ -80,8 +85,36 @@ struct Repair: ParsableCommand {
         try out.flush()
     }
 
-    private func repairCorruption(directory: String, report: JournalReport, out: inout StandardOutput) throws {
-        guard let damage = report.problems.first(where: { $0.kind == .corruption }) else { return }
+    /// Adds unlisted segments that continue the sequence to MANIFEST, as the next open would.
+    private func adoptUnlisted(directory: String, report: JournalReport, out: inout StandardOutput) throws {
+        let unlisted = report.problems.filter { $0.kind == .unlistedSegment }.map(\.file)
+        out.text("\(unlisted.joined(separator: ", ")) \(unlisted.count == 1 ? "is" : "are") not listed in MANIFEST but continue\(unlisted.count == 1 ? "s" : "") the sequence\n")
+        out.text("repair will add \(unlisted.count == 1 ? "it" : "them") to MANIFEST, keeping every record\n")
+        try out.flush()
+        try confirm()
+        let journal = try openForRepair(directory: directory, recovery: .tolerateTornTail)
+        let adopted = journal.openReport.adoptedFiles
+        try journal.close()
+        for file in adopted { out.text("added \(file.split(separator: "/").last.map(String.init) ?? file) to MANIFEST\n") }
+        out.text("the store is clean\n")
+        try out.flush()
+    }
+
+    private func repairCorruption(directory: String, result: VerifyResult, out: inout StandardOutput) throws {
+        let report = result.report
+        // The first damage in the live order: a journal problem, or a record that checks but
+        // does not decode, whichever comes first.
+        let order = { (file: String, offset: Int64?) in (report.files.firstIndex(of: file) ?? Int.max, offset ?? 0) }
+        let journalDamage = report.problems.first { $0.kind == .corruption }
+        let payloadDamage = result.problems.filter { $0.kind == "payload" }.min { order($0.file, $0.offset) < order($1.file, $1.offset) }
+        let damage: (file: String, offset: Int64?, message: String)
+        if let payloadDamage, journalDamage.map({ order(payloadDamage.file, payloadDamage.offset) < order($0.file, $0.offset) }) ?? true {
+            damage = (payloadDamage.file, payloadDamage.offset, "record \(payloadDamage.sequence ?? 0) does not decode: \(payloadDamage.message)")
+        } else if let journalDamage {
+            damage = (journalDamage.file, journalDamage.offset, journalDamage.message)
+        } else {
+            return
+        }
         let at = damage.offset.map { " at byte \($0)" } ?? ""
         out.text("corruption in \(damage.file)\(at): \(damage.message)\n")
         // What point-in-time recovery drops: the damaged file from the damage on, and every later file.
@@ -110,14 +143,17 @@ struct Repair: ParsableCommand {
         try out.flush()
         try confirm()
 
-        let journal = try openForRepair(directory: directory, recovery: .pointInTime)
+        let journal = try openForRepair(directory: directory, recovery: .pointInTime, unreadable: result.firstUnreadable)
         defer { try? journal.close() }
         let opened = journal.openReport
         try journal.close()
         for d in opened.dropped {
             out.text("saved \(d.bytes) bytes of \(d.file.split(separator: "/").last.map(String.init) ?? d.file) from byte \(d.offset) to \(d.savedAs.split(separator: "/").last.map(String.init) ?? d.savedAs)\n")
         }
-        if opened.dropped.isEmpty {
+        for missing in opened.missingFiles {
+            out.text("removed \(missing.split(separator: "/").last.map(String.init) ?? missing), which does not exist, from MANIFEST\n")
+        }
+        if opened.dropped.isEmpty && opened.missingFiles.isEmpty {
             out.text("the journal's recovery found nothing to drop (the damage is inside a record that passes its checksum); nothing was changed\n")
             try out.flush()
             throw ExitCode(ToolExit.corrupt.rawValue)
@@ -141,15 +177,19 @@ struct Repair: ParsableCommand {
         }
     }
 
-    private func openForRepair(directory: String, recovery: JournalOptions.Recovery) throws -> Journal {
+    private func openForRepair(
+        directory: String, recovery: JournalOptions.Recovery, unreadable: JournalOptions.UnreadableRecord? = nil
+    ) throws -> Journal {
         let result: Result<Journal, JournalError>
+        var options = JournalOptions(durability: .always, recovery: recovery)
+        options.unreadableRecord = unreadable
         do throws(JournalError) {
-            result = .success(try Journal.open(directory: directory, options: JournalOptions(durability: .always, recovery: recovery)))
+            result = .success(try Journal.open(directory: directory, options: options))
         } catch {
             result = .failure(error)
         }
         if case .failure(let error) = result, error.code == .locked {
-            throw ToolFailure(.locked, "another process holds the write lock on \(directory) (its LOCK file); stop it first; nothing was changed")
+            throw ToolFailure(.locked, lockedMessage(directory))
         }
         return try result.get()
     }

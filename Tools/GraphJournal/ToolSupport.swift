@@ -87,6 +87,7 @@ extension JournalReport.Problem.Kind {
         case .tornTail: "torn-tail"
         case .corruption: "corruption"
         case .leftoverFile: "leftover-file"
+        case .unlistedSegment: "unlisted-segment"
         }
     }
 }
@@ -144,6 +145,20 @@ func formatBytes(_ bytes: Int64) -> String {
     var unit = 0
     while value >= 1000 && unit < units.count - 1 { value /= 1000; unit += 1 }
     return String(format: "%.1f %@ (%lld bytes)", value, units[unit], bytes)
+}
+
+/// Throws ``ToolExit/locked`` unless the store's write lock is free: every command that may
+/// write checks it first, before it looks at the store, so that what it reports is never a
+/// verdict on a store another process is changing. (The write itself takes the lock again.)
+func requireWriteLock(directory: String) throws {
+    guard writeLockIsFree(directory: directory) else {
+        throw ToolFailure(.locked, lockedMessage(directory))
+    }
+}
+
+/// The message of a command refused because another process holds the write lock.
+func lockedMessage(_ directory: String) -> String {
+    "another process holds the write lock on \(directory) (its LOCK file); stop it first; nothing was changed"
 }
 
 /// Whether the store's write lock is free right now (false: another process holds it). A

@@ -23,15 +23,7 @@ struct Verify: ParsableCommand {
 
     func run() throws {
         try runReporting {
-            // A validating skim of each payload, not a decode into values (issue 6).
-            var replay = JournalReplay(keepValues: false)
-            var outline = TransactionOutline()
-            outline.keepsInsertedRuns = true  // a 1M-object save's inserts: one run, not 8 MB of serials
-            // Payloads lent piece by piece: a chunked one is never held whole.
-            let report = try Journal.streamPayloads(directory: store.path) { entry, payload in
-                replay.check(entry, payload: payload, outline: &outline)
-            }
-            let result = VerifyResult(directory: store.path, report: report, replay: replay)
+            let result = try VerifyResult.examine(directory: store.path)
             var out = StandardOutput()
             if json { result.writeJSON(to: &out.json) } else { result.writeText(to: &out) }
             try out.flush()
@@ -52,6 +44,20 @@ struct VerifyResult {
         var message: String
     }
 
+    /// Reads every record of the store at `directory` and checks every payload: the verdict
+    /// `verify` prints and `repair` acts on.
+    static func examine(directory: String) throws -> VerifyResult {
+        // A validating skim of each payload, not a decode into values.
+        var replay = JournalReplay(keepValues: false)
+        var outline = TransactionOutline()
+        outline.keepsInsertedRuns = true  // a 1M-object save's inserts: one run, not 8 MB of serials
+        // Payloads lent piece by piece: a chunked one is never held whole.
+        let report = try Journal.streamPayloads(directory: directory) { entry, payload in
+            replay.check(entry, payload: payload, outline: &outline)
+        }
+        return VerifyResult(directory: directory, report: report, replay: replay)
+    }
+
     var directory: String
     var report: JournalReport
     var replay: JournalReplay
@@ -69,6 +75,19 @@ struct VerifyResult {
         }
         problems.sort { ($0.kind == "leftover-file" ? 1 : 0, report.files.firstIndex(of: $0.file) ?? -1, $0.offset ?? -1)
             < ($1.kind == "leftover-file" ? 1 : 0, report.files.firstIndex(of: $1.file) ?? -1, $1.offset ?? -1) }
+    }
+
+    /// The first record, in sequence order, that passes its checksum but cannot be read:
+    /// its payload does not decompress, or does not decode.
+    var firstUnreadable: JournalOptions.UnreadableRecord? {
+        var candidates = replay.problems.map { JournalOptions.UnreadableRecord(sequence: $0.sequence, reason: "record \($0.sequence): \($0.message)") }
+        // A payload that does not decompress is reported by the journal at its record.
+        for problem in report.problems where problem.kind == .corruption {
+            if let entry = report.entries.first(where: { $0.file == problem.file && $0.offset == problem.offset }) {
+                candidates.append(.init(sequence: entry.sequence, reason: problem.message))
+            }
+        }
+        return candidates.min { $0.sequence < $1.sequence }
     }
 
     /// The verdict: payload problems are corruption.
@@ -96,6 +115,8 @@ struct VerifyResult {
         }
         if replay.problemsNotShown > 0 { out.text("payload: \(replay.problemsNotShown) more problems not shown\n") }
         switch verdict {
+        case .clean where report.problems.contains(where: { $0.kind == .unlistedSegment }):
+            out.text("verdict: clean (the next open adds the unlisted segments to MANIFEST; `graph-journal repair` does it now)\n")
         case .clean: out.text("verdict: clean\n")
         case .tornTailOnly: out.text("verdict: torn-tail (a writer died mid-append; `graph-journal repair` cuts it, saving the bytes aside)\n")
         case .corrupt: out.text("verdict: corrupt (`graph-journal repair --keep-prefix` keeps the valid prefix, saving the rest aside)\n")

@@ -45,13 +45,23 @@ public final class ObjectStore {
     /// Bytes on disk after the last compaction (or at open): the base for auto-compaction.
     private var baselineBytes: Int64
 
-    private init(directory: URL, context: ModelContext, journal: Journal, options: StoreOptions, schemaBytes: [UInt8], replaySeconds: Double) {
+    private init(
+        directory: URL, context: ModelContext, journal: Journal, options: StoreOptions, schemaBytes: [UInt8], replaySeconds: Double,
+        earlierReports: [JournalOpenReport]
+    ) {
         self.directory = directory
         self.context = context
         self.journal = journal
         self.options = options
         self.schemaBytes = schemaBytes
-        self.openReport = journal.openReport
+        // What the opens before a reopen for an undecodable record did (leftovers removed,
+        // segments adopted) belongs to this open too.
+        var report = journal.openReport
+        for earlier in earlierReports {
+            report.removedFiles = earlier.removedFiles + report.removedFiles
+            report.adoptedFiles = earlier.adoptedFiles + report.adoptedFiles
+        }
+        self.openReport = report
         self.replaySeconds = replaySeconds
         self.baselineBytes = journal.stats.bytesOnDisk
     }
@@ -68,8 +78,7 @@ public final class ObjectStore {
     ///   entity still has objects) or `corruptPayload`. Nothing on disk is modified when
     ///   opening fails, except that a torn tail is reported (and cut at the next append).
     public static func open(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
-        let journal = try openJournal(at: directory, options: options)
-        return try make(journal: journal, directory: directory, schema: schema, options: options)
+        try open(at: directory, options: options) { _ throws(StoreError) in schema }
     }
 
     /// Opens a store with the schema its journal records, without the application's model
@@ -78,51 +87,76 @@ public final class ObjectStore {
     /// - Throws: ``StoreError`` as ``open(at:schema:options:)``; `incompatibleSchema` when the
     ///   journal holds no schema record yet (an empty store).
     public static func openDynamic(at directory: URL, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
-        let journal = try openJournal(at: directory, options: options)
-        let schema: Schema
-        do {
+        try open(at: directory, options: options) { journal throws(StoreError) in
             guard let bytes = journal.schema else {
                 throw StoreError(.incompatibleSchema, "\(directory.path) holds no schema record (an empty store)")
             }
             do {
-                schema = try Schema(dynamic: try StoredSchema.decode(bytes))
+                return try Schema(dynamic: try StoredSchema.decode(bytes))
             } catch let error as SchemaError {
                 throw StoreError(.incompatibleSchema, "\(error)")
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.corruptPayload, "schema record: \(error)")
             }
-        } catch let error as StoreError {
-            try? journal.close()
-            throw error
-        } catch {
-            try? journal.close()
-            throw StoreError(.corruptPayload, "\(error)")
         }
-        return try make(journal: journal, directory: directory, schema: schema, options: options)
     }
 
-    private static func openJournal(at directory: URL, options: StoreOptions) throws(StoreError) -> Journal {
+    /// Opens the journal and replays it.
+    ///
+    /// A record that passes its checksum but does not decode is damage like any other, and
+    /// the journal decides what it means: the journal is reopened naming that record
+    /// (``JournalOptions/UnreadableRecord``), so that a default open refuses with the record's
+    /// file, byte offset and sequence, and `.pointInTime` keeps the records before it, saves
+    /// the rest aside, and replays the prefix into a fresh context.
+    private static func open(
+        at directory: URL, options: StoreOptions, schema: (Journal) throws(StoreError) -> Schema
+    ) throws(StoreError) -> ObjectStore {
         var journalOptions = options.journal
         journalOptions.durability = options.durability
         journalOptions.recovery = options.recovery
         if let logger = options.logger, journalOptions.log == nil {
             journalOptions.log = { logger.notice("\($0)") }
         }
-        do {
-            // Like `mkdir -p` for the parents; the store directory itself is created 0700.
-            try? FileManager.default.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true)
-            return try Journal.open(directory: directory, options: journalOptions)
-        } catch {
-            throw StoreError(.journal, "\(error)")
+        // Like `mkdir -p` for the parents; the store directory itself is created 0700.
+        try? FileManager.default.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true)
+        var earlierReports: [JournalOpenReport] = []
+        while true {
+            let journal: Journal
+            do {
+                journal = try Journal.open(directory: directory, options: journalOptions)
+            } catch {
+                throw StoreError(journal: error)
+            }
+            do {
+                let store = try make(journal: journal, directory: directory, schema: try schema(journal), options: options,
+                                     earlierReports: earlierReports)
+                return store
+            } catch where error.code == .corruptPayload && error.sequence != nil {
+                try? journal.close()
+                guard let sequence = error.sequence, journalOptions.unreadableRecord?.sequence != sequence else { throw error }
+                // Reopen with the journal's verdict on that record: refusal with its location,
+                // or the prefix before it.
+                earlierReports.append(journal.openReport)
+                journalOptions.unreadableRecord = JournalOptions.UnreadableRecord(sequence: sequence, reason: error.message)
+            } catch {
+                try? journal.close()
+                throw error
+            }
         }
     }
 
-    private static func make(journal: Journal, directory: URL, schema: Schema, options: StoreOptions) throws(StoreError) -> ObjectStore {
+    private static func make(
+        journal: Journal, directory: URL, schema: Schema, options: StoreOptions, earlierReports: [JournalOpenReport]
+    ) throws(StoreError) -> ObjectStore {
         let start = ContinuousClock.now
         let context = ModelContext(schema: schema)
-        do {
-            try replay(journal: journal, into: context)
-        } catch {
-            try? journal.close()
-            throw error
+        try replay(journal: journal, into: context)
+        for t in context.tables {
+            if let problem = t.firstInvalidRawValue() {
+                throw StoreError(.incompatibleSchema, "\(problem): the journal was written by a model with cases this one lacks; add the case back to open it")
+            }
         }
         var duplicates = 0
         for t in context.tables { duplicates += t.rebuildIndexes() }
@@ -133,7 +167,8 @@ public final class ObjectStore {
         let store = ObjectStore(
             directory: directory, context: context, journal: journal, options: options,
             schemaBytes: StoredSchema(schema).encoded(),
-            replaySeconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+            replaySeconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18,
+            earlierReports: earlierReports)
         context.store = store
         if let torn = journal.openReport.tornTail {
             options.logger?.warning("torn tail: \(torn.bytes) bytes at offset \(torn.offset) of \(torn.file) will be truncated before the next append (\(torn.reason))")
@@ -153,19 +188,22 @@ public final class ObjectStore {
                     // Objects of removed entities under the previous schema stay counted by name.
                     if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
                     orphans = [:]
-                    let s = try StoredSchema.decode(record.payload)
+                    let s: StoredSchema
+                    do { s = try StoredSchema.decode(record.payload) } catch let error as StoreError {
+                        throw StoreError(error.code, "record \(record.sequence): \(error.message)", sequence: record.sequence)
+                    }
                     stored = s
                     mapping = try SchemaMapping(stored: s, current: context.schema)
                 case .base, .transaction:
                     guard let s = stored, let m = mapping else {
-                        throw StoreError(.corruptPayload, "record \(record.sequence) precedes any schema record")
+                        throw StoreError(.corruptPayload, "record \(record.sequence) precedes any schema record", sequence: record.sequence)
                     }
                     let result: Result<Void, StoreError> = record.payload.withUnsafeBytes { buffer in
                         do throws(StoreError) {
                             try TransactionCodec.replay(buffer, stored: s, mapping: m, into: context, orphans: &orphans)
                             return .success(())
                         } catch {
-                            return .failure(StoreError(error.code, "record \(record.sequence): \(error.message)"))
+                            return .failure(StoreError(error.code, "record \(record.sequence): \(error.message)", sequence: record.sequence))
                         }
                     }
                     try result.get()
@@ -173,8 +211,13 @@ public final class ObjectStore {
             }
         } catch let error as StoreError {
             throw error
+        } catch let error as JournalError where error.code == .corrupt && error.sequence != nil {
+            // A record that checks but whose payload does not decompress.
+            throw StoreError(.corruptPayload, error.message, sequence: error.sequence)
+        } catch let error as JournalError {
+            throw StoreError(journal: error)
         } catch {
-            throw StoreError(.journal, "\(error)")
+            throw StoreError(.corruptPayload, "\(error)")
         }
         if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
         if !orphanNames.isEmpty {
@@ -194,13 +237,16 @@ public final class ObjectStore {
 
     /// Appends the context's pending changes as one record. Called by `context.save()`.
     func persistPending(_ pending: [PendingRows]) throws(StoreError) {
-        guard !isClosed else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
+        guard pending.contains(where: { !$0.isEmpty }) else { return }
+        guard !isClosed else {
+            throw StoreError(.closed, "the store at \(directory.path) is closed; the changes stay pending and nothing was written")
+        }
         let payload = TransactionCodec.encodePending(context, pending)
         guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
         do {
             try journal.append(payload, schema: schemaBytes)
         } catch {
-            throw StoreError(.journal, "\(error)")
+            throw StoreError(journal: error)
         }
     }
 
@@ -227,7 +273,7 @@ public final class ObjectStore {
         do {
             try journal.compact(base: [snapshot], schema: schemaBytes)
         } catch {
-            throw StoreError(.journal, "\(error)")
+            throw StoreError(journal: error)
         }
         baselineBytes = journal.stats.bytesOnDisk
     }
@@ -239,11 +285,10 @@ public final class ObjectStore {
     public func close() throws(StoreError) {
         guard !isClosed else { return }
         isClosed = true
-        context.store = nil
         do {
             try journal.close()
         } catch {
-            throw StoreError(.journal, "\(error)")
+            throw StoreError(journal: error)
         }
     }
 

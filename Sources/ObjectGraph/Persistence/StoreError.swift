@@ -1,5 +1,23 @@
-/// An error opening, saving or compacting a store, naming the file, byte offset, entity or
-/// attribute concerned.
+public import GraphJournal
+
+/// An error opening, saving or compacting a store, naming the file, byte offset, record,
+/// entity or attribute concerned.
+///
+/// A failure of the journal layer keeps the journal's own error, with its code, file and
+/// byte offset, so that a caller can tell a lock conflict from corruption:
+///
+/// ```swift
+/// do {
+///     let store = try ObjectStore.open(at: url, schema: schema)
+/// } catch StoreError.Code.corruptPayload {
+///     // a record passes its checksum but does not decode: open with .pointInTime to keep
+///     // the records before it
+/// } catch let error as StoreError where error.journalError?.code == .locked {
+///     print("another process has the store open")
+/// } catch let error as StoreError {
+///     print(error.file ?? "", error.offset ?? -1, error.message)
+/// }
+/// ```
 public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure.
     public enum Code: String, Sendable, Hashable {
@@ -7,7 +25,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case corruptPayload
         /// The journal was written with a schema the current model cannot read.
         case incompatibleSchema
-        /// The journal layer failed (corruption, lock held by another process, I/O error).
+        /// The journal layer failed (corruption, lock held by another process, I/O error):
+        /// ``StoreError/journalError`` says which.
         case journal
         /// The store was used after `close()`.
         case closed
@@ -17,11 +36,35 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// What went wrong, with file, offset, entity and attribute where known.
     public let message: String
+    /// The journal's error, when the journal layer failed or located the damage.
+    public let journalError: JournalError?
+    /// The sequence number of the journal record concerned, when known.
+    public let sequence: UInt64?
 
-    init(_ code: Code, _ message: String) {
+    /// The journal file concerned, when known.
+    public var file: String? { journalError?.file }
+    /// The byte offset in ``file``, when known.
+    public var offset: Int64? { journalError?.offset }
+
+    init(_ code: Code, _ message: String, sequence: UInt64? = nil, journalError: JournalError? = nil) {
         self.code = code
         self.message = message
+        self.sequence = sequence ?? journalError?.sequence
+        self.journalError = journalError
+    }
+
+    /// A failure of the journal layer, keeping its error.
+    init(journal error: JournalError) {
+        self.init(.journal, "\(error)", journalError: error)
     }
 
     public var description: String { message }
+}
+
+extension StoreError.Code {
+    /// Whether `error` is a ``StoreError`` with this code, so that callers can write
+    /// `catch StoreError.Code.incompatibleSchema`.
+    public static func ~= (code: Self, error: any Error) -> Bool {
+        (error as? StoreError)?.code == code
+    }
 }

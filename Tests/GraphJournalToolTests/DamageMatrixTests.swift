@@ -1,0 +1,194 @@
+import Foundation
+import Glibc
+@testable import GraphJournal
+import ObjectGraph
+import ObjectGraphTestSupport
+import Testing
+
+/// Damage cases per run: a short pass in `make test`, every class many times in `make soak`
+/// (OBJECTGRAPH_DAMAGE_CASES). The seed is printed; OBJECTGRAPH_DAMAGE_SEED replays a run.
+let damageCases = ProcessInfo.processInfo.environment["OBJECTGRAPH_DAMAGE_CASES"].flatMap(Int.init) ?? 48
+let damageSeed = ProcessInfo.processInfo.environment["OBJECTGRAPH_DAMAGE_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0 ... .max)
+
+/// Every way a disk, an operator or an attacker damages a store, applied to a store with a
+/// base and several logs; for each, `verify`, a default open, `.pointInTime` and `repair` as
+/// `verify` advises must agree (``Damage/expectAgreement(_:verdict:sourceLocation:)``), and
+/// what recovery keeps must be the state after some save.
+@Suite("Damage matrix: every damage class, one verdict", .serialized)
+struct DamageMatrixTests {
+    enum Kind: CaseIterable {
+        case truncate, flipBit, zeros, randomBytes, earlierBytes, payloadWithChecksum
+        case deleteSegment, emptySegment, renameSegment, swapSegments, extraSegment
+        case missingManifest, staleManifest, craftedManifest, damagedManifest
+        case duplicateRecord, replayedRecord, garbageTail, fifoSegment
+    }
+
+    /// The store every case starts from, and the objects after each of its saves.
+    struct Original {
+        var dir: URL
+        var states: [[String: [UInt64: [String: AttributeValue?]]]]
+    }
+
+    static func original() throws -> Original {
+        let dir = Tool.temporaryURL("matrix")
+        var options = StoreOptions(durability: .none)
+        options.autoCompactionRatio = nil
+        options.journal.segmentSize = 600
+        let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: options)
+        var states = [try Tool.objects(of: store.context)]
+        var all: [Reading] = []
+        for save in 0..<24 {
+            for i in 0..<3 {
+                let r = try store.context.insert(Reading.self)
+                r.sensor = "s\(save)-\(i)"
+                r.count = Int64(save * 3 + i)
+                all.append(r)
+            }
+            if save % 3 == 2 { all[save].value += 1 }
+            if save % 4 == 3 { store.context.delete(all.remove(at: 0)) }
+            try store.context.save()
+            states.append(try Tool.objects(of: store.context))
+            if save == 8 { try store.compact() }
+        }
+        try store.close()
+        return Original(dir: dir, states: states)
+    }
+
+    @Test func everyDamageClassGivesOneVerdictAndLosesNothing() throws {
+        print("damage matrix: seed \(damageSeed), \(damageCases) cases (OBJECTGRAPH_DAMAGE_SEED, OBJECTGRAPH_DAMAGE_CASES)")
+        var random = SeededGenerator(seed: damageSeed)
+        let original = try Self.original()
+        var outcomes: [String: Int] = [:]
+        for index in 0..<damageCases {
+            let kind = Kind.allCases[index % Kind.allCases.count]
+            let dir = try Damage.copy(original.dir)
+            let label = try Self.apply(kind, to: dir, random: &random)
+            let verify = try Tool.run(["verify", dir.path])
+            outcomes["\(kind) → \(verify.status)", default: 0] += 1
+            let where_ = "case \(index) \(label), seed \(damageSeed)"
+            let context = Comment(rawValue: where_)
+            switch verify.status {
+            case 1:
+                // Unreadable as a whole (MANIFEST damaged, a file that is not a regular file):
+                // nothing opens it, nothing is changed.
+                let before = try Damage.regularContents(of: dir)
+                for recovery in [JournalOptions.Recovery.tolerateTornTail, .pointInTime] {
+                    #expect(throws: StoreError.self, "\(where_)") {
+                        _ = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: StoreOptions(durability: .none, recovery: recovery))
+                    }
+                }
+                #expect(try Damage.regularContents(of: dir) == before, "\(where_)")
+            default:
+                let outcome = try Damage.expectAgreement(dir, verdict: verify.status, comment: context)
+                let kept = try Damage.objects(outcome.pointInTimeCopy)
+                // A payload changed with its checksum recomputed that still decodes is a save
+                // nobody made, indistinguishable from a real one: only its verdict is checked.
+                let isAState = original.states.contains(kept) || (kind == .payloadWithChecksum && verify.status != 3)
+                #expect(isAState, "point-in-time recovery kept the state after some save: \(where_)")
+                if verify.status != 3 {
+                    let same = outcome.defaultOpenObjects == kept
+                    #expect(same, "without corruption nothing is dropped: \(where_)")
+                }
+            }
+        }
+        print("damage matrix outcomes (class → verify exit: cases):")
+        for (key, count) in outcomes.sorted(by: { $0.key < $1.key }) { print("  \(key): \(count)") }
+    }
+
+    /// Damages the store in `dir`; returns a description of what was done.
+    static func apply(_ kind: Kind, to dir: URL, random: inout SeededGenerator) throws -> String {
+        let files = try Journal.inspect(directory: dir.path).files
+        let logs = files.filter { $0.hasSuffix(".log") }
+        func url(_ name: String) -> URL { dir.appendingPathComponent(name) }
+        func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: url(name))) }
+        func write(_ name: String, _ data: [UInt8]) throws { try Data(data).write(to: url(name)) }
+        let file = files.randomElement(using: &random)!
+        switch kind {
+        case .truncate:
+            let b = try bytes(file)
+            let at = Int.random(in: 0..<b.count, using: &random)
+            try write(file, Array(b[..<at]))
+            return "truncate \(file) at \(at)"
+        case .flipBit:
+            var b = try bytes(file)
+            let bit = Int.random(in: 0..<(b.count * 8), using: &random)
+            b[bit / 8] ^= UInt8(1 << (bit % 8))
+            try write(file, b)
+            return "flip bit \(bit) of \(file)"
+        case .zeros, .randomBytes, .earlierBytes:
+            var b = try bytes(file)
+            let count = min(b.count, Int.random(in: 1...64, using: &random))
+            let at = Int.random(in: 0...(b.count - count), using: &random)
+            for i in 0..<count {
+                b[at + i] = switch kind {
+                case .zeros: 0
+                case .randomBytes: UInt8.random(in: 0...255, using: &random)
+                default: b[i % max(1, at)]
+                }
+            }
+            try write(file, b)
+            return "\(kind) over \(count) bytes at \(at) of \(file)"
+        case .payloadWithChecksum:
+            let entries = try Journal.inspect(directory: dir.path).entries.filter { $0.storedLength > 0 }
+            let entry = entries.randomElement(using: &random)!
+            let at = Int.random(in: 0..<entry.storedLength, using: &random)
+            try Damage.rewrite(dir, entry) { $0[JournalFormat.recordHeaderSize + at] ^= 0x5A }
+            return "change payload byte \(at) of record \(entry.sequence), checksum recomputed"
+        case .deleteSegment:
+            try FileManager.default.removeItem(at: url(file))
+            return "delete \(file)"
+        case .emptySegment:
+            try write(file, [])
+            return "empty \(file)"
+        case .renameSegment:
+            let log = logs.randomElement(using: &random)!
+            let name = fileName((fileNumber(files.last!) ?? 0) + 3, .log)
+            try FileManager.default.moveItem(at: url(log), to: url(name))
+            return "rename \(log) to \(name)"
+        case .swapSegments:
+            guard logs.count >= 2 else { return "nothing to swap" }
+            let a = logs[0], b = logs[1]
+            let (x, y) = (try bytes(a), try bytes(b))
+            try write(a, y)
+            try write(b, x)
+            return "swap \(a) and \(b)"
+        case .extraSegment:
+            let log = logs.randomElement(using: &random)!
+            let name = fileName((fileNumber(files.last!) ?? 0) + 7, .log)
+            try FileManager.default.copyItem(at: url(log), to: url(name))
+            return "copy \(log) to \(name)"
+        case .missingManifest:
+            try FileManager.default.removeItem(at: url("MANIFEST"))
+            return "delete MANIFEST"
+        case .staleManifest:
+            try Damage.writeManifest(dir, Array(files.dropLast()).isEmpty ? files : Array(files.dropLast()))
+            return "MANIFEST without its last log"
+        case .craftedManifest:
+            let kept = files.enumerated().filter { $0.offset == 0 || $0.offset == files.count - 1 || Bool.random(using: &random) }.map(\.element)
+            try Damage.writeManifest(dir, kept)
+            return "MANIFEST listing \(kept)"
+        case .damagedManifest:
+            var b = try bytes("MANIFEST")
+            b[Int.random(in: 0..<b.count, using: &random)] ^= 0x01
+            try write("MANIFEST", b)
+            return "flip a bit of MANIFEST"
+        case .duplicateRecord, .replayedRecord:
+            let entries = try Journal.inspect(directory: dir.path).entries
+            let entry = entries.randomElement(using: &random)!
+            var record = try Damage.recordBytes(dir, entry)
+            if kind == .replayedRecord {
+                record.storeLittleEndian(entries.last!.sequence + 1, at: JournalFormat.RecordHeaderField.sequence)
+            }
+            try Damage.append(dir, file: logs.last!, record: record)
+            return "\(kind) of record \(entry.sequence) at the end"
+        case .garbageTail:
+            let count = Int.random(in: 1...200, using: &random)
+            try write(logs.last!, try bytes(logs.last!) + (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) })
+            return "\(count) garbage bytes after \(logs.last!)"
+        case .fifoSegment:
+            try FileManager.default.removeItem(at: url(file))
+            _ = mkfifo(url(file).path, 0o600)
+            return "FIFO in place of \(file)"
+        }
+    }
+}
