@@ -328,7 +328,11 @@ struct JournalOpener {
     /// recovery saved aside.
     private mutating func removeLeftovers(_ names: [String]) throws(JournalError) {
         for name in names.sorted() {
-            try fs.unlink(path(name))
+            do throws(JournalError) { try fs.unlink(path(name)) } catch {
+                // Gone already (MANIFEST.tmp, renamed over MANIFEST by recovery's rewrite).
+                if case .io(let errno, _) = error.code, errno == ENOENT { continue }
+                throw error
+            }
             report.removedFiles.append(path(name))
             log("removed leftover file \(path(name))")
         }
