@@ -2,8 +2,8 @@
 #   make demo   the main job on the bundled Debian package index
 #   make test   every test (a short, bounded property/fuzz pass included)
 #   make bench  the benchmark package (release mode)
-#   make fuzz   longer property runs
-#   make soak   200 SIGKILL rounds of the crash test per durability policy
+#   make fuzz   longer property runs, then the journal reader's libFuzzer target (FUZZ_SECONDS)
+#   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases
 #   make install   build graph-journal (release, Swift runtime linked statically) and install it to $(PREFIX)/bin
 
 SWIFT ?= swift
@@ -26,11 +26,17 @@ demo: deps
 test: deps
 	$(SWIFT) test
 
+FUZZ_SECONDS ?= 300
+
 fuzz: deps
 	OBJECTGRAPH_PROPERTY_RUNS=2000 $(SWIFT) test --filter Property
+	bash Tools/Fuzz/build.sh
+	mkdir -p .build/fuzz/corpus
+	.build/fuzz/journal-reader-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=.build/fuzz/ .build/fuzz/corpus Tools/Fuzz/corpus
 
 soak: deps
 	OBJECTGRAPH_CRASH_ROUNDS=200 $(SWIFT) test --filter Crash
+	OBJECTGRAPH_DAMAGE_CASES=2000 $(SWIFT) test --filter DamageMatrix
 
 bench: deps
 	cd Tools/Benchmarks && $(SWIFT) package --allow-writing-to-directory .benchmarkBaselines benchmark

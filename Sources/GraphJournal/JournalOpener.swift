@@ -174,21 +174,32 @@ struct JournalOpener {
             return .failure(JournalError(.corrupt, problem, file: filePath, offset: Int64(JournalFormat.SegmentHeaderField.firstSequence)))
         }
         if index == 0 { tail.nextSequence = header.firstSequence }
-        var lastSchema: ScannedRecord?
-        var counted = tail
-        let scan = RecordCodec.scan(raw, header: header, unreadable: options.unreadableRecord) { record in
-            counted.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
-            if record.type == JournalFormat.RecordType.schema.rawValue {
-                lastSchema = record
-                counted.schemaVersions += 1
+        // The schema in force is the last schema record's payload, decompressed here; one that
+        // does not decompress is damage at that record, so the scan is redone stopping there.
+        var unreadable = options.unreadableRecord
+        var counted: Tail
+        var scan: (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?)
+        while true {
+            var lastSchema: ScannedRecord?
+            var running = tail
+            scan = RecordCodec.scan(raw, header: header, unreadable: unreadable) { record in
+                running.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
+                if record.type == JournalFormat.RecordType.schema.rawValue {
+                    lastSchema = record
+                    running.schemaVersions += 1
+                }
+                return true
             }
-            return true
-        }
-        if let lastSchema {
+            counted = running
+            guard let lastSchema else { break }
             switch RecordCodec.payload(of: lastSchema, in: raw, file: filePath) {
-            case .success(let payload): counted.schema = payload
-            case .failure(let error): return .failure(error)
+            case .success(let payload):
+                counted.schema = payload
+            case .failure(let error):
+                unreadable = JournalOptions.UnreadableRecord(sequence: lastSchema.sequence, reason: error.message)
+                continue
             }
+            break
         }
         tail = counted
         tail.end = Int64(scan.validEnd)

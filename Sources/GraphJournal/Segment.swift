@@ -218,7 +218,8 @@ enum RecordCodec {
             return .type(type)
         }
         let rawLength = Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))
-        guard flags == 0 ? rawLength == storedLength : rawLength <= JournalFormat.maxPayloadSize && storedLength > 0 else {
+        // A compressed form is only ever stored when it is strictly shorter than the payload.
+        guard flags == 0 ? rawLength == storedLength : rawLength <= JournalFormat.maxPayloadSize && storedLength > 0 && storedLength < rawLength else {
             return .lengths(stored: storedLength, raw: rawLength)
         }
         return nil
