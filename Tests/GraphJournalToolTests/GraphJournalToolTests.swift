@@ -53,6 +53,26 @@ struct GraphJournalToolTests {
         }
     }
 
+    @Test func noSubcommandOrAnUnknownOneIsBadUsageThatSaysSo() throws {
+        let none = try Tool.run([])
+        #expect(none.status == 64)
+        #expect(none.stdout.isEmpty)
+        #expect(none.stderr.hasPrefix("Error: missing subcommand: one of stats, verify, dump, repair, compact"))
+        let unknown = try Tool.run(["frobnicate", "x"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.hasPrefix("Error: unknown subcommand 'frobnicate': one of stats, verify, dump, repair, compact"))
+    }
+
+    @Test func aFailureWithJSONOutputIsAJSONObjectToo() throws {
+        for command in ["verify", "stats"] {
+            let result = try Tool.run([command, "--json", "/nonexistent/store"])
+            #expect(result.status == 1, "\(command)")
+            #expect(result.stdout.hasPrefix("{\"directory\":\"/nonexistent/store\",\"verdict\":\"error\",\"exitCode\":1,\"error\":\"journal I/O error"), "\(command)")
+            #expect(try JSONSerialization.jsonObject(with: result.stdoutBytes) is [String: Any], "\(command)")
+            #expect(result.stderr.hasPrefix("graph-journal: journal I/O error"), "\(command)")
+        }
+    }
+
     @Test func missingDirectoryFailsWithExitOne() throws {
         let result = try Tool.run(["verify", "/nonexistent/store"])
         #expect(result.status == 1)

@@ -75,11 +75,20 @@ enum Tool {
     }
 
     static func temporaryURL(_ name: String) -> URL {
-        let parent = FileManager.default.temporaryDirectory
-            .appendingPathComponent("graph-journal-tests-\(ProcessInfo.processInfo.processIdentifier)")
+        let parent = temporaryRoot
         try? FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
         return parent.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
     }
+
+    /// This test process's directory of stores and outputs, removed when the process exits.
+    static let temporaryRoot: URL = {
+        atexit {
+            try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory
+                .appendingPathComponent("graph-journal-tests-\(ProcessInfo.processInfo.processIdentifier)"))
+        }
+        return FileManager.default.temporaryDirectory
+            .appendingPathComponent("graph-journal-tests-\(ProcessInfo.processInfo.processIdentifier)")
+    }()
 
     /// A copy of a fixture in a temporary directory (for commands that may write).
     static func copy(_ fixture: String) throws -> URL {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `graph-journal`: the operators' tool for ObjectGraph stores. It reads the schema the journal
 /// records, so it needs none of the application's code.
@@ -18,4 +19,20 @@ struct GraphJournalCommand: ParsableCommand {
         version: "1.0.0",
         subcommands: [Stats.self, Verify.self, Dump.self, Repair.self, Compact.self]
     )
+
+    /// The subcommands' names, for the message about one that does not exist.
+    static var subcommandNames: [String] { configuration.subcommands.map { $0._commandName } }
+
+    /// Bad usage exits 64 with a message naming what is wrong: no subcommand at all, or a
+    /// word that is not one (which the parser would report as "unexpected arguments").
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard let first = arguments.first else {
+            exit(withError: ValidationError("missing subcommand: one of \(subcommandNames.joined(separator: ", "))"))
+        }
+        if !first.hasPrefix("-"), first != "help", !subcommandNames.contains(first) {
+            exit(withError: ValidationError("unknown subcommand '\(first)': one of \(subcommandNames.joined(separator: ", "))"))
+        }
+        main(arguments)
+    }
 }

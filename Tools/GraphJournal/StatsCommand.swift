@@ -24,7 +24,7 @@ struct Stats: ParsableCommand {
     var json = false
 
     func run() throws {
-        try runReporting {
+        try runReporting(jsonDirectory: json ? store.path : nil) {
             var pipeline = ParallelReplay(JournalReplay(keepValues: true))
             let report = try Journal.readRecords(directory: store.path) { try pipeline.feed($0) { _, _, _ in } }
             try pipeline.finish { _, _, _ in }

@@ -63,21 +63,36 @@ func printError(_ line: String) {
 
 /// Runs a command body, turning a ``ToolFailure`` or a journal error into a message on standard
 /// error and an exit code.
-func runReporting(_ body: () throws -> Void) throws {
+///
+/// - Parameter jsonDirectory: for a command run with `--json`, the store directory: a failure
+///   is then also written to standard output as one JSON object
+///   (`{"directory":…,"verdict":"error","exitCode":1,"error":"…"}`), so that a script reading
+///   the JSON sees it.
+func runReporting(jsonDirectory: String? = nil, _ body: () throws -> Void) throws {
+    let exit: ToolExit
+    let message: String
     do {
         try body()
+        return
     } catch let failure as ToolFailure {
-        printError("graph-journal: \(failure.message)")
-        throw ExitCode(failure.exit.rawValue)
+        (exit, message) = (failure.exit, failure.message)
     } catch let error as JournalError {
-        printError("graph-journal: \(error)")
-        throw ExitCode(error.code == .locked ? ToolExit.locked.rawValue : ToolExit.failure.rawValue)
-    } catch let exit as ExitCode {
-        throw exit
+        (exit, message) = (error.code == .locked ? .locked : .failure, "\(error)")
+    } catch let code as ExitCode {
+        throw code
     } catch {
-        printError("graph-journal: \(error)")
-        throw ExitCode(ToolExit.failure.rawValue)
+        (exit, message) = (.failure, "\(error)")
     }
+    printError("graph-journal: \(message)")
+    if let jsonDirectory {
+        var out = StandardOutput()
+        out.json.raw("{\"directory\":"); out.json.string(jsonDirectory)
+        out.json.raw(",\"verdict\":\"error\",\"exitCode\":"); out.json.int(Int64(exit.rawValue))
+        out.json.raw(",\"error\":"); out.json.string(message)
+        out.json.raw("}\n")
+        try? out.flush()
+    }
+    throw ExitCode(exit.rawValue)
 }
 
 extension JournalReport.Problem.Kind {

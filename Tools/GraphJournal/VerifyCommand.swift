@@ -22,7 +22,7 @@ struct Verify: ParsableCommand {
     var json = false
 
     func run() throws {
-        try runReporting {
+        try runReporting(jsonDirectory: json ? store.path : nil) {
             let result = try VerifyResult.examine(directory: store.path)
             var out = StandardOutput()
             if json { result.writeJSON(to: &out.json) } else { result.writeText(to: &out) }
