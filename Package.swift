@@ -41,7 +41,9 @@ let package = Package(
         .target(
             name: "GraphJournal",
             dependencies: ["CLZ4", "CCRC32C"],
-            swiftSettings: strictSettings
+            // Fault injection (JournalIO+FaultInjection.swift) exists in debug builds only, for
+            // the package's tests; release builds of the library and the tool carry none.
+            swiftSettings: strictSettings + [.define("OBJECTGRAPH_FAULT_INJECTION", .when(configuration: .debug))]
         ),
         .macro(
             name: "ObjectGraphMacros",

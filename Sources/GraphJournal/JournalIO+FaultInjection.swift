@@ -1,9 +1,14 @@
+// Fault injection for the package's own tests: compiled only when OBJECTGRAPH_FAULT_INJECTION
+// is defined (Package.swift defines it in debug builds, which is what `swift test` builds), so
+// a release build of the library or the tool carries none of it, and it is `package`, never
+// part of the package API.
+#if OBJECTGRAPH_FAULT_INJECTION
 internal import Glibc
 internal import Synchronization
 
 extension JournalIO {
     /// A fault to inject at a chosen call.
-    public enum Fault: Sendable, Hashable {
+    package enum Fault: Sendable, Hashable {
         /// The call fails with this `errno` (for example `ENOSPC`, `EIO`) and does nothing.
         case error(Int32)
         /// A `pwrite` writes only half its bytes and reports that; the next call to `pwrite`
@@ -18,7 +23,7 @@ extension JournalIO {
     ///
     /// Calls are counted from the last ``arm(_:atCall:of:)``; only the operations in `of`
     /// count (all of them when it is nil).
-    public final class FaultPlan: Sendable {
+    package final class FaultPlan: Sendable {
         struct State {
             var fault: Fault?
             var atCall = 0
@@ -31,14 +36,14 @@ extension JournalIO {
         let state = Mutex(State())
 
         /// Creates a plan that injects nothing until armed.
-        public init() {}
+        package init() {}
 
         /// Injects `fault` at the `call`-th counted call from now (1 is the next one).
         ///
         /// - Parameter fault: what to inject.
         /// - Parameter call: which counted call fails, 1-based.
         /// - Parameter operations: the operations that count; nil counts every call.
-        public func arm(_ fault: Fault, atCall call: Int, of operations: Set<Operation>? = nil) {
+        package func arm(_ fault: Fault, atCall call: Int, of operations: Set<Operation>? = nil) {
             state.withLock {
                 $0 = State()
                 $0.fault = fault
@@ -48,18 +53,18 @@ extension JournalIO {
         }
 
         /// Stops injecting and forgets a simulated crash.
-        public func disarm() {
+        package func disarm() {
             state.withLock { $0 = State() }
         }
 
         /// The number of counted calls since the last ``arm(_:atCall:of:)``.
-        public var callCount: Int { state.withLock { $0.counted } }
+        package var callCount: Int { state.withLock { $0.counted } }
 
         /// Whether a fault has been injected since the last arm.
-        public var hasFired: Bool { state.withLock { !$0.injected.isEmpty } }
+        package var hasFired: Bool { state.withLock { !$0.injected.isEmpty } }
 
         /// The faults injected so far, as `"operation#call"` strings.
-        public var injected: [String] { state.withLock { $0.injected } }
+        package var injected: [String] { state.withLock { $0.injected } }
 
         enum Decision { case pass, fail(Int32), shortWrite }
 
@@ -94,7 +99,7 @@ extension JournalIO {
     ///
     /// - Parameter plan: decides which call fails and how.
     /// - Parameter base: the layer that does the real work, ``system`` by default.
-    public static func faulty(_ plan: FaultPlan, base: JournalIO = .system) -> JournalIO {
+    package static func faulty(_ plan: FaultPlan, base: JournalIO = .system) -> JournalIO {
         @Sendable func check(_ operation: Operation) throws(Failure) {
             if case .fail(let code) = plan.decide(operation) {
                 throw Failure(errno: code, operation: operation.rawValue + " (injected)")
@@ -126,3 +131,4 @@ extension JournalIO {
         )
     }
 }
+#endif

@@ -2,14 +2,16 @@ internal import Glibc
 
 /// The journal's only door to the operating system: one closure per system call.
 ///
-/// ``system`` calls the real functions and retries `EINTR`. Tests wrap it with
-/// ``faulty(_:base:)`` to inject `ENOSPC`, `EIO`, short writes and failed `fsync`s at the
-/// N-th call, or to simulate a crash (every call after the N-th fails).
+/// ``system`` calls the real functions and retries `EINTR`. A wrapper can change any call;
+/// the package's own tests use one (compiled in debug builds only) that injects `ENOSPC`,
+/// `EIO`, short writes and failed `fsync`s at the N-th call, or simulates a crash (every call
+/// after the N-th fails).
 ///
 /// ```swift
-/// let plan = JournalIO.FaultPlan()
-/// let options = JournalOptions(io: .faulty(plan))
-/// plan.arm(.error(ENOSPC), atCall: 1, of: [.pwrite])   // the next write fails
+/// var io = JournalIO.system
+/// let fsync = io.fsync
+/// io.fsync = { fd throws(JournalIO.Failure) in try fsync(fd); print("synced", fd) }
+/// let journal = try Journal.open(directory: path, options: JournalOptions(io: io))
 /// ```
 public struct JournalIO: Sendable {
     /// A failed system call: the C `errno` and the call's name.
@@ -38,7 +40,7 @@ public struct JournalIO: Sendable {
         case createTruncating
     }
 
-    /// The names of the operations, for ``FaultPlan/arm(_:atCall:of:)``.
+    /// The names of the operations (the package's fault injection arms a fault at one of them).
     public enum Operation: String, Sendable, Hashable, CaseIterable {
         case open, close, pread, pwrite, fsync, fdatasync, ftruncate, fileSize
         case rename, unlink, makeDirectory, listDirectory, syncDirectory, lock

@@ -69,7 +69,8 @@ public struct JournalOptions: Sendable {
     /// The active log segment rolls to a new file once an append would take it past this
     /// many bytes. Default 64 MiB.
     public var segmentSize: Int
-    /// The I/O layer; tests pass a fault-injecting one (``JournalIO/faulty(_:base:)``).
+    /// The I/O layer: ``JournalIO/system``, or a wrapper of it (the package's tests pass a
+    /// fault-injecting one).
     public var io: JournalIO
     /// Receives one line for every notable event: torn tail truncated, segment rolled,
     /// compaction, files removed or saved aside.
