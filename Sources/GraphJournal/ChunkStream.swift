@@ -1,7 +1,7 @@
 internal import Dispatch
 internal import Synchronization
 
-/// Lends a chunked payload's raw bytes one chunk at a time (issue 6), each decompressed into
+/// Lends a chunked payload's raw bytes one chunk at a time, each decompressed into
 /// one of a few reused 1 MiB slots, so that a payload of tens of MB is never materialized.
 ///
 /// Materializing it cost more than checking it: the kernel zeroes every fresh 4 KiB page the

@@ -52,25 +52,23 @@ struct JournalOpener {
         while index < chain.count {
             let name = chain[index]
             let filePath = path(name)
-            let bytes: [UInt8]
+            var bytes: [UInt8]?
             do throws(JournalError) { bytes = try fs.readFile(filePath) } catch {
                 guard case .io(let errno, _) = error.code, errno == ENOENT else { throw error }
-                let reason = "MANIFEST lists \(name), which does not exist (a segment is missing)"
-                if index > 0, let fill = unlisted.continuation(at: tail.nextSequence, after: fileNumber(chain[index - 1]), before: fileNumber(name)) {
-                    chain.insert(fill.name, at: index)
-                    adopted.append(fill.name)
-                    continue
-                }
-                guard pointInTime else { throw JournalError(.corrupt, reason, file: filePath) }
-                drop = DropPoint(index: index, offset: 0, reason: reason, recordsAfter: 0)
-                break
             }
-            // A gap before this file that an unlisted log fills: walk that log first.
-            if index > 0, let header = Self.header(of: bytes, name: name), header.firstSequence != tail.nextSequence,
-               let fill = unlisted.continuation(at: tail.nextSequence, after: fileNumber(chain[index - 1]), before: header.number) {
+            // A gap before this file, or a missing file, that an unlisted log fills: walk that
+            // log first.
+            if index > 0, bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence != tail.nextSequence,
+               let fill = unlisted.continuation(at: tail.nextSequence, after: fileNumber(chain[index - 1]), before: fileNumber(name)) {
                 chain.insert(fill.name, at: index)
                 adopted.append(fill.name)
                 continue
+            }
+            guard let bytes else {
+                let reason = "MANIFEST lists \(name), which does not exist (a segment is missing)"
+                guard pointInTime else { throw JournalError(.corrupt, reason, file: filePath) }
+                drop = DropPoint(index: index, offset: 0, reason: reason, recordsAfter: 0)
+                break
             }
             let isLast = index == chain.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
             let result: Result<(LiveFile, Int64?, DropPoint?), JournalError> = bytes.withUnsafeBytes { raw in
@@ -100,7 +98,7 @@ struct JournalOpener {
         // Unlisted logs neither adopted nor superseded by the base hold records nobody else
         // has: corruption, refused before anything is changed, or moved aside.
         let firstLive = files.first?.header.firstSequence ?? tail.nextSequence
-        let adoptedSet = Set(adopted[...].filter { name in files.contains { $0.name == name } })
+        let adoptedSet = Set(adopted.filter { name in files.contains { $0.name == name } })
         let (superseded, strays) = unlisted.remaining(adopted: Set(adopted), firstLiveSequence: firstLive)
         if let stray = strays.first, !pointInTime {
             throw JournalError(.corrupt, SegmentSet.strayReason(stray) + "; `repair --keep-prefix` moves it aside", file: path(stray.name), offset: 0)

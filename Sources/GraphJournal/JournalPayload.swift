@@ -4,7 +4,7 @@
 /// A chunked payload (one save of tens of thousands of objects, ``ChunkedPayload``) comes one
 /// decompressed 1 MiB chunk at a time, the next chunks being decompressed on another core
 /// meanwhile, instead of whole: a payload of tens of MB is never materialized, which saves
-/// the kernel zeroing that much fresh memory first (issue 6). Any other payload comes in one
+/// the kernel zeroing that much fresh memory first. Any other payload comes in one
 /// piece.
 ///
 /// A chunk that does not decompress ends the pieces early. The journal then reports the record

@@ -2,7 +2,7 @@ internal import Dispatch
 internal import Synchronization
 
 /// Consecutive clean records of a segment window whose one-block payloads are decompressed
-/// together, away from the thread that reads them, before they are lent in order (issue 6).
+/// together, away from the thread that reads them, before they are lent in order.
 ///
 /// `verify` of a journal of many saves spent a quarter of its time in LZ4, one record after
 /// the other on the reading thread. A hand-off to another thread per record would cost a third

@@ -1,4 +1,4 @@
-/// A segment file read front to back through one bounded, reused buffer (issue 6).
+/// A segment file read front to back through one bounded, reused buffer.
 ///
 /// Reading a whole segment into memory makes the kernel zero a fresh page for every 4 KiB (or
 /// 2 MiB) of the file before `pread` copies into it; a window of a few MiB is zeroed once and

@@ -43,17 +43,18 @@ public protocol Entity: AnyObject, SendableMetatype {
     func awakeFromFetch()
     /// Called by `save()` on every inserted, updated and deleted object before validation
     /// (`isInserted` / `isDeleted` tell which). Normal sets made here dirty objects again and
-    /// `willSave` runs again on those, up to ``ModelContext/willSavePassLimit`` passes (DESIGN
-    /// rule 4); primitive sets (`setPrimitiveValue(_:forKey:)`) do not re-trigger it.
+    /// `willSave` runs again on those, up to ``ModelContext/willSavePassLimit`` passes
+    /// (Docs/Semantics.md, rule 4); primitive sets (`setPrimitiveValue(_:forKey:)`) do not re-trigger it.
     func willSave()
     /// Called after a save on every object it inserted, updated or deleted (`isDeleted` is
     /// still true for the deleted ones; they are detached right after). Changes made here are
     /// pending changes of the next save.
     func didSave()
-    /// Called by `delete(_:)` before the object is marked deleted (DESIGN rule 6).
+    /// Called by `delete(_:)` before the object is marked deleted (Docs/Semantics.md, rule 6).
     func prepareForDeletion()
     /// Checks an inserted object at save time. Throw (ideally an ``ObjectValidationError``) to
-    /// refuse the save; every failure of every object is reported together (DESIGN rule 5).
+    /// refuse the save; every failure of every object is reported together
+    /// (Docs/Semantics.md, rule 5).
     func validateForInsert() throws
     /// Checks an updated object at save time; see ``validateForInsert()``.
     func validateForUpdate() throws
@@ -161,7 +162,7 @@ extension Entity {
     public var isUpdated: Bool { _backing.managedTable?.isUpdated(row: _backing.rowIndex) ?? false }
 
     /// Whether the object was deleted since the last save. After the save the object is
-    /// detached and this is `false` again (DESIGN rule 9).
+    /// detached and this is `false` again (Docs/Semantics.md, rule 9).
     public var isDeleted: Bool { _backing.managedTable?.isDeleted(row: _backing.rowIndex) ?? false }
 
     /// Whether the object is inserted, updated or deleted.
@@ -234,8 +235,8 @@ extension Entity {
         try attributeValue(forKey: key)
     }
 
-    /// Sets `key` without notifying observers or re-running `willSave` (DESIGN rule 3). The new
-    /// value is still tracked as a change and persisted by the next save: nothing is lost.
+    /// Sets `key` without notifying observers or re-running `willSave` (Docs/Semantics.md,
+    /// rule 3). The new value is still tracked as a change and persisted by the next save: nothing is lost.
     ///
     /// - Throws: ``ObjectGraphError`` with code `unknownKey` or `typeMismatch`.
     ///

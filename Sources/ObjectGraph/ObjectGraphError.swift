@@ -58,7 +58,7 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String { message }
 }
 
-/// Why a save was refused: every failure found, not only the first (DESIGN rule 5).
+/// Why a save was refused: every failure found, not only the first (Docs/Semantics.md, rule 5).
 public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// One failed check.
     public struct Failure: Sendable, Hashable, CustomStringConvertible {

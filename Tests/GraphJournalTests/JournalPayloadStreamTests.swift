@@ -3,7 +3,7 @@ import ObjectGraphTestSupport
 import Testing
 @testable import GraphJournal
 
-/// `streamPayloads` lends a chunked payload chunk by chunk as it is decompressed (issue 6): it
+/// `streamPayloads` lends a chunked payload chunk by chunk as it is decompressed: it
 /// must lend the bytes `readPayloads` lends whole and report exactly what `readPayloads`
 /// reports, damage included; a chunk that does not decompress ends the pieces early and
 /// `finish()` says so.

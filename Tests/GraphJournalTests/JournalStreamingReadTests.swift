@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 @testable import GraphJournal
 
-/// `readPayloads` streams each segment through a small window (issue 6); with any window it
+/// `readPayloads` streams each segment through a small window; with any window it
 /// must report and deliver exactly what reading each segment whole does, damage included.
 @Suite struct JournalStreamingReadTests {
     /// Windows from one byte (every record grows it) to larger than the test journals.

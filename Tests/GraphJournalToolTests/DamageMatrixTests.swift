@@ -30,27 +30,8 @@ struct DamageMatrixTests {
     }
 
     static func original() throws -> Original {
-        let dir = Tool.temporaryURL("matrix")
-        var options = StoreOptions(durability: .none)
-        options.autoCompactionRatio = nil
-        options.journal.segmentSize = 600
-        let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: options)
-        var states = [try Tool.objects(of: store.context)]
-        var all: [Reading] = []
-        for save in 0..<24 {
-            for i in 0..<3 {
-                let r = try store.context.insert(Reading.self)
-                r.sensor = "s\(save)-\(i)"
-                r.count = Int64(save * 3 + i)
-                all.append(r)
-            }
-            if save % 3 == 2 { all[save].value += 1 }
-            if save % 4 == 3 { store.context.delete(all.remove(at: 0)) }
-            try store.context.save()
-            states.append(try Tool.objects(of: store.context))
-            if save == 8 { try store.compact() }
-        }
-        try store.close()
+        var states: [[String: [UInt64: [String: AttributeValue?]]]] = []
+        let dir = try Damage.store("matrix", saves: 24, segmentSize: 600, compactAfter: 8) { states.append(try Tool.objects(of: $0)) }
         return Original(dir: dir, states: states)
     }
 

@@ -192,12 +192,19 @@ struct RecoveryDefectTests {
 enum Damage {
     /// A store of `saves` saves of a few `Reading`s each (updates and deletes too), compacted
     /// halfway so that it has a base, in segments of about `segmentSize` bytes.
-    static func store(_ name: String, saves: Int, segmentSize: Int = 64 << 20) throws -> URL {
+    ///
+    /// - Parameter compactAfter: the save after which the store is compacted; half way by default.
+    /// - Parameter saved: called after each save (and once before the first) with the context.
+    static func store(
+        _ name: String, saves: Int, segmentSize: Int = 64 << 20, compactAfter: Int? = nil,
+        saved: (ModelContext) throws -> Void = { _ in }
+    ) throws -> URL {
         let dir = Tool.temporaryURL(name)
         var options = StoreOptions(durability: .none)
         options.autoCompactionRatio = nil
         options.journal.segmentSize = segmentSize
         let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: options)
+        try saved(store.context)
         var all: [Reading] = []
         for save in 0..<saves {
             for i in 0..<3 {
@@ -209,7 +216,8 @@ enum Damage {
             if save % 3 == 2 { all[save].value += 1 }
             if save % 4 == 3 { store.context.delete(all.remove(at: 0)) }
             try store.context.save()
-            if save == saves / 2 { try store.compact() }
+            try saved(store.context)
+            if save == (compactAfter ?? saves / 2) { try store.compact() }
         }
         try store.close()
         return dir

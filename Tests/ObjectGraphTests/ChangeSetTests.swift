@@ -33,7 +33,7 @@ struct ChangeSetTests {
         #expect(backend.saved.isEmpty)
     }
 
-    @Test func failedPersistLeavesPendingChangesForARetry() throws {  // rule 12
+    @Test func failedPersistLeavesPendingChangesForARetry() throws {  // Docs/Semantics.md, rule 12
         let backend = RecordingBackend()
         let context = try makeContext(backend: backend)
         let a = try context.insert(Person.self)

@@ -2,7 +2,7 @@ import Foundation
 import ObjectGraph
 import Testing
 
-@Suite("Change tracking (DESIGN rules 2, 3, 7, 8, 9)")
+@Suite("Change tracking (Docs/Semantics.md, rules 2, 3, 7, 8, 9)")
 struct ChangeTrackingTests {
     @Test func insertAssignsPermanentSequentialIDs() throws {
         let context = try makeContext()
@@ -39,7 +39,7 @@ struct ChangeTrackingTests {
         #expect(try context.objects(of: Person.self).first === p)
     }
 
-    @Test func settingAnEqualValueDoesNotDirtyTheObject() throws {  // rule 2
+    @Test func settingAnEqualValueDoesNotDirtyTheObject() throws {  // Docs/Semantics.md, rule 2
         let context = try makeContext()
         let p = try context.insert(Person.self)
         p.name = "Ada"
@@ -67,7 +67,7 @@ struct ChangeTrackingTests {
         #expect(!context.hasChanges)
     }
 
-    @Test func primitiveSetIsPersistedWithTheNextSave() throws {  // rule 3
+    @Test func primitiveSetIsPersistedWithTheNextSave() throws {  // Docs/Semantics.md, rule 3
         let backend = RecordingBackend()
         let context = try makeContext(backend: backend)
         let p = try context.insert(Person.self)
@@ -82,7 +82,7 @@ struct ChangeTrackingTests {
         #expect(try p.committedValues(forKeys: ["name"])["name"] == .some(.string("Grace")))
     }
 
-    @Test func insertThenDeleteBeforeSaveVanishesAndIsNotJournaled() throws {  // rule 7
+    @Test func insertThenDeleteBeforeSaveVanishesAndIsNotJournaled() throws {  // Docs/Semantics.md, rule 7
         let backend = RecordingBackend()
         let context = try makeContext(backend: backend)
         let p = try context.insert(Person.self)
@@ -100,7 +100,7 @@ struct ChangeTrackingTests {
         #expect(backend.saved.isEmpty)
     }
 
-    @Test func rollbackRestoresTheLastSavedState() throws {  // rule 8
+    @Test func rollbackRestoresTheLastSavedState() throws {  // Docs/Semantics.md, rule 8
         let context = try makeContext()
         let kept = try context.insert(Person.self)
         kept.name = "Ada"; kept.email = "ada@example.com"; kept.id = 1; kept.city = "London"
@@ -132,7 +132,7 @@ struct ChangeTrackingTests {
         #expect(next.objectID?.serial == freshID.serial + 1)
     }
 
-    @Test func deletedObjectIsDetachedAfterSave() throws {  // rule 9
+    @Test func deletedObjectIsDetachedAfterSave() throws {  // Docs/Semantics.md, rule 9
         let context = try makeContext()
         let p = try context.insert(Person.self)
         p.name = "Ada"; p.email = "e"; p.id = 1
@@ -206,7 +206,7 @@ struct ChangeTrackingTests {
         _ = try context.insert(Person.self)
         let error = try #require(throws: ValidationError.self) { try context.save() }
         #expect(Set(error.failures.compactMap(\.key)) == ["id", "name", "email"])
-        #expect(context.hasChanges)  // nothing changed (rule 12)
+        #expect(context.hasChanges)  // nothing changed (Docs/Semantics.md, rule 12)
     }
 
     @Test func unknownEntityIsAClearError() throws {

@@ -78,13 +78,13 @@ final class HandHooked: Entity {
     func validateForDelete() throws { log.append("validateForDelete") }
 }
 
-@Suite("Lifecycle hooks and validation (DESIGN rules 4, 5, 6, 12)")
+@Suite("Lifecycle hooks and validation (Docs/Semantics.md, rules 4, 5, 6, 12)")
 struct LifecycleTests {
     func context(_ backend: RecordingBackend? = nil) throws -> ModelContext {
         ModelContext(schema: try Schema(Document.self, Person.self), backend: backend)
     }
 
-    @Test func willSaveRunsToAFixedPointAndPrimitiveSetsDoNotRetrigger() throws {  // rules 3, 4
+    @Test func willSaveRunsToAFixedPointAndPrimitiveSetsDoNotRetrigger() throws {  // Docs/Semantics.md, rules 3, 4
         let backend = RecordingBackend()
         let c = try context(backend)
         let d = try c.insert(Document.self)
@@ -98,7 +98,7 @@ struct LifecycleTests {
         #expect(saved.insertedValues.contains(.string("hello")))
     }
 
-    @Test func willSavePastTheCapThrowsNamingTheObjectsAndSavesNothing() throws {  // rule 4
+    @Test func willSavePastTheCapThrowsNamingTheObjectsAndSavesNothing() throws {  // Docs/Semantics.md, rule 4
         let backend = RecordingBackend()
         let c = try context(backend)
         c.willSavePassLimit = 5
@@ -109,11 +109,11 @@ struct LifecycleTests {
         #expect(error.code == .willSaveDidNotSettle)
         #expect(error.message.contains("Document/1"))
         #expect(backend.saved.isEmpty)
-        #expect(d.revision == 0 && d.normalizedTitle == "")  // willSave's changes were undone (rule 12)
+        #expect(d.revision == 0 && d.normalizedTitle == "")  // willSave's changes were undone (Docs/Semantics.md, rule 12)
         #expect(d.isInserted)
     }
 
-    @Test func validationReportsEveryFailureInOneError() throws {  // rule 5
+    @Test func validationReportsEveryFailureInOneError() throws {  // Docs/Semantics.md, rule 5
         let c = try context()
         let a = try c.insert(Document.self)      // empty title: validateForInsert fails
         let b = try c.insert(Document.self)
@@ -137,7 +137,7 @@ struct LifecycleTests {
         #expect(d.isDeleted)
     }
 
-    @Test func prepareForDeletionRunsAtDeleteTimeAndDidSaveSeesIsDeleted() throws {  // rule 6
+    @Test func prepareForDeletionRunsAtDeleteTimeAndDidSaveSeesIsDeleted() throws {  // Docs/Semantics.md, rule 6
         let c = try context()
         let d = try c.insert(Document.self)
         d.title = "gone"
@@ -147,7 +147,7 @@ struct LifecycleTests {
         #expect(d.log == ["prepareForDeletion"])
         try c.save()
         #expect(d.log == ["prepareForDeletion", "willSave", "didSave(deleted)"])
-        #expect(!d.isDeleted && d.modelContext == nil)  // detached after didSave (rule 9)
+        #expect(!d.isDeleted && d.modelContext == nil)  // detached after didSave (Docs/Semantics.md, rule 9)
     }
 
     @Test func didSaveRunsOnInsertedAndUpdatedObjectsAndItsChangesArePendingForTheNextSave() throws {
@@ -222,7 +222,7 @@ struct LifecycleTests {
     }
 }
 
-@Suite("Primitive sets and observers (DESIGN rule 3)")
+@Suite("Primitive sets and observers (Docs/Semantics.md, rule 3)")
 struct PrimitiveObservationTests {
     @Test func primitiveSetIsSavedButNotReportedToObservers() throws {
         let backend = RecordingBackend()
@@ -256,7 +256,7 @@ struct PrimitiveObservationTests {
     @Attribute(.range(0.0...)) var score: Double?
 }
 
-@Suite("Declared validators (DESIGN rule 5)")
+@Suite("Declared validators (Docs/Semantics.md, rule 5)")
 struct ValidatorTests {
     @Test func rule5EveryValidatorFailureIsListedInOneErrorAndNothingIsSaved() throws {
         let backend = RecordingBackend()

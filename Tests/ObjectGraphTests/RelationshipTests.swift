@@ -10,7 +10,7 @@ import Testing
     @Transient var filesSeenAtDeletion = -1
 
     func prepareForDeletion() {
-        filesSeenAtDeletion = files.count  // relationships are still intact here (rule 6)
+        filesSeenAtDeletion = files.count  // relationships are still intact here (Docs/Semantics.md, rule 6)
         log.append("prepareForDeletion")
     }
 }
@@ -69,7 +69,7 @@ let relationshipSchema: Schema = {
     } catch { preconditionFailure("\(error)") }
 }()
 
-@Suite("Relationships: inverses and delete rules (DESIGN rules 5, 6, 8)")
+@Suite("Relationships: inverses and delete rules (Docs/Semantics.md, rules 5, 6, 8)")
 struct RelationshipTests {
     func context() -> ModelContext { ModelContext(schema: relationshipSchema) }
 
@@ -164,7 +164,7 @@ struct RelationshipTests {
         #expect(m.team == nil && !c.hasChanges)
     }
 
-    @Test func denyFailsTheSaveListingEveryFailureAndChangesNothing() throws {  // rule 5
+    @Test func denyFailsTheSaveListingEveryFailureAndChangesNothing() throws {  // Docs/Semantics.md, rule 5
         let c = context()
         let library = try c.insert(Library.self)
         library.name = "City"
@@ -179,7 +179,7 @@ struct RelationshipTests {
         let error = try #require(throws: ValidationError.self) { try c.save() }
         #expect(error.failures.count == 1)
         #expect(error.failures[0].key == "books" && error.failures[0].objectID == library.objectID)
-        #expect(library.isDeleted && folder.isDeleted)  // the context kept its pending changes (rule 12)
+        #expect(library.isDeleted && folder.isDeleted)  // the context kept its pending changes (Docs/Semantics.md, rule 12)
         c.delete(book)
         try c.save()
         #expect(try c.count(of: Library.self) + c.count(of: Book.self) == 0)

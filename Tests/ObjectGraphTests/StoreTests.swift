@@ -77,7 +77,7 @@ struct StoreTests {
         #expect(try store.context.insert(Person.self).objectID?.serial == 101)
     }
 
-    @Test func replayNeverCallsAwakeFromInsertAndCallsAwakeFromFetchOncePerObject() throws {  // rule 1
+    @Test func replayNeverCallsAwakeFromInsertAndCallsAwakeFromFetchOncePerObject() throws {  // Docs/Semantics.md, rule 1
         let dir = temporaryStoreDirectory()
         let schema = try Schema(Fetched.self)
         do {
@@ -124,7 +124,7 @@ struct StoreTests {
         }
     }
 
-    @Test func failedWriteLeavesContextAndJournalValidAndTheSaveCanBeRetried() throws {  // rule 12
+    @Test func failedWriteLeavesContextAndJournalValidAndTheSaveCanBeRetried() throws {  // Docs/Semantics.md, rule 12
         let dir = temporaryStoreDirectory()
         let plan = JournalIO.FaultPlan()
         var options = StoreOptions()

@@ -16,7 +16,7 @@ func memberContext(backend: (any PersistenceBackend)? = nil) throws -> ModelCont
     ModelContext(schema: try Schema(Member.self), backend: backend)
 }
 
-@Suite("Unique constraints and upsert (DESIGN rule 13)")
+@Suite("Unique constraints and upsert (Docs/Semantics.md, rule 13)")
 struct UniqueTests {
     @Test func macroDeclaresAttributeAndCompoundConstraints() {
         let constraints = Member.entityDescription.uniqueConstraints

@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 //
-// The ObjectGraph benchmarks: a separate package outside the library's dependency graph
-// (STYLE item 12), so library users never resolve benchmark-only packages.
+// The ObjectGraph benchmarks: a separate package outside the library's dependency graph,
+// so library users never resolve benchmark-only packages.
 //
 //     cd Tools/Benchmarks && swift package --allow-writing-to-directory .benchmarkBaselines benchmark
 //
@@ -23,7 +23,7 @@ let package = Package(
         // so this works whatever the clone is called.
         .package(name: "ObjectGraph", path: libraryPath),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
-        // SQLite through GRDB, the peer of `peer-comparison` (issue 7). Links the system SQLite
+        // SQLite through GRDB, the peer of `peer-comparison`. Links the system SQLite
         // (libsqlite3-dev; `install-peers.sh` installs it when missing).
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
@@ -51,7 +51,7 @@ let package = Package(
             name: "objectgraph-profile",
             dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")]
         ),
-        // ObjectGraph next to SQLite (GRDB) and Redis's AOF on the same data (issue 7):
+        // ObjectGraph next to SQLite (GRDB) and Redis's AOF on the same data:
         // `swift run -c release peer-comparison` writes Results/peers.md and
         // Results/cold-start.svg. `make bench-peers` from the repository root.
         .executableTarget(

@@ -87,7 +87,7 @@ func run() throws {
     let (_, updateTime) = measure {
         for p in team.value { p.version += "+deb12u1" }
     }
-    // Setting a value equal to the current one changes nothing (DESIGN rule 2).
+    // Setting a value equal to the current one changes nothing (Docs/Semantics.md, rule 2).
     for p in packages.prefix(100) { p.section = p.section }
     print("\(ms(updateTime))  bumped the version of \(team.value.count) packages maintained by \(team.key)")
     print("           updatedObjects: \(context.updatedObjects.count), hasChanges: \(context.hasChanges)")

@@ -76,7 +76,8 @@ public struct EntityChanges: Sendable, Hashable {
 /// Where a context's saves go: the journal-backed store implements this; tests can too.
 ///
 /// ``persist(_:)`` must be atomic: it records all of the change set or, by throwing, none of it.
-/// When it throws, the save fails and the context keeps its pending changes (DESIGN rule 12).
+/// When it throws, the save fails and the context keeps its pending changes
+/// (Docs/Semantics.md, rule 12).
 public protocol PersistenceBackend: AnyObject {
     /// Records one save's changes durably (as durably as the backend promises), or throws.
     func persist(_ changes: ChangeSet) throws

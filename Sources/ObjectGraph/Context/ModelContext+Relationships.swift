@@ -92,7 +92,8 @@ extension ModelContext {
 
     /// Deletes `row` of `table` and applies the delete rules, with an explicit worklist rather
     /// than recursion (a cascade down a long chain must not exhaust the stack). Each object
-    /// reached gets `prepareForDeletion` before its relationships are torn down (DESIGN rule 6).
+    /// reached gets `prepareForDeletion` before its relationships are torn down
+    /// (Docs/Semantics.md, rule 6).
     func deleteApplyingRules(_ table: EntityTable, row: Int) {
         var work: [(EntityTable, Int)] = [(table, row)]
         while let (t, r) = work.popLast() {

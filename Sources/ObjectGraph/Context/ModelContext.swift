@@ -154,12 +154,12 @@ public final class ModelContext {
     /// Marks `object` deleted; the next save removes it, ``rollback()`` restores it.
     ///
     /// Deleting an object inserted since the last save removes it at once: it is never
-    /// persisted (DESIGN rule 7). Deleting a standalone object does nothing.
+    /// persisted (Docs/Semantics.md, rule 7). Deleting a standalone object does nothing.
     ///
     /// `prepareForDeletion` runs first, while the object's relationships are intact; then the
     /// delete rules of its relationships apply at once: `cascade` deletes the destination objects
     /// the same way (each gets `prepareForDeletion`), `nullify` clears their inverse, `deny` is
-    /// checked by the next save's validation (DESIGN rules 5 and 6).
+    /// checked by the next save's validation (Docs/Semantics.md, rules 5 and 6).
     ///
     /// - Precondition: `object` does not belong to another context.
     public func delete<T: Entity>(_ object: T) {
@@ -235,7 +235,7 @@ public final class ModelContext {
     // MARK: Rollback and reset
 
     /// Discards every change since the last save: inserted objects are removed (and detached),
-    /// deleted objects restored, attribute values restored (DESIGN rule 8).
+    /// deleted objects restored, attribute values restored (Docs/Semantics.md, rule 8).
     public func rollback() {
         for t in tables { t.rollback() }
         savepointDepth = 0
@@ -257,8 +257,8 @@ public final class ModelContext {
     ///
     /// Validation runs first and reports every failure at once; then the change set goes to the
     /// ``backend`` (if any). If either throws, nothing changes: the context keeps its pending
-    /// changes and the save can be retried (DESIGN rule 12). Deleted objects are detached
-    /// afterwards (rule 9).
+    /// changes and the save can be retried (Docs/Semantics.md, rule 12). Deleted objects are
+    /// detached afterwards (rule 9).
     ///
     /// - Throws: ``ValidationError`` listing every failure, or the backend's error.
     public func save() throws {
@@ -302,7 +302,8 @@ public final class ModelContext {
         deliverToObservers(observed)
     }
 
-    /// How many `willSave` passes a save runs before giving up (DESIGN rule 4). Default 100.
+    /// How many `willSave` passes a save runs before giving up (Docs/Semantics.md, rule 4).
+    /// Default 100.
     public var willSavePassLimit = 100
 
     /// Per table whose class implements (or may implement) `didSave`, the rows of the pending

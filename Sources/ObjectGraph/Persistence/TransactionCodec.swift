@@ -105,7 +105,7 @@ enum TransactionCodec {
     /// Each column is gathered first (its cells and null bitmap), then its values are written
     /// straight into the writer's buffer in one go (``ByteWriter/append(upTo:_:)``), with the
     /// switch on the attribute's type outside the loop: per-value appends were most of the
-    /// cost of a save of many inserted objects (issue 5).
+    /// cost of a save of many inserted objects.
     private static func writeInserts(_ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter) {
         writeSerials(rows.map { t.serialOfRow[$0] }, into: &w)
         guard !rows.isEmpty else { return }

@@ -1,6 +1,6 @@
 /// What deleting an object does to the objects its relationship points at (Core Data's delete
-/// rules). Applied at `delete(_:)` time, so a cascade's objects are deleted at once (DESIGN
-/// rule 6); ``ModelContext/rollback()`` restores all of it (rule 8).
+/// rules). Applied at `delete(_:)` time, so a cascade's objects are deleted at once
+/// (Docs/Semantics.md, rule 6); ``ModelContext/rollback()`` restores all of it (rule 8).
 public enum DeleteRule: String, Sendable, Hashable, Codable, CaseIterable {
     /// The destination objects stay; their inverse relationship no longer points at the deleted
     /// object (a to-one inverse is set to `nil`, a to-many inverse loses it). The default.

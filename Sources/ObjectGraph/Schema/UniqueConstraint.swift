@@ -10,7 +10,7 @@ public struct UniqueConstraint: Sendable, Hashable {
     /// What a save does when two objects share a key.
     public enum CollisionPolicy: String, Sendable, Hashable, Codable {
         /// The save fails with a ``ValidationError`` naming both objects and the constraint
-        /// (DESIGN rule 13). The default.
+        /// (Docs/Semantics.md, rule 13). The default.
         case fail
         /// An object inserted since the last save that collides with another object is merged
         /// into it: its non-nil values are copied onto the existing object and the inserted one

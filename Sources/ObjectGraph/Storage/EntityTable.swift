@@ -103,7 +103,7 @@ final class EntityTable {
     /// get `willSave` again in the next pass. `nil` when not tracking.
     @exclusivity(unchecked) var willSaveTouched: Set<Int32>?
     /// Per row, the slots (below 64) changed since the last save by primitive sets only: saved,
-    /// but not reported to observers (DESIGN rule 3).
+    /// but not reported to observers (Docs/Semantics.md, rule 3).
     @exclusivity(unchecked) var primitiveOnly: [Int32: UInt64] = [:]
     /// Rows deleted by the save in progress, released after `didSave` ran on their objects.
     @exclusivity(unchecked) var awaitingRelease: [Int32] = []
@@ -593,7 +593,7 @@ final class EntityTable {
 
     // MARK: Delete
 
-    /// Marks a row deleted. An inserted row vanishes instead (DESIGN rule 7).
+    /// Marks a row deleted. An inserted row vanishes instead (Docs/Semantics.md, rule 7).
     func delete(row: Int) {
         let f = flags[row]
         guard f & (Flags.deleted | Flags.vanished) == 0 else { return }

@@ -4,7 +4,7 @@ import CPrefetch
 /// compared by the rows' key cells, so it stores 4 bytes per slot and no copy of any key.
 ///
 /// Holds at most one *owner* row per key. A row whose key is already owned by another row is
-/// kept in ``duplicates`` until the save validates it (DESIGN rule 13).
+/// kept in ``duplicates`` until the save validates it (Docs/Semantics.md, rule 13).
 final class UniqueIndex {
     static let empty: Int32 = -1
     static let tombstone: Int32 = -2

@@ -3,7 +3,7 @@
 //
 //     cc -O2 -o /tmp/chase Tools/Benchmarks/Latency/chase.c && /tmp/chase 268435456
 //
-// Used for the per-upsert scaling bound in Tools/Benchmarks/README.md (issue 5).
+// Used for the per-upsert scaling bound in Tools/Benchmarks/README.md.
 
 #include <stdint.h>
 #include <stdio.h>

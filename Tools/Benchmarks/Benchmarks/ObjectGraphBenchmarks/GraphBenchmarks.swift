@@ -1,4 +1,4 @@
-// Relationships and fetching (issue 3): cascade-delete a parent with 100k children and roll it
+// Relationships and fetching: cascade-delete a parent with 100k children and roll it
 // back (targets: ≤ 0.2 s each); fetch over 1M people filtered by a Swift closure (≥ 10M
 // objects scanned/s) and by a `#Predicate`, both translated into a column scan and evaluated by
 // Foundation object by object (measured, to say how far apart they are). Registered by

@@ -1,4 +1,4 @@
-// The ObjectGraph benchmarks: the "people" workload of DESIGN.md's Performance section.
+// The ObjectGraph benchmarks: the "people" workload (`People` in PeopleWorkload/Workload.swift).
 //
 // Run from Tools/Benchmarks (or `make bench` from the repository root):
 //
@@ -6,7 +6,7 @@
 //
 // Every benchmark works on N = 1,000,000 records and uses `scalingFactor: .mega`, so one
 // iteration is the whole million and the reported throughput (marked `*`) is objects per second.
-// The targets the library aims for (DESIGN.md): insert ≥ 1.5M objects/s, update ≥ 5M/s,
+// The targets the library aims for: insert ≥ 1.5M objects/s, update ≥ 5M/s,
 // rollback of 1M updates ≤ 0.2 s, ≤ 200 MB resident for 1M saved objects; the durable
 // store's targets are in StoreBenchmarks.swift.
 
@@ -137,8 +137,8 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(context)
     }
 
-    // 5–8. The durable store (issue 4): StoreBenchmarks.swift.
+    // 5–8. The durable store: StoreBenchmarks.swift.
     storeBenchmarks()
-    // 9–13. Relationships and fetching (issue 3): GraphBenchmarks.swift.
+    // 9–13. Relationships and fetching: GraphBenchmarks.swift.
     graphBenchmarks()
 }

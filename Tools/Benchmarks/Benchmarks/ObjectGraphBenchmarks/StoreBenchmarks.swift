@@ -1,8 +1,8 @@
-// The durable store's benchmarks (issue 4): save, reopen, small saves and compaction of the
+// The durable store's benchmarks: save, reopen, small saves and compaction of the
 // people workload in an `ObjectStore` under the system's temporary directory. Registered by
 // `storeBenchmarks()`, called from `benchmarks` in ObjectGraphBenchmarks.swift.
 //
-// Targets (DESIGN.md, issue 4): one save of 1M inserted objects with fsync ≤ 0.4 s; reopen of a
+// Targets: one save of 1M inserted objects with fsync ≤ 0.4 s; reopen of a
 // 1M-object store ≤ 0.3 s and ≤ 40 MB on disk; ≥ 200k saves/s of one changed object with
 // `.none`, and with `.always` ≥ 80% of the disk's raw fdatasync rate measured in the same run;
 // compaction of 1M live objects + 1M superseded updates ≤ 1.5 s.

@@ -1,6 +1,6 @@
 public import ObjectGraph
 
-/// The parent of the cascade benchmark (issue 3): deleting it deletes its residents.
+/// The parent of the cascade benchmark: deleting it deletes its residents.
 @Entity
 public final class Household {
     public var name: String = ""

@@ -1,6 +1,6 @@
 public import ObjectGraph
 
-/// The six-attribute "people" record of DESIGN.md's Performance section (slots 0–5).
+/// The six-attribute "people" record of the benchmark workload, ``People`` (slots 0–5).
 @Entity
 public final class Person {
     public var id: Int64

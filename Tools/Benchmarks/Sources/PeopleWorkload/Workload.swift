@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The "people" workload of DESIGN.md's Performance section: record `i` has id `i`,
+/// The "people" workload of the benchmarks and the peer comparison: record `i` has id `i`,
 /// name "Person i", email "p<i>@example.com", age 20 + i % 60, city "City <i % 1000>" and
 /// score i × 0.5.
 public enum People {

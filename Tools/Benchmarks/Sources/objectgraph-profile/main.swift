@@ -5,15 +5,15 @@
 //     valgrind --tool=callgrind .build/release/objectgraph-profile insert 100000
 //
 // Phases: `insert` (build strings inline), `insert-prebuilt`, `update`, `rollback`, `memory`,
-// or `all` (default); the durable store's (issue 4, stores under the temporary directory,
+// or `all` (default); the durable store's (stores under the temporary directory,
 // removed afterwards): `save` (one save of n inserted objects, `.always`), `reopen` (replay a
 // store of n objects; prints its size on disk), `saves-none` / `saves-always [k]` (k saves of
 // one changed object in a store of n; k defaults to 100,000 and 5,000), `fsync` (the disk's raw
 // append+fdatasync rate), `compact` (n live objects + n superseded updates), or `store` (all of
-// these); the import's (issue 5): `import-empty` (importUniqueObjects of n sources into an
+// these); the import's: `import-empty` (importUniqueObjects of n sources into an
 // empty store + durable save), `import-existing` (n sources, half updates, into a store of n),
 // `upsert-scaling` (time per upsert with 10k vs 1M present), `import-duplicates` (a first
-// import of 2n sources, every ID twice), or `import` (all four); relationships (issue 3):
+// import of 2n sources, every ID twice), or `import` (all four); relationships:
 // `cascade` (cascade-delete a parent with n children, then roll back). Each measured loop is its own `measured…` function, so callgrind can
 // count only it:
 //
@@ -89,7 +89,7 @@ func rollbackPhase(_ context: ModelContext) {
 @inline(never)
 func measuredRollback(_ context: ModelContext) { context.rollback() }
 
-// MARK: The durable store (issue 4)
+// MARK: The durable store
 
 let k = args.count > 3 ? Int(args[3]) : nil
 
@@ -182,7 +182,7 @@ func compactPhase() throws {
 @inline(never)
 func measuredCompact(_ store: ObjectStore) throws { try store.compact() }
 
-// MARK: Import (issue 5)
+// MARK: Import
 
 /// The import alone, for callgrind's `--toggle-collect='*measuredImport*'`.
 @inline(never)
@@ -295,7 +295,7 @@ func importDuplicatesPhase() throws {
     print("first import of \(sources.count) sources, every ID twice: \(String(format: "%.3f", s)) s, \(String(format: "%.2f", Double(sources.count) / s / 1e6))M sources/s; \(objects.count) objects")
 }
 
-// MARK: Relationships (issue 3)
+// MARK: Relationships
 
 func measuredCascadeDelete(_ context: ModelContext, _ home: Household) { context.delete(home) }
 func measuredCascadeRollback(_ context: ModelContext) { context.rollback() }

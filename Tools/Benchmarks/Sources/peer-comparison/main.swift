@@ -1,5 +1,5 @@
-// ObjectGraph next to its peers on the same data (issue 7): SQLite via GRDB and Redis's
-// append-only file, the people workload of DESIGN.md at N = 10k, 100k and 1M.
+// ObjectGraph next to its peers on the same data: SQLite via GRDB and Redis's append-only
+// file, the people workload (PeopleWorkload/Workload.swift) at N = 10k, 100k and 1M.
 //
 //     swift run -c release peer-comparison [--sizes 10000,100000,1000000] [--repeats 3]
 //         [--tx 100000] [--tx-fsync 5000] [--tx-size 100000] [--out Results]
