@@ -16,6 +16,6 @@ clang -c -O1 -g -fsanitize=address,fuzzer-no-link -I Sources/CCRC32C/include Sou
 swiftc -parse-as-library -module-name GraphJournal -swift-version 6 -O -g \
     -sanitize=fuzzer,address \
     -I Sources/CLZ4 -I "$out/include" \
-    Sources/GraphJournal/*.swift Tools/Fuzz/JournalReaderFuzz.swift "$out/CRC32C.o" -llz4 \
+    $(find Sources/GraphJournal -name "*.swift") Tools/Fuzz/JournalReaderFuzz.swift "$out/CRC32C.o" -llz4 \
     -o "$out/journal-reader-fuzz" 2> >(grep -v "Cannot export local symbol '__asan" >&2)
 echo "$out/journal-reader-fuzz"

@@ -1,3 +1,5 @@
+
+
 extension ModelContext {
     /// The object of `type` whose unique attribute at `keyPath` equals `value`, pending inserts
     /// and changes included. O(1): a hash lookup in the constraint's index.
@@ -156,29 +158,6 @@ extension ModelContext {
             }
         }
         return failures
-    }
-}
-
-extension EntityTable {
-    func slot(for keyPath: AnyKeyPath) throws(ObjectGraphError) -> Int {
-        guard let slot = entity.slot(for: keyPath) else {
-            throw ObjectGraphError(
-                .unknownKey, "\(keyPath) is not an attribute of \(entity.name) (hand-written models pass keyPaths: to EntityDescription)",
-                entity: entity.name)
-        }
-        return slot
-    }
-
-    /// The index of the constraint that is exactly the attribute at `slot`.
-    func uniqueIndex(slot: Int) -> UniqueIndex? {
-        for i in indexesBySlot[slot] where uniqueIndexes[i].slots.count == 1 { return uniqueIndexes[i] }
-        return nil
-    }
-
-    /// The index of the constraint whose keys are exactly `slots` (in any order).
-    func uniqueIndex(slots: [Int]) -> UniqueIndex? {
-        let wanted = Set(slots)
-        return uniqueIndexes.first { Set($0.slots) == wanted && $0.slots.count == slots.count }
     }
 }
 

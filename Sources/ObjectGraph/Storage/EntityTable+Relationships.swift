@@ -1,0 +1,147 @@
+import Foundation
+
+// Relationships: reading and setting both sides, and the delete rules.
+
+extension EntityTable {
+    /// The table of a relationship's destination entity.
+    @inline(__always)
+    func destinationTable(_ r: ResolvedRelationship) -> EntityTable { context.tables[r.destination] }
+
+    /// The serial a to-one slot holds, or `nil` when it is null.
+    @inline(__always)
+    func reference(row: Int, slot: Int) -> UInt64? {
+        isNull(row: row, slot: slot) ? nil : values[row * stride + slot]
+    }
+
+    /// The destination row of the to-one `r` of `row`, if any. A destination deleted in this
+    /// transaction is still returned (Core Data does the same: its `isDeleted` is true) unless
+    /// `visibleOnly`; one released by a save, or never saved, reads as `nil`.
+    func toOneDestination(row: Int, _ r: ResolvedRelationship, visibleOnly: Bool = false) -> Int? {
+        guard let serial = reference(row: row, slot: r.slot) else { return nil }
+        let d = destinationTable(r)
+        guard let target = d.row(ofSerial: serial),
+              visibleOnly ? d.isVisible(row: target) : d.flags[target] & (Flags.live | Flags.vanished) == Flags.live
+        else { return nil }
+        return target
+    }
+
+    /// The visible destination rows of the to-many `r` of `row`, in storage order.
+    func toManyDestinations(row: Int, _ r: ResolvedRelationship) -> [Int] {
+        let d = destinationTable(r)
+        guard let index = d.referenceIndexOfSlot[r.inverseSlot] else { return [] }
+        return d.referencingRows(index, serial: serialOfRow[row]).map(Int.init).sorted()
+    }
+
+    /// Points the to-one `r` of `row` at `target` (a visible row of the destination table) or at
+    /// nothing, keeping a to-one inverse consistent: the old destination's inverse and the new
+    /// destination's previous partner are cleared. A to-many inverse follows by itself.
+    ///
+    /// With `primitive: true` only this side changes (Core Data's primitive accessors).
+    func setToOne(row: Int, _ r: ResolvedRelationship, to target: Int?, primitive: Bool = false) {
+        let d = destinationTable(r)
+        let old = toOneDestination(row: row, r)
+        if old == target && (target != nil || isNull(row: row, slot: r.slot)) { return }
+        if !primitive && !r.inverseIsToMany {
+            let mySerial = serialOfRow[row]
+            if let old, d.reference(row: old, slot: r.inverseSlot) == mySerial {
+                d.set(row: old, slot: r.inverseSlot, value: nil)
+            }
+            if let target {
+                let inverse = d.relationships[r.inverse]
+                if let partner = d.toOneDestination(row: target, inverse), !(partner == row && d.destinationTable(inverse) === self) {
+                    set(row: partner, slot: r.slot, value: nil)
+                }
+                d.setCell(row: target, slot: r.inverseSlot, .fixed(mySerial))
+            }
+        }
+        if let target {
+            setCell(row: row, slot: r.slot, .fixed(d.serialOfRow[target]), primitive: primitive)
+        } else {
+            set(row: row, slot: r.slot, value: nil, primitive: primitive)
+        }
+    }
+
+    /// Makes the to-many `r` of `row` hold exactly `targets`: objects that leave it get `nil` in
+    /// their to-one inverse, objects that join it point at `row` (leaving their previous owner).
+    func setToMany(row: Int, _ r: ResolvedRelationship, to targets: [Int]) {
+        let d = destinationTable(r)
+        let current = Set(toManyDestinations(row: row, r))
+        let wanted = Set(targets)
+        let inverse = d.relationships[r.inverse]
+        for leaving in current.subtracting(wanted).sorted() { d.setToOne(row: leaving, inverse, to: nil) }
+        for joining in targets where !current.contains(joining) { d.setToOne(row: joining, inverse, to: row) }
+    }
+}
+
+// MARK: Relationships in changedValues() and committedValues(forKeys:)
+
+extension EntityTable {
+    /// A to-one slot's stored serial as the destination's ID.
+    func objectValue(_ value: AttributeValue?, _ r: ResolvedRelationship) -> AttributeValue? {
+        guard case .uint(let serial)? = value else { return value }
+        return .object(ObjectID(entityName: destinationTable(r).entity.name, serial: serial))
+    }
+
+    /// The serials of the to-many `r`'s current members of `row`, ascending.
+    func currentMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
+        let d = destinationTable(r)
+        return toManyDestinations(row: row, r).map { d.serialOfRow[$0] }.sorted()
+    }
+
+    /// The serials of the to-many `r`'s members of `row` as last saved, ascending: the saved
+    /// objects whose saved to-one inverse names `row`.
+    func committedMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
+        let d = destinationTable(r)
+        let mine = serialOfRow[row]
+        var candidates = Set(toManyDestinations(row: row, r))
+        candidates.formUnion(d.dirtyRows.map(Int.init))
+        candidates.formUnion(d.deletedRows.map(Int.init))
+        var serials: [UInt64] = []
+        for c in candidates where d.flags[c] & (Flags.inserted | Flags.vanished) == 0 && d.flags[c] & Flags.live != 0 {
+            if case .uint(let s)? = d.committedValue(row: c, slot: r.inverseSlot), s == mine { serials.append(d.serialOfRow[c]) }
+        }
+        return serials.sorted()
+    }
+
+    func objectsValue(_ serials: [UInt64], _ r: ResolvedRelationship) -> AttributeValue {
+        let name = destinationTable(r).entity.name
+        return .objects(serials.map { ObjectID(entityName: name, serial: $0) })
+    }
+
+    /// `changedValues(row:)` with relationships as objects: a changed to-one as `.object`, a
+    /// to-many whose members changed (or, for an inserted object, that has members) as
+    /// `.objects` of its current members.
+    func changedValuesWithRelationships(row: Int) -> [String: AttributeValue?] {
+        var result = changedValues(row: row)
+        guard row >= 0 else { return result }
+        for r in relationships {
+            if !r.isToMany {
+                if let value = result[r.name] { result[r.name] = .some(objectValue(value, r)) }
+                continue
+            }
+            let current = currentMembers(row: row, r)
+            if flags[row] & Flags.inserted != 0 {
+                if !current.isEmpty { result[r.name] = .some(objectsValue(current, r)) }
+            } else if committedMembers(row: row, r) != current {
+                result[r.name] = .some(objectsValue(current, r))
+            }
+        }
+        return result
+    }
+
+    /// `committedValues(row:slots:)` for `keys` (every attribute and relationship when `nil`),
+    /// relationships as `.object` / `.objects`.
+    func committedValuesWithRelationships(row: Int, keys: [String]?) throws(ObjectGraphError) -> [String: AttributeValue?] {
+        let toMany = relationships.filter(\.isToMany)
+        let slotKeys = keys?.filter { key in !toMany.contains { $0.name == key } }
+        var result = committedValues(row: row, slots: try slots(forKeys: slotKeys))
+        guard row >= 0, flags[row] & Flags.inserted == 0 else { return result }
+        for r in relationships where !r.isToMany {
+            if let value = result[r.name] { result[r.name] = .some(objectValue(value, r)) }
+        }
+        for r in toMany where keys?.contains(r.name) ?? true {
+            result[r.name] = .some(objectsValue(committedMembers(row: row, r), r))
+        }
+        return result
+    }
+}
