@@ -390,3 +390,71 @@ struct TransactionTests {
         #expect(!context.hasChanges)
     }
 }
+
+/// An entity importable by a string key, and one by a floating-point key, for identity tests.
+@Entity final class NamedImport {
+    @Attribute(.unique) var name: String = ""
+    var sources: Int = 0
+}
+
+extension NamedImport: ImportableUniqueObject {
+    typealias ImportSource = String
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<NamedImport, String> { \.name }
+    static func uniqueID(from source: String, in context: ModelContext) throws -> String? { source }
+    func update(from source: String, in context: ModelContext) throws { sources += 1 }
+}
+
+@Entity final class MeasuredImport {
+    @Attribute(.unique) var value: Double = 0
+    var sources: Int = 0
+}
+
+extension MeasuredImport: ImportableUniqueObject {
+    typealias ImportSource = Double
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<MeasuredImport, Double> { \.value }
+    static func uniqueID(from source: Double, in context: ModelContext) throws -> Double? { source }
+    func update(from source: Double, in context: ModelContext) throws { sources += 1 }
+}
+
+/// Identity is byte equality (Docs/Semantics.md, rule 15): one batch, two batches and a lookup
+/// all agree.
+@Suite("Import identity: stored bytes, as the unique index compares")
+struct ImportIdentityTests {
+    static let composed = "caf\u{E9}"        // é as one scalar
+    static let decomposed = "cafe\u{301}"    // e and a combining acute accent
+
+    @Test func canonicallyEquivalentStringsAreTwoIDsInOneBatchAsInTwo() throws {
+        #expect(Self.composed == Self.decomposed, "Swift's == says they are one string")
+        let oneBatch = ModelContext(schema: try Schema(NamedImport.self))
+        let imported = try oneBatch.importUniqueObjects(NamedImport.self, sourceArray: [Self.composed, Self.decomposed])
+        #expect(imported.count == 2)
+        let twoBatches = ModelContext(schema: try Schema(NamedImport.self))
+        _ = try twoBatches.importUniqueObjects(NamedImport.self, sourceArray: [Self.composed])
+        _ = try twoBatches.importUniqueObjects(NamedImport.self, sourceArray: [Self.decomposed])
+        for context in [oneBatch, twoBatches] {
+            #expect(try context.objects(of: NamedImport.self).count == 2)
+            let byComposed = try #require(try context.object(NamedImport.self, where: \.name, equals: Self.composed))
+            let byDecomposed = try #require(try context.object(NamedImport.self, where: \.name, equals: Self.decomposed))
+            #expect(byComposed !== byDecomposed)
+            #expect(Array(byDecomposed.name.utf8) == Array(Self.decomposed.utf8))
+            try context.save()
+        }
+        // A repeat of the same bytes is the same object.
+        let again = try oneBatch.importUniqueObjects(NamedImport.self, sourceArray: [Self.decomposed, Self.decomposed])
+        #expect(again.count == 1)
+        #expect(try oneBatch.objects(of: NamedImport.self).count == 2)
+    }
+
+    @Test func zeroAndNegativeZeroAreTwoIDsAndNaNIsOne() throws {
+        let context = ModelContext(schema: try Schema(MeasuredImport.self))
+        let imported = try context.importUniqueObjects(MeasuredImport.self, sourceArray: [0.0, -0.0, .nan, .nan, 0.0])
+        #expect(imported.count == 3)
+        #expect(imported.map { $0.value.bitPattern } == [Double(0).bitPattern, (-Double(0)).bitPattern, Double.nan.bitPattern])
+        #expect(try context.object(MeasuredImport.self, where: \.value, equals: -0.0) === imported[1])
+        #expect(try context.object(MeasuredImport.self, where: \.value, equals: 0.0) === imported[0])
+        let later = ModelContext(schema: try Schema(MeasuredImport.self))
+        _ = try later.importUniqueObjects(MeasuredImport.self, sourceArray: [0.0])
+        _ = try later.importUniqueObjects(MeasuredImport.self, sourceArray: [-0.0])
+        #expect(try later.objects(of: MeasuredImport.self).count == 2)
+    }
+}

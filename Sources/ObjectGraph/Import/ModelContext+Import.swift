@@ -151,14 +151,18 @@ extension ModelContext {
 /// The distinct IDs of an import in order of first appearance, each with the index of its last
 /// source (the one that wins).
 ///
-/// For IDs whose stored cell is equal exactly when the IDs are (integers, `Bool`, `UUID`) this
-/// is an open-addressing table hashed by the cell with ``_KeyHasher``; a `Dictionary` (SipHash)
-/// cost 8% of a 1M import with the index's hashing (callgrind). Each bucket holds the position
-/// in `all` and 32 bits of the hash, so a probe compares an ID only when those bits match, and
-/// the bucket of the ID eight places ahead is prefetched: with 1M IDs the table is far larger
-/// than the caches, and each probe was a cache miss followed by another for `all[j]` (perf).
-/// Strings compare by canonical equivalence, not bytes, and doubles treat -0.0 as 0.0, so those
-/// keep the dictionary.
+/// Two IDs are the same when their stored cells are (Docs/Semantics.md, rule 15): the bytes the
+/// unique index compares, so that an import finds the same objects as a lookup does. Strings
+/// are not compared by canonical equivalence (`"café"` written with U+00E9 and with a
+/// combining accent are two IDs), and doubles by bit pattern (`0.0` and `-0.0` are two IDs;
+/// a NaN is one ID, equal to itself).
+///
+/// The table is open addressing, hashed by the cell with ``_KeyHasher``; a `Dictionary`
+/// (SipHash) cost 8% of a 1M import with the index's hashing (callgrind). Each bucket holds the
+/// position in `all` and 32 bits of the hash, so a probe compares an ID only when those bits
+/// match, and the bucket of the ID eight places ahead is prefetched: with 1M IDs the table is
+/// far larger than the caches, and each probe was a cache miss followed by another for
+/// `all[j]` (perf).
 ///
 /// When no ID repeats, as in most imports, `ids` is `all` itself and nothing else is built:
 /// copying the IDs and their source indexes touched 16 MB of fresh memory for 1M IDs, and a
@@ -194,9 +198,11 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
             marks[first] = sources?[j] ?? j
             repeats = marks
         }
-        if ID.attributeType.cellEqualityIsEquality, all.count < Int(Int32.max) {
+        do {  // the table's scope
             // At most half full, so a probe ends soon. A bucket is 0 when empty, else the hash's
-            // high 32 bits above j + 1.
+            // high 32 bits above j + 1 (or j + 1 alone, compared in full, for more than 2^32 - 2
+            // IDs, when j + 1 needs the whole word).
+            let tagMask: UInt64 = all.count < Int(UInt32.max) ? 0xFFFF_FFFF_0000_0000 : 0
             var size = 16
             while size < all.count * 2 { size <<= 1 }
             let mask = size - 1
@@ -210,7 +216,7 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
                     }
                     let id = all[j]
                     let h = Self.hash(id, seed: seed)
-                    let tag = UInt64(truncatingIfNeeded: h) & 0xFFFF_FFFF_0000_0000
+                    let tag = UInt64(truncatingIfNeeded: h) & tagMask
                     var b = h & mask
                     while true {
                         let bucket = buckets[b]
@@ -218,9 +224,9 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
                             buckets[b] = tag | UInt64(j + 1)
                             break
                         }
-                        if bucket & 0xFFFF_FFFF_0000_0000 == tag {
-                            let first = Int(truncatingIfNeeded: bucket & 0xFFFF_FFFF) - 1
-                            if all[first] == id {
+                        if bucket & tagMask == tag {
+                            let first = Int(truncatingIfNeeded: bucket & ~tagMask) - 1
+                            if Self.sameCell(all[first], id) {
                                 noteRepeat(at: j, of: first)
                                 break
                             }
@@ -228,12 +234,6 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
                         b = (b + 1) & mask
                     }
                 }
-            }
-        } else {
-            var firsts: [ID: Int] = [:]
-            firsts.reserveCapacity(all.count)
-            for (j, id) in all.enumerated() {
-                if let first = firsts[id] { noteRepeat(at: j, of: first) } else { firsts[id] = j }
             }
         }
         guard let repeats else {
@@ -254,6 +254,20 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
         self.sources = nil
     }
 
+    /// Whether two IDs have the same stored cell: the same bits, or the same bytes.
+    @inlinable
+    static func sameCell(_ a: ID, _ b: ID) -> Bool {
+        a._withCell { x in
+            b._withCell { y in
+                switch (x, y) {
+                case (.fixed(let p), .fixed(let q)): return p == q
+                case (.bytes(let p), .bytes(let q)): return p.count == q.count && p.elementsEqual(q)
+                default: return false
+                }
+            }
+        }
+    }
+
     @inlinable
     static func hash(_ id: ID, seed: UInt64) -> Int {
         id._withCell { cell -> Int in
@@ -272,17 +286,6 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
 @usableFromInline
 func _prefetch(_ buffer: UnsafeMutableBufferPointer<UInt64>, _ i: Int) {
     if let base = buffer.baseAddress { cprefetch_read(base + i) }
-}
-
-extension AttributeType {
-    /// Whether two values of this type are equal (`==`) exactly when their stored cells are.
-    @usableFromInline
-    var cellEqualityIsEquality: Bool {
-        switch self {
-        case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64, .uuid: true
-        case .double, .float, .date, .string, .data, .url: false
-        }
-    }
 }
 
 /// The non-generic part of a unique import: the table, the ID's unique index and slot.
