@@ -42,7 +42,11 @@ extension ModelContext {
     /// - every ID is extracted first (`uniqueID(from:in:)`); a throw there creates nothing, and a
     ///   `nil` ID skips its source;
     /// - when an ID appears several times, the last source wins;
-    /// - `preProcess`, if given, may rewrite the ID → source mapping before anything is created;
+    /// - IDs are the same when their stored bytes are, as the unique index compares them
+    ///   (Docs/Semantics.md, rule 15): `"café"` with U+00E9 and with a combining accent are two
+    ///   IDs, and so are `0.0` and `-0.0`;
+    /// - `preProcess`, if given, may rewrite the ID → source mapping before anything is created
+    ///   (a Swift dictionary: IDs that `==` calls equal share one entry there);
     /// - existing objects (pending inserts included) are updated if `shouldUpdate`, else skipped
     ///   and not returned; new IDs are inserted if `shouldInsert`, with the ID set before
     ///   `didInsert`;
