@@ -119,6 +119,29 @@ struct UniqueTests {
         #expect(b.modelContext == nil)
     }
 
+    @Test func aMergeNeverChangesAnotherUniqueKeyOfTheExistingObject() throws {
+        let context = try memberContext()
+        let a = try context.insert(Member.self)
+        a.id = 1; a.email = "ada@example.com"; a.name = "Ada"
+        try context.save()
+        // Same e-mail (merge), another id (fail): merging would rewrite Member/1's id to 2.
+        let b = try context.insert(Member.self)
+        b.id = 2; b.email = "ada@example.com"; b.name = "Impostor"
+        #expect {
+            try context.save()
+        } throws: { error in
+            guard let error = error as? ValidationError else { return false }
+            return error.failures.contains { $0.reason.contains("not merged, because the merge would change Member/1's id") }
+        }
+        #expect(a.id == 1 && a.name == "Ada", "the existing object is unchanged")
+        #expect(b.modelContext != nil && context.hasChanges, "the insert stays pending, for the caller to fix")
+        // Giving the existing object a key it did not have is not a change of identity.
+        b.id = 1; b.team = "red"; b.number = 7
+        try context.save()
+        #expect(try context.count(of: Member.self) == 1)
+        #expect(a.name == "Impostor" && a.team == "red" && a.number == 7)
+    }
+
     @Test func rollbackRestoresTheUniqueIndexes() throws {
         let context = try memberContext()
         let a = try context.insert(Member.self)

@@ -105,6 +105,10 @@ extension ModelContext {
                     let row = Int(r)
                     guard t.isVisible(row: row), t.isInserted(row: row),
                           let owner = t.owner(ofKeyOf: row, in: index), owner != row else { continue }
+                    // A merge never changes the existing object's other unique keys: that would
+                    // change an identity another constraint guarantees. Such an insert stays a
+                    // collision, which validation reports.
+                    guard t.otherUniqueKeyThatDiffers(row, owner, besides: index) == nil else { continue }
                     for slot in 0..<t.stride where !t.isNull(row: row, slot: slot) && !t.entity.attributes[slot].isRelationship {
                         t.set(row: owner, slot: slot, value: t.value(row: row, slot: slot))
                     }
@@ -151,9 +155,13 @@ extension ModelContext {
                         .joined(separator: ", ")
                     let me = ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row))
                     let other = ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: owner))
+                    var reason = "unique constraint \(index.constraint.name(in: t.entity.name)) violated: \(me) and \(other) both have \(key)"
+                    if index.constraint.onCollision == .merge, t.isInserted(row: row),
+                       let differing = t.otherUniqueKeyThatDiffers(row, owner, besides: index) {
+                        reason += "; not merged, because the merge would change \(other)'s \(differing.constraint.keys.joined(separator: ", ")), which unique constraint \(differing.constraint.name(in: t.entity.name)) guarantees"
+                    }
                     failures.append(.init(
-                        entity: t.entity.name, objectID: me, key: index.constraint.keys.joined(separator: ", "),
-                        reason: "unique constraint \(index.constraint.name(in: t.entity.name)) violated: \(me) and \(other) both have \(key)"))
+                        entity: t.entity.name, objectID: me, key: index.constraint.keys.joined(separator: ", "), reason: reason))
                 }
             }
         }

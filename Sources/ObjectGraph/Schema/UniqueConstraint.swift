@@ -14,7 +14,9 @@ public struct UniqueConstraint: Sendable, Hashable {
         case fail
         /// An object inserted since the last save that collides with another object is merged
         /// into it: its non-nil values are copied onto the existing object and the inserted one
-        /// vanishes (SwiftData's upsert-on-save).
+        /// vanishes (SwiftData's upsert-on-save). A merge that would change another unique key
+        /// the existing object holds is not made: the save reports the collision, as `.fail`
+        /// does, saying which key (Docs/Semantics.md, rule 13).
         case merge
     }
 

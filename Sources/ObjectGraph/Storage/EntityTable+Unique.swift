@@ -22,3 +22,17 @@ extension EntityTable {
         return uniqueIndexes.first { Set($0.slots) == wanted && $0.slots.count == slots.count }
     }
 }
+
+extension EntityTable {
+    /// The first unique index other than `index` in which both `row` and `owner` have a key
+    /// (no nil attribute) and the keys' stored bytes differ: the key a merge of `row` into
+    /// `owner` would change. Nil when a merge changes no other unique key (giving `owner` a key
+    /// it did not have is not a change of identity).
+    func otherUniqueKeyThatDiffers(_ row: Int, _ owner: Int, besides index: UniqueIndex) -> UniqueIndex? {
+        uniqueIndexes.first { other in
+            other !== index
+                && !other.slots.contains { isNull(row: row, slot: $0) || isNull(row: owner, slot: $0) }
+                && !sameKey(row, owner, other)
+        }
+    }
+}
