@@ -73,7 +73,9 @@ public struct EntityChanges: Sendable, Hashable {
     public var isEmpty: Bool { insertedSerials.isEmpty && updates.isEmpty && deletedSerials.isEmpty }
 }
 
-/// Where a context's saves go: the journal-backed store implements this; tests can too.
+/// Where the saves of a context that no ``ObjectStore`` owns go: a test backend, or
+/// persistence of your own. (An ``ObjectStore`` writes its context's saves to its journal
+/// itself, without this protocol: see `Docs/Architecture.md`, "The door, today".)
 ///
 /// ``persist(_:)`` must be atomic: it records all of the change set or, by throwing, none of it.
 /// When it throws, the save fails and the context keeps its pending changes
