@@ -6,6 +6,7 @@
 #   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases
 #   make install   build graph-journal (release, Swift runtime linked statically) and install it to $(PREFIX)/bin
 
+SHELL := /bin/bash
 SWIFT ?= swift
 PREFIX ?= /usr/local
 DEPS := Tools/install-deps.sh
@@ -59,10 +60,17 @@ fixture: deps
 # that Foundation's user-name, host and bundle lookups would need glibc's shared NSS modules at
 # run time; the tool calls none of them. Built in its own scratch directory, so that the flags
 # do not invalidate `.build`.
+# The static link's known warnings (glibc's user, group, host and dlopen lookups, and its note
+# on mktemp in Foundation) are filtered from the output: the tool calls none of those paths.
+# Any other warning, and the build's exit status, come through. The installed binary is
+# stripped (83 MB with symbols, 61 MB without).
+STATIC_LINK_NOTES := -e "in statically linked applications requires at runtime the shared libraries" -e "the use of \`mktemp' is dangerous"
+
 install: deps
-	$(SWIFT) build -c release --product graph-journal --static-swift-stdlib -Xswiftc -static-executable --scratch-path .build/install
+	set -o pipefail; $(SWIFT) build -c release --product graph-journal --static-swift-stdlib -Xswiftc -static-executable --scratch-path .build/install 2>&1 \
+		| { grep -v $(STATIC_LINK_NOTES) || true; }
 	install -d "$(DESTDIR)$(PREFIX)/bin"
-	install -m 0755 .build/install/release/graph-journal "$(DESTDIR)$(PREFIX)/bin/graph-journal"
+	install -m 0755 -s .build/install/release/graph-journal "$(DESTDIR)$(PREFIX)/bin/graph-journal"
 
 clean:
 	rm -rf .build demo-store Tools/Benchmarks/.build
