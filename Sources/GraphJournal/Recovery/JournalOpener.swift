@@ -57,8 +57,8 @@ struct JournalOpener {
                 guard case .io(let errno, _) = error.code, errno == ENOENT else { throw error }
             }
             // A gap before this file, or a missing file, that an unlisted log fills: walk that
-            // log first.
-            if index > 0, bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence != tail.nextSequence,
+            // log first. (With no unlisted log, as at nearly every open, nothing is parsed twice.)
+            if index > 0, !unlisted.logs.isEmpty, bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence != tail.nextSequence,
                let fill = unlisted.continuation(at: tail.nextSequence, after: fileNumber(chain[index - 1]), before: fileNumber(name)) {
                 chain.insert(fill.name, at: index)
                 adopted.append(fill.name)
