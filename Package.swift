@@ -38,6 +38,8 @@ let package = Package(
         .target(name: "CCRC32C"),
         // A prefetch hint for the bulk import's hash-table and row accesses (header-only).
         .target(name: "CPrefetch"),
+        // simdjson's DOM parser from Debian's libsimdjson-dev, behind a C header (og_simdjson.h).
+        .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
         .target(
             name: "GraphJournal",
             dependencies: ["CLZ4", "CCRC32C"],
@@ -57,7 +59,7 @@ let package = Package(
         ),
         .target(
             name: "ObjectGraph",
-            dependencies: ["ObjectGraphMacros", "GraphJournal", "CPrefetch", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ObjectGraphMacros", "GraphJournal", "CPrefetch", "CSimdJSON", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -130,5 +132,6 @@ let package = Package(
             swiftSettings: strictSettings
         ),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

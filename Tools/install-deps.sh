@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the C libraries ObjectGraph builds against (Debian's liblz4-dev and pkg-config)
-# when they are missing. Uses sudo when not root; says what to do when neither works.
+# Installs the C and C++ libraries ObjectGraph builds against (Debian's liblz4-dev,
+# libsimdjson-dev and pkg-config) when they are missing. Uses sudo when not root; says what to
+# do when neither works.
 set -euo pipefail
 
 missing=()
@@ -8,6 +9,7 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists liblz4; then
     missing+=(liblz4-dev)
 fi
+[ -f /usr/include/simdjson.h ] || missing+=(libsimdjson-dev)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]} with apt-get" >&2
@@ -21,7 +23,7 @@ else
     exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-deps: no apt-get here; install ${missing[*]} (liblz4 with its pkg-config file) by hand." >&2
+    echo "install-deps: no apt-get here; install ${missing[*]} (liblz4 with its pkg-config file, simdjson's header and library) by hand." >&2
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -30,3 +32,4 @@ $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1
     $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 }
 pkg-config --exists liblz4 || { echo "install-deps: liblz4 still not found by pkg-config" >&2; exit 1; }
+[ -f /usr/include/simdjson.h ] || { echo "install-deps: /usr/include/simdjson.h still missing" >&2; exit 1; }

@@ -1,0 +1,64 @@
+// A C interface to simdjson's DOM parser, for ObjectGraph's JSON mapping (JSONDocument.swift).
+//
+// The header is plain C so that Swift imports it without C++ interoperability; the C++ lives in
+// og_simdjson.cpp. A parsed document is exposed as simdjson's tape (doc/tape.md in simdjson):
+//
+//   tape[0]            'r' << 56 | index of the final 'r' word; the root value starts at index 1
+//   '[' and '{'        payload: low 32 bits = index just past the matching ']' or '}',
+//                      bits 32..55 = element (or field) count, saturated at 0xFFFFFF
+//   ']' and '}'        payload: index of the matching '[' or '{'
+//   'l', 'u', 'd'      followed by one word holding the int64, uint64 or double bits
+//   '"'                payload: offset into the string buffer, which holds a 4-byte
+//                      little-endian length, the UTF-8 bytes (escapes decoded), then a NUL
+//   't', 'f', 'n'      true, false, null
+//
+// The tag is the word's top byte, the payload its low 56 bits. Object fields are a key string
+// followed by its value.
+
+#ifndef OG_SIMDJSON_H
+#define OG_SIMDJSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// A parsed JSON document: its tape and string buffer. Free with og_json_free.
+typedef struct og_json_doc og_json_doc;
+
+/// The simdjson error codes callers tell apart (simdjson::error_code values).
+enum {
+    /// No error.
+    OG_JSON_SUCCESS = 0,
+    /// The document is larger than simdjson can parse (4 GiB).
+    OG_JSON_CAPACITY = 1,
+    /// Memory for the document could not be allocated.
+    OG_JSON_MEMALLOC = 2,
+};
+
+/// Parses `length` bytes at `bytes` (copied into padded memory first, so any buffer will do).
+/// Returns the document, or NULL with simdjson's error code in `*error_code`. Never throws.
+og_json_doc *og_json_parse(const void *bytes, size_t length, int *error_code);
+
+/// simdjson's message for `code` (a static string).
+const char *og_json_error_message(int code);
+
+/// The nesting depth simdjson's parser accepts (arrays and objects inside each other).
+size_t og_json_max_depth(void);
+
+/// The document's tape; index 0 is the root 'r' word. Valid until og_json_free.
+const uint64_t *og_json_tape(const og_json_doc *document);
+
+/// The document's string buffer, which the tape's string words point into.
+const uint8_t *og_json_string_buffer(const og_json_doc *document);
+
+/// Frees a document from og_json_parse (NULL is ignored).
+void og_json_free(og_json_doc *document);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,424 @@
+import Foundation
+internal import CSimdJSON
+
+/// The kind of a JSON value.
+enum JSONKind: Sendable {
+    case null, bool, number, string, array, object
+}
+
+/// A JSON number as simdjson parsed it: an integer that fits `Int64` is `.int`, a larger
+/// non-negative integer (up to `UInt64.max`) is `.uint`, and a number with a fraction or an
+/// exponent is `.double`. Integers beyond 64 bits and doubles beyond `Double`'s range are
+/// malformed documents.
+enum JSONNumber: Sendable {
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+}
+
+/// A parsed JSON document, read in place from simdjson's tape (see og_simdjson.h): a node is
+/// the tape index of a value, `root` the top-level value. Nothing is copied out of the tape
+/// until asked for: string bytes are views into the document's string buffer, and walking
+/// arrays and objects allocates nothing.
+///
+/// Node arguments must be value nodes of this document (from `root`, `forEachElement`,
+/// `forEachField` or `field`), and the accessor must match the node's `kind`.
+final class JSONDocument {
+    /// Who owns the tape and the string buffer.
+    private enum Storage {
+        /// A document from simdjson, freed with og_json_free.
+        case simdjson(OpaquePointer)
+        /// Copies of a hand-made tape and string buffer.
+        case owned(UnsafeMutableBufferPointer<UInt64>, UnsafeMutableBufferPointer<UInt8>)
+    }
+
+    /// The owner of `tape` and `strings`, released when the document is.
+    private let storage: Storage
+    /// The tape: 64-bit words, a tag in the top byte.
+    private let tape: UnsafePointer<UInt64>
+    /// The string buffer the tape's string words point into.
+    private let strings: UnsafePointer<UInt8>
+
+    /// Parses `bytes`. Malformed JSON throws ``MappingError/Code/malformedJSON`` whose
+    /// `byteOffset` is the offset of the first byte that cannot be read (the length of the
+    /// input when it ends too early). A document simdjson cannot hold (4 GiB or more) or allocate
+    /// throws the same code without an offset.
+    convenience init(parsing bytes: UnsafeRawBufferPointer) throws(MappingError) {
+        self.init(storage: .simdjson(try Self.parse(bytes)))
+    }
+
+    /// Parses the bytes of `data`, as `init(parsing:)` does for a buffer.
+    convenience init(parsing data: Data) throws(MappingError) {
+        let parsed = data.withUnsafeBytes { bytes in
+            Result { () throws(MappingError) in try Self.parse(bytes) }
+        }
+        self.init(storage: .simdjson(try parsed.get()))
+    }
+
+    /// A document over a copy of a hand-made `tape` and `stringBuffer`, which must follow
+    /// simdjson's tape format exactly (nothing is checked). For tests of tape shapes too large
+    /// to parse, such as counts past the tape's 24-bit limit.
+    convenience init(tape: [UInt64], stringBuffer: [UInt8]) {
+        let tapeCopy = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: max(tape.count, 1))
+        _ = tapeCopy.initialize(from: tape)
+        let stringCopy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(stringBuffer.count, 1))
+        _ = stringCopy.initialize(from: stringBuffer)
+        self.init(storage: .owned(tapeCopy, stringCopy))
+    }
+
+    /// A document over the tape and strings of `storage`.
+    private init(storage: Storage) {
+        self.storage = storage
+        switch storage {
+        case .simdjson(let handle):
+            tape = og_json_tape(handle)
+            strings = og_json_string_buffer(handle)
+        case .owned(let tapeCopy, let stringCopy):
+            tape = UnsafePointer(tapeCopy.baseAddress!)
+            strings = UnsafePointer(stringCopy.baseAddress!)
+        }
+    }
+
+    deinit {
+        switch storage {
+        case .simdjson(let handle):
+            og_json_free(handle)
+        case .owned(let tapeCopy, let stringCopy):
+            tapeCopy.deallocate()
+            stringCopy.deallocate()
+        }
+    }
+
+    /// Runs simdjson over `bytes`; on failure, locates the first bad byte for the error.
+    private static func parse(_ bytes: UnsafeRawBufferPointer) throws(MappingError) -> OpaquePointer {
+        var code: Int32 = 0
+        if let handle = og_json_parse(bytes.baseAddress, bytes.count, &code) {
+            return handle
+        }
+        throw malformedJSONError(in: bytes, simdjsonCode: code)
+    }
+
+    /// The error for a document simdjson rejected with `code`.
+    private static func malformedJSONError(in bytes: UnsafeRawBufferPointer, simdjsonCode code: Int32) -> MappingError {
+        let simdjsonMessage = String(cString: og_json_error_message(code))
+        if Int(code) == OG_JSON_CAPACITY || Int(code) == OG_JSON_MEMALLOC {
+            // The document may well be JSON; it is too large to parse here. No byte is at fault.
+            return MappingError(.malformedJSON, "JSON document of \(bytes.count) bytes cannot be parsed: \(simdjsonMessage)")
+        }
+        let maxDepth = Int(og_json_max_depth())
+        if let error = JSONSyntaxLocator.firstError(in: bytes, maxDepth: maxDepth) {
+            return MappingError(
+                .malformedJSON,
+                "malformed JSON at byte \(error.offset): \(error.reason) (simdjson: \(simdjsonMessage))",
+                byteOffset: error.offset
+            )
+        }
+        // The locator accepts what simdjson rejects, so they disagree on some rule. simdjson's
+        // word is final; with no position known, the offset is 0, the start of the document.
+        return MappingError(.malformedJSON, "malformed JSON (simdjson: \(simdjsonMessage))", byteOffset: 0)
+    }
+
+    // MARK: Tape words
+
+    /// The tag of tape word `index` (its top byte, an ASCII character).
+    @inline(__always)
+    private func tag(_ index: Int) -> UInt8 {
+        UInt8(truncatingIfNeeded: tape[index] &>> 56)
+    }
+
+    /// The low 56 bits of tape word `index`.
+    @inline(__always)
+    private func payload(_ index: Int) -> UInt64 {
+        tape[index] & 0x00FF_FFFF_FFFF_FFFF
+    }
+
+    /// The index of the `]` or `}` that closes the array or object at `node`.
+    @inline(__always)
+    private func closingIndex(_ node: Int) -> Int {
+        Int(truncatingIfNeeded: tape[node] & 0xFFFF_FFFF) - 1
+    }
+
+    /// The bytes of the string whose tape word is `index` (a value or a key).
+    @inline(__always)
+    private func stringAt(_ index: Int) -> UnsafeRawBufferPointer {
+        let start = UnsafeRawPointer(strings + Int(truncatingIfNeeded: payload(index)))
+        let length = Int(start.loadUnaligned(as: UInt32.self).littleEndian)
+        return UnsafeRawBufferPointer(start: start + 4, count: length)
+    }
+
+    /// Whether the key whose tape word is `index` has exactly the bytes of `key`.
+    @inline(__always)
+    private func keyEquals(_ index: Int, _ key: UnsafeRawBufferPointer) -> Bool {
+        let start = UnsafeRawPointer(strings + Int(truncatingIfNeeded: payload(index)))
+        let length = Int(start.loadUnaligned(as: UInt32.self).littleEndian)
+        guard length == key.count else { return false }
+        return length == 0 || memcmp(start + 4, key.baseAddress!, length) == 0
+    }
+
+    // MARK: Values
+
+    /// The top-level value.
+    var root: Int { 1 }
+
+    /// What kind of value `node` is.
+    @inline(__always)
+    func kind(_ node: Int) -> JSONKind {
+        switch tag(node) {
+        case UInt8(ascii: "\""): return .string
+        case UInt8(ascii: "l"), UInt8(ascii: "u"), UInt8(ascii: "d"): return .number
+        case UInt8(ascii: "{"): return .object
+        case UInt8(ascii: "["): return .array
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool
+        default:
+            assert(tag(node) == UInt8(ascii: "n"), "tape index \(node) is not a value")
+            return .null
+        }
+    }
+
+    /// The value of the boolean `node`.
+    @inline(__always)
+    func bool(_ node: Int) -> Bool {
+        tag(node) == UInt8(ascii: "t")
+    }
+
+    /// The value of the number `node`.
+    @inline(__always)
+    func number(_ node: Int) -> JSONNumber {
+        let bits = tape[node + 1]
+        switch tag(node) {
+        case UInt8(ascii: "l"): return .int(Int64(bitPattern: bits))
+        case UInt8(ascii: "u"): return .uint(bits)
+        default:
+            assert(tag(node) == UInt8(ascii: "d"), "tape index \(node) is not a number")
+            return .double(Double(bitPattern: bits))
+        }
+    }
+
+    /// The UTF-8 bytes of the string `node`, escapes decoded; valid while the document lives
+    /// (no copy).
+    @inline(__always)
+    func stringBytes(_ node: Int) -> UnsafeRawBufferPointer {
+        stringAt(node)
+    }
+
+    /// The string `node` as a `String`.
+    func string(_ node: Int) -> String {
+        String(decoding: stringAt(node), as: UTF8.self)
+    }
+
+    /// The number of elements of the array `node`, or of fields of the object `node`. Exact
+    /// even past the 2^24 − 1 the tape can hold, by walking the container then.
+    func count(_ node: Int) -> Int {
+        let stored = Int(truncatingIfNeeded: (payload(node) &>> 32) & 0xFF_FFFF)
+        guard stored == 0xFF_FFFF else { return stored }
+        let end = closingIndex(node)
+        let isObject = tag(node) == UInt8(ascii: "{")
+        var index = node + 1
+        var count = 0
+        while index < end {
+            index = next(after: isObject ? index + 1 : index)
+            count += 1
+        }
+        return count
+    }
+
+    /// The tape index just past `node`'s value: past a whole array or object, past the payload
+    /// word of a number.
+    @inline(__always)
+    func next(after node: Int) -> Int {
+        switch tag(node) {
+        case UInt8(ascii: "["), UInt8(ascii: "{"): return Int(truncatingIfNeeded: tape[node] & 0xFFFF_FFFF)
+        case UInt8(ascii: "l"), UInt8(ascii: "u"), UInt8(ascii: "d"): return node + 2
+        default: return node + 1
+        }
+    }
+
+    /// Calls `body` with each element of the array `node`, in order.
+    @inline(__always)
+    func forEachElement(_ array: Int, _ body: (Int) throws -> Void) rethrows {
+        let end = closingIndex(array)
+        var index = array + 1
+        while index < end {
+            try body(index)
+            index = next(after: index)
+        }
+    }
+
+    /// Calls `body` with each field of the object `node`, in document order, duplicates
+    /// included: the key's raw UTF-8 bytes (escapes decoded, valid while the document lives) and
+    /// the value's node.
+    @inline(__always)
+    func forEachField(_ object: Int, _ body: (UnsafeRawBufferPointer, Int) throws -> Void) rethrows {
+        let end = closingIndex(object)
+        var index = object + 1
+        while index < end {
+            try body(stringAt(index), index + 1)
+            index = next(after: index + 1)
+        }
+    }
+
+    /// The value of the field named `key` (UTF-8 bytes) in the object `object`, or nil.
+    ///
+    /// An object with the key more than once yields its last occurrence, as `JSONSerialization`
+    /// does. `hint` is the position (0 for the first field) where the previous lookup of the same
+    /// key found it; start it at 0. That field is compared first, and when it matches, the fields
+    /// after it are checked for a duplicate by key length only (bytes are compared when lengths
+    /// are equal), so records with their fields in the same order cost one key comparison per
+    /// lookup. Otherwise every field is compared, and `hint` is set to where the key was found.
+    func field(_ object: Int, named key: UnsafeRawBufferPointer, hint: inout Int) -> Int? {
+        let end = closingIndex(object)
+        var index = object + 1
+        var position = 0
+        if hint >= 0 {
+            while index < end && position < hint {
+                index = next(after: index + 1)
+                position += 1
+            }
+            if index < end && keyEquals(index, key) {
+                var found = index + 1
+                index = next(after: index + 1)
+                position += 1
+                while index < end {
+                    if keyEquals(index, key) {
+                        found = index + 1
+                        hint = position
+                    }
+                    index = next(after: index + 1)
+                    position += 1
+                }
+                return found
+            }
+            index = object + 1
+            position = 0
+        }
+        var found: Int?
+        while index < end {
+            if keyEquals(index, key) {
+                found = index + 1
+                hint = position
+            }
+            index = next(after: index + 1)
+            position += 1
+        }
+        return found
+    }
+
+    /// The value of the field named `key` in the object `object`, or nil (the last occurrence
+    /// when the key is there more than once).
+    func field(_ object: Int, named key: String) -> Int? {
+        var hint = -1
+        var key = key
+        return key.withUTF8 { field(object, named: UnsafeRawBufferPointer($0), hint: &hint) }
+    }
+
+    // MARK: JSON text
+
+    /// The longest `jsonText`, in characters, before it is cut and ends with "…".
+    static let jsonTextLimit = 200
+
+    /// `node`'s value as compact JSON text (strings escaped), for error messages; values longer
+    /// than ``jsonTextLimit`` characters are cut there and end with "…".
+    func jsonText(_ node: Int) -> String {
+        var writer = TextWriter(byteBudget: Self.jsonTextLimit * 4 + 4)
+        write(node, to: &writer)
+        let text = String(decoding: writer.bytes, as: UTF8.self)
+        guard writer.isTruncated || text.count > Self.jsonTextLimit else { return text }
+        return String(text.prefix(Self.jsonTextLimit)) + "…"
+    }
+
+    /// UTF-8 output that stops growing once it passes its budget (at a character boundary).
+    private struct TextWriter {
+        /// The text so far.
+        var bytes: [UInt8] = []
+        /// The length past which nothing more is appended.
+        let byteBudget: Int
+        /// Whether something was left out for want of budget.
+        var isTruncated = false
+
+        /// An empty text that grows to about `byteBudget` bytes.
+        init(byteBudget: Int) {
+            self.byteBudget = byteBudget
+            bytes.reserveCapacity(byteBudget + 8)
+        }
+
+        /// Whether the budget is spent; marks the text truncated if so.
+        mutating func isFull() -> Bool {
+            if bytes.count >= byteBudget { isTruncated = true }
+            return isTruncated
+        }
+
+        /// Appends `text` unless the budget is spent.
+        mutating func append(_ text: String) {
+            if !isFull() { bytes.append(contentsOf: text.utf8) }
+        }
+
+        /// Appends `byte` unless the budget is spent.
+        mutating func append(_ byte: UInt8) {
+            if !isFull() { bytes.append(byte) }
+        }
+
+        /// Appends `string` quoted and escaped as JSON.
+        mutating func appendQuoted(_ string: UnsafeRawBufferPointer) {
+            append(UInt8(ascii: "\""))
+            for byte in string {
+                // Stop only before a byte that starts a character, so the text stays UTF-8.
+                if byte & 0xC0 != 0x80 && isFull() { return }
+                switch byte {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
+                case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
+                case 0x00..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                default: bytes.append(byte)
+                }
+            }
+            append(UInt8(ascii: "\""))
+        }
+    }
+
+    /// Writes `node` as compact JSON, stopping once `writer` is full.
+    private func write(_ node: Int, to writer: inout TextWriter) {
+        guard !writer.isFull() else { return }
+        switch kind(node) {
+        case .null:
+            writer.append("null")
+        case .bool:
+            writer.append(bool(node) ? "true" : "false")
+        case .number:
+            switch number(node) {
+            case .int(let value): writer.append(String(value))
+            case .uint(let value): writer.append(String(value))
+            case .double(let value): writer.append(value.description)
+            }
+        case .string:
+            writer.appendQuoted(stringAt(node))
+        case .array:
+            writer.append(UInt8(ascii: "["))
+            let end = closingIndex(node)
+            var index = node + 1
+            while index < end && !writer.isFull() {
+                if index != node + 1 { writer.append(UInt8(ascii: ",")) }
+                write(index, to: &writer)
+                index = next(after: index)
+            }
+            writer.append(UInt8(ascii: "]"))
+        case .object:
+            writer.append(UInt8(ascii: "{"))
+            let end = closingIndex(node)
+            var index = node + 1
+            while index < end && !writer.isFull() {
+                if index != node + 1 { writer.append(UInt8(ascii: ",")) }
+                writer.appendQuoted(stringAt(index))
+                writer.append(UInt8(ascii: ":"))
+                write(index + 1, to: &writer)
+                index = next(after: index + 1)
+            }
+            writer.append(UInt8(ascii: "}"))
+        }
+    }
+}
