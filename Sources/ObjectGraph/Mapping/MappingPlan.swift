@@ -1,0 +1,242 @@
+import Foundation
+
+/// A mapping definition resolved against one context for one run: slots, indexes, the run's
+/// identification table and what the run did, per entity mapping.
+final class MappingPlan {
+    struct AttributeStep {
+        let keys: [MappingKey]
+        let keyPath: String
+        let slot: Int
+        let attribute: AttributeDescription
+        /// Where this step's keys start in the plan's `hints`.
+        let hintBase: Int
+    }
+    struct RelationshipStep {
+        let keys: [MappingKey]
+        let keyPath: String
+        let relationship: ResolvedRelationship
+        let plan: MappingPlan
+        let hintBase: Int
+    }
+    struct Connection {
+        let relationship: ResolvedRelationship
+        let mySlots: [Int]
+        let destination: EntityTable
+        let destinationSlots: [Int]
+        /// The destination's unique index on exactly `destinationSlots`, in its slot order.
+        let index: UniqueIndex?
+    }
+
+    let definition: MappingDefinition
+    let table: EntityTable
+    let attributes: [AttributeStep]
+    private(set) var relationships: [RelationshipStep] = []
+    private(set) var connections: [Connection] = []
+    /// Positions in `attributes` of the identification attributes, in the index's slot order
+    /// when `index` is set.
+    let identification: [Int]
+    /// The unique index whose keys are exactly the identification attributes, if any.
+    let index: UniqueIndex?
+    /// Position in `attributes` of the modification attribute.
+    let modification: Int?
+    let transformer: ValueTransformer
+    var hints: [Int]
+
+    // What the run did.
+    /// Per row: 0 untouched, else an ``Outcome``.
+    var outcome: [UInt8] = []
+    /// The rows mapped (not skipped), each once, for connections.
+    var mappedRows: [Int32] = []
+    /// The rows this run inserted, with the top-level source that created each.
+    var insertedRows: [(row: Int32, source: Int32)] = []
+    var counts = MappingCounts()
+    /// Identification without a unique index: key → row, built on first use.
+    var identities: [IdentityKey: Int32]?
+
+    enum Outcome: UInt8 {
+        case inserted = 1, updated, unchanged, skipped
+    }
+
+    init(_ definition: MappingDefinition, context: ModelContext, plans: inout [MappingPlan]) throws(MappingError) {
+        let entity = definition.entity
+        guard let table = context.table(named: entity.name), table.entity === entity else {
+            throw MappingError(.unknownEntity, "\(entity.name) is not an entity of this context's schema", entity: entity.name)
+        }
+        self.definition = definition
+        self.table = table
+        var hintCount = 0
+        var steps: [AttributeStep] = []
+        for a in definition.attributes {
+            guard let slot = entity.slot(forKey: a.attribute) else {
+                throw MappingError(.unknownAttribute, "\(entity.name) has no attribute '\(a.attribute)'", entity: entity.name, attribute: a.attribute)
+            }
+            let keys = a.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map { MappingKey(String($0)) }
+            steps.append(.init(keys: keys, keyPath: a.sourceKeyPath, slot: slot, attribute: entity.attributes[slot], hintBase: hintCount))
+            hintCount += keys.count
+        }
+        attributes = steps
+        transformer = ValueTransformer(dateFormats: definition.dateFormats)
+
+        let inferred = definition.infersIdentification ?? MappingDefaults.infersIdentification.load(ordering: .relaxed)
+        let names = definition.identification ?? (inferred ? MappingDefinition.inferIdentification(of: entity) : [])
+        var positions: [Int] = []
+        for name in names {
+            guard let p = steps.firstIndex(where: { $0.attribute.name == name }) else {
+                let how = definition.identification == nil ? "inferred" : "declared"
+                throw MappingError(
+                    .invalidIdentification,
+                    "\(entity.name) is identified by '\(name)' (\(how)), which the mapping does not map from the source; map it, identify by another attribute, or turn inference off",
+                    entity: entity.name, attribute: name)
+            }
+            positions.append(p)
+        }
+        let idSlots = positions.map { steps[$0].slot }
+        if !idSlots.isEmpty, let index = table.uniqueIndexes.first(where: { Set($0.slots) == Set(idSlots) && $0.slots.count == idSlots.count }) {
+            self.index = index
+            identification = index.slots.compactMap { s in idSlots.firstIndex(of: s).map { positions[$0] } }
+        } else {
+            self.index = nil
+            identification = positions
+        }
+        if let m = definition.modificationAttribute {
+            guard let p = steps.firstIndex(where: { $0.attribute.name == m }) else {
+                throw MappingError(
+                    .invalidIdentification, "\(entity.name)'s modification attribute '\(m)' is not mapped from the source",
+                    entity: entity.name, attribute: m)
+            }
+            modification = p
+        } else {
+            modification = nil
+        }
+
+        let resolved = context.schema.relationships[table.entityIndex]
+        var relationshipSteps: [RelationshipStep] = []
+        var connections: [Connection] = []
+        hints = []
+        plans.append(self)
+        for r in definition.relationships {
+            guard let rel = resolved.first(where: { $0.name == r.relationship }) else {
+                throw MappingError(.unknownAttribute, "\(entity.name) has no relationship '\(r.relationship)'", entity: entity.name, attribute: r.relationship)
+            }
+            let keys = r.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map { MappingKey(String($0)) }
+            let nested = try MappingPlan(r.mapping, context: context, plans: &plans)
+            relationshipSteps.append(.init(keys: keys, keyPath: r.sourceKeyPath, relationship: rel, plan: nested, hintBase: hintCount))
+            hintCount += keys.count
+        }
+        for c in definition.connections {
+            guard let rel = resolved.first(where: { $0.name == c.relationship }) else {
+                throw MappingError(.unknownAttribute, "\(entity.name) has no relationship '\(c.relationship)'", entity: entity.name, attribute: c.relationship)
+            }
+            let destination = context.tables[rel.destination]
+            var mine: [Int] = []
+            var theirs: [Int] = []
+            for (a, b) in c.pairs {
+                guard let s = entity.slot(forKey: a), let d = destination.entity.slot(forKey: b) else {
+                    throw MappingError(.unknownAttribute, "the connection of \(entity.name).\(c.relationship) names an unknown attribute", entity: entity.name, attribute: c.relationship)
+                }
+                mine.append(s)
+                theirs.append(d)
+            }
+            var index: UniqueIndex?
+            if let i = destination.uniqueIndexes.first(where: { $0.slots.count == theirs.count && Set($0.slots) == Set(theirs) }) {
+                // Order both sides as the index orders its keys.
+                let order = i.slots.compactMap { s in theirs.firstIndex(of: s) }
+                mine = order.map { mine[$0] }
+                theirs = order.map { theirs[$0] }
+                index = i
+            }
+            connections.append(.init(relationship: rel, mySlots: mine, destination: destination, destinationSlots: theirs, index: index))
+        }
+        relationships = relationshipSteps
+        self.connections = connections
+        hints = [Int](repeating: 0, count: hintCount)
+    }
+
+    /// Records what happened to `row`; returns whether the row was seen before in this run.
+    @inline(__always)
+    func note(_ row: Int, _ new: Outcome) {
+        if row >= outcome.count {
+            outcome.append(contentsOf: repeatElement(0, count: max(row + 1, table.rowCount) - outcome.count))
+        }
+        let old = outcome[row]
+        if old == 0 {
+            outcome[row] = new.rawValue
+            if new != .skipped { mappedRows.append(Int32(row)) }
+            counts.add(new)
+            return
+        }
+        // A second source for the same object: an unchanged or skipped object that this source
+        // changes counts as updated; an inserted one stays inserted.
+        guard let previous = Outcome(rawValue: old), previous != .inserted, previous != new, new == .updated || previous == .skipped else { return }
+        counts.remove(previous)
+        counts.add(new)
+        outcome[row] = new.rawValue
+        if previous == .skipped { mappedRows.append(Int32(row)) }
+    }
+}
+
+/// An identity made of stored cells compared by their bytes, as unique indexes compare keys.
+struct IdentityKey: Hashable {
+    enum Part: Hashable {
+        case fixed(UInt64)
+        case bytes([UInt8])
+    }
+    var parts: [Part]
+
+    init(_ cells: [RawCell]) {
+        parts = cells.map { cell in
+            switch cell {
+            case .fixed(let bits): .fixed(bits)
+            case .bytes(let b): .bytes(Array(b))
+            }
+        }
+    }
+}
+
+/// What a run did to the objects of one entity.
+public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
+    /// Objects created.
+    public var inserted = 0
+    /// Existing objects whose values or relationships the run changed.
+    public var updated = 0
+    /// Existing objects the run mapped without changing anything.
+    public var unchanged = 0
+    /// Existing objects skipped because their modification attribute showed them up to date.
+    public var skippedUnmodified = 0
+    /// Objects deleted by the deletion predicate (tombstones).
+    public var tombstoned = 0
+    /// New objects removed because they failed insert validation.
+    public var discarded = 0
+    /// Connections that found no destination.
+    public var unresolvedConnections = 0
+
+    public init() {}
+
+    mutating func add(_ o: MappingPlan.Outcome) { change(o, by: 1) }
+    mutating func remove(_ o: MappingPlan.Outcome) { change(o, by: -1) }
+    private mutating func change(_ o: MappingPlan.Outcome, by d: Int) {
+        switch o {
+        case .inserted: inserted += d
+        case .updated: updated += d
+        case .unchanged: unchanged += d
+        case .skipped: skippedUnmodified += d
+        }
+    }
+
+    static func + (a: MappingCounts, b: MappingCounts) -> MappingCounts {
+        var r = a
+        r.inserted += b.inserted
+        r.updated += b.updated
+        r.unchanged += b.unchanged
+        r.skippedUnmodified += b.skippedUnmodified
+        r.tombstoned += b.tombstoned
+        r.discarded += b.discarded
+        r.unresolvedConnections += b.unresolvedConnections
+        return r
+    }
+
+    public var description: String {
+        "inserted \(inserted), updated \(updated), unchanged \(unchanged), skipped as unmodified \(skippedUnmodified), "
+            + "tombstoned \(tombstoned), discarded \(discarded), unresolved connections \(unresolvedConnections)"
+    }
+}

@@ -1,0 +1,491 @@
+import Foundation
+
+/// One mapping run over one source document: maps every source, then makes the connections,
+/// applies the tombstones and discards invalid new objects. Runs inside a savepoint of its
+/// context (``ModelContext/map(_:with:)-(Data,_)``), so a throw undoes all of it.
+struct MappingRun<Source: MappingSource> {
+    let source: Source
+    let context: ModelContext
+    /// Every plan of the run, the top-level one first, nested ones in declaration order.
+    var plans: [MappingPlan] = []
+    let top: MappingPlan
+    /// The top-level source being mapped, for error messages.
+    var sourceIndex = 0
+    /// Reused per record: the node of each attribute step, per nesting depth.
+    private var nodeBuffers: [[Source.Node?]] = []
+    private var depth = 0
+
+    init(source: Source, definition: MappingDefinition, context: ModelContext) throws(MappingError) {
+        self.source = source
+        self.context = context
+        var plans: [MappingPlan] = []
+        top = try MappingPlan(definition, context: context, plans: &plans)
+        self.plans = plans
+    }
+
+    // MARK: Sources
+
+    /// The sources the document holds at the mapping's root key path: the elements of an array,
+    /// or one object.
+    func sources(in root: Source.Node) throws(MappingError) -> Source.Node? {
+        guard let path = top.definition.rootKeyPath, !path.isEmpty else { return root }
+        let keys = path.split(separator: ".", omittingEmptySubsequences: false).map { MappingKey(String($0)) }
+        var hints = [Int](repeating: 0, count: keys.count)
+        guard let node = source.node(root, at: keys, hints: &hints, base: 0) else {
+            throw MappingError(.rootKeyPathNotFound, "the document has nothing at the root key path '\(path)'", keyPath: path, entity: top.table.entity.name)
+        }
+        return node
+    }
+
+    /// Maps every source under `node` (an array, one object, or null for none) and returns the
+    /// rows of the top-level objects in source order (-1 where a source was skipped).
+    mutating func mapTopLevel(_ node: Source.Node) throws -> [Int32] {
+        var rows: [Int32] = []
+        switch source.kind(node) {
+        case .null:
+            break
+        case .array:
+            var i = 0
+            try source.forEachElement(node) { element in
+                sourceIndex = i
+                rows.append(Int32(try map(element, with: top, keyPath: "")))
+                i += 1
+            }
+        default:
+            sourceIndex = 0
+            rows.append(Int32(try map(node, with: top, keyPath: "")))
+        }
+        return rows
+    }
+
+    // MARK: One object
+
+    /// Maps one source object with `plan` and returns its row.
+    mutating func map(_ node: Source.Node, with plan: MappingPlan, keyPath prefix: String) throws -> Int {
+        guard source.kind(node) == .object else {
+            throw MappingError(
+                .notAnObject, "expected an object for \(plan.table.entity.name), found \(source.text(node))",
+                sourceIndex: sourceIndex, keyPath: prefix.isEmpty ? nil : prefix, value: source.text(node), entity: plan.table.entity.name)
+        }
+        let table = plan.table
+        if nodeBuffers.count <= depth { nodeBuffers.append([]) }
+        var nodes = nodeBuffers[depth]
+        nodeBuffers[depth] = []
+        defer { nodeBuffers[depth] = nodes }
+        nodes.removeAll(keepingCapacity: true)
+        for step in plan.attributes {
+            nodes.append(source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase))
+        }
+
+        // Identification: transformed values first, then the lookup.
+        var row: Int?
+        if !plan.identification.isEmpty {
+            row = try identify(nodes, plan, prefix)
+        }
+        if let existing = row, let filter = plan.definition.identificationFilter, !(try filter(table.instance(row: existing))) {
+            row = nil
+        }
+
+        if let existing = row {
+            if let m = plan.modification, let n = nodes[m], try isUpToDate(n, step: plan.attributes[m], row: existing, plan, prefix) {
+                plan.note(existing, .skipped)
+                return existing
+            }
+            var changed = false
+            for (i, step) in plan.attributes.enumerated() {
+                changed = try assign(nodes[i], step, row: existing, new: false, plan, prefix) || changed
+            }
+            depth += 1
+            defer { depth -= 1 }
+            for step in plan.relationships {
+                changed = try mapRelationship(node, step, row: existing, plan, prefix) || changed
+            }
+            plan.note(existing, changed ? .updated : .unchanged)
+            return existing
+        }
+
+        let new = try insert(nodes, plan, prefix)
+        plan.note(new, .inserted)
+        plan.insertedRows.append((Int32(new), Int32(sourceIndex)))
+        if plan.index == nil && !plan.identification.isEmpty, plan.identities != nil {
+            if let key = identityKey(row: new, plan) { plan.identities?[key] = Int32(new) }
+        }
+        depth += 1
+        defer { depth -= 1 }
+        for step in plan.relationships {
+            _ = try mapRelationship(node, step, row: new, plan, prefix)
+        }
+        return new
+    }
+
+    /// The existing object the identification attributes' values name, if any.
+    private func identify(_ nodes: [Source.Node?], _ plan: MappingPlan, _ prefix: String) throws -> Int? {
+        var values: [Transformed] = []
+        values.reserveCapacity(plan.identification.count)
+        for p in plan.identification {
+            guard let n = nodes[p] else { return nil }
+            let t = try transform(n, plan.attributes[p], plan, prefix)
+            if case .null = t { return nil }
+            values.append(t)
+        }
+        let table = plan.table
+        if let index = plan.index {
+            let row: Int?
+            if values.count == 1 {
+                row = values[0].withCell { cell in cell.flatMap { table.owner(ofCell: $0, in: index) } }
+            } else {
+                row = withTransformedCells(values) { table.owner(ofCells: $0, in: index) }
+            }
+            guard let row, table.isVisible(row: row) else { return nil }
+            return row
+        }
+        if plan.identities == nil { buildIdentities(plan) }
+        let key = withTransformedCells(values) { IdentityKey($0) }
+        guard let r = plan.identities?[key], table.isVisible(row: Int(r)) else { return nil }
+        return Int(r)
+    }
+
+    /// Every visible object of the plan's entity by its identification attributes: the lookup
+    /// table of a run whose identification has no unique index (built once, then kept up to
+    /// date with the run's inserts).
+    private func buildIdentities(_ plan: MappingPlan) {
+        var identities: [IdentityKey: Int32] = [:]
+        for row in 0..<plan.table.rowCount where plan.table.isVisible(row: row) {
+            if let key = identityKey(row: row, plan), identities[key] == nil { identities[key] = Int32(row) }
+        }
+        plan.identities = identities
+    }
+
+    private func identityKey(row: Int, _ plan: MappingPlan) -> IdentityKey? {
+        let slots = plan.identification.map { plan.attributes[$0].slot }
+        guard !slots.contains(where: { plan.table.isNull(row: row, slot: $0) }) else { return nil }
+        return withRowCells(plan.table, row: row, slots: slots) { IdentityKey($0) }
+    }
+
+    /// Whether the existing object is already as new as the source says (modification attribute).
+    private func isUpToDate(_ node: Source.Node, step: MappingPlan.AttributeStep, row: Int, _ plan: MappingPlan, _ prefix: String) throws -> Bool {
+        let t = try transform(node, step, plan, prefix)
+        guard let incoming = t.attributeValue(as: step.attribute.type),
+              let stored = plan.table.value(row: row, slot: step.slot)
+        else { return false }
+        switch (incoming, stored) {
+        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.int(let a), .int(let b)): return a <= b
+        case (.uint(let a), .uint(let b)): return a <= b
+        case (.double(let a), .double(let b)): return a <= b
+        case (.float(let a), .float(let b)): return a <= b
+        case (.date(let a), .date(let b)): return a <= b
+        default: return incoming == stored
+        }
+    }
+
+    /// Transforms the value at `node` for `step`'s attribute, or throws naming the source.
+    @inline(__always)
+    private func transform(_ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String) throws(MappingError) -> Transformed {
+        let a = step.attribute
+        if a.valueKind == .codable {
+            if source.kind(node) == .null { return .null }
+            if let data = source.json(node) { return .value(.data(data)) }
+            throw untransformable(node, step, plan, prefix)
+        }
+        guard let t = plan.transformer.transform(source.scalar(node), to: a.type) else {
+            throw untransformable(node, step, plan, prefix)
+        }
+        if let check = a.rawValueCheck, let v = t.attributeValue(as: a.type), let problem = check.check(v) {
+            throw MappingError(
+                .untransformableValue, "\(plan.table.entity.name).\(a.name): \(problem)", sourceIndex: sourceIndex,
+                keyPath: joined(prefix, step.keyPath), value: source.text(node), entity: plan.table.entity.name, attribute: a.name)
+        }
+        return t
+    }
+
+    private func untransformable(_ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String) -> MappingError {
+        let a = step.attribute
+        let text = source.text(node)
+        return MappingError(
+            .untransformableValue,
+            "\(text) cannot become \(plan.table.entity.name).\(a.name), which holds \(a.swiftTypeName)",
+            sourceIndex: sourceIndex, keyPath: joined(prefix, step.keyPath), value: text, entity: plan.table.entity.name, attribute: a.name)
+    }
+
+    /// Sets one attribute of an existing object from its node (or its absence); returns whether
+    /// the stored value changed.
+    private func assign(_ node: Source.Node?, _ step: MappingPlan.AttributeStep, row: Int, new: Bool, _ plan: MappingPlan, _ prefix: String) throws -> Bool {
+        let table = plan.table
+        let t: Transformed
+        if let node {
+            t = try transform(node, step, plan, prefix)
+        } else if plan.definition.assignsDefaultValueForMissingAttributes {
+            t = step.attribute.defaultValue.map { .value($0) } ?? .null
+        } else {
+            return false
+        }
+        if case .null = t, !step.attribute.isOptional {
+            if new && plan.definition.discardsInvalidObjectsOnInsert { return false }
+            throw missingRequired(step, plan, prefix, present: node != nil)
+        }
+        return t.withCell { cell in
+            guard let cell else {
+                guard !table.isNull(row: row, slot: step.slot) else { return false }
+                table.set(row: row, slot: step.slot, value: nil)
+                return true
+            }
+            guard !table.holds(cell, row: row, slot: step.slot) else { return false }
+            table.setCell(row: row, slot: step.slot, cell)
+            return true
+        }
+    }
+
+    private func missingRequired(_ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String, present: Bool) -> MappingError {
+        MappingError(
+            .missingRequiredValue,
+            "\(plan.table.entity.name).\(step.attribute.name) is required, and the source's '\(step.keyPath)' is \(present ? "null" : "missing")",
+            sourceIndex: sourceIndex, keyPath: joined(prefix, step.keyPath), value: present ? "null" : nil,
+            entity: plan.table.entity.name, attribute: step.attribute.name)
+    }
+
+    /// Inserts a new object from the nodes of its attribute steps.
+    private mutating func insert(_ nodes: [Source.Node?], _ plan: MappingPlan, _ prefix: String) throws -> Int {
+        let table = plan.table
+        // An entity whose awakeFromInsert may set values gets the ordinary insert and sets; the
+        // rest are written straight into the new row, which is indexed once afterwards (as the
+        // bulk import does).
+        if table.hooks.contains(.awakeFromInsert) {
+            let row = table.insertRow()
+            table.instance(row: row).awakeFromInsert()
+            for (i, step) in plan.attributes.enumerated() {
+                if let n = nodes[i] {
+                    _ = try assign(n, step, row: row, new: true, plan, prefix)
+                } else if !step.attribute.isOptional && step.attribute.defaultValue == nil
+                            && table.isNull(row: row, slot: step.slot) && !plan.definition.discardsInvalidObjectsOnInsert {
+                    throw missingRequired(step, plan, prefix, present: false)
+                }
+            }
+            return row
+        }
+        var cells: [Transformed] = []
+        cells.reserveCapacity(nodes.count)
+        for (i, step) in plan.attributes.enumerated() {
+            guard let n = nodes[i] else {
+                if !step.attribute.isOptional && step.attribute.defaultValue == nil && !plan.definition.discardsInvalidObjectsOnInsert {
+                    throw missingRequired(step, plan, prefix, present: false)
+                }
+                cells.append(.null)
+                continue
+            }
+            let t = try transform(n, step, plan, prefix)
+            if case .null = t, !step.attribute.isOptional, !plan.definition.discardsInvalidObjectsOnInsert {
+                throw missingRequired(step, plan, prefix, present: true)
+            }
+            cells.append(t)
+        }
+        let row = table.insertRow(indexed: false)
+        for (i, step) in plan.attributes.enumerated() {
+            if nodes[i] == nil { continue }
+            cells[i].withCell { cell in
+                if let cell {
+                    table.writeFresh(row: row, slot: step.slot, cell)
+                } else {
+                    table.nulls[row * table.maskWords + step.slot / 64] |= 1 << UInt64(step.slot % 64)
+                }
+            }
+        }
+        if !table.uniqueIndexes.isEmpty { table.indexAll(row: row) }
+        return row
+    }
+
+    // MARK: Relationships
+
+    /// Maps a nested object or array into a relationship of `row`; returns whether it changed.
+    private mutating func mapRelationship(_ node: Source.Node, _ step: MappingPlan.RelationshipStep, row: Int, _ plan: MappingPlan, _ prefix: String) throws -> Bool {
+        guard let value = source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase) else { return false }
+        let table = plan.table
+        let r = step.relationship
+        let path = joined(prefix, step.keyPath)
+        if r.isToMany {
+            var targets: [Int] = []
+            switch source.kind(value) {
+            case .null: break
+            case .array:
+                var i = 0
+                try source.forEachElement(value) { element in
+                    targets.append(try map(element, with: step.plan, keyPath: "\(path)[\(i)]"))
+                    i += 1
+                }
+            default:
+                targets.append(try map(value, with: step.plan, keyPath: path))
+            }
+            var seen = Set<Int>()
+            targets = targets.filter { seen.insert($0).inserted }
+            let before = table.toManyDestinations(row: row, r)
+            guard before != targets.sorted() else { return false }
+            table.setToMany(row: row, r, to: targets)
+            return true
+        }
+        let target: Int?
+        switch source.kind(value) {
+        case .null: target = nil
+        default: target = try map(value, with: step.plan, keyPath: path)
+        }
+        if table.toOneDestination(row: row, r) == target && (target != nil || table.isNull(row: row, slot: r.slot)) { return false }
+        table.setToOne(row: row, r, to: target)
+        return true
+    }
+
+    // MARK: After the sources
+
+    /// Connections, tombstones and discarded objects, in that order, for every plan.
+    mutating func finish() throws -> [DiscardedObject] {
+        for plan in plans { connect(plan) }
+        for plan in plans where plan.definition.deletionFetch != nil {
+            guard let fetch = plan.definition.deletionFetch else { continue }
+            for object in try fetch(context) {
+                guard let t = object._backing.managedTable, t === plan.table else { continue }
+                let row = object._backing.rowIndex
+                guard t.isVisible(row: row) else { continue }
+                context.deleteApplyingRules(t, row: row)
+                plan.counts.tombstoned += 1
+            }
+        }
+        var discarded: [DiscardedObject] = []
+        for plan in plans where plan.definition.discardsInvalidObjectsOnInsert {
+            discarded += discardInvalid(plan)
+        }
+        return discarded
+    }
+
+    private func connect(_ plan: MappingPlan) {
+        guard !plan.connections.isEmpty else { return }
+        let table = plan.table
+        for c in plan.connections {
+            var lookup: [IdentityKey: [Int32]]?
+            for r in plan.mappedRows {
+                let row = Int(r)
+                guard table.isVisible(row: row) else { continue }
+                if c.mySlots.contains(where: { table.isNull(row: row, slot: $0) }) {
+                    clear(c, row: row, table)
+                    continue
+                }
+                var targets: [Int] = []
+                if let index = c.index {
+                    let owner = withRowCells(table, row: row, slots: c.mySlots) { cells in
+                        cells.count == 1 ? c.destination.owner(ofCell: cells[0], in: index) : c.destination.owner(ofCells: cells, in: index)
+                    }
+                    if let owner, c.destination.isVisible(row: owner) { targets = [owner] }
+                } else {
+                    if lookup == nil { lookup = destinations(c) }
+                    let key = withRowCells(table, row: row, slots: c.mySlots) { IdentityKey($0) }
+                    targets = (lookup?[key] ?? []).map(Int.init)
+                }
+                if targets.isEmpty {
+                    plan.counts.unresolvedConnections += 1
+                    clear(c, row: row, table)
+                } else if c.relationship.isToMany {
+                    if table.toManyDestinations(row: row, c.relationship) != targets.sorted() {
+                        table.setToMany(row: row, c.relationship, to: targets)
+                    }
+                } else if table.toOneDestination(row: row, c.relationship) != targets[0] {
+                    table.setToOne(row: row, c.relationship, to: targets[0])
+                }
+            }
+        }
+    }
+
+    private func clear(_ c: MappingPlan.Connection, row: Int, _ table: EntityTable) {
+        if c.relationship.isToMany {
+            if !table.toManyDestinations(row: row, c.relationship).isEmpty { table.setToMany(row: row, c.relationship, to: []) }
+        } else if !table.isNull(row: row, slot: c.relationship.slot) {
+            table.setToOne(row: row, c.relationship, to: nil)
+        }
+    }
+
+    /// The visible destination rows by their connection attributes (a connection without a
+    /// unique index on them), built once per connection and run.
+    private func destinations(_ c: MappingPlan.Connection) -> [IdentityKey: [Int32]] {
+        var result: [IdentityKey: [Int32]] = [:]
+        let d = c.destination
+        for row in 0..<d.rowCount where d.isVisible(row: row) {
+            guard !c.destinationSlots.contains(where: { d.isNull(row: row, slot: $0) }) else { continue }
+            result[withRowCells(d, row: row, slots: c.destinationSlots) { IdentityKey($0) }, default: []].append(Int32(row))
+        }
+        return result
+    }
+
+    /// Removes the plan's new objects that fail insert validation.
+    private func discardInvalid(_ plan: MappingPlan) -> [DiscardedObject] {
+        let table = plan.table
+        let rows = plan.insertedRows.filter { table.isVisible(row: Int($0.row)) && table.isInserted(row: Int($0.row)) }
+        guard !rows.isEmpty else { return [] }
+        var reasons: [Int: [String]] = [:]
+        for (r, _) in rows {
+            let row = Int(r)
+            for w in 0..<table.maskWords where table.nulls[row * table.maskWords + w] & table.requiredMask[w] != 0 {
+                let missing = table.nulls[row * table.maskWords + w] & table.requiredMask[w]
+                for bit in 0..<64 where missing & (1 << UInt64(bit)) != 0 {
+                    reasons[row, default: []].append("\(table.entity.attributes[w * 64 + bit].name): a required attribute has no value")
+                }
+            }
+        }
+        var pending = context.tables.map { _ in PendingRows(inserts: [], updates: [], deletes: []) }
+        pending[table.entityIndex].inserts = rows.map { Int($0.row) }
+        for f in context.validatorFailures(pending) + context.hookFailures(pending) {
+            guard let row = table.row(ofSerial: f.objectID.serial) else { continue }
+            reasons[row, default: []].append(f.description.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? f.reason)
+        }
+        var result: [DiscardedObject] = []
+        for (r, source) in rows {
+            guard let why = reasons[Int(r)] else { continue }
+            result.append(DiscardedObject(sourceIndex: Int(source), entity: table.entity.name, reasons: why))
+            context.deleteApplyingRules(table, row: Int(r))
+            plan.counts.discarded += 1
+            if plan.outcome.count > Int(r), plan.outcome[Int(r)] == MappingPlan.Outcome.inserted.rawValue {
+                plan.counts.inserted -= 1
+                plan.outcome[Int(r)] = 0
+            }
+        }
+        return result
+    }
+}
+
+/// A new object a run removed because it failed insert validation.
+public struct DiscardedObject: Sendable, Hashable, CustomStringConvertible {
+    /// The top-level source that created it.
+    public let sourceIndex: Int
+    /// Its entity.
+    public let entity: String
+    /// Every validation failure, each naming the attribute when there is one.
+    public let reasons: [String]
+
+    public var description: String { "source \(sourceIndex) (\(entity)): " + reasons.joined(separator: "; ") }
+}
+
+@inline(__always)
+private func joined(_ prefix: String, _ keyPath: String) -> String {
+    prefix.isEmpty ? keyPath : prefix + "." + keyPath
+}
+
+/// Calls `body` with the cells of `values` (none null).
+private func withTransformedCells<R>(_ values: [Transformed], _ body: ([RawCell]) -> R) -> R {
+    func step(_ i: Int, _ acc: [RawCell]) -> R {
+        if i == values.count { return body(acc) }
+        return values[i].withCell { cell in step(i + 1, cell.map { acc + [$0] } ?? acc) }
+    }
+    return step(0, [])
+}
+
+/// Calls `body` with the stored cells of `slots` of `row` (none null).
+func withRowCells<R>(_ table: EntityTable, row: Int, slots: [Int], _ body: ([RawCell]) -> R) -> R {
+    withCells(slots.compactMap { table.value(row: row, slot: $0) }, body)
+}
+
+extension EntityTable {
+    /// Whether `row`'s `slot` holds exactly `cell` (not null, same bytes).
+    @inline(__always)
+    func holds(_ cell: RawCell, row: Int, slot: Int) -> Bool {
+        guard !isNull(row: row, slot: slot) else { return false }
+        switch cell {
+        case .fixed(let bits): return values[row * stride + slot] == bits
+        case .bytes(let b): return arena.equal(ArenaRef(values[row * stride + slot]), b)
+        }
+    }
+}

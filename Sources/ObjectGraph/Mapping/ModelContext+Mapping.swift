@@ -1,0 +1,120 @@
+public import Foundation
+
+/// What a mapping run did: counts per entity, the objects discarded and why, and the top-level
+/// objects in source order.
+public struct MappingResult<T: Entity> {
+    /// What the run did to the mapping's own entity.
+    public let counts: MappingCounts
+    /// What the run did per entity, nested mappings included, by entity name.
+    public let countsByEntity: [String: MappingCounts]
+    /// New objects removed because they failed insert validation
+    /// (``EntityMapping/discardsInvalidObjectsOnInsert``), with the reasons.
+    public let discarded: [DiscardedObject]
+    /// The number of top-level sources the document held.
+    public let sourceCount: Int
+    /// Seconds spent parsing the JSON document (0 for other sources).
+    public internal(set) var parseSeconds: Double = 0
+    /// Seconds spent mapping, connections, tombstones and discarding included.
+    public internal(set) var mapSeconds: Double = 0
+    private let serials: [UInt64]
+    private weak var table: EntityTable?
+
+    init(counts: MappingCounts, countsByEntity: [String: MappingCounts], discarded: [DiscardedObject], sourceCount: Int, rows: [Int32], table: EntityTable) {
+        self.counts = counts
+        self.countsByEntity = countsByEntity
+        self.discarded = discarded
+        self.sourceCount = sourceCount
+        self.table = table
+        serials = rows.map { $0 >= 0 ? table.serial(ofRow: Int($0)) : 0 }
+    }
+
+    /// The top-level objects in source order, one per source (an object named by several
+    /// sources appears at each), without those deleted since: tombstoned or discarded ones.
+    /// Created on first access, so a large run pays for instances only when asked.
+    public var objects: [T] {
+        guard let table else { return [] }
+        return serials.compactMap { serial in
+            guard serial != 0, let row = table.row(ofSerial: serial), table.isVisible(row: row) else { return nil }
+            return table.instance(row: row) as? T
+        }
+    }
+
+    /// The IDs of ``objects``.
+    public var objectIDs: [ObjectID] {
+        guard let table else { return [] }
+        let name = table.entity.name
+        return serials.compactMap { serial in
+            guard serial != 0, let row = table.row(ofSerial: serial), table.isVisible(row: row) else { return nil }
+            return ObjectID(entityName: name, serial: serial)
+        }
+    }
+}
+
+extension ModelContext {
+    /// Maps a JSON document into objects with `mapping` (RestKit's entity mapping): the array at
+    /// the mapping's root key path (or the document), or a single object there.
+    ///
+    /// Atomic: when anything throws (malformed JSON, a value that cannot be transformed, a hook),
+    /// the context is left exactly as it was. The changes are pending until the caller saves,
+    /// as one journal record.
+    ///
+    /// ```swift
+    /// let result = try context.map(Data(contentsOf: url), with: people)
+    /// print(result.counts)          // inserted 3, updated 1, …
+    /// try context.save()
+    /// ```
+    ///
+    /// - Throws: ``MappingError`` (`malformedJSON` with the byte offset; `untransformableValue`
+    ///   and `missingRequiredValue` with the source index, key path, value and attribute), or
+    ///   an error a predicate or hook threw.
+    @discardableResult
+    public func map<T: Entity>(_ json: Data, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
+        let start = ContinuousClock.now
+        let document = try JSONDocument(parsing: json)
+        let parsed = ContinuousClock.now
+        var result: MappingResult<T> = try run(JSONSource(document: document), root: document.root, mapping.definition)
+        result.parseSeconds = (parsed - start).seconds
+        return result
+    }
+
+    /// Maps Foundation values (what `JSONSerialization` returns, or dictionaries built in code):
+    /// `[String: Any]` objects, `[Any]` arrays, `NSNull` or `nil`, numbers, strings, and values
+    /// of stored types (`Date`, `UUID`, `URL`, `Data`). The root key path applies as for JSON.
+    @discardableResult
+    public func map<T: Entity>(jsonObject: Any, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
+        try run(FoundationSource(), root: jsonObject, mapping.definition)
+    }
+
+    /// Maps an array of dictionaries, one object each.
+    @discardableResult
+    public func map<T: Entity>(_ sources: [[String: Any]], with mapping: EntityMapping<T>) throws -> MappingResult<T> {
+        var definition = mapping.definition
+        definition.rootKeyPath = nil
+        return try run(FoundationSource(), root: sources as [Any], definition)
+    }
+
+    private func run<T: Entity, S: MappingSource>(_ source: S, root: S.Node, _ definition: MappingDefinition) throws -> MappingResult<T> {
+        let start = ContinuousClock.now
+        var run = try MappingRun(source: source, definition: definition, context: self)
+        let node = try run.sources(in: root)
+        return try _withImportSavepoint {
+            let rows = try node.map { try run.mapTopLevel($0) } ?? []
+            let discarded = try run.finish()
+            var byEntity: [String: MappingCounts] = [:]
+            for plan in run.plans { byEntity[plan.table.entity.name] = (byEntity[plan.table.entity.name] ?? MappingCounts()) + plan.counts }
+            var result = MappingResult<T>(
+                counts: byEntity[run.top.table.entity.name] ?? run.top.counts, countsByEntity: byEntity,
+                discarded: discarded, sourceCount: rows.count, rows: rows, table: run.top.table)
+            result.mapSeconds = (ContinuousClock.now - start).seconds
+            return result
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double {
+        let (s, a) = components
+        return Double(s) + Double(a) * 1e-18
+    }
+}
