@@ -1,0 +1,202 @@
+import Foundation
+
+extension Entity {
+    /// The object's current attribute values as a `Decodable` value: each key the value decodes
+    /// reads the attribute of the same name (the inverse of ``ModelContext/upsert(_:as:)-(V,_)``).
+    ///
+    /// ```swift
+    /// struct PersonRecord: Codable, Sendable { var id: Int64; var name: String; var city: String? }
+    /// let record = try person.decode(as: PersonRecord.self)
+    /// ```
+    ///
+    /// The result is a plain value, a snapshot that later changes of the object do not affect.
+    /// When `V` is `Sendable` it can cross isolation domains, which the object itself cannot:
+    /// this is how values leave a context's actor.
+    ///
+    /// Values convert as they are stored: integers to any width the value fits, enums from
+    /// their raw values, `Codable` attributes from their JSON. Relationships are not decoded: a
+    /// key naming a relationship, like a key naming no attribute, is missing, so that optional
+    /// properties decoded with `decodeIfPresent` (as synthesized `Decodable` does) are `nil`.
+    /// An attribute without a value decodes as `nil`.
+    ///
+    /// - Throws: `DecodingError`: `keyNotFound` for a key that names no attribute,
+    ///   `valueNotFound` for an attribute without a value decoded into a non-optional property,
+    ///   `typeMismatch` for a value of another type (or one out of the property's range), and
+    ///   `dataCorrupted` for a `Codable` attribute whose JSON does not decode as the property's
+    ///   type; or what `V`'s own `init(from:)` throws.
+    public func decode<V: Decodable>(as type: V.Type = V.self) throws -> V {
+        try V(from: AttributeDecoder(self))
+    }
+}
+
+/// A `Decoder` that reads an object's current attribute values by key: what
+/// ``Entity/decode(as:)`` decodes a value from.
+///
+/// A key is present when it names an attribute (relationships are not); a present attribute
+/// without a value decodes as `nil`. `superDecoder()` hands out the decoder itself, as
+/// ``AttributeEncoder``'s `superEncoder()` does.
+final class AttributeDecoder: Decoder {
+    /// The object's storage handle.
+    let backing: ObjectBacking
+    /// The object's entity.
+    let entity: EntityDescription
+
+    /// A decoder reading `object`.
+    init(_ object: some Entity) {
+        backing = object._backing
+        entity = backing.entity
+    }
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(AttributeDecodingContainer<Key>(decoder: self))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        throw DecodingError.typeMismatch(
+            [Any].self, .init(codingPath: [], debugDescription: "an object of \(entity.name) decodes as keyed attributes, not an array"))
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        throw DecodingError.typeMismatch(
+            Any.self, .init(codingPath: [], debugDescription: "an object of \(entity.name) decodes as keyed attributes, not a single value"))
+    }
+
+    /// The slot of the attribute `key` names, or nil when it names none (or a relationship).
+    func slot(for key: some CodingKey) -> Int? {
+        guard let s = entity.slot(forKey: key.stringValue), !entity.attributes[s].isRelationship else { return nil }
+        return s
+    }
+
+    /// The slot of the attribute `key` names, or `keyNotFound`.
+    func requiredSlot(for key: some CodingKey) throws -> Int {
+        guard let s = slot(for: key) else {
+            let name = key.stringValue
+            let what = entity.slot(forKey: name) != nil || entity.relationships.contains { $0.name == name }
+                ? "'\(name)' is a relationship of \(entity.name), which is not decoded"
+                : "\(entity.name) has no attribute '\(name)'"
+            throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: what))
+        }
+        return s
+    }
+
+    /// The current value of slot `s` (`nil` when it has none).
+    func value(_ s: Int) -> AttributeValue? { backing.dynamicValue(s) }
+
+    /// Decodes the value of the attribute `key` names as `T`.
+    func decode<T: Decodable>(_ type: T.Type, forKey key: some CodingKey) throws -> T {
+        let s = try requiredSlot(for: key)
+        let attribute = entity.attributes[s]
+        return try AttributeValueDecoder(
+            value: value(s), isCodable: attribute.valueKind == .codable, description: "\(entity.name).\(attribute.name)",
+            codingPath: [key]
+        ).decode(type)
+    }
+}
+
+/// The keyed container of ``AttributeDecoder``.
+struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let decoder: AttributeDecoder
+
+    var codingPath: [any CodingKey] { [] }
+
+    var allKeys: [Key] {
+        decoder.entity.attributes.filter { !$0.isRelationship }.compactMap { Key(stringValue: $0.name) }
+    }
+
+    func contains(_ key: Key) -> Bool { decoder.slot(for: key) != nil }
+
+    func decodeNil(forKey key: Key) throws -> Bool { decoder.value(try decoder.requiredSlot(for: key)) == nil }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decoder.decode(type, forKey: key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decoder.decode(type, forKey: key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decoder.decode(type, forKey: key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decoder.decode(type, forKey: key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decoder.decode(type, forKey: key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decoder.decode(type, forKey: key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decoder.decode(type, forKey: key) }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try decoder.decode(type, forKey: key) }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        throw nested(key)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { throw nested(key) }
+
+    func superDecoder() throws -> any Decoder { decoder }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder { throw nested(key) }
+
+    private func nested(_ key: Key) -> DecodingError {
+        DecodingError.typeMismatch(
+            [String: Any].self,
+            .init(codingPath: [key], debugDescription: "an attribute of \(decoder.entity.name) is one value, not a nested container"))
+    }
+}
+
+/// A decoder of one attribute's value (or its absence): what a property is decoded from.
+///
+/// Values of stored types convert through their ``PrimitiveAttribute`` initializer (integers
+/// to any width they fit, `Double` from exact integers); a `Codable` attribute's JSON decodes
+/// through ``CodableAttributeCoder``; any other `Decodable` type decodes from the single value
+/// (an enum from its raw value, an `Optional` from the value or its absence).
+struct AttributeValueDecoder: Decoder, SingleValueDecodingContainer {
+    /// The attribute's value; `nil` when it has none.
+    let value: AttributeValue?
+    /// Whether the value is a `Codable` attribute's JSON.
+    let isCodable: Bool
+    /// `Entity.attribute`, for messages.
+    let description: String
+    let codingPath: [any CodingKey]
+
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        throw mismatch([String: Any].self)
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw mismatch([Any].self) }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    func decodeNil() -> Bool { value == nil }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        guard let value else {
+            // An Optional decodes as nil from here; any other type throws valueNotFound.
+            if T.self is any ValueMappingOptional.Type { return try T(from: self) }
+            throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "\(description) has no value"))
+        }
+        if isCodable, case .data(let json) = value {
+            do {
+                return try CodableAttributeCoder.decode(type, from: json)
+            } catch {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: codingPath, debugDescription: "the JSON of \(description) does not decode as \(T.self)",
+                    underlyingError: error))
+            }
+        }
+        if let primitive = T.self as? any PrimitiveAttribute.Type {
+            guard let decoded = Self.make(primitive, from: value) as? T else { throw mismatch(type) }
+            return decoded
+        }
+        return try T(from: self)
+    }
+
+    /// `value` as a `P`, when it converts exactly.
+    private static func make<P: PrimitiveAttribute>(_ type: P.Type, from value: AttributeValue) -> P? { P(value) }
+
+    private func mismatch(_ type: Any.Type) -> DecodingError {
+        DecodingError.typeMismatch(
+            type, .init(codingPath: codingPath, debugDescription: "\(description) holds \(value.map { "\($0)" } ?? "nil"), not a \(type)"))
+    }
+}
