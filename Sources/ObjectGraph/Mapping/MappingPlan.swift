@@ -152,7 +152,15 @@ final class MappingPlan {
         hints = [Int](repeating: 0, count: hintCount)
     }
 
-    /// Records what happened to `row`; returns whether the row was seen before in this run.
+    /// Takes back the count of an object the run inserted and then deleted (a tombstone or a
+    /// discarded object): `inserted` counts the new objects that remain.
+    func forget(_ row: Int) {
+        guard row < outcome.count, outcome[row] == Outcome.inserted.rawValue else { return }
+        counts.inserted -= 1
+        outcome[row] = 0
+    }
+
+    /// Records what happened to `row`.
     @inline(__always)
     func note(_ row: Int, _ new: Outcome) {
         if row >= outcome.count {

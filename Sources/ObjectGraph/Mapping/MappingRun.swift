@@ -345,6 +345,7 @@ struct MappingRun<Source: MappingSource> {
                 guard t.isVisible(row: row) else { continue }
                 context.deleteApplyingRules(t, row: row)
                 plan.counts.tombstoned += 1
+                plan.forget(row)
             }
         }
         var discarded: [DiscardedObject] = []
@@ -438,10 +439,7 @@ struct MappingRun<Source: MappingSource> {
             result.append(DiscardedObject(sourceIndex: Int(source), entity: table.entity.name, reasons: why))
             context.deleteApplyingRules(table, row: Int(r))
             plan.counts.discarded += 1
-            if plan.outcome.count > Int(r), plan.outcome[Int(r)] == MappingPlan.Outcome.inserted.rawValue {
-                plan.counts.inserted -= 1
-                plan.outcome[Int(r)] = 0
-            }
+            plan.forget(Int(r))
         }
         return result
     }

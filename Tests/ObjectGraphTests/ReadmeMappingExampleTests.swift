@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+// README-BEGIN
+import ObjectGraph
+
+@Entity final class Story {
+    @Attribute(.unique) var storyID: Int64 = 0
+    var title: String = ""
+    var publishedAt: Date?
+    var isRetracted: Bool = false
+}
+
+func readmeMappingExample() throws -> String {
+    let context = ModelContext(schema: try Schema(Story.self))
+    var stories = EntityMapping(Story.self)              // identified by storyID (inferred)
+    try stories.map("storyID", "title")
+    try stories.map(["meta.published": "publishedAt", "retracted": "isRetracted"])
+    stories.rootKeyPath = "data"
+    stories.deletionPredicate = #Predicate { $0.isRetracted }   // tombstones
+
+    let json = Data("""
+        {"data": [{"storyID": 1, "title": "Hello", "meta": {"published": "2024-05-01T12:00:00Z"}},
+                  {"storyID": 2, "title": "Wrong", "retracted": true},
+                  {"storyID": 1, "title": "Hello, world"}]}
+        """.utf8)
+    let result = try context.map(json, with: stories)   // atomic: all of it, or nothing
+    try context.save()                                   // one journal record in a store
+    print(result.counts)   // inserted 1, updated 0, unchanged 0, …, tombstoned 1, …
+
+    do {
+        try context.map(Data(#"{"data": [{"storyID": "x1"}]}"#.utf8), with: stories)
+    } catch let error as MappingError {
+        print(error)       // source 0, key path 'storyID': "x1" cannot become Story.storyID, which holds Int64
+    }
+    return "\(try context.objects(of: Story.self).map(\.title))"   // ["Hello, world"]
+}
+// README-END
+
+@Suite("README: mapping")
+struct ReadmeMappingExampleTests {
+    @Test func readmeMappingExampleRunsAndPrintsWhatItSays() throws {
+        #expect(try readmeMappingExample() == "[\"Hello, world\"]")
+    }
+
+    @Test func readmeShowsExactlyTheCompiledMappingExample() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let begin = try #require(source.range(of: "// README-BEGIN\n"))
+        let end = try #require(source.range(of: "// README-END"))
+        let example = String(source[begin.upperBound..<end.lowerBound])
+        #expect(readme.contains("```swift\n" + example + "```"), "README.md's mapping example differs from ReadmeMappingExampleTests.swift")
+    }
+
+    @Test func docsMappingShowsExactlyTheWorkedExampleTheFixtureTestRuns() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let doc = try String(contentsOf: root.appendingPathComponent("Docs/Mapping.md"), encoding: .utf8)
+        let source = try String(contentsOf: root.appendingPathComponent("Tests/ObjectGraphTests/MappingFixtureTests.swift"), encoding: .utf8)
+        let begin = try #require(source.range(of: "// README-BEGIN (Docs/Mapping.md, \"A worked example\")\n"))
+        let end = try #require(source.range(of: "        // README-END"))
+        let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("        ") ? String($0.dropFirst(8)) : String($0) }.joined(separator: "\n")
+        #expect(doc.contains(example), "Docs/Mapping.md's worked example differs from MappingFixtureTests.swift")
+    }
+}
