@@ -45,6 +45,9 @@ struct MappingRun<Source: MappingSource> {
         case .null:
             break
         case .array:
+            let count = source.count(node)
+            rows.reserveCapacity(count)
+            top.prepare(count: count)
             var i = 0
             try source.forEachElement(node) { element in
                 sourceIndex = i
@@ -120,6 +123,16 @@ struct MappingRun<Source: MappingSource> {
 
     /// The existing object the identification attributes' values name, if any.
     private func identify(_ nodes: [Source.Node?], _ plan: MappingPlan, _ prefix: String) throws -> Int? {
+        if plan.identification.count == 1, let index = plan.index {
+            // The usual case, one unique attribute: no array of values per record.
+            let p = plan.identification[0]
+            guard let n = nodes[p] else { return nil }
+            let t = try transform(n, plan.attributes[p], plan, prefix)
+            let table = plan.table
+            let row = t.withCell { cell in cell.flatMap { table.owner(ofCell: $0, in: index) } }
+            guard let row, table.isVisible(row: row) else { return nil }
+            return row
+        }
         var values: [Transformed] = []
         values.reserveCapacity(plan.identification.count)
         for p in plan.identification {
@@ -165,7 +178,7 @@ struct MappingRun<Source: MappingSource> {
     /// Whether the existing object is already as new as the source says (modification attribute).
     private func isUpToDate(_ node: Source.Node, step: MappingPlan.AttributeStep, row: Int, _ plan: MappingPlan, _ prefix: String) throws -> Bool {
         let t = try transform(node, step, plan, prefix)
-        guard let incoming = t.attributeValue(as: step.attribute.type),
+        guard let incoming = t.attributeValue(as: step.type),
               let stored = plan.table.value(row: row, slot: step.slot)
         else { return false }
         switch (incoming, stored) {
@@ -182,19 +195,19 @@ struct MappingRun<Source: MappingSource> {
     /// Transforms the value at `node` for `step`'s attribute, or throws naming the source.
     @inline(__always)
     private func transform(_ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String) throws(MappingError) -> Transformed {
-        let a = step.attribute
-        if a.valueKind == .codable {
+        if step.isCodable {
             if source.kind(node) == .null { return .null }
             if let data = source.json(node) { return .value(.data(data)) }
             throw untransformable(node, step, plan, prefix)
         }
-        guard let t = plan.transformer.transform(source.scalar(node), to: a.type) else {
+        guard let t = plan.transformer.transform(source.scalar(node), to: step.type) else {
             throw untransformable(node, step, plan, prefix)
         }
-        if let check = a.rawValueCheck, let v = t.attributeValue(as: a.type), let problem = check.check(v) {
+        if let check = step.rawValueCheck, let v = t.attributeValue(as: step.type), let problem = check.check(v) {
+            let name = step.attribute.name
             throw MappingError(
-                .untransformableValue, "\(plan.table.entity.name).\(a.name): \(problem)", sourceIndex: sourceIndex,
-                keyPath: joined(prefix, step.keyPath), value: source.text(node), entity: plan.table.entity.name, attribute: a.name)
+                .untransformableValue, "\(plan.table.entity.name).\(name): \(problem)", sourceIndex: sourceIndex,
+                keyPath: joined(prefix, step.keyPath), value: source.text(node), entity: plan.table.entity.name, attribute: name)
         }
         return t
     }
@@ -220,7 +233,7 @@ struct MappingRun<Source: MappingSource> {
         } else {
             return false
         }
-        if case .null = t, !step.attribute.isOptional {
+        if case .null = t, !step.isOptional {
             if new && plan.definition.discardsInvalidObjectsOnInsert { return false }
             throw missingRequired(step, plan, prefix, present: node != nil)
         }
@@ -256,8 +269,7 @@ struct MappingRun<Source: MappingSource> {
             for (i, step) in plan.attributes.enumerated() {
                 if let n = nodes[i] {
                     _ = try assign(n, step, row: row, new: true, plan, prefix)
-                } else if !step.attribute.isOptional && step.attribute.defaultValue == nil
-                            && table.isNull(row: row, slot: step.slot) && !plan.definition.discardsInvalidObjectsOnInsert {
+                } else if step.needsValue && table.isNull(row: row, slot: step.slot) && !plan.definition.discardsInvalidObjectsOnInsert {
                     throw missingRequired(step, plan, prefix, present: false)
                 }
             }
@@ -267,14 +279,14 @@ struct MappingRun<Source: MappingSource> {
         cells.reserveCapacity(nodes.count)
         for (i, step) in plan.attributes.enumerated() {
             guard let n = nodes[i] else {
-                if !step.attribute.isOptional && step.attribute.defaultValue == nil && !plan.definition.discardsInvalidObjectsOnInsert {
+                if step.needsValue && !plan.definition.discardsInvalidObjectsOnInsert {
                     throw missingRequired(step, plan, prefix, present: false)
                 }
                 cells.append(.null)
                 continue
             }
             let t = try transform(n, step, plan, prefix)
-            if case .null = t, !step.attribute.isOptional, !plan.definition.discardsInvalidObjectsOnInsert {
+            if case .null = t, !step.isOptional, !plan.definition.discardsInvalidObjectsOnInsert {
                 throw missingRequired(step, plan, prefix, present: true)
             }
             cells.append(t)

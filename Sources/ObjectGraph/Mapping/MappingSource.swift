@@ -40,6 +40,8 @@ protocol MappingSource {
     func field(_ node: Node, _ key: MappingKey, hint: inout Int) -> Node?
     /// Calls `body` with each element of the array `node`.
     func forEachElement(_ node: Node, _ body: (Node) throws -> Void) rethrows
+    /// The number of elements of the array `node`.
+    func count(_ node: Node) -> Int
     /// The node as JSON text (or a description), for error messages.
     func text(_ node: Node) -> String
     /// The node as JSON text with sorted keys, for a `Codable` attribute; `nil` when the node
@@ -91,6 +93,8 @@ struct JSONSource: MappingSource {
     func forEachElement(_ node: Int, _ body: (Int) throws -> Void) rethrows {
         try document.forEachElement(node, body)
     }
+
+    func count(_ node: Int) -> Int { document.count(node) }
 
     func text(_ node: Int) -> String { document.jsonText(node) }
 
@@ -212,6 +216,8 @@ struct FoundationSource: MappingSource {
         guard let a = unwrap(node) as? [Any] else { return }
         for e in a { try body(e) }
     }
+
+    func count(_ node: Any) -> Int { (unwrap(node) as? [Any])?.count ?? 0 }
 
     func text(_ node: Any) -> String {
         guard let v = unwrap(node) else { return "null" }

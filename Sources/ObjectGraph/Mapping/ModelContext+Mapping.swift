@@ -72,7 +72,8 @@ extension ModelContext {
         let start = ContinuousClock.now
         let document = try JSONDocument(parsing: json)
         let parsed = ContinuousClock.now
-        var result: MappingResult<T> = try run(JSONSource(document: document), root: document.root, mapping.definition)
+        let outcome = try runMapping(JSONSource(document: document), root: document.root, mapping.definition)
+        var result: MappingResult<T> = self.result(outcome, since: parsed)
         result.parseSeconds = (parsed - start).seconds
         return result
     }
@@ -82,7 +83,8 @@ extension ModelContext {
     /// of stored types (`Date`, `UUID`, `URL`, `Data`). The root key path applies as for JSON.
     @discardableResult
     public func map<T: Entity>(jsonObject: Any, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
-        try run(FoundationSource(), root: jsonObject, mapping.definition)
+        let start = ContinuousClock.now
+        return result(try runMapping(FoundationSource(), root: jsonObject, mapping.definition), since: start)
     }
 
     /// Maps an array of dictionaries, one object each.
@@ -90,11 +92,24 @@ extension ModelContext {
     public func map<T: Entity>(_ sources: [[String: Any]], with mapping: EntityMapping<T>) throws -> MappingResult<T> {
         var definition = mapping.definition
         definition.rootKeyPath = nil
-        return try run(FoundationSource(), root: sources as [Any], definition)
+        let start = ContinuousClock.now
+        return result(try runMapping(FoundationSource(), root: sources as [Any], definition), since: start)
     }
 
-    private func run<T: Entity, S: MappingSource>(_ source: S, root: S.Node, _ definition: MappingDefinition) throws -> MappingResult<T> {
-        let start = ContinuousClock.now
+    private typealias RunOutcome = (rows: [Int32], byEntity: [String: MappingCounts], discarded: [DiscardedObject], table: EntityTable)
+
+    private func result<T: Entity>(_ outcome: RunOutcome, since start: ContinuousClock.Instant) -> MappingResult<T> {
+        var result = MappingResult<T>(
+            counts: outcome.byEntity[outcome.table.entity.name] ?? MappingCounts(), countsByEntity: outcome.byEntity,
+            discarded: outcome.discarded, sourceCount: outcome.rows.count, rows: outcome.rows, table: outcome.table)
+        result.mapSeconds = (ContinuousClock.now - start).seconds
+        return result
+    }
+
+    /// The run itself. Called with a concrete source type from the entry points, never from
+    /// code generic over the entity type, so that the compiler specializes the whole run for
+    /// the source: unspecialized, every node access went through generic metadata.
+    private func runMapping<S: MappingSource>(_ source: S, root: S.Node, _ definition: MappingDefinition) throws -> RunOutcome {
         var run = try MappingRun(source: source, definition: definition, context: self)
         let node = try run.sources(in: root)
         return try _withImportSavepoint {
@@ -102,11 +117,7 @@ extension ModelContext {
             let discarded = try run.finish()
             var byEntity: [String: MappingCounts] = [:]
             for plan in run.plans { byEntity[plan.table.entity.name] = (byEntity[plan.table.entity.name] ?? MappingCounts()) + plan.counts }
-            var result = MappingResult<T>(
-                counts: byEntity[run.top.table.entity.name] ?? run.top.counts, countsByEntity: byEntity,
-                discarded: discarded, sourceCount: rows.count, rows: rows, table: run.top.table)
-            result.mapSeconds = (ContinuousClock.now - start).seconds
-            return result
+            return (rows, byEntity, discarded, run.top.table)
         }
     }
 }
