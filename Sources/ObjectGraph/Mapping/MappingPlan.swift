@@ -61,6 +61,10 @@ final class MappingPlan {
     let index: UniqueIndex?
     /// Position in `attributes` of the modification attribute.
     let modification: Int?
+    /// The positions in `attributes` read before the lookup (identification and modification),
+    /// and the others, read only for a source that is mapped.
+    private(set) var earlySteps: [Int] = []
+    private(set) var lateSteps: [Int] = []
     let transformer: ValueTransformer
     // Read and written per record: without `@exclusivity(unchecked)` each access paid the
     // dynamic exclusivity check (6% of a run in perf, with its thread-local lookups).
@@ -132,6 +136,10 @@ final class MappingPlan {
         } else {
             modification = nil
         }
+
+        let early = Set(identification + (modification.map { [$0] } ?? []))
+        earlySteps = steps.indices.filter { early.contains($0) }
+        lateSteps = steps.indices.filter { !early.contains($0) }
 
         let resolved = context.schema.relationships[table.entityIndex]
         var relationshipSteps: [RelationshipStep] = []

@@ -75,9 +75,13 @@ struct MappingRun<Source: MappingSource> {
         var nodes = nodeBuffers[depth]
         nodeBuffers[depth] = []
         defer { nodeBuffers[depth] = nodes }
+        // The identification and modification values first: a source skipped as unmodified
+        // reads no other key.
         nodes.removeAll(keepingCapacity: true)
-        for step in plan.attributes {
-            nodes.append(source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase))
+        nodes.append(contentsOf: repeatElement(nil, count: plan.attributes.count))
+        for p in plan.earlySteps {
+            let step = plan.attributes[p]
+            nodes[p] = source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase)
         }
 
         // Identification: transformed values first, then the lookup.
@@ -94,6 +98,7 @@ struct MappingRun<Source: MappingSource> {
                 plan.note(existing, .skipped)
                 return existing
             }
+            resolveLateSteps(node, plan, &nodes)
             var changed = false
             for (i, step) in plan.attributes.enumerated() {
                 changed = try assign(nodes[i], step, row: existing, new: false, plan, prefix) || changed
@@ -107,6 +112,7 @@ struct MappingRun<Source: MappingSource> {
             return existing
         }
 
+        resolveLateSteps(node, plan, &nodes)
         let new = try insert(nodes, plan, prefix)
         plan.note(new, .inserted)
         plan.insertedRows.append((Int32(new), Int32(sourceIndex)))
@@ -119,6 +125,15 @@ struct MappingRun<Source: MappingSource> {
             _ = try mapRelationship(node, step, row: new, plan, prefix)
         }
         return new
+    }
+
+    /// Finds the nodes of the steps that are neither identification nor modification.
+    @inline(__always)
+    private func resolveLateSteps(_ node: Source.Node, _ plan: MappingPlan, _ nodes: inout [Source.Node?]) {
+        for p in plan.lateSteps {
+            let step = plan.attributes[p]
+            nodes[p] = source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase)
+        }
     }
 
     /// The existing object the identification attributes' values name, if any.
