@@ -2,6 +2,7 @@
 #   make demo   the main job on the bundled Debian package index
 #   make test   every test (a short, bounded property/fuzz pass included)
 #   make bench  the benchmark package (release mode)
+#   make bench-mapping   JSON mapping against JSONDecoder + GRDB (Tools/Benchmarks/Results/mapping.md)
 #   make fuzz   longer property runs, then the journal reader's libFuzzer target (FUZZ_SECONDS)
 #   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases
 #   make install   build graph-journal (release, Swift runtime linked statically) and install it to $(PREFIX)/bin
@@ -11,7 +12,7 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 DEPS := Tools/install-deps.sh
 
-.PHONY: all deps build demo test fuzz soak bench bench-peers fixture install clean
+.PHONY: all deps build demo test fuzz soak bench bench-peers bench-mapping fixture install clean
 
 all: build
 
@@ -47,6 +48,12 @@ bench: deps
 bench-peers: deps
 	@bash Tools/Benchmarks/install-peers.sh
 	cd Tools/Benchmarks && $(SWIFT) run -c release peer-comparison
+
+# Maps a 1M-record JSON document into a store, against JSONDecoder + GRDB; writes
+# Tools/Benchmarks/Results/mapping.md. About 5 minutes after the release build.
+bench-mapping: deps
+	@bash Tools/Benchmarks/install-peers.sh
+	cd Tools/Benchmarks && $(SWIFT) run -c release mapping-comparison
 
 # Regenerates the bundled fixture from this machine's apt lists (run `apt-get update` first).
 fixture: deps

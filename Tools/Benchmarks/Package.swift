@@ -51,6 +51,17 @@ let package = Package(
             name: "objectgraph-profile",
             dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")]
         ),
+        // Mapping a JSON document into a store, ObjectGraph next to JSONDecoder + GRDB:
+        // `swift run -c release mapping-comparison` writes Results/mapping.md.
+        // `make bench-mapping` from the repository root.
+        .executableTarget(
+            name: "mapping-comparison",
+            dependencies: [
+                "PeopleWorkload",
+                .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // ObjectGraph next to SQLite (GRDB) and Redis's AOF on the same data:
         // `swift run -c release peer-comparison` writes Results/peers.md and
         // Results/cold-start.svg. `make bench-peers` from the repository root.

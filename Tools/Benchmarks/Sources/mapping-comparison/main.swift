@@ -1,0 +1,295 @@
+// Mapping a JSON API response into a store, ObjectGraph next to the usual Swift answer on
+// Linux: `JSONDecoder` into `Codable` structs, upserted into SQLite through GRDB.
+//
+//     swift run -c release mapping-comparison [--records 1000000] [--repeats 3] [--out Results]
+//
+// (`make bench-mapping` from the repository root.) Workloads, each run `--repeats` times in a
+// fresh temporary directory, medians reported:
+//  (a) first run: one JSON array of N people records (the six attributes of the people
+//      workload) mapped into an empty store, then one durable save;
+//  (b) re-run: the same document with 10% of the records changed (a greater `score`), mapped
+//      into the store of (a) with `score` as the modification attribute, then one durable save;
+//  (c) per-record cost of (a) at 10k records against N;
+//  (d) `Codable` values upserted with `ModelContext.upsert(_:as:)` against a hand-written loop
+//      of `insert` and typed sets, in memory.
+// Writes <out>/mapping.md.
+
+import Foundation
+import GRDB
+import ObjectGraph
+import PeopleWorkload
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+func option(_ name: String) -> String? {
+    guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return nil }
+    return arguments[i + 1]
+}
+let records = Int(option("--records") ?? "1000000") ?? 1_000_000
+let repeats = max(1, Int(option("--repeats") ?? "3") ?? 3)
+let outDirectory = URL(fileURLWithPath: option("--out") ?? "Results", isDirectory: true)
+
+// MARK: The documents
+
+/// One record as the API sends it, and as the peer decodes it.
+struct PersonRecord: Codable, Sendable {
+    var id: Int64
+    var name: String
+    var email: String
+    var age: Int
+    var city: String
+    var score: Double
+}
+
+func record(_ i: Int, generation: Int) -> PersonRecord {
+    let s = PersonSource(i, generation: generation)
+    return PersonRecord(id: s.id, name: s.name, email: s.email, age: s.age, city: s.city, score: s.score)
+}
+
+/// The document of `n` records; with `changedEvery`, every such record is of generation 1.
+func document(_ n: Int, changedEvery: Int? = nil) -> Data {
+    var text = "["
+    text.reserveCapacity(n * 110)
+    for i in 0..<n {
+        let r = record(i, generation: changedEvery.map { i % $0 == 0 ? 1 : 0 } ?? 0)
+        if i > 0 { text += "," }
+        text += #"{"id":\#(r.id),"name":"\#(r.name)","email":"\#(r.email)","age":\#(r.age),"city":"\#(r.city)","score":\#(r.score)}"#
+    }
+    text += "]"
+    return Data(text.utf8)
+}
+
+func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+func median(_ xs: [Double]) -> Double {
+    let s = xs.sorted()
+    return s.isEmpty ? .nan : s[s.count / 2]
+}
+func temporaryDirectory() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("mapping-bench-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+}
+
+// MARK: ObjectGraph
+
+func peopleMapping() throws -> EntityMapping<UniquePerson> {
+    var m = EntityMapping(UniquePerson.self)
+    try m.map("id", "name", "email", "age", "city", "score")
+    return m
+}
+
+struct Phases { var parse = 0.0, map = 0.0, save = 0.0; var total: Double { parse + map + save } }
+
+/// (a) then, if given, (b) on the same store.
+func objectGraphRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let store = try ObjectStore.open(at: dir, schema: Importing.schema())
+    var mapping = try peopleMapping()
+    var a = Phases()
+    let r = try store.context.map(first, with: mapping)
+    a.parse = r.parseSeconds
+    a.map = r.mapSeconds
+    var t = now()
+    try store.context.save()
+    a.save = now() - t
+    guard r.counts.inserted == records || first.count < 2_000_000 else { throw BenchError("inserted \(r.counts.inserted)") }
+    guard let second else { try store.close(); return (a, nil) }
+    try mapping.useModificationAttribute("score")
+    var b = Phases()
+    let r2 = try store.context.map(second, with: mapping)
+    b.parse = r2.parseSeconds
+    b.map = r2.mapSeconds
+    t = now()
+    try store.context.save()
+    b.save = now() - t
+    guard r2.counts.updated == (records + 9) / 10 else { throw BenchError("updated \(r2.counts.updated), skipped \(r2.counts.skippedUnmodified)") }
+    try store.close()
+    return (a, b)
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+// MARK: JSONDecoder + GRDB
+
+let createSQL = """
+    CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL,
+        age INTEGER NOT NULL, city TEXT NOT NULL, score REAL NOT NULL)
+    """
+/// The peer's modification attribute: the update applies only when the score is greater.
+let upsertSQL = """
+    INSERT INTO people (id, name, email, age, city, score) VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT(id) DO UPDATE SET name = excluded.name, email = excluded.email,
+        age = excluded.age, city = excluded.city, score = excluded.score
+        WHERE excluded.score > people.score
+    """
+
+func sqliteRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    var config = Configuration()
+    config.journalMode = .wal
+    let queue = try DatabaseQueue(path: dir.appendingPathComponent("people.sqlite").path, configuration: config)
+    try queue.writeWithoutTransaction { db in
+        try db.execute(sql: "PRAGMA synchronous = FULL")
+        guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else { throw BenchError("synchronous is not FULL") }
+        try db.execute(sql: createSQL)
+    }
+    func load(_ data: Data) throws -> Phases {
+        var p = Phases()
+        var t = now()
+        let people = try JSONDecoder().decode([PersonRecord].self, from: data)
+        p.parse = now() - t
+        t = now()
+        try queue.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                let statement = try db.makeStatement(sql: upsertSQL)
+                for r in people {
+                    try statement.execute(arguments: [r.id, r.name, r.email, r.age, r.city, r.score])
+                }
+                return .commit
+            }
+        }
+        p.map = now() - t
+        return p
+    }
+    let a = try load(first)
+    let b = try second.map(load)
+    return (a, b)
+}
+
+// MARK: Codable values
+
+func codableRun(_ n: Int) throws -> (codable: Double, typed: Double) {
+    let values = (0..<n).map { record($0, generation: 0) }
+    let c1 = ModelContext(schema: Importing.schema())
+    var t = now()
+    _ = try c1.upsert(values, as: UniquePerson.self)
+    let codable = now() - t
+    let c2 = ModelContext(schema: Importing.schema())
+    t = now()
+    for v in values {
+        let p = try c2.insert(UniquePerson.self)
+        p.id = v.id
+        p.name = v.name
+        p.email = v.email
+        p.age = v.age
+        p.city = v.city
+        p.score = v.score
+    }
+    let typed = now() - t
+    guard try c1.count(of: UniquePerson.self) == n, try c2.count(of: UniquePerson.self) == n else { throw BenchError("codable counts") }
+    return (codable, typed)
+}
+
+/// Seconds per value of `upsert(structValue:as:)`, which reads each struct with `Mirror`.
+func mirrorRun(_ n: Int) throws -> Double {
+    let values = (0..<n).map { record($0, generation: 0) }
+    let context = ModelContext(schema: Importing.schema())
+    let t = now()
+    for v in values { try context.upsert(structValue: v, as: UniquePerson.self) }
+    let elapsed = now() - t
+    guard try context.count(of: UniquePerson.self) == n else { throw BenchError("mirror count") }
+    return elapsed / Double(n)
+}
+
+// MARK: Run
+
+// `--profile N`: only ObjectGraph's first run, N times, for perf and callgrind.
+if let rounds = option("--profile").flatMap(Int.init) {
+    let doc = document(records)
+    let changed = document(records, changedEvery: 10)
+    for _ in 0..<rounds {
+        let (a, b) = try objectGraphRun(doc, changed)
+        print(String(format: "first: parse %.3f  map %.3f  save %.3f   re-run: parse %.3f  map %.3f  save %.3f",
+                     a.parse, a.map, a.save, b?.parse ?? 0, b?.map ?? 0, b?.save ?? 0))
+    }
+    exit(0)
+}
+
+/// The library's commit, for the report (empty when git is not at hand).
+func libraryCommit() -> String {
+    let git = Process()
+    git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    git.arguments = ["git", "-C", "../..", "rev-parse", "--short", "HEAD"]
+    let pipe = Pipe()
+    git.standardOutput = pipe
+    git.standardError = FileHandle.nullDevice
+    guard (try? git.run()) != nil else { return "" }
+    git.waitUntilExit()
+    let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    return out.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+let loadBefore = loadAverage()
+FileHandle.standardError.write(Data("generating documents (\(records) records)…\n".utf8))
+let first = document(records)
+let second = document(records, changedEvery: 10)
+let small = document(10_000)
+
+var og: [(Phases, Phases)] = []
+var sql: [(Phases, Phases)] = []
+var ogSmall: [Double] = []
+var codable: [(Double, Double)] = []
+var mirror: [Double] = []
+for round in 0..<repeats {
+    FileHandle.standardError.write(Data("round \(round + 1)/\(repeats)\n".utf8))
+    let (a, b) = try objectGraphRun(first, second)
+    og.append((a, b ?? Phases()))
+    let (c, d) = try sqliteRun(first, second)
+    sql.append((c, d ?? Phases()))
+    ogSmall.append(try objectGraphRun(small, nil).0.total)
+    codable.append(try codableRun(records))
+    mirror.append(try mirrorRun(100_000))
+}
+let loadAfter = loadAverage()
+
+func m(_ f: (Phases) -> Double, _ xs: [Phases]) -> Double { median(xs.map(f)) }
+let ogA = og.map(\.0), ogB = og.map(\.1), sqA = sql.map(\.0), sqB = sql.map(\.1)
+func row(_ title: String, _ o: [Phases], _ s: [Phases]) -> String {
+    let ot = m(\.total, o), st = m(\.total, s)
+    return "| \(title) | \(String(format: "%.3f", m(\.parse, o))) + \(String(format: "%.3f", m(\.map, o))) + \(String(format: "%.3f", m(\.save, o))) = **\(String(format: "%.3f", ot))** | "
+        + "\(String(format: "%.3f", m(\.parse, s))) + \(String(format: "%.3f", m(\.map, s))) = **\(String(format: "%.3f", st))** | **\(String(format: "%.1f", st / ot))×** |"
+}
+let perRecordSmall = median(ogSmall) / 10_000
+let perRecordLarge = m(\.total, ogA) / Double(records)
+let codableMedian = median(codable.map(\.0)), typedMedian = median(codable.map(\.1))
+
+let report = """
+    # Mapping JSON into a store: ObjectGraph and JSONDecoder + GRDB
+
+    Generated by `make bench-mapping` (`Tools/Benchmarks/Sources/mapping-comparison`) at commit \(libraryCommit()),
+    release build, \(records) records, \(repeats) rounds, medians in seconds, on the project's 2-core VM.
+    Load average before: \(loadBefore); after: \(loadAfter).
+
+    **Configurations.** The document is one JSON array of \(records) people records (\(first.count / 1_000_000) MB;
+    `id`, `name`, `email`, `age`, `city`, `score`). ObjectGraph: `EntityMapping(UniquePerson.self)` mapping the six
+    keys, identification inferred (`id`, a unique attribute), an `ObjectStore` with durability `.always` (fsync
+    per save), one save. The peer: `JSONDecoder` into a `Codable` struct array, then one `BEGIN IMMEDIATE`
+    transaction of a prepared `INSERT … ON CONFLICT(id) DO UPDATE … WHERE excluded.score > people.score` per record
+    into `people(id INTEGER PRIMARY KEY, …)`, SQLite in WAL mode with `synchronous=FULL`, through GRDB. Both
+    start from an empty directory; the re-run maps the same document with every tenth record's `score` raised,
+    ObjectGraph with `score` as the modification attribute, the peer with the `WHERE` clause above.
+
+    | run | ObjectGraph: parse + map + save | JSONDecoder + GRDB: decode + upsert & commit | peer / ObjectGraph |
+    |---|---|---|---|
+    \(row("first run into an empty store", ogA, sqA))
+    \(row("re-run, 10% changed", ogB, sqB))
+
+    - Re-run / first run, ObjectGraph: **\(String(format: "%.2f", m(\.total, ogB) / m(\.total, ogA)))×**.
+    - Per-record cost of the first run: \(String(format: "%.2f", perRecordSmall * 1e6)) µs at 10k records,
+      \(String(format: "%.2f", perRecordLarge * 1e6)) µs at \(records): **\(String(format: "%.2f", perRecordLarge / perRecordSmall))×**.
+    - `Codable` values, in memory: `upsert(_:as:)` of \(records) `PersonRecord`s \(String(format: "%.3f", codableMedian)) s,
+      a hand-written loop of `insert` and six typed sets \(String(format: "%.3f", typedMedian)) s:
+      **\(String(format: "%.2f", codableMedian / typedMedian))×**.
+    - A struct read with `Mirror` (`upsert(structValue:as:)`, one call per value, 100k values):
+      **\(String(format: "%.2f", median(mirror) * 1e6)) µs per value**.
+    """
+try FileManager.default.createDirectory(at: outDirectory, withIntermediateDirectories: true)
+try report.write(to: outDirectory.appendingPathComponent("mapping.md"), atomically: true, encoding: .utf8)
+print(report)
