@@ -358,6 +358,32 @@ struct MappingTests {
         #expect(result.objects[0] !== old && result.objects[0].title == "b")
     }
 
+    @Test func aDocumentInStorageOrderFindsTheSameObjectsAsAShuffledOneAroundDeletedAndDuplicateRows() throws {
+        // Identification first checks the row after the last one found (a re-sync of a
+        // document in storage order); a deleted row there, or a pending duplicate key, must
+        // not be taken for the owner.
+        let context = try newsContext()
+        let m = try articles()
+        let all = (0..<50).map { #"{"articleID": \#($0), "title": "v1"}"# }
+        try context.map(json("[" + all.joined(separator: ",") + "]"), with: m)
+        try context.save()
+        let deleted = try #require(try context.object(Article.self, where: \.articleID, equals: 20))
+        context.delete(deleted)
+        let pending = try context.insert(Article.self)
+        pending.articleID = 30  // a pending duplicate of article 30
+        let ordered = (0..<50).map { #"{"articleID": \#($0), "title": "v2"}"# }
+        let r = try context.map(json("[" + ordered.joined(separator: ",") + "]"), with: m)
+        #expect(r.counts.inserted == 1 && r.counts.updated == 49, "article 20 is pending deletion: a new one is inserted")
+        context.delete(pending)
+        var rng = SystemRandomNumberGenerator()
+        let shuffled = (0..<50).shuffled(using: &rng).map { #"{"articleID": \#($0), "title": "v3"}"# }
+        let s = try context.map(json("[" + shuffled.joined(separator: ",") + "]"), with: m)
+        #expect(s.counts.inserted == 0 && s.counts.updated == 50)
+        #expect(try context.objects(of: Article.self).allSatisfy { $0.title == "v3" })
+        #expect(try context.count(of: Article.self) == 50)
+        try context.save()
+    }
+
     @Test func identificationWithoutAUniqueIndexUsesOneTableForTheRun() throws {
         let context = try newsContext()
         var m = EntityMapping(Gadget.self)

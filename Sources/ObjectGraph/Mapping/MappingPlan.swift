@@ -78,6 +78,9 @@ final class MappingPlan {
     /// The rows this run inserted, with the top-level source that created each.
     @exclusivity(unchecked) var insertedRows: [(row: Int32, source: Int32)] = []
     @exclusivity(unchecked) var counts = MappingCounts()
+    /// The row identification found last, for the guess that the next source names the next
+    /// row.
+    @exclusivity(unchecked) var lastFound = -2
     /// Identification without a unique index: key → row, built on first use.
     var identities: [IdentityKey: Int32]?
 

@@ -144,8 +144,21 @@ struct MappingRun<Source: MappingSource> {
             guard let n = nodes[p] else { return nil }
             let t = try transform(n, plan.attributes[p], plan, prefix)
             let table = plan.table
-            let row = t.withCell { cell in cell.flatMap { table.owner(ofCell: $0, in: index) } }
+            let row = t.withCell { cell -> Int? in
+                guard let cell else { return nil }
+                // A document that lists objects in the order they were stored (an API's stable
+                // order, as in a re-sync) names the row after the last one found: checked first,
+                // it spares the probe's cache misses into the index. With no pending duplicate,
+                // a visible row holding the key is the key's owner.
+                let guess = plan.lastFound &+ 1
+                if guess >= 0, guess < table.rowCount, index.duplicates.isEmpty, table.isVisible(row: guess),
+                   table.holds(cell, row: guess, slot: index.slots[0]) {
+                    return guess
+                }
+                return table.owner(ofCell: cell, in: index)
+            }
             guard let row, table.isVisible(row: row) else { return nil }
+            plan.lastFound = row
             return row
         }
         var values: [Transformed] = []
