@@ -46,12 +46,28 @@ struct ReadmeExampleTests {
     }
 
     @Test func readmeShowsExactlyTheCompiledExample() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
-        let begin = try #require(source.range(of: "// README-BEGIN\n"))
-        let end = try #require(source.range(of: "// README-END"))
-        let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\n" + example + "```"), "README.md's example differs from ReadmeExampleTests.swift")
+        let example = try documentedBlock(in: "Tests/ObjectGraphTests/ReadmeExampleTests.swift")
+        #expect(try repositoryFile("README.md").contains("```swift\n" + example + "```"), "README.md's example differs from ReadmeExampleTests.swift")
     }
+}
+
+/// The repository's root directory.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// The text of a file of the repository.
+func repositoryFile(_ path: String) throws -> String {
+    try String(contentsOf: repositoryRoot.appendingPathComponent(path), encoding: .utf8)
+}
+
+/// The lines between a `README-BEGIN` marker and the `README-END` marker of a test file, as the
+/// documentation shows them: the marker's own indentation removed from each line.
+func documentedBlock(in path: String, marker: String = "// README-BEGIN") throws -> String {
+    let source = try repositoryFile(path)
+    let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
+    guard let first = lines.firstIndex(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(marker) }),
+          let last = lines[first...].firstIndex(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix("// README-END") })
+    else { throw CocoaError(.fileReadCorruptFile) }
+    let indent = lines[first].prefix { $0 == " " }.count
+    return lines[(first + 1)..<last].map { $0.hasPrefix(String(repeating: " ", count: indent)) ? String($0.dropFirst(indent)) : String($0) }
+        .map { $0 + "\n" }.joined()
 }

@@ -44,23 +44,13 @@ struct ReadmeMappingExampleTests {
     }
 
     @Test func readmeShowsExactlyTheCompiledMappingExample() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
-        let begin = try #require(source.range(of: "// README-BEGIN\n"))
-        let end = try #require(source.range(of: "// README-END"))
-        let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\n" + example + "```"), "README.md's mapping example differs from ReadmeMappingExampleTests.swift")
+        let example = try documentedBlock(in: "Tests/ObjectGraphTests/ReadmeMappingExampleTests.swift")
+        #expect(try repositoryFile("README.md").contains("```swift\n" + example + "```"),
+                "README.md's mapping example differs from ReadmeMappingExampleTests.swift")
     }
 
     @Test func docsMappingShowsExactlyTheWorkedExampleTheFixtureTestRuns() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let doc = try String(contentsOf: root.appendingPathComponent("Docs/Mapping.md"), encoding: .utf8)
-        let source = try String(contentsOf: root.appendingPathComponent("Tests/ObjectGraphTests/MappingFixtureTests.swift"), encoding: .utf8)
-        let begin = try #require(source.range(of: "// README-BEGIN (Docs/Mapping.md, \"A worked example\")\n"))
-        let end = try #require(source.range(of: "        // README-END"))
-        let example = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
-            .map { $0.hasPrefix("        ") ? String($0.dropFirst(8)) : String($0) }.joined(separator: "\n")
-        #expect(doc.contains(example), "Docs/Mapping.md's worked example differs from MappingFixtureTests.swift")
+        let example = try documentedBlock(in: "Tests/ObjectGraphTests/MappingFixtureTests.swift", marker: "// README-BEGIN (Docs/Mapping.md")
+        #expect(try repositoryFile("Docs/Mapping.md").contains(example), "Docs/Mapping.md's worked example differs from MappingFixtureTests.swift")
     }
 }
