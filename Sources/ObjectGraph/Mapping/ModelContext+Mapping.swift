@@ -115,6 +115,7 @@ extension ModelContext {
         return try _withImportSavepoint {
             let rows = try node.map { try run.mapTopLevel($0) } ?? []
             let discarded = try run.finish()
+            activeSync?.noteMapped(run.plans)
             var byEntity: [String: MappingCounts] = [:]
             for plan in run.plans { byEntity[plan.table.entity.name] = (byEntity[plan.table.entity.name] ?? MappingCounts()) + plan.counts }
             return (rows, byEntity, discarded, run.top.table)

@@ -1,0 +1,176 @@
+extension ModelContext {
+    /// Runs a sync session over `entities`: `body` maps the API's documents through the session
+    /// (which marks every object they touch), then the session deletes the invalid objects,
+    /// forwards marks to related objects, sweeps the unmarked objects of `entities` in scope,
+    /// and saves everything as one journal record.
+    ///
+    /// Safe where DKDBManager and RestKit were not:
+    /// - a session whose body throws (a mapping error, ``SyncSession/cancel()``) sweeps nothing
+    ///   and leaves the context exactly as before the session;
+    /// - an entity of which the session marked no object is not wiped, unless
+    ///   ``SyncSession/allowEmptySync(of:)`` says so: the session throws ``SyncError``
+    ///   `emptySync` instead;
+    /// - with `sweepLimit`, a sweep that would remove more throws ``SyncError``
+    ///   `sweepLimitExceeded`, naming how many it would have removed;
+    /// - a save that fails (a `deny` delete rule hit by the sweep: ``ValidationError``) undoes
+    ///   the whole session too.
+    ///
+    /// Inside a transaction the session commits into it (no save of its own) or rolls back alone.
+    ///
+    /// ```swift
+    /// let result = try context.sync([Package.self]) { session in
+    ///     try session.map(json, with: packages)
+    /// }
+    /// ```
+    ///
+    /// - Returns: per entity, what the mappings and the sweep did.
+    /// - Throws: what `body` throws, ``SyncError``, or what the save throws.
+    @discardableResult
+    public func sync(_ entities: [any Entity.Type], sweepLimit: SweepLimit? = nil, _ body: (SyncSession) throws -> Void) throws -> SyncResult {
+        var indexes: [Int] = []
+        for type in entities {
+            guard let i = schema.indexByType[ObjectIdentifier(type)] else {
+                throw ObjectGraphError(.unknownEntity, "\(type) is not an entity of this context's schema", entity: "\(type)")
+            }
+            indexes.append(i)
+        }
+        let outer = savepointDepth > 0
+        let depth = savepointDepth
+        let session = SyncSession(context: self, entities: indexes)
+        let previous = activeSync
+        activeSync = session
+        defer { activeSync = previous }
+        beginSavepoint()
+        let result: SyncResult
+        do {
+            try body(session)
+            result = try finishSync(session, limit: sweepLimit)
+            if savepointDepth > depth { releaseSavepoint() }
+            if !outer { try save() }
+        } catch {
+            if savepointDepth > depth { rollbackToSavepoint() } else if !outer { rollback() }
+            throw error
+        }
+        return result
+    }
+
+    /// After the body: invalid objects, forwarded marks, the sweep, invalid objects again.
+    private func finishSync(_ session: SyncSession, limit: SweepLimit?) throws -> SyncResult {
+        var counts: [String: SyncCounts] = [:]
+        for (name, m) in session.mapping {
+            var c = SyncCounts()
+            c.inserted = m.inserted
+            c.updated = m.updated
+            c.unchanged = m.unchanged + m.skippedUnmodified
+            c.tombstoned = m.tombstoned
+            c.discarded = m.discarded
+            counts[name] = c
+        }
+        var invalid = [Int](repeating: 0, count: tables.count)
+        _ = try deleteInvalid(session, &invalid)
+        forwardMarks(session)
+
+        // What each entity's sweep would remove, checked against the safety rules before
+        // anything is deleted.
+        var doomed: [(EntityTable, [Int])] = []
+        for t in tables where session.inSession[t.entityIndex] {
+            let e = t.entityIndex
+            var inScope = 0
+            var marked = 0
+            var unmarked: [Int] = []
+            for row in 0..<t.rowCount where t.isVisible(row: row) {
+                if let scope = session.scopes[e], !(try scope(t.instance(row: row))) { continue }
+                inScope += 1
+                if session.isMarked(e, row: row) || t.isInserted(row: row) {
+                    marked += 1
+                } else {
+                    unmarked.append(row)
+                }
+            }
+            if marked == 0 && !unmarked.isEmpty && !session.emptyAllowed[e] {
+                throw SyncError(
+                    code: .emptySync, entity: t.entity.name, wouldRemove: unmarked.count,
+                    message: "the sync marked no \(t.entity.name) object and would have swept all \(unmarked.count) in scope; "
+                        + "nothing was changed (call allowEmptySync(of:) if an empty response is the truth)")
+            }
+            if let limit {
+                let allowed: Int
+                switch limit {
+                case .count(let n): allowed = n
+                case .fraction(let f): allowed = Int((Double(inScope) * f).rounded(.down))
+                }
+                if unmarked.count > allowed {
+                    throw SyncError(
+                        code: .sweepLimitExceeded, entity: t.entity.name, wouldRemove: unmarked.count,
+                        message: "the sync would have swept \(unmarked.count) of \(inScope) \(t.entity.name) objects in scope, "
+                            + "more than its limit of \(allowed); nothing was changed")
+                }
+            }
+            doomed.append((t, unmarked))
+        }
+        for (t, rows) in doomed {
+            var swept = 0
+            for row in rows where t.isVisible(row: row) {
+                deleteApplyingRules(t, row: row)
+                swept += 1
+            }
+            counts[t.entity.name, default: SyncCounts()].swept += swept
+        }
+        // Objects the sweep made invalid (a required parent swept), until nothing changes.
+        while try deleteInvalid(session, &invalid) {}
+        for t in tables where invalid[t.entityIndex] > 0 {
+            counts[t.entity.name, default: SyncCounts()].invalid += invalid[t.entityIndex]
+        }
+        for t in tables where session.inSession[t.entityIndex] && counts[t.entity.name] == nil {
+            counts[t.entity.name] = SyncCounts()
+        }
+        return SyncResult(counts: counts, discarded: session.discarded)
+    }
+
+    /// Deletes the invalid objects (``SyncValidated``) of the session's entities in scope, and
+    /// takes back their marks. Returns whether it deleted any.
+    private func deleteInvalid(_ session: SyncSession, _ invalid: inout [Int]) throws -> Bool {
+        var any = false
+        for t in tables where session.inSession[t.entityIndex] && t.entity.type is any SyncValidated.Type {
+            let e = t.entityIndex
+            for row in 0..<t.rowCount where t.isVisible(row: row) {
+                let object = t.instance(row: row)
+                if let scope = session.scopes[e], !(try scope(object)) { continue }
+                guard let v = object as? any SyncValidated, v.isInvalidForSync else { continue }
+                session.unmark(e, row: row)
+                deleteApplyingRules(t, row: row)
+                invalid[e] += 1
+                any = true
+            }
+        }
+        return any
+    }
+
+    /// Forwards marks from each marked object along its entity's forwarding relationships
+    /// (``SyncMarkForwarding``, else those with a `cascade` delete rule), each object once.
+    private func forwardMarks(_ session: SyncSession) {
+        let forwarding: [[ResolvedRelationship]] = tables.map { t in
+            if let f = t.entity.type as? any SyncMarkForwarding.Type {
+                let names = Set(f.relationshipsForwardingSyncMarks)
+                return t.relationships.filter { names.contains($0.name) }
+            }
+            return t.relationships.filter { $0.deleteRule == .cascade }
+        }
+        var work: [(Int, Int)] = []
+        for t in tables where !forwarding[t.entityIndex].isEmpty {
+            let e = t.entityIndex
+            for row in 0..<t.rowCount where session.isMarked(e, row: row) && t.isVisible(row: row) { work.append((e, row)) }
+        }
+        while let (e, row) = work.popLast() {
+            let t = tables[e]
+            for r in forwarding[e] {
+                let d = t.destinationTable(r)
+                let targets = r.isToMany ? t.toManyDestinations(row: row, r) : (t.toOneDestination(row: row, r, visibleOnly: true).map { [$0] } ?? [])
+                for target in targets where !session.isMarked(d.entityIndex, row: target) {
+                    session.mark(d.entityIndex, row: target)
+                    if !forwarding[d.entityIndex].isEmpty { work.append((d.entityIndex, target)) }
+                }
+            }
+        }
+    }
+}
