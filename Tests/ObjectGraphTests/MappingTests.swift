@@ -384,6 +384,19 @@ struct MappingTests {
         try context.save()
     }
 
+    @Test func aSourceWithoutItsIdentificationValueIsSkippedNotInsertedWithADefaultKey() throws {
+        let context = try newsContext()
+        var w = EntityMapping(Writer.self)
+        try w.map("writerID", "name")
+        var m = try articles()
+        try m.map("writer", to: "writer", with: w)
+        let r = try context.map(json(#"[{"title": "no id"}, {"articleID": null}, {"articleID": 1, "writer": {"name": "no id"}}]"#), with: m)
+        #expect(r.counts.inserted == 1 && r.counts.skippedWithoutIdentification == 2)
+        #expect(r.countsByEntity["Writer"]?.skippedWithoutIdentification == 1 && r.objects[0].writer == nil)
+        #expect(r.objects.map(\.articleID) == [1], "skipped sources have no object")
+        try context.save()
+    }
+
     @Test func identificationWithoutAUniqueIndexUsesOneTableForTheRun() throws {
         let context = try newsContext()
         var m = EntityMapping(Gadget.self)

@@ -326,6 +326,14 @@ final class JSONDocument {
         return String(text.prefix(Self.jsonTextLimit)) + "…"
     }
 
+    /// `node`'s value as compact JSON with its objects' keys sorted (by their UTF-8 bytes), the
+    /// form `Codable` attributes store: what a JSON value mapped to such an attribute becomes.
+    func jsonData(_ node: Int) -> Data {
+        var writer = TextWriter(byteBudget: Int.max)
+        write(node, to: &writer, sortingKeys: true)
+        return Data(writer.bytes)
+    }
+
     /// UTF-8 output that stops growing once it passes its budget (at a character boundary).
     private struct TextWriter {
         /// The text so far.
@@ -338,7 +346,7 @@ final class JSONDocument {
         /// An empty text that grows to about `byteBudget` bytes.
         init(byteBudget: Int) {
             self.byteBudget = byteBudget
-            bytes.reserveCapacity(byteBudget + 8)
+            if byteBudget < 1 << 16 { bytes.reserveCapacity(byteBudget + 8) }
         }
 
         /// Whether the budget is spent; marks the text truncated if so.
@@ -381,8 +389,9 @@ final class JSONDocument {
         }
     }
 
-    /// Writes `node` as compact JSON, stopping once `writer` is full.
-    private func write(_ node: Int, to writer: inout TextWriter) {
+    /// Writes `node` as compact JSON, stopping once `writer` is full; with `sortingKeys`, each
+    /// object's fields in the order of their keys' bytes.
+    private func write(_ node: Int, to writer: inout TextWriter, sortingKeys: Bool = false) {
         guard !writer.isFull() else { return }
         switch kind(node) {
         case .null:
@@ -403,20 +412,28 @@ final class JSONDocument {
             var index = node + 1
             while index < end && !writer.isFull() {
                 if index != node + 1 { writer.append(UInt8(ascii: ",")) }
-                write(index, to: &writer)
+                write(index, to: &writer, sortingKeys: sortingKeys)
                 index = next(after: index)
             }
             writer.append(UInt8(ascii: "]"))
         case .object:
             writer.append(UInt8(ascii: "{"))
             let end = closingIndex(node)
+            var keys: [Int] = []
             var index = node + 1
-            while index < end && !writer.isFull() {
-                if index != node + 1 { writer.append(UInt8(ascii: ",")) }
-                writer.appendQuoted(stringAt(index))
-                writer.append(UInt8(ascii: ":"))
-                write(index + 1, to: &writer)
+            while index < end {
+                keys.append(index)
                 index = next(after: index + 1)
+            }
+            if sortingKeys {
+                keys.sort { a, b in stringAt(a).lexicographicallyPrecedes(stringAt(b)) }
+            }
+            for (i, key) in keys.enumerated() {
+                if writer.isFull() { break }
+                if i > 0 { writer.append(UInt8(ascii: ",")) }
+                writer.appendQuoted(stringAt(key))
+                writer.append(UInt8(ascii: ":"))
+                write(key + 1, to: &writer, sortingKeys: sortingKeys)
             }
             writer.append(UInt8(ascii: "}"))
         }

@@ -201,11 +201,12 @@ final class MappingPlan {
         }
     }
 
-    /// Takes back the count of an object the run inserted and then deleted (a tombstone or a
-    /// discarded object): `inserted` counts the new objects that remain.
+    /// Takes back the count of an object the run mapped and then deleted (a tombstone or a
+    /// discarded object): `inserted`, `updated` and `unchanged` count the objects that remain,
+    /// and the deletion is counted as such.
     func forget(_ row: Int) {
-        guard row < outcome.count, outcome[row] == Outcome.inserted.rawValue else { return }
-        counts.inserted -= 1
+        guard row < outcome.count, let o = Outcome(rawValue: outcome[row]) else { return }
+        counts.remove(o)
         outcome[row] = 0
     }
 
@@ -266,6 +267,8 @@ public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
     public var discarded = 0
     /// Connections that found no destination.
     public var unresolvedConnections = 0
+    /// Sources skipped because their identification values were missing or `null`.
+    public var skippedWithoutIdentification = 0
 
     public init() {}
 
@@ -289,11 +292,13 @@ public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
         r.tombstoned += b.tombstoned
         r.discarded += b.discarded
         r.unresolvedConnections += b.unresolvedConnections
+        r.skippedWithoutIdentification += b.skippedWithoutIdentification
         return r
     }
 
     public var description: String {
         "inserted \(inserted), updated \(updated), unchanged \(unchanged), skipped as unmodified \(skippedUnmodified), "
             + "tombstoned \(tombstoned), discarded \(discarded), unresolved connections \(unresolvedConnections)"
+            + (skippedWithoutIdentification > 0 ? ", skipped without identification \(skippedWithoutIdentification)" : "")
     }
 }

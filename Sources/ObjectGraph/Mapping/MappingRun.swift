@@ -63,7 +63,8 @@ struct MappingRun<Source: MappingSource> {
 
     // MARK: One object
 
-    /// Maps one source object with `plan` and returns its row.
+    /// Maps one source object with `plan` and returns its row, or -1 for a source skipped
+    /// because it lacks its identification values.
     mutating func map(_ node: Source.Node, with plan: MappingPlan, keyPath prefix: String) throws -> Int {
         guard source.kind(node) == .object else {
             throw MappingError(
@@ -87,6 +88,14 @@ struct MappingRun<Source: MappingSource> {
         // Identification: transformed values first, then the lookup.
         var row: Int?
         if !plan.identification.isEmpty {
+            // A source without its identification values is skipped, as an import skips a
+            // source without an ID: inserting it would make an object with a default key.
+            for p in plan.identification {
+                guard let n = nodes[p], source.kind(n) != .null else {
+                    plan.counts.skippedWithoutIdentification += 1
+                    return -1
+                }
+            }
             row = try identify(nodes, plan, prefix)
         }
         if let existing = row, let filter = plan.definition.identificationFilter, !(try filter(table.instance(row: existing))) {
@@ -356,7 +365,7 @@ struct MappingRun<Source: MappingSource> {
                 targets.append(try map(value, with: step.plan, keyPath: path))
             }
             var seen = Set<Int>()
-            targets = targets.filter { seen.insert($0).inserted }
+            targets = targets.filter { $0 >= 0 && seen.insert($0).inserted }
             let before = table.toManyDestinations(row: row, r)
             guard before != targets.sorted() else { return false }
             table.setToMany(row: row, r, to: targets)
@@ -365,7 +374,10 @@ struct MappingRun<Source: MappingSource> {
         let target: Int?
         switch source.kind(value) {
         case .null: target = nil
-        default: target = try map(value, with: step.plan, keyPath: path)
+        default:
+            let mapped = try map(value, with: step.plan, keyPath: path)
+            guard mapped >= 0 else { return false }  // skipped: the relationship stays as it is
+            target = mapped
         }
         if table.toOneDestination(row: row, r) == target && (target != nil || table.isNull(row: row, slot: r.slot)) { return false }
         table.setToOne(row: row, r, to: target)

@@ -98,35 +98,9 @@ struct JSONSource: MappingSource {
 
     func text(_ node: Int) -> String { document.jsonText(node) }
 
-    func json(_ node: Int) -> Data? {
-        guard let value = foundationValue(node) else { return nil }
-        return JSONSerializationValue.data(value)
-    }
-
-    /// The node as Foundation values (dictionaries, arrays, numbers, strings, NSNull).
-    private func foundationValue(_ node: Int) -> Any? {
-        switch document.kind(node) {
-        case .null: return NSNull()
-        case .bool: return document.bool(node)
-        case .number:
-            switch document.number(node) {
-            case .int(let v): return v
-            case .uint(let v): return v
-            case .double(let v): return v
-            }
-        case .string: return document.string(node)
-        case .array:
-            var a: [Any] = []
-            document.forEachElement(node) { if let v = foundationValue($0) { a.append(v) } }
-            return a
-        case .object:
-            var d: [String: Any] = [:]
-            document.forEachField(node) { key, value in
-                d[String(decoding: key, as: UTF8.self)] = foundationValue(value)
-            }
-            return d
-        }
-    }
+    /// Written from the tape: through Foundation values and `JSONSerialization`, the demo's
+    /// first sync of 4,000 packages (one `depends` array each) took 120 ms instead of 22 ms.
+    func json(_ node: Int) -> Data? { document.jsonData(node) }
 }
 
 /// Writes Foundation values as JSON the way `Codable` attributes store theirs: sorted keys,
