@@ -80,4 +80,4 @@ install: deps
 	install -m 0755 -s .build/install/release/graph-journal "$(DESTDIR)$(PREFIX)/bin/graph-journal"
 
 clean:
-	rm -rf .build demo-store Tools/Benchmarks/.build
+	rm -rf .build demo-store demo-store-sync Tools/Benchmarks/.build

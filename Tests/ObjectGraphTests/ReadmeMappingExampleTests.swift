@@ -37,10 +37,38 @@ func readmeMappingExample() throws -> String {
 }
 // README-END
 
+// README-BEGIN (sync)
+func readmeSyncExample() throws -> String {
+    let context = ModelContext(schema: try Schema(Story.self))
+    var stories = EntityMapping(Story.self)
+    try stories.map("storyID", "title")
+    let feeds = [#"[{"storyID": 1, "title": "One"}, {"storyID": 2, "title": "Two"}]"#,
+                 #"[{"storyID": 2, "title": "Two"}, {"storyID": 3, "title": "Three"}]"#]
+    for feed in feeds {
+        let result = try context.sync([Story.self], sweepLimit: .fraction(0.5)) { session in
+            try session.map(Data(feed.utf8), with: stories)     // marks what the feed lists
+        }                                                        // sweeps the rest, saves once
+        print(result.counts["Story"] ?? SyncCounts())
+        // inserted 2, updated 0, unchanged 0, tombstoned 0, swept 0, invalid 0, discarded 0
+        // inserted 1, updated 0, unchanged 1, tombstoned 0, swept 1, invalid 0, discarded 0
+    }
+    return "\(try context.objects(of: Story.self).map(\.storyID))"   // [2, 3]
+}
+// README-END
+
 @Suite("README: mapping")
 struct ReadmeMappingExampleTests {
     @Test func readmeMappingExampleRunsAndPrintsWhatItSays() throws {
         #expect(try readmeMappingExample() == "[\"Hello, world\"]")
+    }
+
+    @Test func readmeSyncExampleRunsAndPrintsWhatItSays() throws {
+        #expect(try readmeSyncExample() == "[2, 3]")
+    }
+
+    @Test func readmeShowsExactlyTheCompiledSyncExample() throws {
+        let example = try documentedBlock(in: "Tests/ObjectGraphTests/ReadmeMappingExampleTests.swift", marker: "// README-BEGIN (sync)")
+        #expect(try repositoryFile("README.md").contains("```swift\n" + example + "```"), "README.md's sync example differs from ReadmeMappingExampleTests.swift")
     }
 
     @Test func readmeShowsExactlyTheCompiledMappingExample() throws {

@@ -15,7 +15,9 @@ import ObjectGraph
     /// The first line of the description.
     var summary: String
     /// The rest of the description.
-    var details: String
+    var details: String = ""
+    /// Set by a sync's tombstone: the API says the package was removed.
+    var isRemoved: Bool = false
     /// Names of the packages it depends on (first alternative of each clause).
     var depends: [String] = []
     var sha256: String

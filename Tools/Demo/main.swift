@@ -154,6 +154,8 @@ func run() throws {
     print("\(ms(compactTime))  compacted: \(bytes(bytesBefore)) -> \(bytes(store.stats.bytesOnDisk)) in \(store.stats.segments) segment(s)")
     try store.close()
     print("           the store is in \(storeURL.path)/")
+
+    try runSync(records: records, storeURL: storeURL.deletingLastPathComponent().appendingPathComponent(storeURL.lastPathComponent + "-sync"))
 }
 
 do {
