@@ -226,6 +226,123 @@ func mirrorRun(_ n: Int) throws -> Double {
     return elapsed / Double(n)
 }
 
+// MARK: A sync session
+
+/// The people record with a tombstone flag, for the sync benchmark.
+@Entity
+final class SyncedPerson {
+    @Attribute(.unique) var id: Int64 = 0
+    var name: String = ""
+    var email: String = ""
+    var age: Int = 0
+    var city: String = ""
+    var score: Double = 0
+    var isDeleted: Bool = false
+}
+
+/// A sync payload as the peer decodes it: a tombstone has only `id` and `deleted`.
+struct SyncRecord: Codable {
+    var id: Int64
+    var name: String?
+    var email: String?
+    var age: Int?
+    var city: String?
+    var score: Double?
+    var deleted: Bool?
+}
+
+/// The payload over `n` stored records: every tenth changed, one in a hundred missing (to be
+/// swept), one in a hundred a tombstone, and n/100 new records at the end.
+func syncPayload(_ n: Int) -> Data {
+    var text = "["
+    text.reserveCapacity(n * 110)
+    var first = true
+    func add(_ s: String) {
+        if !first { text += "," }
+        first = false
+        text += s
+    }
+    for i in 0..<(n + n / 100) {
+        if i < n && i % 100 == 50 { continue }
+        if i < n && i % 100 == 99 {
+            add(#"{"id":\#(i),"deleted":true}"#)
+            continue
+        }
+        let r = record(i, generation: i % 10 == 0 ? 1 : 0)
+        add(#"{"id":\#(r.id),"name":"\#(r.name)","email":"\#(r.email)","age":\#(r.age),"city":"\#(r.city)","score":\#(r.score)}"#)
+    }
+    text += "]"
+    return Data(text.utf8)
+}
+
+/// ObjectGraph: the whole session (parse, map, mark, sweep, durable save), on a store of n.
+func objectGraphSync(_ initial: Data, _ payload: Data, n: Int) throws -> Double {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let store = try ObjectStore.open(at: dir, schema: try Schema(SyncedPerson.self))
+    var mapping = EntityMapping(SyncedPerson.self)
+    try mapping.map("id", "name", "email", "age", "city", "score")
+    try mapping.map("deleted", to: "isDeleted")
+    try store.context.map(initial, with: mapping)
+    try store.context.save()
+    try mapping.useModificationAttribute("score")
+    mapping.deletionPredicate = #Predicate { $0.isDeleted }
+    let t = now()
+    let result = try store.context.sync([SyncedPerson.self]) { session in
+        try session.map(payload, with: mapping)
+    }
+    let elapsed = now() - t
+    let c = result.counts["SyncedPerson"] ?? SyncCounts()
+    guard c.swept == n / 100, c.tombstoned == n / 100, c.inserted == n / 100, c.updated == n / 10 else {
+        throw BenchError("sync counts: \(c)")
+    }
+    try store.close()
+    return elapsed
+}
+
+/// JSONDecoder + GRDB: upsert every record, delete the tombstones, then delete what the payload
+/// does not list through a temporary table of its IDs, in one transaction.
+func sqliteSync(_ initial: Data, _ payload: Data) throws -> Double {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    var config = Configuration()
+    config.journalMode = .wal
+    let queue = try DatabaseQueue(path: dir.appendingPathComponent("people.sqlite").path, configuration: config)
+    try queue.writeWithoutTransaction { db in
+        try db.execute(sql: "PRAGMA synchronous = FULL")
+        guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else { throw BenchError("synchronous is not FULL") }
+        try db.execute(sql: createSQL)
+        let people = try JSONDecoder().decode([PersonRecord].self, from: initial)
+        try db.inTransaction(.immediate) {
+            let statement = try db.makeStatement(sql: upsertSQL)
+            for r in people { try statement.execute(arguments: [r.id, r.name, r.email, r.age, r.city, r.score]) }
+            return .commit
+        }
+    }
+    let t = now()
+    let records = try JSONDecoder().decode([SyncRecord].self, from: payload)
+    try queue.writeWithoutTransaction { db in
+        try db.inTransaction(.immediate) {
+            try db.execute(sql: "CREATE TEMP TABLE payload_ids (id INTEGER PRIMARY KEY)")
+            let upsert = try db.makeStatement(sql: upsertSQL)
+            let delete = try db.makeStatement(sql: "DELETE FROM people WHERE id = ?")
+            let listed = try db.makeStatement(sql: "INSERT INTO payload_ids (id) VALUES (?)")
+            for r in records {
+                try listed.execute(arguments: [r.id])
+                if r.deleted == true {
+                    try delete.execute(arguments: [r.id])
+                } else {
+                    try upsert.execute(arguments: [r.id, r.name, r.email, r.age, r.city, r.score])
+                }
+            }
+            try db.execute(sql: "DELETE FROM people WHERE id NOT IN (SELECT id FROM payload_ids)")
+            try db.execute(sql: "DROP TABLE payload_ids")
+            return .commit
+        }
+    }
+    return now() - t
+}
+
 // MARK: Run
 
 // `--profile N`: only ObjectGraph's first run, N times, for perf and callgrind.
@@ -267,6 +384,9 @@ var ogSmall: [Phases] = []
 var ogShuffled: [Phases] = []
 var codable: [(Double, Double)] = []
 var mirror: [Double] = []
+var ogSync: [Double] = []
+var sqlSync: [Double] = []
+let payload = syncPayload(records)
 for round in 0..<repeats {
     FileHandle.standardError.write(Data("round \(round + 1)/\(repeats)\n".utf8))
     let (a, b) = try objectGraphRun(first, second)
@@ -277,6 +397,8 @@ for round in 0..<repeats {
     ogShuffled.append(try objectGraphRun(first, shuffledSecond).1 ?? Phases())
     codable.append(try codableRun(records))
     mirror.append(try mirrorRun(100_000))
+    ogSync.append(try objectGraphSync(first, payload, n: records))
+    sqlSync.append(try sqliteSync(first, payload))
 }
 let loadAfter = loadAverage()
 
@@ -330,6 +452,14 @@ let report = """
       **\(String(format: "%.2f", codableMedian / typedMedian))×**.
     - A struct read with `Mirror` (`upsert(structValue:as:)`, one call per value, 100k values):
       **\(String(format: "%.2f", median(mirror) * 1e6)) µs per value**.
+
+    **A sync session** over the \(records) stored records: a payload in which every tenth record changed, one in a
+    hundred is missing (swept), one in a hundred is a tombstone (`{"id": …, "deleted": true}`) and \(records / 100) are new.
+    ObjectGraph: `sync` with the mapping above, `score` as the modification attribute and a deletion predicate on
+    `isDeleted` (parse, map, mark, sweep and durable save): **\(String(format: "%.3f", median(ogSync))) s**. The peer:
+    `JSONDecoder`, then in one transaction the upsert above for each record, a `DELETE` by id for each tombstone,
+    every listed id into a temporary table and `DELETE FROM people WHERE id NOT IN (SELECT id FROM payload_ids)`:
+    **\(String(format: "%.3f", median(sqlSync))) s**, **\(String(format: "%.1f", median(sqlSync) / median(ogSync)))×** ObjectGraph's time.
     """
 try FileManager.default.createDirectory(at: outDirectory, withIntermediateDirectories: true)
 try report.write(to: outDirectory.appendingPathComponent("mapping.md"), atomically: true, encoding: .utf8)
