@@ -12,6 +12,14 @@ import Testing
     var value: Int64 = 0
 }
 
+@Entity final class CrashItem {
+    @Attribute(.unique) var id: Int64 = 0
+    var round: Int64 = 0
+}
+
+/// The writer's schema (`Tools/CrashWriter`), all of it.
+private func crashSchema() throws -> Schema { try Schema(CrashRecord.self, Counter.self, CrashItem.self) }
+
 /// Rounds of the kill test: short in `make test`, long in `make soak` (OBJECTGRAPH_CRASH_ROUNDS).
 let crashRounds = ProcessInfo.processInfo.environment["OBJECTGRAPH_CRASH_ROUNDS"].flatMap(Int.init) ?? 20
 
@@ -43,7 +51,7 @@ struct CrashTests {
                 if let n = Int64(line.dropFirst(4)) { acknowledged = max(acknowledged, n) }
             }
 
-            let store = try ObjectStore.open(at: dir, schema: try Schema(CrashRecord.self, Counter.self))
+            let store = try ObjectStore.open(at: dir, schema: try crashSchema())
             let records = try store.context.objects(of: CrashRecord.self)
             var halves: [Int64: Set<Int8>] = [:]
             for r in records { halves[r.seq, default: []].insert(r.half) }
@@ -58,6 +66,44 @@ struct CrashTests {
             try store.close()
             next = highest + 1
             acknowledged = highest
+        }
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    @Test func aSyncOperationKilledDuringItsSaveIsAllThereOrNotThereAndSweepsNothingElse() throws {
+        let dir = temporaryStoreDirectory("crash-sync")
+        var rng = SystemRandomNumberGenerator()
+        var acknowledged: Int64 = -1
+        var next: Int64 = 0
+        print("sync crash test: \(crashRounds) rounds, store \(dir.path)")
+        for round in 0..<crashRounds {
+            let process = Process()
+            process.executableURL = Self.writerURL
+            process.arguments = [dir.path, String(next), "always", "sync"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            usleep(UInt32.random(in: 20_000...150_000, using: &rng))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
+                if let n = Int64(line.dropFirst(4)) { acknowledged = max(acknowledged, n) }
+            }
+
+            let store = try ObjectStore.open(at: dir, schema: try crashSchema())
+            let items = try store.context.objects(of: CrashItem.self)
+            let rounds = Set(items.map(\.round))
+            let last = rounds.max() ?? -1
+            // A sync is one record: the store is exactly the state after some complete sync.
+            #expect(rounds.count <= 1, "round \(round): items of rounds \(rounds.sorted()): a sync is partly there")
+            if last >= 0 {
+                #expect(Set(items.map(\.id)) == Set(last..<last + 20), "round \(round): the items of sync \(last) are not exactly its payload")
+            }
+            #expect(last >= acknowledged, "round \(round): acknowledged sync \(acknowledged), found \(last)")
+            try store.close()
+            next = last + 1
+            acknowledged = last
         }
         try? FileManager.default.removeItem(at: dir)
     }

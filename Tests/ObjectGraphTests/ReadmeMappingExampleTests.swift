@@ -45,8 +45,8 @@ func readmeSyncExample() throws -> String {
     let feeds = [#"[{"storyID": 1, "title": "One"}, {"storyID": 2, "title": "Two"}]"#,
                  #"[{"storyID": 2, "title": "Two"}, {"storyID": 3, "title": "Three"}]"#]
     for feed in feeds {
-        let result = try context.sync([Story.self], sweepLimit: .fraction(0.5)) { session in
-            try session.map(Data(feed.utf8), with: stories)     // marks what the feed lists
+        let result = try context.sync([Story.self], sweepLimit: .fraction(0.5)) { sync in
+            try sync.map(Data(feed.utf8), with: stories)     // marks what the feed lists
         }                                                        // sweeps the rest, saves once
         print(result.counts["Story"] ?? SyncCounts())
         // inserted 2, updated 0, unchanged 0, tombstoned 0, swept 0, invalid 0, discarded 0

@@ -46,9 +46,9 @@ struct SyncPropertyTests {
             if !refused { expected = listed }
 
             do {
-                try context.sync([SyncFolder.self], sweepLimit: limit.map { .count($0) }) { session in
-                    try session.map(document, with: mapping)
-                    if allowEmpty { session.allowEmptySync(of: SyncFolder.self) }
+                try context.sync([SyncFolder.self], sweepLimit: limit.map { .count($0) }) { sync in
+                    try sync.map(document, with: mapping)
+                    if allowEmpty { sync.allowEmptySync(of: SyncFolder.self) }
                 }
                 #expect(!refused, "step \(step): the sync of \(objects) went through although it should have been refused")
             } catch is MappingError {

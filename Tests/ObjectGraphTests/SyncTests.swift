@@ -72,7 +72,7 @@ private func ids(_ context: ModelContext) throws -> [Int64] {
     try context.objects(of: SyncFolder.self).map(\.id).sorted()
 }
 
-@Suite("Sync sessions: DKDBManager's deprecated objects, swept safely")
+@Suite("Syncs: DKDBManager's deprecated objects, swept safely")
 struct SyncTests {
     @Test func theSweepRemovesWhatTheSyncNoLongerMentionsAndStaysSweptAfterReopen() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sync-\(UUID().uuidString)")
@@ -92,11 +92,11 @@ struct SyncTests {
         #expect(try ids(reopened.context) == [1, 3, 5])
     }
 
-    @Test func objectsInsertedDuringTheSessionAreNeverSwept() throws {
+    @Test func objectsInsertedDuringTheSyncAreNeverSwept() throws {
         let context = try syncContext()
         try context.sync([SyncFolder.self]) { try $0.map(doc([1, 2]), with: try folders()) }
-        try context.sync([SyncFolder.self]) { session in
-            try session.map(doc([1]), with: try folders())
+        try context.sync([SyncFolder.self]) { sync in
+            try sync.map(doc([1]), with: try folders())
             let local = try context.insert(SyncFolder.self)
             local.id = 99
         }
@@ -106,13 +106,13 @@ struct SyncTests {
     @Test func marksFollowCascadeRelationshipsByDefault() throws {
         let context = try syncContext()
         let m = try folders()
-        try context.sync([SyncFolder.self, SyncFile.self]) { session in
-            try session.map(Data(#"[{"id": 1, "files": [{"id": 10, "name": "a"}, {"id": 11, "name": "b"}]}, {"id": 2, "files": [{"id": 20}]}]"#.utf8), with: m)
+        try context.sync([SyncFolder.self, SyncFile.self]) { sync in
+            try sync.map(Data(#"[{"id": 1, "files": [{"id": 10, "name": "a"}, {"id": 11, "name": "b"}]}, {"id": 2, "files": [{"id": 20}]}]"#.utf8), with: m)
         }
         // The second sync lists folder 1 without its files (a summary): the files follow their
         // folder's mark along the cascade rule; folder 2 and its file are swept.
-        let r = try context.sync([SyncFolder.self, SyncFile.self]) { session in
-            try session.map(Data(#"[{"id": 1}]"#.utf8), with: m)
+        let r = try context.sync([SyncFolder.self, SyncFile.self]) { sync in
+            try sync.map(Data(#"[{"id": 1}]"#.utf8), with: m)
         }
         #expect(try ids(context) == [1])
         #expect(try context.objects(of: SyncFile.self).map(\.id).sorted() == [10, 11])
@@ -142,24 +142,24 @@ struct SyncTests {
         }
         // Both notes are listed (marked), but folder 2 is swept: note 6 loses its owner
         // (nullify), is then invalid, and goes in the check after the sweep.
-        let r = try context.sync([SyncFolder.self, SyncNote.self]) { session in
-            try session.map(Data(#"[{"id": 1, "notes": [{"id": 5}]}]"#.utf8), with: m)
-            try session.map(Data(#"[{"id": 5}, {"id": 6}]"#.utf8), with: notes)
+        let r = try context.sync([SyncFolder.self, SyncNote.self]) { sync in
+            try sync.map(Data(#"[{"id": 1, "notes": [{"id": 5}]}]"#.utf8), with: m)
+            try sync.map(Data(#"[{"id": 5}, {"id": 6}]"#.utf8), with: notes)
         }
         #expect(try context.objects(of: SyncNote.self).map(\.id) == [5])
         #expect(r.counts["SyncFolder"]?.swept == 1 && r.counts["SyncNote"]?.invalid == 1 && r.counts["SyncNote"]?.swept == 0)
     }
 
-    @Test func aScopedSessionSweepsOnlyInsideItsScopeAsForOnePageOfAPaginatedAPI() throws {
+    @Test func aScopedSyncSweepsOnlyInsideItsScopeAsForOnePageOfAPaginatedAPI() throws {
         let context = try syncContext()
-        try context.sync([SyncFolder.self]) { session in
-            try session.map(doc([1, 2], region: "eu"), with: try folders())
-            try session.map(doc([3, 4], region: "us"), with: try folders())
+        try context.sync([SyncFolder.self]) { sync in
+            try sync.map(doc([1, 2], region: "eu"), with: try folders())
+            try sync.map(doc([3, 4], region: "us"), with: try folders())
         }
         // Page "us" only: folder 4 is gone from it; the "eu" folders are outside the scope.
-        try context.sync([SyncFolder.self]) { session in
-            try session.scope(SyncFolder.self, to: #Predicate { $0.region == "us" })
-            try session.map(doc([3], region: "us"), with: try folders())
+        try context.sync([SyncFolder.self]) { sync in
+            try sync.scope(SyncFolder.self, to: #Predicate { $0.region == "us" })
+            try sync.map(doc([3], region: "us"), with: try folders())
         }
         #expect(try ids(context) == [1, 2, 3])
     }
@@ -170,8 +170,8 @@ struct SyncTests {
         let context = try syncContext()
         try context.sync([SyncFolder.self]) { try $0.map(doc([1, 2, 3]), with: try folders()) }
         #expect(throws: MappingError.self) {
-            try context.sync([SyncFolder.self]) { session in
-                try session.map(Data(#"[{"id": 1, "name": "changed"}, {"id": 2, "version": "x"}]"#.utf8), with: try folders())
+            try context.sync([SyncFolder.self]) { sync in
+                try sync.map(Data(#"[{"id": 1, "name": "changed"}, {"id": 2, "version": "x"}]"#.utf8), with: try folders())
             }
         }
         #expect(try ids(context) == [1, 2, 3] && !context.hasChanges)
@@ -188,9 +188,9 @@ struct SyncTests {
             #expect(e.code == .emptySync && e.entity == "SyncFolder" && e.wouldRemove == 2)
         }
         #expect(try ids(context) == [1, 2] && !context.hasChanges)
-        try context.sync([SyncFolder.self]) { session in
-            try session.map(Data("[]".utf8), with: try folders())
-            session.allowEmptySync(of: SyncFolder.self)
+        try context.sync([SyncFolder.self]) { sync in
+            try sync.map(Data("[]".utf8), with: try folders())
+            sync.allowEmptySync(of: SyncFolder.self)
         }
         #expect(try ids(context) == [])
     }
@@ -209,7 +209,7 @@ struct SyncTests {
         #expect(r.counts["SyncFolder"]?.swept == 7)
     }
 
-    @Test func aDenyRuleHitByTheSweepFailsTheSaveAndUndoesTheSession() throws {
+    @Test func aDenyRuleHitByTheSweepFailsTheSaveAndUndoesTheSync() throws {
         let context = try syncContext()
         try context.sync([SyncFolder.self]) { try $0.map(doc([1, 2]), with: try folders()) }
         let g = try context.insert(SyncGuard.self)
@@ -223,29 +223,29 @@ struct SyncTests {
         #expect(try context.object(SyncFolder.self, where: \.id, equals: 1)?.version == 1)
     }
 
-    @Test func aCancelledSessionChangesNothing() throws {
+    @Test func aCancelledSyncChangesNothing() throws {
         let context = try syncContext()
         try context.sync([SyncFolder.self]) { try $0.map(doc([1, 2]), with: try folders()) }
         #expect(throws: ObjectGraphError.self) {
-            try context.sync([SyncFolder.self]) { session in
-                try session.map(doc([1]), with: try folders())
-                try session.cancel()
+            try context.sync([SyncFolder.self]) { sync in
+                try sync.map(doc([1]), with: try folders())
+                try sync.cancel()
             }
         }
         #expect(try ids(context) == [1, 2] && !context.hasChanges)
     }
 
-    @Test func aSessionInsideATransactionCommitsIntoItOrRollsBackAlone() throws {
+    @Test func aSyncInsideATransactionCommitsIntoItOrRollsBackAlone() throws {
         let context = try syncContext()
         try context.sync([SyncFolder.self]) { try $0.map(doc([1, 2]), with: try folders()) }
         try context.transaction { tx in
             let extra = try tx.context.insert(SyncFile.self)
             extra.id = 1
-            _ = try? tx.context.sync([SyncFolder.self]) { session in
-                try session.map(doc([1]), with: try folders())
-                try session.cancel()
+            _ = try? tx.context.sync([SyncFolder.self]) { sync in
+                try sync.map(doc([1]), with: try folders())
+                try sync.cancel()
             }
-            #expect(try ids(tx.context) == [1, 2], "the failed session rolled back alone")
+            #expect(try ids(tx.context) == [1, 2], "the failed sync rolled back alone")
             try tx.context.sync([SyncFolder.self]) { try $0.map(doc([2]), with: try folders()) }
         }
         #expect(try ids(context) == [2] && !context.hasChanges)

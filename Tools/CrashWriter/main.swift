@@ -1,10 +1,14 @@
 // objectgraph-crash-writer: the child process of the crash tests. Saves in a loop and prints
 // "ack N" after each save returns, until it is killed.
 //
-//   objectgraph-crash-writer DIR FIRST [always|batched|none]
+//   objectgraph-crash-writer DIR FIRST [always|batched|none] [sync]
 //
 // Each save N inserts two CrashRecord objects with seq N and sets the Counter to N, so a
 // reader can check that every save is all there or not there at all.
+//
+// With `sync`, each round N is a sync instead: a JSON payload lists the CrashItem IDs
+// N..<N+20, each with round N; the sync updates and inserts them and sweeps the rest, so
+// after a complete round N the store holds exactly those 20 items, all of round N.
 
 import Foundation
 import ObjectGraph
@@ -17,6 +21,11 @@ import ObjectGraph
 
 @Entity final class Counter {
     var value: Int64 = 0
+}
+
+@Entity final class CrashItem {
+    @Attribute(.unique) var id: Int64 = 0
+    var round: Int64 = 0
 }
 
 let arguments = CommandLine.arguments
@@ -34,8 +43,22 @@ options.autoCompactionRatio = 3
 options.autoCompactionMinimumBytes = 256 << 10
 
 do {
-    let store = try ObjectStore.open(at: URL(fileURLWithPath: arguments[1]), schema: try Schema(CrashRecord.self, Counter.self), options: options)
+    let store = try ObjectStore.open(
+        at: URL(fileURLWithPath: arguments[1]), schema: try Schema(CrashRecord.self, Counter.self, CrashItem.self), options: options)
     let context = store.context
+    if arguments.count > 4 && arguments[4] == "sync" {
+        var items = EntityMapping(CrashItem.self)
+        try items.map("id", "round")
+        var round = first
+        while true {
+            let payload = (round..<round + 20).map { #"{"id": \#($0), "round": \#(round)}"# }.joined(separator: ",")
+            try context.sync([CrashItem.self]) { sync in
+                try sync.map(Data(("[" + payload + "]").utf8), with: items)
+            }
+            FileHandle.standardOutput.write(Data("ack \(round)\n".utf8))
+            round += 1
+        }
+    }
     let counter = try context.objects(of: Counter.self).first ?? context.insert(Counter.self)
     var seq = first
     while true {

@@ -1,7 +1,7 @@
 import Foundation
 import ObjectGraph
 
-// The demo's second part: a daemon mirroring the package index with sync sessions.
+// The demo's second part: a daemon mirroring the package index with syncs.
 //
 // Two snapshots of the slice, derived from the fixture so that the demo needs no network:
 // - the older one lists every package except every 97th (by name), which are "new" later;
@@ -23,7 +23,7 @@ func jsonArray(_ objects: [Data]) -> Data {
 
 func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
     print("")
-    print("Sync: mirroring two snapshots of the index (sync sessions, entity mapping)")
+    print("Sync: mirroring two snapshots of the index (syncs, entity mapping)")
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     let sorted = records.sorted { $0.name < $1.name }
@@ -67,9 +67,9 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
     var store = try ObjectStore.open(at: storeURL, schema: schema)
     for (label, document) in [("older", older), ("newer", newer)] {
         let (result, time) = try measure {
-            try store.context.sync([DebianPackage.self, DebianMaintainer.self]) { session in
-                try session.map(document, with: maintainers)
-                try session.map(document, with: packages)
+            try store.context.sync([DebianPackage.self, DebianMaintainer.self]) { sync in
+                try sync.map(document, with: maintainers)
+                try sync.map(document, with: packages)
             }
         }
         print("\(ms(time))  synced the \(label) snapshot (parse, map, mark, sweep, durable save):")

@@ -36,8 +36,8 @@ public final class ModelContext {
     private var belongsToStore = false
     /// How many savepoints are open (imports, transactions, a save in progress).
     var savepointDepth = 0
-    /// The sync session running on this context, which marks what mapping runs touch.
-    var activeSync: SyncSession?
+    /// The sync running on this context, which marks what mapping runs touch.
+    var activeSync: SyncOperation?
     private var lastTypeID: ObjectIdentifier?
     private var lastTable: EntityTable?
 

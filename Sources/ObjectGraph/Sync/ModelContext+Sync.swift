@@ -1,32 +1,32 @@
 extension ModelContext {
-    /// Runs a sync session over `entities`: `body` maps the API's documents through the session
-    /// (which marks every object they touch), then the session deletes the invalid objects,
+    /// Runs a sync over `entities`: `body` maps the API's documents through the operation
+    /// (which marks every object they touch), then the operation deletes the invalid objects,
     /// forwards marks to related objects, sweeps the unmarked objects of `entities` in scope,
     /// and saves everything as one journal record.
     ///
     /// Safe where DKDBManager and RestKit were not:
-    /// - a session whose body throws (a mapping error, ``SyncSession/cancel()``) sweeps nothing
-    ///   and leaves the context exactly as before the session;
-    /// - an entity of which the session marked no object is not wiped, unless
-    ///   ``SyncSession/allowEmptySync(of:)`` says so: the session throws ``SyncError``
+    /// - a operation whose body throws (a mapping error, ``SyncOperation/cancel()``) sweeps nothing
+    ///   and leaves the context exactly as before the operation;
+    /// - an entity of which the operation marked no object is not wiped, unless
+    ///   ``SyncOperation/allowEmptySync(of:)`` says so: the operation throws ``SyncError``
     ///   `emptySync` instead;
     /// - with `sweepLimit`, a sweep that would remove more throws ``SyncError``
     ///   `sweepLimitExceeded`, naming how many it would have removed;
     /// - a save that fails (a `deny` delete rule hit by the sweep: ``ValidationError``) undoes
-    ///   the whole session too.
+    ///   the whole operation too.
     ///
-    /// Inside a transaction the session commits into it (no save of its own) or rolls back alone.
+    /// Inside a transaction the operation commits into it (no save of its own) or rolls back alone.
     ///
     /// ```swift
-    /// let result = try context.sync([Package.self]) { session in
-    ///     try session.map(json, with: packages)
+    /// let result = try context.sync([Package.self]) { operation in
+    ///     try operation.map(json, with: packages)
     /// }
     /// ```
     ///
     /// - Returns: per entity, what the mappings and the sweep did.
     /// - Throws: what `body` throws, ``SyncError``, or what the save throws.
     @discardableResult
-    public func sync(_ entities: [any Entity.Type], sweepLimit: SweepLimit? = nil, _ body: (SyncSession) throws -> Void) throws -> SyncResult {
+    public func sync(_ entities: [any Entity.Type], sweepLimit: SweepLimit? = nil, _ body: (SyncOperation) throws -> Void) throws -> SyncResult {
         var indexes: [Int] = []
         for type in entities {
             guard let i = schema.indexByType[ObjectIdentifier(type)] else {
@@ -36,15 +36,15 @@ extension ModelContext {
         }
         let outer = savepointDepth > 0
         let depth = savepointDepth
-        let session = SyncSession(context: self, entities: indexes)
+        let operation = SyncOperation(context: self, entities: indexes)
         let previous = activeSync
-        activeSync = session
+        activeSync = operation
         defer { activeSync = previous }
         beginSavepoint()
         let result: SyncResult
         do {
-            try body(session)
-            result = try finishSync(session, limit: sweepLimit)
+            try body(operation)
+            result = try finishSync(operation, limit: sweepLimit)
             if savepointDepth > depth { releaseSavepoint() }
             if !outer { try save() }
         } catch {
@@ -55,9 +55,9 @@ extension ModelContext {
     }
 
     /// After the body: invalid objects, forwarded marks, the sweep, invalid objects again.
-    private func finishSync(_ session: SyncSession, limit: SweepLimit?) throws -> SyncResult {
+    private func finishSync(_ operation: SyncOperation, limit: SweepLimit?) throws -> SyncResult {
         var counts: [String: SyncCounts] = [:]
-        for (name, m) in session.mapping {
+        for (name, m) in operation.mapping {
             var c = SyncCounts()
             c.inserted = m.inserted
             c.updated = m.updated
@@ -67,27 +67,27 @@ extension ModelContext {
             counts[name] = c
         }
         var invalid = [Int](repeating: 0, count: tables.count)
-        _ = try deleteInvalid(session, &invalid)
-        forwardMarks(session)
+        _ = try deleteInvalid(operation, &invalid)
+        forwardMarks(operation)
 
         // What each entity's sweep would remove, checked against the safety rules before
         // anything is deleted.
         var doomed: [(EntityTable, [Int])] = []
-        for t in tables where session.inSession[t.entityIndex] {
+        for t in tables where operation.isSwept[t.entityIndex] {
             let e = t.entityIndex
             var inScope = 0
             var marked = 0
             var unmarked: [Int] = []
             for row in 0..<t.rowCount where t.isVisible(row: row) {
-                if let scope = session.scopes[e], !(try scope(t.instance(row: row))) { continue }
+                if let scope = operation.scopes[e], !(try scope(t.instance(row: row))) { continue }
                 inScope += 1
-                if session.isMarked(e, row: row) || t.isInserted(row: row) {
+                if operation.isMarked(e, row: row) || t.isInserted(row: row) {
                     marked += 1
                 } else {
                     unmarked.append(row)
                 }
             }
-            if marked == 0 && !unmarked.isEmpty && !session.emptyAllowed[e] {
+            if marked == 0 && !unmarked.isEmpty && !operation.emptyAllowed[e] {
                 throw SyncError(
                     code: .emptySync, entity: t.entity.name, wouldRemove: unmarked.count,
                     message: "the sync marked no \(t.entity.name) object and would have swept all \(unmarked.count) in scope; "
@@ -117,27 +117,27 @@ extension ModelContext {
             counts[t.entity.name, default: SyncCounts()].swept += swept
         }
         // Objects the sweep made invalid (a required parent swept), until nothing changes.
-        while try deleteInvalid(session, &invalid) {}
+        while try deleteInvalid(operation, &invalid) {}
         for t in tables where invalid[t.entityIndex] > 0 {
             counts[t.entity.name, default: SyncCounts()].invalid += invalid[t.entityIndex]
         }
-        for t in tables where session.inSession[t.entityIndex] && counts[t.entity.name] == nil {
+        for t in tables where operation.isSwept[t.entityIndex] && counts[t.entity.name] == nil {
             counts[t.entity.name] = SyncCounts()
         }
-        return SyncResult(counts: counts, discarded: session.discarded)
+        return SyncResult(counts: counts, discarded: operation.discarded)
     }
 
-    /// Deletes the invalid objects (``SyncValidated``) of the session's entities in scope, and
+    /// Deletes the invalid objects (``SyncValidated``) of the operation's entities in scope, and
     /// takes back their marks. Returns whether it deleted any.
-    private func deleteInvalid(_ session: SyncSession, _ invalid: inout [Int]) throws -> Bool {
+    private func deleteInvalid(_ operation: SyncOperation, _ invalid: inout [Int]) throws -> Bool {
         var any = false
-        for t in tables where session.inSession[t.entityIndex] && t.entity.type is any SyncValidated.Type {
+        for t in tables where operation.isSwept[t.entityIndex] && t.entity.type is any SyncValidated.Type {
             let e = t.entityIndex
             for row in 0..<t.rowCount where t.isVisible(row: row) {
                 let object = t.instance(row: row)
-                if let scope = session.scopes[e], !(try scope(object)) { continue }
+                if let scope = operation.scopes[e], !(try scope(object)) { continue }
                 guard let v = object as? any SyncValidated, v.isInvalidForSync else { continue }
-                session.unmark(e, row: row)
+                operation.unmark(e, row: row)
                 deleteApplyingRules(t, row: row)
                 invalid[e] += 1
                 any = true
@@ -148,7 +148,7 @@ extension ModelContext {
 
     /// Forwards marks from each marked object along its entity's forwarding relationships
     /// (``SyncMarkForwarding``, else those with a `cascade` delete rule), each object once.
-    private func forwardMarks(_ session: SyncSession) {
+    private func forwardMarks(_ operation: SyncOperation) {
         let forwarding: [[ResolvedRelationship]] = tables.map { t in
             if let f = t.entity.type as? any SyncMarkForwarding.Type {
                 let names = Set(f.relationshipsForwardingSyncMarks)
@@ -159,15 +159,15 @@ extension ModelContext {
         var work: [(Int, Int)] = []
         for t in tables where !forwarding[t.entityIndex].isEmpty {
             let e = t.entityIndex
-            for row in 0..<t.rowCount where session.isMarked(e, row: row) && t.isVisible(row: row) { work.append((e, row)) }
+            for row in 0..<t.rowCount where operation.isMarked(e, row: row) && t.isVisible(row: row) { work.append((e, row)) }
         }
         while let (e, row) = work.popLast() {
             let t = tables[e]
             for r in forwarding[e] {
                 let d = t.destinationTable(r)
                 let targets = r.isToMany ? t.toManyDestinations(row: row, r) : (t.toOneDestination(row: row, r, visibleOnly: true).map { [$0] } ?? [])
-                for target in targets where !session.isMarked(d.entityIndex, row: target) {
-                    session.mark(d.entityIndex, row: target)
+                for target in targets where !operation.isMarked(d.entityIndex, row: target) {
+                    operation.mark(d.entityIndex, row: target)
                     if !forwarding[d.entityIndex].isEmpty { work.append((d.entityIndex, target)) }
                 }
             }

@@ -226,7 +226,7 @@ func mirrorRun(_ n: Int) throws -> Double {
     return elapsed / Double(n)
 }
 
-// MARK: A sync session
+// MARK: A sync
 
 /// The people record with a tombstone flag, for the sync benchmark.
 @Entity
@@ -275,7 +275,7 @@ func syncPayload(_ n: Int) -> Data {
     return Data(text.utf8)
 }
 
-/// ObjectGraph: the whole session (parse, map, mark, sweep, durable save), on a store of n.
+/// ObjectGraph: the whole sync (parse, map, mark, sweep, durable save), on a store of n.
 func objectGraphSync(_ initial: Data, _ payload: Data, n: Int) throws -> Double {
     let dir = temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: dir) }
@@ -288,8 +288,8 @@ func objectGraphSync(_ initial: Data, _ payload: Data, n: Int) throws -> Double 
     try mapping.useModificationAttribute("score")
     mapping.deletionPredicate = #Predicate { $0.isDeleted }
     let t = now()
-    let result = try store.context.sync([SyncedPerson.self]) { session in
-        try session.map(payload, with: mapping)
+    let result = try store.context.sync([SyncedPerson.self]) { sync in
+        try sync.map(payload, with: mapping)
     }
     let elapsed = now() - t
     let c = result.counts["SyncedPerson"] ?? SyncCounts()
@@ -454,7 +454,7 @@ let report = """
     - A struct read with `Mirror` (`upsert(structValue:as:)`, one call per value, 100k values):
       **\(String(format: "%.2f", median(mirror) * 1e6)) µs per value**.
 
-    **A sync session** over the \(records) stored records: a payload in which every tenth record changed, one in a
+    **A sync** over the \(records) stored records: a payload in which every tenth record changed, one in a
     hundred is missing (swept), one in a hundred is a tombstone (`{"id": …, "deleted": true}`) and \(records / 100) are new.
     ObjectGraph: `sync` with the mapping above, `score` as the modification attribute and a deletion predicate on
     `isDeleted` (parse, map, mark, sweep and durable save): **\(String(format: "%.3f", median(ogSync))) s**. The peer:

@@ -1,52 +1,52 @@
 public import Foundation
 
-/// One sync of a daemon's mirror with its API: the objects the session's mappings create,
-/// update or find unchanged are marked *not deprecated*; when the session's body returns, the
-/// unmarked objects of the session's entities are swept (DKDBManager's deprecated-entity
+/// One sync of a daemon's mirror with its API: the objects the sync's mappings create,
+/// update or find unchanged are marked *not deprecated*; when the sync's body returns, the
+/// unmarked objects of the sync's entities are swept (DKDBManager's deprecated-entity
 /// removal), and everything is saved as one journal record.
 ///
 /// Created by ``ModelContext/sync(_:sweepLimit:_:)``; see `Docs/Sync.md` for every rule.
 ///
 /// ```swift
-/// let result = try context.sync([Package.self, Maintainer.self]) { session in
-///     try session.map(maintainersJSON, with: maintainers)
-///     try session.map(packagesJSON, with: packages)
+/// let result = try context.sync([Package.self, Maintainer.self]) { sync in
+///     try sync.map(maintainersJSON, with: maintainers)
+///     try sync.map(packagesJSON, with: packages)
 /// }
-/// print(result.counts["Package"]!.swept)   // the packages the API no longer lists
+/// print(result.counts["Package"]?.swept ?? 0)   // the packages the API no longer lists
 /// ```
-public final class SyncSession {
-    /// The context the session works on.
+public final class SyncOperation {
+    /// The context the sync works on.
     public let context: ModelContext
-    /// Per table (by schema index): whether the session sweeps it.
-    let inSession: [Bool]
+    /// Per table (by schema index): whether the sync sweeps it.
+    let isSwept: [Bool]
     /// Per table: one bit per row, set for the objects marked not deprecated.
     var marks: [[UInt64]]
-    /// Per table: the scope predicate, when the session is scoped for that entity.
+    /// Per table: the scope predicate, when the sync is scoped for that entity.
     var scopes: [((any Entity) throws -> Bool)?]
     /// Per table: whether an empty sync may sweep every object in scope.
     var emptyAllowed: [Bool]
-    /// What the mappings of the session reported, per entity name.
+    /// What the mappings of the sync reported, per entity name.
     var mapping: [String: MappingCounts] = [:]
     var discarded: [DiscardedObject] = []
 
     init(context: ModelContext, entities: [Int]) {
         self.context = context
         let n = context.tables.count
-        var inSession = [Bool](repeating: false, count: n)
-        for e in entities { inSession[e] = true }
-        self.inSession = inSession
+        var isSwept = [Bool](repeating: false, count: n)
+        for e in entities { isSwept[e] = true }
+        self.isSwept = isSwept
         marks = context.tables.map { [UInt64](repeating: 0, count: $0.rowCount / 64 + 1) }
         scopes = [((any Entity) throws -> Bool)?](repeating: nil, count: n)
         emptyAllowed = [Bool](repeating: false, count: n)
     }
 
-    // MARK: Mapping inside the session
+    // MARK: Mapping inside the sync
 
     /// Maps a JSON document as ``ModelContext/map(_:with:)-(Data,_)`` does, and marks every
     /// object the run inserted, updated, found unchanged or skipped as unmodified.
     ///
-    /// A mapping that throws makes the whole session throw: nothing is swept and the context is
-    /// left as it was before the session.
+    /// A mapping that throws makes the whole sync throw: nothing is swept and the context is
+    /// left as it was before the sync.
     @discardableResult
     public func map<T: Entity>(_ json: Data, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
         try record(context.map(json, with: mapping))
@@ -71,7 +71,7 @@ public final class SyncSession {
     }
 
     /// Marks `object` not deprecated, as if a mapping had found it (for objects a daemon keeps
-    /// by its own logic). Marks forward along relationships when the session ends.
+    /// by its own logic). Marks forward along relationships when the sync ends.
     public func markNotDeprecated(_ object: some Entity) {
         guard let table = context.owns(object._backing) else { return }
         mark(table.entityIndex, row: object._backing.rowIndex)
@@ -87,17 +87,17 @@ public final class SyncSession {
         }
     }
 
-    /// Lets a session that marked no object of `type` sweep every object of `type` in scope.
-    /// Without it such a session refuses: an empty response is more often a bug than a truth.
+    /// Lets a sync that marked no object of `type` sweep every object of `type` in scope.
+    /// Without it such a sync refuses: an empty response is more often a bug than a truth.
     public func allowEmptySync(of type: any Entity.Type) {
         guard let index = context.schema.indexByType[ObjectIdentifier(type)] else { return }
         emptyAllowed[index] = true
     }
 
-    /// Abandons the session: nothing is swept or saved, every change it made is undone, and
+    /// Abandons the sync: nothing is swept or saved, every change it made is undone, and
     /// ``ModelContext/sync(_:sweepLimit:_:)`` throws an ``ObjectGraphError`` with code `cancelled`.
     public func cancel() throws -> Never {
-        throw ObjectGraphError(.cancelled, "the sync session was cancelled")
+        throw ObjectGraphError(.cancelled, "the sync was cancelled")
     }
 
     // MARK: Marks
@@ -131,7 +131,7 @@ public final class SyncSession {
 }
 
 /// An entity whose objects forward their *not deprecated* mark to related objects in a sync
-/// session (DKDBManager's `saveEntityAsNotDeprecated` override): a parent that arrives
+/// sync (DKDBManager's `saveEntityAsNotDeprecated` override): a parent that arrives
 /// unchanged keeps its children too. Without it, marks follow the relationships whose delete
 /// rule is `cascade`.
 public protocol SyncMarkForwarding: Entity {
@@ -139,23 +139,23 @@ public protocol SyncMarkForwarding: Entity {
     static var relationshipsForwardingSyncMarks: [String] { get }
 }
 
-/// An entity that can tell, in a sync session, that one of its objects is invalid and must go
+/// An entity that can tell, in a sync, that one of its objects is invalid and must go
 /// (DKDBManager's `deleteIfInvalid`): invalid objects are deleted and not marked, and after the
 /// sweep the check runs again until nothing changes (an object whose required parent was swept).
 public protocol SyncValidated: Entity {
-    /// Whether this object is invalid and is to be deleted by the sync session.
+    /// Whether this object is invalid and is to be deleted by the sync.
     var isInvalidForSync: Bool { get }
 }
 
-/// Why a sync session refused to sweep. Nothing was swept or saved; the context is as it was
-/// before the session.
+/// Why a sync refused to sweep. Nothing was swept or saved; the context is as it was
+/// before the sync.
 public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of refusal.
     public enum Code: String, Sendable, Hashable {
-        /// The session marked no object of an entity that has objects in scope, and
-        /// ``SyncSession/allowEmptySync(of:)`` was not called for it.
+        /// The sync marked no object of an entity that has objects in scope, and
+        /// ``SyncOperation/allowEmptySync(of:)`` was not called for it.
         case emptySync
-        /// The sweep would remove more objects than the session's sweep limit allows.
+        /// The sweep would remove more objects than the sync's sweep limit allows.
         case sweepLimitExceeded
     }
 
@@ -186,9 +186,9 @@ public enum SweepLimit: Sendable, Hashable {
     case fraction(Double)
 }
 
-/// What a sync session did to the objects of one entity.
+/// What a sync did to the objects of one entity.
 public struct SyncCounts: Sendable, Hashable, CustomStringConvertible {
-    /// Objects the session's mappings created.
+    /// Objects the sync's mappings created.
     public var inserted = 0
     /// Existing objects the mappings changed.
     public var updated = 0
@@ -210,8 +210,8 @@ public struct SyncCounts: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What a sync session did, per entity name (every entity of the session, and any other entity
-/// a mapping of the session touched).
+/// What a sync did, per entity name (every entity of the sync, and any other entity
+/// a mapping of the sync touched).
 public struct SyncResult: Sendable {
     /// Per entity name.
     public let counts: [String: SyncCounts]
