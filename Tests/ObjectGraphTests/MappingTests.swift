@@ -257,6 +257,19 @@ struct MappingTests {
         }
     }
 
+    @Test func documentsParsedIntoTheKeptBuffersAfterAMalformedOneMapCorrectly() throws {
+        let context = try newsContext()
+        let m = try articles()
+        try context.map(json(#"[{"articleID": 1, "title": "a long title that the next, shorter document must not leave behind"}]"#), with: m)
+        #expect(throws: MappingError.self) { try context.map(json(#"[{"articleID": 2, "title": "#), with: m) }
+        let r = try context.map(json(#"[{"articleID": 2, "title": "b"}]"#), with: m)
+        #expect(r.objects.map(\.title) == ["b"])
+        context.keepsJSONBuffers = false
+        let s = try context.map(json(#"[{"articleID": 3, "title": "c"}]"#), with: m)
+        #expect(s.objects.map(\.title) == ["c"])
+        #expect(try context.objects(of: Article.self).map(\.title).sorted() == ["a long title that the next, shorter document must not leave behind", "b", "c"])
+    }
+
     // MARK: Missing keys and null
 
     @Test func aMissingKeyKeepsAnExistingValueUnlessTheMappingAssignsDefaultsAndNullIsNotMissing() throws {

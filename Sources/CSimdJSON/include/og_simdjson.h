@@ -42,6 +42,14 @@ enum {
 /// Returns the document, or NULL with simdjson's error code in `*error_code`. Never throws.
 og_json_doc *og_json_parse(const void *bytes, size_t length, int *error_code);
 
+/// An empty document with its own parser, for og_json_parse_into: parsing into the same
+/// document again reuses its buffers (allocated and paged in once). NULL when out of memory.
+og_json_doc *og_json_new(void);
+
+/// Parses `length` bytes at `bytes` into `document`, replacing what it held, and returns
+/// simdjson's error code (OG_JSON_SUCCESS when the tape is ready). Never throws.
+int og_json_parse_into(og_json_doc *document, const void *bytes, size_t length);
+
 /// simdjson's message for `code` (a static string).
 const char *og_json_error_message(int code);
 

@@ -1,6 +1,24 @@
 import Foundation
 internal import CSimdJSON
 
+/// A simdjson parser and document kept between parses: parsing into it again reuses buffers
+/// that are already allocated and paged in. A 110 MB document's tape and indexes are hundreds of
+/// megabytes, and their page faults were most of its parse time: a second such document parsed
+/// in 0.09 s instead of 0.30 s.
+final class JSONParser {
+    let handle: OpaquePointer
+    /// Whether a document is reading this parser's buffers now.
+    var inUse = false
+
+    /// A parser, or `nil` when memory for it cannot be allocated.
+    init?() {
+        guard let handle = og_json_new() else { return nil }
+        self.handle = handle
+    }
+
+    deinit { og_json_free(handle) }
+}
+
 /// The kind of a JSON value.
 enum JSONKind: Sendable {
     case null, bool, number, string, array, object
@@ -28,6 +46,8 @@ final class JSONDocument {
     private enum Storage {
         /// A document from simdjson, freed with og_json_free.
         case simdjson(OpaquePointer)
+        /// A reusable parser's document, handed back to it when this document goes.
+        case reused(JSONParser)
         /// Copies of a hand-made tape and string buffer.
         case owned(UnsafeMutableBufferPointer<UInt64>, UnsafeMutableBufferPointer<UInt8>)
     }
@@ -45,6 +65,18 @@ final class JSONDocument {
     /// throws the same code without an offset.
     convenience init(parsing bytes: UnsafeRawBufferPointer) throws(MappingError) {
         self.init(storage: .simdjson(try Self.parse(bytes)))
+    }
+
+    /// Parses the bytes of `data` into `parser`'s buffers, as `init(parsing:)` does for a new
+    /// document; the parser is busy until this document is released.
+    convenience init(parsing data: Data, reusing parser: JSONParser) throws(MappingError) {
+        parser.inUse = true
+        let code = data.withUnsafeBytes { og_json_parse_into(parser.handle, $0.baseAddress, $0.count) }
+        guard code == Int32(OG_JSON_SUCCESS) else {
+            parser.inUse = false
+            throw data.withUnsafeBytes { Self.malformedJSONError(in: $0, simdjsonCode: code) }
+        }
+        self.init(storage: .reused(parser))
     }
 
     /// Parses the bytes of `data`, as `init(parsing:)` does for a buffer.
@@ -73,6 +105,9 @@ final class JSONDocument {
         case .simdjson(let handle):
             tape = og_json_tape(handle)
             strings = og_json_string_buffer(handle)
+        case .reused(let parser):
+            tape = og_json_tape(parser.handle)
+            strings = og_json_string_buffer(parser.handle)
         case .owned(let tapeCopy, let stringCopy):
             tape = UnsafePointer(tapeCopy.baseAddress!)
             strings = UnsafePointer(stringCopy.baseAddress!)
@@ -83,6 +118,8 @@ final class JSONDocument {
         switch storage {
         case .simdjson(let handle):
             og_json_free(handle)
+        case .reused(let parser):
+            parser.inUse = false
         case .owned(let tapeCopy, let stringCopy):
             tapeCopy.deallocate()
             stringCopy.deallocate()

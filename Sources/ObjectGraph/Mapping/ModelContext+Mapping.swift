@@ -70,7 +70,13 @@ extension ModelContext {
     @discardableResult
     public func map<T: Entity>(_ json: Data, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
         let start = ContinuousClock.now
-        let document = try JSONDocument(parsing: json)
+        let document: JSONDocument
+        if keepsJSONBuffers, let parser = jsonParser ?? JSONParser(), !parser.inUse {
+            jsonParser = parser
+            document = try JSONDocument(parsing: json, reusing: parser)
+        } else {
+            document = try JSONDocument(parsing: json)
+        }
         let parsed = ContinuousClock.now
         let outcome = try runMapping(JSONSource(document: document), root: document.root, mapping.definition)
         var result: MappingResult<T> = self.result(outcome, since: parsed)

@@ -372,6 +372,14 @@ func libraryCommit() -> String {
     return out.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
+// `--profile-sync N`: only ObjectGraph's sync, N times.
+if let rounds = option("--profile-sync").flatMap(Int.init) {
+    let initial = document(records)
+    let payload = syncPayload(records)
+    for _ in 0..<rounds { print(String(format: "sync %.3f s", try objectGraphSync(initial, payload, n: records))) }
+    exit(0)
+}
+
 let loadBefore = loadAverage()
 FileHandle.standardError.write(Data("generating documents (\(records) records)…\n".utf8))
 let first = document(records)
