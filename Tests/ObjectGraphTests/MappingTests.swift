@@ -270,6 +270,25 @@ struct MappingTests {
         #expect(try context.objects(of: Article.self).map(\.title).sorted() == ["a long title that the next, shorter document must not leave behind", "b", "c"])
     }
 
+    @Test func aRunWhoseTaskIsCancelledStopsAndChangesNothing() async throws {
+        let outcome = await Task { () -> String in
+            do {
+                let context = try newsContext()
+                let big = "[" + (0..<10_000).map { #"{"articleID": \#($0)}"# }.joined(separator: ",") + "]"
+                withUnsafeCurrentTask { $0?.cancel() }
+                do {
+                    try context.map(json(big), with: try articles())
+                    return "mapped"
+                } catch let e as ObjectGraphError where e.code == .cancelled {
+                    return try context.count(of: Article.self) == 0 && !context.hasChanges ? "cancelled, unchanged" : "cancelled, changed"
+                }
+            } catch {
+                return "\(error)"
+            }
+        }.value
+        #expect(outcome == "cancelled, unchanged")
+    }
+
     // MARK: Missing keys and null
 
     @Test func aMissingKeyKeepsAnExistingValueUnlessTheMappingAssignsDefaultsAndNullIsNotMissing() throws {

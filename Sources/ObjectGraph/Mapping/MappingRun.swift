@@ -50,6 +50,10 @@ struct MappingRun<Source: MappingSource> {
             top.prepare(count: count)
             var i = 0
             try source.forEachElement(node) { element in
+                // A long run stops when its task is cancelled, and its savepoint undoes it.
+                if i & 4095 == 4095 && Task.isCancelled {
+                    throw ObjectGraphError(.cancelled, "the mapping run was cancelled at source \(i): its task was cancelled; nothing was changed")
+                }
                 sourceIndex = i
                 rows.append(Int32(try map(element, with: top, keyPath: "")))
                 i += 1

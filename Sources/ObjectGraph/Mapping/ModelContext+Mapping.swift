@@ -65,7 +65,8 @@ extension ModelContext {
     /// ```
     ///
     /// - Throws: ``MappingError`` (`malformedJSON` with the byte offset; `untransformableValue`
-    ///   and `missingRequiredValue` with the source index, key path, value and attribute), or
+    ///   and `missingRequiredValue` with the source index, key path, value and attribute),
+    ///   ``ObjectGraphError`` `cancelled` when the calling task is cancelled during the run, or
     ///   an error a predicate or hook threw.
     @discardableResult
     public func map<T: Entity>(_ json: Data, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
