@@ -29,6 +29,26 @@ struct CrashTests {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("objectgraph-crash-writer")
     }
 
+    /// Starts the writer with `arguments`, SIGKILLs it after 20–150 ms, and returns the highest
+    /// save it acknowledged (-1 for none).
+    static func killWriter(arguments: [String], using rng: inout SystemRandomNumberGenerator) throws -> Int64 {
+        let process = Process()
+        process.executableURL = writerURL
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        usleep(UInt32.random(in: 20_000...150_000, using: &rng))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        var acknowledged: Int64 = -1
+        for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
+            if let n = Int64(line.dropFirst(4)) { acknowledged = max(acknowledged, n) }
+        }
+        return acknowledged
+    }
+
     @Test(arguments: ["always", "none"])
     func killedWriterLosesNoAcknowledgedSaveAndLeavesNoPartialSave(durability: String) throws {
         let dir = temporaryStoreDirectory("crash-\(durability)")
@@ -37,19 +57,7 @@ struct CrashTests {
         var next: Int64 = 0
         print("crash test: \(crashRounds) rounds, durability \(durability), store \(dir.path)")
         for round in 0..<crashRounds {
-            let process = Process()
-            process.executableURL = Self.writerURL
-            process.arguments = [dir.path, String(next), durability]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            usleep(UInt32.random(in: 20_000...150_000, using: &rng))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
-                if let n = Int64(line.dropFirst(4)) { acknowledged = max(acknowledged, n) }
-            }
+            acknowledged = max(acknowledged, try Self.killWriter(arguments: [dir.path, String(next), durability], using: &rng))
 
             let store = try ObjectStore.open(at: dir, schema: try crashSchema())
             let records = try store.context.objects(of: CrashRecord.self)
@@ -77,19 +85,7 @@ struct CrashTests {
         var next: Int64 = 0
         print("sync crash test: \(crashRounds) rounds, store \(dir.path)")
         for round in 0..<crashRounds {
-            let process = Process()
-            process.executableURL = Self.writerURL
-            process.arguments = [dir.path, String(next), "always", "sync"]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            usleep(UInt32.random(in: 20_000...150_000, using: &rng))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
-                if let n = Int64(line.dropFirst(4)) { acknowledged = max(acknowledged, n) }
-            }
+            acknowledged = max(acknowledged, try Self.killWriter(arguments: [dir.path, String(next), "always", "sync"], using: &rng))
 
             let store = try ObjectStore.open(at: dir, schema: try crashSchema())
             let items = try store.context.objects(of: CrashItem.self)

@@ -157,9 +157,9 @@ let upsertSQL = """
         WHERE excluded.score > people.score
     """
 
-func sqliteRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) {
-    let dir = temporaryDirectory()
-    defer { try? FileManager.default.removeItem(at: dir) }
+/// The peer's database in `dir`: WAL, `synchronous=FULL` (set after the open and read back:
+/// GRDB sets NORMAL when it turns WAL on), the people table created.
+func openPeer(_ dir: URL) throws -> DatabaseQueue {
     var config = Configuration()
     config.journalMode = .wal
     let queue = try DatabaseQueue(path: dir.appendingPathComponent("people.sqlite").path, configuration: config)
@@ -168,6 +168,13 @@ func sqliteRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) {
         guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else { throw BenchError("synchronous is not FULL") }
         try db.execute(sql: createSQL)
     }
+    return queue
+}
+
+func sqliteRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) {
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let queue = try openPeer(dir)
     func load(_ data: Data) throws -> Phases {
         var p = Phases()
         var t = now()
@@ -306,13 +313,8 @@ func objectGraphSync(_ initial: Data, _ payload: Data, n: Int) throws -> Double 
 func sqliteSync(_ initial: Data, _ payload: Data) throws -> Double {
     let dir = temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: dir) }
-    var config = Configuration()
-    config.journalMode = .wal
-    let queue = try DatabaseQueue(path: dir.appendingPathComponent("people.sqlite").path, configuration: config)
+    let queue = try openPeer(dir)
     try queue.writeWithoutTransaction { db in
-        try db.execute(sql: "PRAGMA synchronous = FULL")
-        guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else { throw BenchError("synchronous is not FULL") }
-        try db.execute(sql: createSQL)
         let people = try JSONDecoder().decode([PersonRecord].self, from: initial)
         try db.inTransaction(.immediate) {
             let statement = try db.makeStatement(sql: upsertSQL)
