@@ -192,13 +192,10 @@ final class MappingPlan {
     /// as they come copied every row and rehashed every key several times.
     func prepare(count: Int) {
         guard table.liveCount == 0, count > 0 else { return }
-        table.reserveRows(count)
+        table.prepareForInserts(count: count)
         outcome.reserveCapacity(table.rowCount + count)
         mappedRows.reserveCapacity(count)
         insertedRows.reserveCapacity(count)
-        for index in table.uniqueIndexes where (index.used + count) * 2 > index.buckets.count {
-            table.growIndex(index, toHold: index.used + count)
-        }
     }
 
     /// Takes back the count of an object the run mapped and then deleted (a tombstone or a

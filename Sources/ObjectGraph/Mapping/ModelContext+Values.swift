@@ -204,6 +204,7 @@ extension ModelContext {
         let encoder = AttributeEncoder(entity: table.entity)
         defer { encoder.finish() }
         return try _withImportSavepoint {
+            table.prepareForInserts(count: values.underestimatedCount)
             var result: [T] = []
             result.reserveCapacity(values.underestimatedCount)
             var i = 0

@@ -374,6 +374,15 @@ func libraryCommit() -> String {
     return out.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
+// `--profile-codable N`: only the Codable upsert and its hand-written loop, N times.
+if let rounds = option("--profile-codable").flatMap(Int.init) {
+    for _ in 0..<rounds {
+        let (c, t) = try codableRun(records)
+        print(String(format: "codable %.3f s  typed %.3f s  %.2fx", c, t, c / t))
+    }
+    exit(0)
+}
+
 // `--profile-sync N`: only ObjectGraph's sync, N times.
 if let rounds = option("--profile-sync").flatMap(Int.init) {
     let initial = document(records)
