@@ -151,17 +151,26 @@ struct SyncTests {
     }
 
     @Test func aScopedSyncSweepsOnlyInsideItsScopeAsForOnePageOfAPaginatedAPI() throws {
-        let context = try syncContext()
-        try context.sync([SyncFolder.self]) { sync in
-            try sync.map(doc([1, 2], region: "eu"), with: try folders())
-            try sync.map(doc([3, 4], region: "us"), with: try folders())
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sync-scope-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let schema = try Schema(syncSchemaTypes)
+        do {
+            let store = try ObjectStore.open(at: dir, schema: schema)
+            let context = store.context
+            try context.sync([SyncFolder.self]) { sync in
+                try sync.map(doc([1, 2], region: "eu"), with: try folders())
+                try sync.map(doc([3, 4], region: "us"), with: try folders())
+            }
+            // Page "us" only: folder 4 is gone from it; the "eu" folders are outside the scope.
+            try context.sync([SyncFolder.self]) { sync in
+                try sync.scope(SyncFolder.self, to: #Predicate { $0.region == "us" })
+                try sync.map(doc([3], region: "us"), with: try folders())
+            }
+            #expect(try ids(context) == [1, 2, 3])
+            try store.close()
         }
-        // Page "us" only: folder 4 is gone from it; the "eu" folders are outside the scope.
-        try context.sync([SyncFolder.self]) { sync in
-            try sync.scope(SyncFolder.self, to: #Predicate { $0.region == "us" })
-            try sync.map(doc([3], region: "us"), with: try folders())
-        }
-        #expect(try ids(context) == [1, 2, 3])
+        let reopened = try ObjectStore.open(at: dir, schema: schema)
+        #expect(try ids(reopened.context) == [1, 2, 3], "what was outside the scope is intact after reopen")
     }
 
     // MARK: Failures first
