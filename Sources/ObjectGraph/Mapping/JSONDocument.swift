@@ -298,12 +298,15 @@ final class JSONDocument {
     ///
     /// An object with the key more than once yields its last occurrence, as `JSONSerialization`
     /// does. `hint` is the position (0 for the first field) where the previous lookup of the same
-    /// key found it; start it at 0. That field is compared first, and when it matches, the fields
-    /// after it are checked for a duplicate by key length only (bytes are compared when lengths
-    /// are equal), so records with their fields in the same order cost one key comparison per
-    /// lookup. Otherwise every field is compared, and `hint` is set to where the key was found.
+    /// key found it; start it at 0. That field is compared first, and when it matches, only the
+    /// fields after it are searched for a later duplicate (a key of another length is rejected
+    /// without comparing bytes), so records with their fields in the same order cost one key
+    /// comparison per lookup. Otherwise every field is compared, and `hint` is set to where the
+    /// key was found.
     func field(_ object: Int, named key: UnsafeRawBufferPointer, hint: inout Int) -> Int? {
         let end = closingIndex(object)
+        // Start at the hinted field when it has the key (the fields before it cannot be the
+        // last occurrence then), else at the first field.
         var index = object + 1
         var position = 0
         if hint >= 0 {
@@ -311,22 +314,10 @@ final class JSONDocument {
                 index = next(after: index + 1)
                 position += 1
             }
-            if index < end && keyEquals(index, key) {
-                var found = index + 1
-                index = next(after: index + 1)
-                position += 1
-                while index < end {
-                    if keyEquals(index, key) {
-                        found = index + 1
-                        hint = position
-                    }
-                    index = next(after: index + 1)
-                    position += 1
-                }
-                return found
+            if index >= end || !keyEquals(index, key) {
+                index = object + 1
+                position = 0
             }
-            index = object + 1
-            position = 0
         }
         var found: Int?
         while index < end {

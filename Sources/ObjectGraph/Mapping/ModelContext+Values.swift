@@ -440,26 +440,7 @@ final class SlotValueWriter {
             guard let row = table.owner(ofCell: cell, in: index), table.isVisible(row: row) else { return nil }
             return row
         }
-        guard usesLookupTable else {
-            for row in 0..<table.rowCount where table.isVisible(row: row) && self.row(row, holds: cell, slot: slot) { return row }
-            return nil
-        }
-        if buckets == nil { buildLookupTable() }
-        guard let buckets else { return nil }
-        var hasher = _KeyHasher(seed: seed)
-        Self.combine(cell, into: &hasher)
-        let mask = buckets.count - 1
-        let h = hasher.finalize()
-        var b = h & mask
-        while true {
-            let r = Int(buckets[b])
-            if r < 0 {
-                missedHash = h
-                return nil
-            }
-            if table.isVisible(row: r) && row(r, holds: cell, slot: slot) { return r }
-            b = (b + 1) & mask
-        }
+        return lookUp(hashing: { Self.combine(cell, into: &$0) }, matches: { self.row($0, holds: cell, slot: slot) })
     }
 
     /// ``existingRow(_:)`` for a compound key, its cells in ``identification``'s order.
@@ -472,14 +453,20 @@ final class SlotValueWriter {
             for (i, s) in identification.enumerated() where !self.row(row, holds: cells[i], slot: s) { return false }
             return true
         }
+        return lookUp(hashing: { hasher in for cell in cells { Self.combine(cell, into: &hasher) } }, matches: holds)
+    }
+
+    /// The visible row whose key `matches` accepts: a scan of the table, or a probe of the
+    /// batch's lookup table (built on first use) with the key's hash, which `hashing` feeds.
+    private func lookUp(hashing: (inout _KeyHasher) -> Void, matches: (Int) -> Bool) -> Int? {
         guard usesLookupTable else {
-            for row in 0..<table.rowCount where table.isVisible(row: row) && holds(row) { return row }
+            for row in 0..<table.rowCount where table.isVisible(row: row) && matches(row) { return row }
             return nil
         }
         if buckets == nil { buildLookupTable() }
         guard let buckets else { return nil }
         var hasher = _KeyHasher(seed: seed)
-        for cell in cells { Self.combine(cell, into: &hasher) }
+        hashing(&hasher)
         let mask = buckets.count - 1
         let h = hasher.finalize()
         var b = h & mask
@@ -489,7 +476,7 @@ final class SlotValueWriter {
                 missedHash = h
                 return nil
             }
-            if table.isVisible(row: r) && holds(r) { return r }
+            if table.isVisible(row: r) && matches(r) { return r }
             b = (b + 1) & mask
         }
     }

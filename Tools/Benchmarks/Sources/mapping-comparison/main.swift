@@ -101,19 +101,25 @@ func peopleMapping() throws -> EntityMapping<UniquePerson> {
 
 struct Phases { var parse = 0.0, map = 0.0, save = 0.0; var total: Double { parse + map + save } }
 
+/// Maps `document` into `store` and saves: the three phases, and the run's result.
+func mapAndSave(_ store: ObjectStore, _ document: Data, _ mapping: EntityMapping<UniquePerson>) throws -> (Phases, MappingResult<UniquePerson>) {
+    var p = Phases()
+    let r = try store.context.map(document, with: mapping)
+    p.parse = r.parseSeconds
+    p.map = r.mapSeconds
+    let t = now()
+    try store.context.save()
+    p.save = now() - t
+    return (p, r)
+}
+
 /// (a) then, if given, (b) on the same store.
 func objectGraphRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) {
     let dir = temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: dir) }
     let store = try ObjectStore.open(at: dir, schema: Importing.schema())
     var mapping = try peopleMapping()
-    var a = Phases()
-    let r = try store.context.map(first, with: mapping)
-    a.parse = r.parseSeconds
-    a.map = r.mapSeconds
-    let t = now()
-    try store.context.save()
-    a.save = now() - t
+    let (a, r) = try mapAndSave(store, first, mapping)
     guard r.counts.inserted == records || first.count < 2_000_000 else { throw BenchError("inserted \(r.counts.inserted)") }
     guard let second else { try store.close(); return (a, nil) }
     try mapping.useModificationAttribute("score")
@@ -122,17 +128,11 @@ func objectGraphRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) 
     return (a, b)
 }
 
-/// The re-run of `objectGraphRun`, a function of its own so that a profiler can collect it
-/// alone (`valgrind --tool=callgrind --toggle-collect='*measuredRerun*'`).
+/// The re-run of `objectGraphRun`, a function of its own so that a profiler can attribute it
+/// alone (`perf report --parent=measuredRerun -x`).
 @inline(never)
 func measuredRerun(_ store: ObjectStore, _ second: Data, _ mapping: EntityMapping<UniquePerson>) throws -> Phases {
-    var b = Phases()
-    let r2 = try store.context.map(second, with: mapping)
-    b.parse = r2.parseSeconds
-    b.map = r2.mapSeconds
-    let t = now()
-    try store.context.save()
-    b.save = now() - t
+    let (b, r2) = try mapAndSave(store, second, mapping)
     let expected = (r2.sourceCount + 9) / 10
     guard r2.counts.updated == expected else { throw BenchError("updated \(r2.counts.updated), skipped \(r2.counts.skippedUnmodified)") }
     return b
