@@ -384,8 +384,8 @@ struct JournalReplay {
 
 extension JournalReplay.Table {
     /// An estimate of the bytes this entity's block takes in a compaction's snapshot payload,
-    /// before compression: serials, null bitmaps and values in the transaction codec's
-    /// encoding (varints, fixed 4/8-byte numbers, length-prefixed strings and data).
+    /// before compression: serials and null bitmaps estimated, values sized by the library's
+    /// payload encoding (``AttributeType/payloadSize(of:)``).
     var estimatedSnapshotBytes: Int64 {
         let count = objects.count
         var total = Int64(2 + 5 + varintSize(UInt64(count)) + 2)
@@ -408,20 +408,9 @@ extension JournalReplay.Table {
         return n
     }
 
+    /// The value's size in the payload, from the library's own encoding.
     private func encodedSize(_ value: AttributeValue, _ type: AttributeType) -> Int {
-        switch value {
-        case .bool: 1
-        case .int(let v): varintSize(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
-        case .uint(let v): varintSize(v)
-        case .double, .date: 8
-        case .float: type == .double ? 8 : 4
-        case .string(let s): varintSize(UInt64(s.utf8.count)) + s.utf8.count
-        case .data(let d): varintSize(UInt64(d.count)) + d.count
-        case .uuid: 17
-        case .url(let u): varintSize(UInt64(u.absoluteString.utf8.count)) + u.absoluteString.utf8.count
-        case .object(let id): varintSize(id.serial)
-        case .objects(let ids): varintSize(UInt64(ids.count * 8)) + ids.count * 8
-        }
+        type.payloadSize(of: value) ?? 0
     }
 }
 

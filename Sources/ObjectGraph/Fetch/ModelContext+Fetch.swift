@@ -208,18 +208,18 @@ enum SortColumn<T: Entity> {
         guard let keyPath = descriptor.keyPath,
               let a = KeyPathResolver.resolve(keyPath, in: table, as: T.self), !a.isOptional else { return nil }
         let reverse = descriptor.order == .reverse
-        switch a.type {
-        case .int8, .int16, .int32, .int64:
+        switch a.type.cellOrder {
+        case .signed:
             self = .int(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Int64(bitPattern: c.bits) }, reverse: reverse)
-        case .uint8, .uint16, .uint32, .uint64:
+        case .unsigned:
             self = .uint(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : c.bits }, reverse: reverse)
-        case .double, .date:
+        case .double:
             self = .double(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Double(bitPattern: c.bits) }, reverse: reverse)
         case .float:
             self = .double(
                 rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Double(Float(bitPattern: UInt32(truncatingIfNeeded: c.bits))) },
                 reverse: reverse)
-        case .bool, .string, .data, .uuid, .url:
+        case nil:
             return nil
         }
     }

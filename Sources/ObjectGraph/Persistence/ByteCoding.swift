@@ -1,6 +1,7 @@
 internal import GraphJournal
 
-/// Appends little-endian integers, LEB128 varints and byte strings to a growing buffer.
+/// Appends little-endian integers, LEB128 varints and byte strings to a growing buffer: the
+/// writer of the payloads ``PayloadReader`` reads.
 struct ByteWriter {
     var bytes: [UInt8] = []
     /// Where a large payload goes in compressed chunks (``init(streaming:)``): `bytes` then
@@ -100,6 +101,17 @@ struct ByteWriter {
     /// The most bytes a varint takes.
     static let maxVarintCount = 10
 
+    /// The bytes `value` takes as a varint.
+    static func varintSize(_ value: UInt64) -> Int {
+        var v = value
+        var n = 1
+        while v >= 0x80 {
+            v >>= 7
+            n += 1
+        }
+        return n
+    }
+
     /// Writes `value` as a varint at `p + offset`, advancing `offset`.
     @inline(__always)
     static func putVarint(_ value: UInt64, _ p: UnsafeMutableRawPointer, _ offset: inout Int) {
@@ -117,111 +129,5 @@ struct ByteWriter {
     @inline(__always)
     static func putSigned(_ value: Int64, _ p: UnsafeMutableRawPointer, _ offset: inout Int) {
         putVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), p, &offset)
-    }
-}
-
-/// Reads what ``ByteWriter`` wrote; every read is bounds-checked and throws on truncated or
-/// malformed input, naming the byte offset.
-struct ByteReader {
-    struct Malformed: Error, CustomStringConvertible {
-        let offset: Int
-        let reason: String
-        var description: String { "malformed payload at byte \(offset): \(reason)" }
-    }
-
-    let buffer: UnsafeRawBufferPointer
-    var offset = 0
-
-    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
-
-    var isAtEnd: Bool { offset >= buffer.count }
-
-    @inline(__always)
-    mutating func varint() throws(Malformed) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard offset < buffer.count else { throw Malformed(offset: offset, reason: "truncated varint") }
-            let b = buffer[offset]
-            offset += 1
-            if shift == 63 && b > 1 { throw Malformed(offset: offset - 1, reason: "varint overflows 64 bits") }
-            result |= UInt64(b & 0x7F) << shift
-            if b < 0x80 { return result }
-            shift += 7
-            if shift > 63 { throw Malformed(offset: offset, reason: "varint longer than 10 bytes") }
-        }
-    }
-
-    /// A varint that must fit in `Int` and not exceed `limit`.
-    @inline(__always)
-    mutating func count(limit: Int = Int(Int32.max)) throws(Malformed) -> Int {
-        let start = offset
-        let v = try varint()
-        guard v <= UInt64(limit) else { throw Malformed(offset: start, reason: "count \(v) exceeds \(limit)") }
-        return Int(v)
-    }
-
-    @inline(__always)
-    mutating func signed() throws(Malformed) -> Int64 {
-        let v = try varint()
-        return Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1)
-    }
-
-    @inline(__always)
-    mutating func fixed64() throws(Malformed) -> UInt64 {
-        guard buffer.count - offset >= 8 else { throw Malformed(offset: offset, reason: "truncated 64-bit value") }
-        let v = buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-        offset += 8
-        return UInt64(littleEndian: v)
-    }
-
-    @inline(__always)
-    mutating func fixed32() throws(Malformed) -> UInt32 {
-        guard buffer.count - offset >= 4 else { throw Malformed(offset: offset, reason: "truncated 32-bit value") }
-        let v = buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
-        offset += 4
-        return UInt32(littleEndian: v)
-    }
-
-    mutating func byte() throws(Malformed) -> UInt8 {
-        guard offset < buffer.count else { throw Malformed(offset: offset, reason: "truncated byte") }
-        defer { offset += 1 }
-        return buffer[offset]
-    }
-
-    /// A length-prefixed byte string, as a slice of the payload (no copy).
-    @inline(__always)
-    mutating func blob() throws(Malformed) -> UnsafeRawBufferPointer {
-        let start = offset
-        let n = try count(limit: buffer.count)
-        guard buffer.count - offset >= n else { throw Malformed(offset: start, reason: "byte string of \(n) bytes runs past the end") }
-        defer { offset += n }
-        return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n])
-    }
-
-    mutating func string() throws(Malformed) -> String {
-        let start = offset
-        let b = try blob()
-        guard let s = String(validating: b, as: UTF8.self) else { throw Malformed(offset: start, reason: "invalid UTF-8") }
-        return s
-    }
-
-    /// `count` bits, one per object, as packed bytes.
-    mutating func bitmap(_ count: Int) throws(Malformed) -> UnsafeRawBufferPointer {
-        let n = (count + 7) / 8
-        guard buffer.count - offset >= n else { throw Malformed(offset: offset, reason: "truncated null bitmap") }
-        defer { offset += n }
-        return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + n])
-    }
-
-    /// Skips `count` fixed-width values of `width` (4 or 8) bytes, failing like that many
-    /// ``fixed32()`` or ``fixed64()`` reads: at the first value that does not fit.
-    @inline(__always)
-    mutating func skipFixed(count: Int, width: Int) throws(Malformed) {
-        let available = buffer.count - offset
-        guard available / width >= count else {
-            throw Malformed(offset: offset + available / width * width, reason: "truncated \(width * 8)-bit value")
-        }
-        offset += count * width
     }
 }

@@ -1,25 +1,38 @@
 internal import GraphJournal
 
-/// Reads a payload lent piece by piece (``JournalPayload``) as ``ByteReader`` reads one buffer:
-/// the same reads, failing at the same payload offsets with the same reasons.
+/// Reads the journal's payloads: a transaction or base payload, whole or lent piece by piece
+/// (``JournalPayload``), and a schema record. The one reader of those formats: every read is
+/// bounds-checked and fails with the payload offset and a reason, whatever the pieces.
 ///
 /// Offsets and every bound (lengths, counts limited by the payload's size) are those of the
 /// whole payload, whose length is known before its first piece. A read that runs past the
 /// current piece continues in the next one; values are skipped or counted (a null bitmap's
-/// bits) piece by piece, so nothing is ever copied to make it contiguous. The fast paths are
-/// ``ByteReader``'s, on the current piece.
+/// bits) piece by piece, and a byte string is copied only when it straddles two pieces. The
+/// fast paths read the current piece over locals.
+///
+/// The raw memory it reads (the payload, or the piece being read) is reached only through
+/// this type: what it lends out (``withBlob(_:)``) is valid during the call it is lent to.
 struct PayloadReader {
+    /// A malformation: where in the payload, and what.
+    struct Malformed: Error, CustomStringConvertible {
+        /// The payload offset of the first byte that could not be read as the format says.
+        let offset: Int
+        /// What is wrong there.
+        let reason: String
+        var description: String { "malformed payload at byte \(offset): \(reason)" }
+    }
+
     /// Why a read failed: the payload is malformed, or its pieces ended before its length (a
     /// chunk that does not decompress; the journal reports that).
     enum Failure: Error {
         /// The payload is malformed at an offset.
-        case malformed(ByteReader.Malformed)
+        case malformed(Malformed)
         /// The pieces ended before the payload's length.
         case piecesEnded
     }
 
-    /// The payload whose pieces are read.
-    private let payload: JournalPayload
+    /// The payload whose pieces are read; nil when the reader was given the whole payload.
+    private let payload: JournalPayload?
     /// The payload's length.
     let count: Int
     /// The piece being read (empty before the first).
@@ -35,6 +48,22 @@ struct PayloadReader {
         count = payload.count
     }
 
+    /// A reader of a whole payload, in one buffer that stays valid while it is read.
+    init(_ bytes: UnsafeRawBufferPointer) {
+        payload = nil
+        piece = bytes
+        count = bytes.count
+    }
+
+    /// Reads a whole payload held in an array.
+    static func read<T>(_ bytes: [UInt8], _ body: (inout PayloadReader) throws(Failure) -> T) throws(Failure) -> T {
+        let result: Result<T, Failure> = bytes.withUnsafeBytes { buffer in
+            var r = PayloadReader(buffer)
+            do throws(Failure) { return .success(try body(&r)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
     /// The payload offset of the next byte read.
     var offset: Int { pieceStart + position }
 
@@ -42,8 +71,8 @@ struct PayloadReader {
     var isAtEnd: Bool { offset >= count }
 
     /// The failure for a malformation at payload offset `offset`.
-    private static func malformed(_ offset: Int, _ reason: String) -> Failure {
-        .malformed(ByteReader.Malformed(offset: offset, reason: reason))
+    static func malformed(_ offset: Int, _ reason: String) -> Failure {
+        .malformed(Malformed(offset: offset, reason: reason))
     }
 
     /// Moves to the next non-empty piece, when the current one is read to its end.
@@ -52,7 +81,7 @@ struct PayloadReader {
         position = 0
         piece = UnsafeRawBufferPointer(start: nil, count: 0)
         while piece.isEmpty {
-            guard let next = payload.next() else { throw .piecesEnded }
+            guard let next = payload?.next() else { throw .piecesEnded }
             piece = next
         }
     }
@@ -66,7 +95,7 @@ struct PayloadReader {
         return piece[0]
     }
 
-    /// One byte, as ``ByteReader/byte()``.
+    /// One byte.
     mutating func byte() throws(Failure) -> UInt8 {
         if position < piece.count {
             defer { position += 1 }
@@ -76,7 +105,7 @@ struct PayloadReader {
         return b
     }
 
-    /// A LEB128 varint, as ``ByteReader/varint()``.
+    /// A LEB128 varint of at most 10 bytes that fits in 64 bits.
     @inline(__always)
     mutating func varint() throws(Failure) -> UInt64 {
         var result: UInt64 = 0
@@ -107,7 +136,7 @@ struct PayloadReader {
         return Int(v)
     }
 
-    /// A zig-zag varint, as ``ByteReader/signed()``.
+    /// A zig-zag varint: `0, -1, 1, -2, …` as `0, 1, 2, 3, …`.
     @inline(__always)
     mutating func signed() throws(Failure) -> Int64 {
         let v = try varint()
@@ -200,7 +229,7 @@ struct PayloadReader {
         return skipped
     }
 
-    /// Skips a length-prefixed byte string, failing as ``ByteReader/blob()`` does; returns its
+    /// Skips a length-prefixed byte string, failing as ``withBlob(_:)`` does; returns its
     /// length.
     @inline(__always)
     mutating func skipBlob() throws(Failure) -> Int {
@@ -272,7 +301,7 @@ struct PayloadReader {
     }
 
     /// Skips `count` fixed-width values of `width` bytes, failing as
-    /// ``ByteReader/skipFixed(count:width:)`` does.
+    /// that many ``fixed64()`` or ``fixed32()`` reads do: at the first value that does not fit.
     @inline(__always)
     mutating func skipFixed(count values: Int, width: Int) throws(Failure) {
         let available = count - offset
@@ -281,33 +310,221 @@ struct PayloadReader {
         }
         try skip(values * width)
     }
+}
 
-    /// Reads a null bitmap of `bits` bits (``ByteReader/bitmap(_:)``) and returns how many of
-    /// them are set; bits past `bits` in its last byte are ignored, as decoding ignores them.
-    mutating func setBitsOfBitmap(_ bits: Int) throws(Failure) -> Int {
-        let n = (bits + 7) / 8
-        guard count - offset >= n else { throw Self.malformed(offset, "truncated null bitmap") }
-        var total = 0
+// MARK: - Values and the payload's structures
+
+extension PayloadReader {
+    /// 8 bytes, little-endian.
+    @inline(__always)
+    mutating func fixed64() throws(Failure) -> UInt64 {
+        if piece.count - position >= 8 {
+            defer { position += 8 }
+            return UInt64(littleEndian: piece.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+        }
+        guard count - offset >= 8 else { throw Self.malformed(offset, "truncated 64-bit value") }
+        var v: UInt64 = 0
+        for i in 0..<8 { v |= UInt64(try byte()) << UInt64(8 * i) }
+        return v
+    }
+
+    /// 4 bytes, little-endian.
+    @inline(__always)
+    mutating func fixed32() throws(Failure) -> UInt32 {
+        if piece.count - position >= 4 {
+            defer { position += 4 }
+            return UInt32(littleEndian: piece.loadUnaligned(fromByteOffset: position, as: UInt32.self))
+        }
+        guard count - offset >= 4 else { throw Self.malformed(offset, "truncated 32-bit value") }
+        var v: UInt32 = 0
+        for i in 0..<4 { v |= UInt32(try byte()) << UInt32(8 * i) }
+        return v
+    }
+
+    /// Reads a length-prefixed byte string and lends its bytes to `body` (valid only during the
+    /// call). No copy unless the string straddles two pieces.
+    @inline(__always)
+    mutating func withBlob<T>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> T) throws(Failure) -> T {
+        let start = offset
+        let n = try self.count(limit: count)
+        guard count - offset >= n else { throw Self.malformed(start, "byte string of \(n) bytes runs past the end") }
+        if piece.count - position >= n {
+            defer { position += n }
+            return try body(UnsafeRawBufferPointer(rebasing: piece[position..<(position + n)]))
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(n)
         var left = n
-        var last: UInt8 = 0
         while left > 0 {
             if position == piece.count { try advance() }
             let take = min(left, piece.count - position)
-            let bytes = UnsafeRawBufferPointer(rebasing: piece[position..<(position + take)])
-            var i = 0
-            while take - i >= 8 {
-                total += bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self).nonzeroBitCount
-                i += 8
-            }
-            while i < take {
-                total += bytes[i].nonzeroBitCount
-                i += 1
-            }
-            last = bytes[take - 1]
+            bytes.append(contentsOf: piece[position..<(position + take)])
             position += take
             left -= take
         }
-        if bits % 8 != 0 { total -= (last >> UInt8(bits % 8)).nonzeroBitCount }
-        return total
+        let result: Result<T, Failure> = bytes.withUnsafeBytes { buffer in
+            do throws(Failure) { return .success(try body(buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
     }
+
+    /// A length-prefixed UTF-8 string.
+    mutating func string() throws(Failure) -> String {
+        let start = offset
+        return try withBlob { bytes throws(Failure) in
+            guard let s = String(validating: bytes, as: UTF8.self) else { throw Self.malformed(start, "invalid UTF-8") }
+            return s
+        }
+    }
+
+    /// A column's null flag: 0 (no bitmap follows) or 1 (a bitmap follows).
+    @inline(__always)
+    mutating func nullFlag() throws(Failure) -> Bool {
+        let start = offset
+        let flag = try byte()
+        guard flag <= 1 else { throw Self.malformed(start, "null flag \(flag)") }
+        return flag == 1
+    }
+
+    /// Reads a null bitmap of `bits` bits (1 = nil) into `storage` (its capacity reused) and
+    /// returns it; bits past `bits` in its last byte are ignored.
+    mutating func nullBitmap(_ bits: Int, into storage: inout [UInt8]) throws(Failure) -> NullBitmap {
+        let n = (bits + 7) / 8
+        guard count - offset >= n else { throw Self.malformed(offset, "truncated null bitmap") }
+        storage.removeAll(keepingCapacity: true)
+        var left = n
+        while left > 0 {
+            if position == piece.count { try advance() }
+            let take = min(left, piece.count - position)
+            storage.append(contentsOf: piece[position..<(position + take)])
+            position += take
+            left -= take
+        }
+        if bits % 8 != 0 { storage[n - 1] &= UInt8(1 << (bits % 8)) - 1 }
+        return NullBitmap(bytes: storage)
+    }
+
+    /// Reads a serial list (a count, then zig-zag deltas from 0, each serial at least 1),
+    /// appending its serials to `serials`; returns how many.
+    @inline(__always)
+    mutating func serialList(appendingTo serials: inout [UInt64]) throws(Failure) -> Int {
+        let n = try self.count(limit: count)
+        let first = serials.count
+        serials.append(contentsOf: repeatElement(0, count: n))
+        try serials.withUnsafeMutableBufferPointer { out throws(Failure) in
+            try readSerials(into: UnsafeMutableBufferPointer(rebasing: out[first...]))
+        }
+        return n
+    }
+
+    /// Reads a serial list as ``serialList(appendingTo:)`` does, with the same failures, but
+    /// returns the run `first...last` without storing a serial when they are consecutive
+    /// (as a save of new objects writes them). Returns the count, and the run or nil (then
+    /// the serials were appended).
+    mutating func serialRun(appendingTo serials: inout [UInt64]) throws(Failure) -> (Int, ClosedRange<UInt64>?) {
+        let n = try self.count(limit: count)
+        guard n > 0 else { return (0, nil) }
+        let start = offset
+        let first = try signed()  // the first delta is from 0
+        guard first >= 1 else { throw Self.malformed(start, "serial \(first)") }
+        // Deltas of +1 after it are skipped without storing; a run that could pass Int64.max is
+        // read as a list, whose reads report the overflow.
+        let k = first <= Int64.max - Int64(n) ? try skipSerialIncrements(limit: n - 1) : 0
+        if k == n - 1 { return (n, UInt64(first)...UInt64(first + Int64(k))) }
+        serials.append(contentsOf: UInt64(first)...UInt64(first + Int64(k)))
+        let rest = serials.count
+        serials.append(contentsOf: repeatElement(0, count: n - 1 - k))
+        try serials.withUnsafeMutableBufferPointer { out throws(Failure) in
+            try readSerials(into: UnsafeMutableBufferPointer(rebasing: out[rest...]), after: first + Int64(k))
+        }
+        return (n, nil)
+    }
+
+    /// One value of a fixed-width or varint encoding, as its cell's bits (a byte string is
+    /// skipped, and its length returned).
+    @inline(__always)
+    mutating func cell(_ encoding: PayloadEncoding) throws(Failure) -> UInt64 {
+        switch encoding {
+        case .bool:
+            let start = offset
+            let b = try byte()
+            guard b <= 1 else { throw Self.malformed(start, "boolean byte \(b)") }
+            return UInt64(b)
+        case .signedVarint: return UInt64(bitPattern: try signed())
+        case .varint: return try varint()
+        case .fixed64: return try fixed64()
+        case .fixed32: return UInt64(try fixed32())
+        case .bytes, .bytes16: return UInt64(try withBytesValue(encoding) { $0.count })
+        }
+    }
+
+    /// Reads a value of a byte-string encoding and lends its bytes to `body`, checking a
+    /// ``PayloadEncoding/bytes16`` string's length.
+    @inline(__always)
+    mutating func withBytesValue<T>(
+        _ encoding: PayloadEncoding, _ body: (UnsafeRawBufferPointer) throws(Failure) -> T
+    ) throws(Failure) -> T {
+        let start = offset
+        return try withBlob { bytes throws(Failure) in
+            if encoding == .bytes16 && bytes.count != 16 { throw Self.malformed(start, "UUID of \(bytes.count) bytes") }
+            return try body(bytes)
+        }
+    }
+
+    /// One value of `type`, built.
+    mutating func value(_ type: AttributeType) throws(Failure) -> AttributeValue {
+        let encoding = type.payloadEncoding
+        switch encoding {
+        case .bytes, .bytes16: return try withBytesValue(encoding) { AttributeValue.decode(.bytes($0), as: type) }
+        default: return AttributeValue.decode(.fixed(try cell(encoding)), as: type)
+        }
+    }
+
+    /// Skips `values` values of an encoding, failing where reading them would, with the same
+    /// offset and reason.
+    @inline(__always)
+    mutating func skipValues(_ encoding: PayloadEncoding, count values: Int) throws(Failure) {
+        switch encoding {
+        case .bool:
+            for _ in 0..<values { _ = try cell(.bool) }
+        case .signedVarint, .varint:
+            try skipVarints(values)
+        case .fixed64:
+            try skipFixed(count: values, width: 8)
+        case .fixed32:
+            try skipFixed(count: values, width: 4)
+        case .bytes:
+            try skipBlobs(values)
+        case .bytes16:
+            try skipBlobs(values, length: 16) { "UUID of \($0) bytes" }
+        }
+    }
+}
+
+/// A column's null bitmap, one bit per inserted object (1 = nil), read by
+/// ``PayloadReader/nullBitmap(_:into:)``.
+struct NullBitmap {
+    /// The bitmap's bytes; bits past the column's length are zero.
+    let bytes: [UInt8]
+
+    /// How many values are nil.
+    var nullCount: Int {
+        bytes.withUnsafeBytes { b in
+            var total = 0
+            var i = 0
+            while b.count - i >= 8 {
+                total += b.loadUnaligned(fromByteOffset: i, as: UInt64.self).nonzeroBitCount
+                i += 8
+            }
+            while i < b.count {
+                total += b[i].nonzeroBitCount
+                i += 1
+            }
+            return total
+        }
+    }
+
+    /// Whether value `i` is nil.
+    @inline(__always)
+    func isNull(_ i: Int) -> Bool { bytes[i &>> 3] & (1 &<< UInt8(i & 7)) != 0 }
 }

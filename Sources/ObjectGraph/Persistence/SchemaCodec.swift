@@ -71,13 +71,12 @@ public struct StoredSchema: Sendable, Hashable {
     ///
     /// - Throws: ``StoreError`` (`corruptPayload`) naming the byte offset of the problem.
     public static func decode(_ bytes: [UInt8]) throws(StoreError) -> StoredSchema {
-        do {
-            return try bytes.withUnsafeBytes { buffer throws(ByteReader.Malformed) -> StoredSchema in
-                var r = ByteReader(buffer)
+        do throws(PayloadReader.Failure) {
+            return try PayloadReader.read(bytes) { r throws(PayloadReader.Failure) -> StoredSchema in
                 let version = try r.byte()
                 guard version == Self.version || version == Self.relationshipVersion else {
-                    throw ByteReader.Malformed(
-                        offset: 0, reason: "schema payload version \(version) is not supported (this build reads \(Self.version) and \(Self.relationshipVersion))")
+                    throw PayloadReader.malformed(
+                        0, "schema payload version \(version) is not supported (this build reads \(Self.version) and \(Self.relationshipVersion))")
                 }
                 var entities: [Entity] = []
                 for _ in 0..<(try r.count(limit: 1 << 20)) {
@@ -87,16 +86,16 @@ public struct StoredSchema: Sendable, Hashable {
                         let aName = try r.string()
                         let typeOffset = r.offset
                         guard let type = AttributeType(rawValue: try r.string()) else {
-                            throw ByteReader.Malformed(offset: typeOffset, reason: "unknown attribute type")
+                            throw PayloadReader.malformed(typeOffset, "unknown attribute type")
                         }
                         let kind = AttributeValueKind(rawValue: try r.string()) ?? .primitive
                         let swiftType = try r.string()
                         let flags = try r.byte()
-                        let defaultValue = flags & 2 != 0 ? try TransactionCodec.readValue(type: type, from: &r) : nil
+                        let defaultValue = flags & 2 != 0 ? try r.value(type) : nil
                         let original = flags & 4 != 0 ? try r.string() : nil
                         if flags & 8 != 0 {
                             guard version >= Self.relationshipVersion, type == .uint64 else {
-                                throw ByteReader.Malformed(offset: r.offset, reason: "relationship flag on '\(aName)' in a version \(version) schema or a \(type.rawValue) slot")
+                                throw PayloadReader.malformed(r.offset, "relationship flag on '\(aName)' in a version \(version) schema or a \(type.rawValue) slot")
                             }
                             attributes.append(AttributeDescription(toOne: aName, destinationEntity: try r.string()))
                             continue
@@ -110,7 +109,10 @@ public struct StoredSchema: Sendable, Hashable {
                 return StoredSchema(entities: entities)
             }
         } catch {
-            throw StoreError(.corruptPayload, "schema record: \(error)")
+            switch error {
+            case .malformed(let malformed): throw StoreError(.corruptPayload, "schema record: \(malformed)")
+            case .piecesEnded: throw StoreError(.corruptPayload, "schema record: truncated")
+            }
         }
     }
 }

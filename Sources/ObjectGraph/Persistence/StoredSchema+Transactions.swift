@@ -1,3 +1,5 @@
+public import GraphJournal
+
 // Decoding and checking a transaction payload against the schema it was written with, for
 // tools that read a journal without the application's model.
 
@@ -6,12 +8,13 @@ extension StoredSchema {
     ///
     /// - Throws: ``StoreError`` with code `corruptPayload`, naming the byte offset.
     public func decodeTransaction(_ payload: [UInt8]) throws(StoreError) -> ChangeSet {
-        let result: Result<ChangeSet, StoreError> = payload.withUnsafeBytes { buffer in
-            do throws(StoreError) { return .success(try TransactionCodec.decodeChangeSet(buffer, stored: self)) } catch {
-                return .failure(error)
-            }
+        var visitor = ChangeSetVisitor(stored: self)
+        do {
+            try PayloadReader.read(payload) { r throws(PayloadReader.Failure) in try PayloadDecoder.decode(&r, stored: self, into: &visitor) }
+        } catch {
+            throw StoreError(payload: error)
         }
-        return try result.get()
+        return visitor.result
     }
 
     /// Checks a transaction or base record's payload written with this schema without
@@ -33,6 +36,43 @@ extension StoredSchema {
     /// - Parameter outline: emptied (its storage kept), then filled with the payload's serials.
     /// - Throws: ``StoreError`` with code `corruptPayload`, naming the byte offset.
     public func validateTransaction(_ payload: UnsafeRawBufferPointer, into outline: inout TransactionOutline) throws(StoreError) {
-        try TransactionCodec.validate(payload, stored: self, into: &outline)
+        var visitor = OutlineVisitor(reusing: &outline)
+        defer { swap(&visitor.outline, &outline) }
+        try PayloadDecoder.decode(payload, stored: self, into: &visitor)
+    }
+
+    /// Checks a transaction or base record's payload as ``validateTransaction(_:into:)`` does,
+    /// with the same outline and the same error, reading the payload piece by piece as
+    /// ``Journal/streamPayloads(directory:io:_:)`` lends it: a chunked payload of tens of MB is
+    /// checked one decompressed chunk at a time, never held whole.
+    ///
+    /// When the pieces end before the payload does (a chunk that does not decompress), it
+    /// returns false with `outline` incomplete; ``JournalPayload/finish()`` then returns false
+    /// and the journal reports the record, so the caller should ignore it.
+    ///
+    /// ```swift
+    /// var outline = TransactionOutline()
+    /// _ = try Journal.streamPayloads(directory: path) { entry, payload in
+    ///     guard entry.kind == .transaction else { return }
+    ///     let checked = try schema.validateTransaction(payload, into: &outline)
+    ///     if checked && payload.finish() { print(outline.blocks.count, "entities changed") }
+    /// }
+    /// ```
+    ///
+    /// - Parameter payload: the payload, from its first piece on.
+    /// - Parameter outline: emptied (its storage kept), then filled with the payload's serials.
+    /// - Returns: true when the whole payload was read; false when its pieces ended early.
+    /// - Throws: ``StoreError`` with code `corruptPayload`, naming the byte offset.
+    public func validateTransaction(_ payload: JournalPayload, into outline: inout TransactionOutline) throws(StoreError) -> Bool {
+        var visitor = OutlineVisitor(reusing: &outline)
+        defer { swap(&visitor.outline, &outline) }
+        var r = PayloadReader(payload)
+        do throws(PayloadReader.Failure) {
+            try PayloadDecoder.decode(&r, stored: self, into: &visitor)
+            return true
+        } catch {
+            if case .piecesEnded = error { return false }
+            throw StoreError(payload: error)
+        }
     }
 }

@@ -228,3 +228,93 @@ extension AttributeType {
         }
     }
 }
+
+// MARK: - The payload encoding
+
+/// How the values of an attribute type are written in a transaction payload
+/// (`Docs/JournalFormat.md`, "Transaction payload"). The codec switches on this, never on the
+/// attribute type: a new type that reuses an encoding needs no change to the codec.
+enum PayloadEncoding: Sendable {
+    /// One byte, 0 or 1.
+    case bool
+    /// A zig-zag LEB128 varint of the cell's bits as `Int64`.
+    case signedVarint
+    /// A LEB128 varint of the cell's bits.
+    case varint
+    /// 8 bytes, little-endian.
+    case fixed64
+    /// 4 bytes, little-endian (the low half of the cell).
+    case fixed32
+    /// A varint length, then that many bytes (held in the entity's byte arena).
+    case bytes
+    /// As ``bytes``, but exactly 16 bytes long.
+    case bytes16
+
+    /// The bytes one value takes when its width does not depend on the value.
+    var fixedWidth: Int? {
+        switch self {
+        case .bool: 1
+        case .fixed64: 8
+        case .fixed32: 4
+        default: nil
+        }
+    }
+}
+
+/// How the 64-bit cells of an attribute type compare (``AttributeType/cellOrder``).
+enum CellOrder: Sendable {
+    /// As `Int64`.
+    case signed
+    /// As `UInt64`.
+    case unsigned
+    /// As `Double` (a `Date` is its interval since the reference date).
+    case double
+    /// As `Float`, in the cell's low 32 bits.
+    case float
+}
+
+extension AttributeType {
+    /// How this type's values are encoded in a transaction payload.
+    var payloadEncoding: PayloadEncoding {
+        switch self {
+        case .bool: .bool
+        case .int8, .int16, .int32, .int64: .signedVarint
+        case .uint8, .uint16, .uint32, .uint64: .varint
+        case .double, .date: .fixed64
+        case .float: .fixed32
+        case .string, .data, .url: .bytes
+        case .uuid: .bytes16
+        }
+    }
+
+    /// How cells of this type compare, for sorts read straight from storage; nil when their
+    /// bits have no order of their own (booleans, and values held in the byte arena).
+    var cellOrder: CellOrder? {
+        switch self {
+        case .int8, .int16, .int32, .int64: .signed
+        case .uint8, .uint16, .uint32, .uint64: .unsigned
+        case .double, .date: .double
+        case .float: .float
+        case .bool, .string, .data, .uuid, .url: nil
+        }
+    }
+
+    /// The bytes `value` takes in a transaction payload as a value of this type (its length
+    /// prefix included), or nil when the value cannot be stored as this type. For tools that
+    /// estimate a payload's size without encoding it.
+    package func payloadSize(of value: AttributeValue) -> Int? {
+        guard let v = AttributeValue.coerce(attributeValue: value, to: self) else { return nil }
+        return v.withCell { cell in
+            switch cell {
+            case .fixed(let bits):
+                switch payloadEncoding {
+                case .bool, .fixed64, .fixed32: payloadEncoding.fixedWidth ?? 0
+                case .signedVarint: ByteWriter.varintSize(UInt64(bitPattern: (Int64(bitPattern: bits) << 1) ^ (Int64(bitPattern: bits) >> 63)))
+                case .varint: ByteWriter.varintSize(bits)
+                case .bytes, .bytes16: 1
+                }
+            case .bytes(let buffer): ByteWriter.varintSize(UInt64(buffer.count)) + buffer.count
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+/// What the transaction payload's decoder hands each part of a payload to: replay into the
+/// entity tables, a ``ChangeSet``, or the validating skim behind ``TransactionOutline``.
+///
+/// The decoder (``PayloadDecoder``) reads the structure (blocks, counts, null flags and
+/// bitmaps, update fields, the end) and fails the same way for every visitor; a visitor reads
+/// the values and serial lists it is handed the reader for, with the reader's value methods,
+/// and adds the checks of what it builds (a replay refuses an update of an object that does
+/// not exist). A format change is made in the decoder and the reader, once.
+protocol PayloadVisitor {
+    /// A block of the stored entity `entity` begins; `attributes` are its stored attributes.
+    mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure)
+
+    /// Reads the block's inserted serials (a serial list) and returns how many there are.
+    mutating func insertedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) -> Int
+
+    /// Reads the inserted objects' values of attribute `attribute`: one per row of `rows`,
+    /// except where `nulls` (when the column has nil values) has the row's bit set.
+    mutating func insertedColumn(
+        _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, rows: Int, nulls: NullBitmap?
+    ) throws(PayloadReader.Failure)
+
+    /// The fields of the object `serial` follow (its serial was read at payload offset `offset`).
+    mutating func updatedObject(serial: UInt64, at offset: Int) throws(PayloadReader.Failure)
+
+    /// Reads one updated field of the last ``updatedObject(serial:at:)``: its new value, or
+    /// nothing when it became nil.
+    mutating func updatedField(
+        _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, isNull: Bool
+    ) throws(PayloadReader.Failure)
+
+    /// Reads the block's deleted serials (a serial list).
+    mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure)
+}
+
+/// The one decoder of the transaction payload (the format is in `TransactionCodec`'s
+/// documentation and `Docs/JournalFormat.md`).
+enum PayloadDecoder {
+    /// Reads a whole payload, handing its parts to `visitor` in order.
+    ///
+    /// - Throws: `.malformed` with the payload offset, or `.piecesEnded` when a payload lent in
+    ///   pieces ends before its length.
+    static func decode<Visitor: PayloadVisitor>(
+        _ r: inout PayloadReader, stored: StoredSchema, into visitor: inout Visitor
+    ) throws(PayloadReader.Failure) {
+        let version = try r.byte()
+        guard version == TransactionCodec.version else { throw PayloadReader.malformed(0, "transaction payload version \(version)") }
+        let entities = stored.entities.count
+        var bitmap: [UInt8] = []
+        for _ in 0..<(try r.count(limit: entities)) {
+            let entity = try r.count(limit: entities - 1)
+            let attributes = stored.entities[entity].attributes
+            try visitor.beginBlock(entity: entity, attributes: attributes, nextSerial: try r.varint())
+            let rows = try visitor.insertedSerials(&r)
+            if rows > 0 {
+                for (j, a) in attributes.enumerated() {
+                    let nulls = try r.nullFlag() ? try r.nullBitmap(rows, into: &bitmap) : nil
+                    try visitor.insertedColumn(&r, attribute: j, encoding: a.type.payloadEncoding, rows: rows, nulls: nulls)
+                }
+            }
+            for _ in 0..<(try r.count(limit: r.count)) {
+                let start = r.offset
+                try visitor.updatedObject(serial: try r.varint(), at: start)
+                for _ in 0..<(try r.count(limit: attributes.count)) {
+                    let field = try r.varint()
+                    let j = Int(field >> 1)
+                    guard j < attributes.count else { throw PayloadReader.malformed(r.offset, "attribute \(j)") }
+                    try visitor.updatedField(&r, attribute: j, encoding: attributes[j].type.payloadEncoding, isNull: field & 1 == 1)
+                }
+            }
+            try visitor.deletedSerials(&r)
+        }
+        // Bytes after the last block mean a length or a count is wrong: the payload is not what
+        // its writer wrote.
+        guard r.isAtEnd else { throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the last block") }
+    }
+
+    /// ``decode(_:stored:into:)`` on a whole payload in one buffer, its failure as a
+    /// ``StoreError`` with code `corruptPayload`.
+    static func decode<Visitor: PayloadVisitor>(
+        _ payload: UnsafeRawBufferPointer, stored: StoredSchema, into visitor: inout Visitor
+    ) throws(StoreError) {
+        var r = PayloadReader(payload)
+        do throws(PayloadReader.Failure) {
+            try decode(&r, stored: stored, into: &visitor)
+        } catch {
+            throw StoreError(payload: error)
+        }
+    }
+}
+
+extension StoreError {
+    /// A payload's decoding failure, as the error a store reports.
+    init(payload failure: PayloadReader.Failure) {
+        switch failure {
+        case .malformed(let malformed): self.init(.corruptPayload, "\(malformed)")
+        case .piecesEnded: self.init(.corruptPayload, "the payload ends before its length")
+        }
+    }
+}

@@ -1,0 +1,120 @@
+/// Decodes a payload into a ``ChangeSet`` (for tools, observers and tests; a store's replay
+/// writes its tables directly, ``ReplayVisitor``).
+struct ChangeSetVisitor: PayloadVisitor {
+    let stored: StoredSchema
+    /// The change set built so far.
+    var result = ChangeSet()
+    /// The serial of the object whose fields are being read.
+    private var updatedSerial: UInt64 = 0
+    /// The stored attributes of the block's entity.
+    private var attributes: [AttributeDescription] = []
+
+    init(stored: StoredSchema) { self.stored = stored }
+
+    /// The changes of the block being read.
+    private var current: EntityChanges {
+        get { result.entities[result.entities.count - 1] }
+        _modify { yield &result.entities[result.entities.count - 1] }
+    }
+
+    mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
+        let e = stored.entities[entity]
+        self.attributes = attributes
+        result.entities.append(EntityChanges(entityName: e.name, attributeNames: e.attributes.map(\.name)))
+    }
+
+    mutating func insertedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) -> Int {
+        let n = try r.serialList(appendingTo: &current.insertedSerials)
+        current.insertedValues = Array(repeating: nil, count: n * current.attributeNames.count)
+        return n
+    }
+
+    mutating func insertedColumn(
+        _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, rows: Int, nulls: NullBitmap?
+    ) throws(PayloadReader.Failure) {
+        let width = current.attributeNames.count
+        let type = attributes[attribute].type
+        for i in 0..<rows where !(nulls?.isNull(i) ?? false) {
+            current.insertedValues[i * width + attribute] = try r.value(type)
+        }
+    }
+
+    mutating func updatedObject(serial: UInt64, at offset: Int) throws(PayloadReader.Failure) {
+        updatedSerial = serial
+    }
+
+    mutating func updatedField(
+        _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, isNull: Bool
+    ) throws(PayloadReader.Failure) {
+        let type = attributes[attribute].type
+        let value: AttributeValue? = isNull ? nil : try r.value(type)
+        current.updates.append(.init(serial: updatedSerial, attribute: attribute, value: value))
+    }
+
+    mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) {
+        _ = try r.serialList(appendingTo: &current.deletedSerials)
+    }
+}
+
+/// Checks a payload without building its values, listing the serials it touches in a
+/// ``TransactionOutline``: what `graph-journal verify` needs of each record. The decoder's
+/// checks are the same as for a ``ChangeSet``, so it fails exactly where decoding would.
+struct OutlineVisitor: PayloadVisitor {
+    var outline: TransactionOutline
+    private var entity = 0
+    private var inserted = 0
+    private var insertedRun: ClosedRange<UInt64>?
+    private var updatedStart = 0
+    /// The serial of the object whose fields are being read.
+    private var updatedSerial: UInt64 = 0
+
+    /// A visitor that fills `outline`'s storage (moved in, emptied; swap it back after).
+    init(reusing outline: inout TransactionOutline) {
+        self.outline = TransactionOutline()
+        swap(&self.outline, &outline)
+        self.outline.removeAll()
+    }
+
+    mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
+        self.entity = entity
+    }
+
+    mutating func insertedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) -> Int {
+        inserted = outline.serials.count
+        if outline.keepsInsertedRuns {
+            let (n, run) = try r.serialRun(appendingTo: &outline.serials)
+            insertedRun = run
+            updatedStart = outline.serials.count
+            return n
+        }
+        insertedRun = nil
+        let n = try r.serialList(appendingTo: &outline.serials)
+        updatedStart = outline.serials.count
+        return n
+    }
+
+    mutating func insertedColumn(
+        _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, rows: Int, nulls: NullBitmap?
+    ) throws(PayloadReader.Failure) {
+        try r.skipValues(encoding, count: rows - (nulls?.nullCount ?? 0))
+    }
+
+    mutating func updatedObject(serial: UInt64, at offset: Int) throws(PayloadReader.Failure) {
+        updatedSerial = serial
+    }
+
+    mutating func updatedField(
+        _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, isNull: Bool
+    ) throws(PayloadReader.Failure) {
+        if !isNull { try r.skipValues(encoding, count: 1) }
+        outline.serials.append(updatedSerial)
+    }
+
+    mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) {
+        let deleted = outline.serials.count
+        _ = try r.serialList(appendingTo: &outline.serials)
+        outline.blocks.append(.init(
+            entity: entity, inserted: inserted..<updatedStart, insertedRun: insertedRun, updated: updatedStart..<deleted,
+            deleted: deleted..<outline.serials.count))
+    }
+}
