@@ -74,8 +74,9 @@ public struct EntityChanges: Sendable, Hashable {
 }
 
 /// Where the saves of a context that no ``ObjectStore`` owns go: a test backend, or
-/// persistence of your own. (An ``ObjectStore`` writes its context's saves to its journal
-/// itself, without this protocol: see `Docs/Architecture.md`, "The door, today".)
+/// persistence of your own. A context saves through one internal door, which either hands the
+/// backend a ``ChangeSet`` or, for an ``ObjectStore``'s context, encodes the tables straight
+/// into a journal record (see `Docs/Architecture.md`, "The door").
 ///
 /// ``persist(_:)`` must be atomic: it records all of the change set or, by throwing, none of it.
 /// When it throws, the save fails and the context keeps its pending changes

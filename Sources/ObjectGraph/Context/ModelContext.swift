@@ -21,19 +21,23 @@ public final class ModelContext {
     /// The entities this context holds.
     public let schema: Schema
     /// Where saves are recorded; `nil` keeps the graph in memory only.
-    public var backend: (any PersistenceBackend)?
+    ///
+    /// Always `nil` for an ``ObjectStore``'s context, which saves to the store's journal:
+    /// setting it there changes nothing (the journal stays where the saves go).
+    public var backend: (any PersistenceBackend)? {
+        get { (door as? BackendDoor)?.backend }
+        set {
+            guard !(door is JournalDoor) else { return }
+            door = newValue.map { BackendDoor($0) }
+        }
+    }
+    /// Where saves go: an ``ObjectStore``'s journal, or ``backend``; `nil` for a context in
+    /// memory only. The context's only reference to its persistence.
+    var door: (any PersistenceDoor)?
     /// Who observes this context's saves; created on the first registration (Observation/).
     var observers: ContextObservers?
 
     var tables: [EntityTable] = []
-    /// The journal-backed store this context belongs to, if any.
-    weak var store: ObjectStore? {
-        didSet { if store != nil { belongsToStore = true } }
-    }
-    /// Whether a store ever owned this context. A save after that store was closed (or
-    /// released) throws instead of committing in memory only: the caller was promised
-    /// durability.
-    private var belongsToStore = false
     /// How many savepoints are open (imports, transactions, a save in progress).
     var savepointDepth = 0
     /// Whether the context keeps the JSON parser's buffers between mapping runs (default
@@ -58,7 +62,7 @@ public final class ModelContext {
     ///   - backend: Where saves go; `nil` for an in-memory graph.
     public init(schema: Schema, backend: (any PersistenceBackend)? = nil) {
         self.schema = schema
-        self.backend = backend
+        self.door = backend.map { BackendDoor($0) }
         tables = schema.entities.enumerated().map { EntityTable(entity: $1, index: $0, context: self) }
     }
 
@@ -267,12 +271,14 @@ public final class ModelContext {
 
     /// Makes the pending changes the committed state.
     ///
-    /// Validation runs first and reports every failure at once; then the change set goes to the
-    /// ``backend`` (if any). If either throws, nothing changes: the context keeps its pending
-    /// changes and the save can be retried (Docs/Semantics.md, rule 12). Deleted objects are
-    /// detached afterwards (rule 9).
+    /// Validation runs first and reports every failure at once; then the changes go to the
+    /// context's persistence: its ``ObjectStore``'s journal (one record), or its ``backend``
+    /// (one ``ChangeSet``), if any. If either throws, nothing changes: the context keeps its
+    /// pending changes and the save can be retried (Docs/Semantics.md, rule 12). Deleted
+    /// objects are detached afterwards (rule 9).
     ///
-    /// - Throws: ``ValidationError`` listing every failure, or the backend's error.
+    /// - Throws: ``ValidationError`` listing every failure, a ``StoreError`` from the store
+    ///   (code `closed` once the store was closed or released), or the backend's error.
     public func save() throws {
         // Everything save itself changes (merged collisions) is undone if the save fails.
         beginSavepoint()
@@ -287,14 +293,7 @@ public final class ModelContext {
             if tables.contains(where: { !$0.hooks.isDisjoint(with: EntityHooks.validation) }) {
                 pending = tables.map(\.pendingRows)
             }
-            if let store {
-                try store.persistPending(pending)
-            } else if belongsToStore, pending.contains(where: { !$0.isEmpty }) {
-                throw StoreError(.closed, "the store this context belonged to was closed; the changes stay pending and nothing was written")
-            } else if let backend {
-                let changes = makeChangeSet(pending)
-                if !changes.isEmpty { try backend.persist(changes) }
-            }
+            try door?.persist(PendingChanges(self, pending))
         } catch {
             rollbackToSavepoint()
             throw error
@@ -310,7 +309,7 @@ public final class ModelContext {
             }
         }
         for t in tables { t.releaseDeleted() }
-        store?.didCommit()
+        door?.didCommit(self)
         deliverToObservers(observed)
     }
 

@@ -38,32 +38,24 @@ public final class ObjectStore {
     /// How long replay took, in seconds.
     public let replaySeconds: Double
 
-    let journal: Journal
-    let options: StoreOptions
-    let schemaBytes: [UInt8]
-    private var isClosed = false
-    /// Bytes on disk after the last compaction (or at open): the base for auto-compaction.
-    private var baselineBytes: Int64
+    /// The journal, behind the door the context saves through.
+    let door: JournalDoor
 
     private init(
-        directory: URL, context: ModelContext, journal: Journal, options: StoreOptions, schemaBytes: [UInt8], replaySeconds: Double,
-        earlierReports: [JournalOpenReport]
+        directory: URL, context: ModelContext, door: JournalDoor, replaySeconds: Double, earlierReports: [JournalOpenReport]
     ) {
         self.directory = directory
         self.context = context
-        self.journal = journal
-        self.options = options
-        self.schemaBytes = schemaBytes
+        self.door = door
         // What the opens before a reopen for an undecodable record did (leftovers removed,
         // segments adopted) belongs to this open too.
-        var report = journal.openReport
+        var report = door.journal.openReport
         for earlier in earlierReports {
             report.removedFiles = earlier.removedFiles + report.removedFiles
             report.adoptedFiles = earlier.adoptedFiles + report.adoptedFiles
         }
         self.openReport = report
         self.replaySeconds = replaySeconds
-        self.baselineBytes = journal.stats.bytesOnDisk
     }
 
     /// Opens (or creates) the store in `directory` and replays its journal into a new context.
@@ -152,7 +144,8 @@ public final class ObjectStore {
     ) throws(StoreError) -> ObjectStore {
         let start = ContinuousClock.now
         let context = ModelContext(schema: schema)
-        try replay(journal: journal, into: context)
+        let door = JournalDoor(journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(schema).encoded())
+        try door.replay(into: context)
         for t in context.tables {
             if let problem = t.firstInvalidRawValue() {
                 throw StoreError(.incompatibleSchema, "\(problem): the journal was written by a model with cases this one lacks; add the case back to open it")
@@ -165,102 +158,20 @@ public final class ObjectStore {
         }
         let elapsed = (ContinuousClock.now - start).components
         let store = ObjectStore(
-            directory: directory, context: context, journal: journal, options: options,
-            schemaBytes: StoredSchema(schema).encoded(),
+            directory: directory, context: context, door: door,
             replaySeconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18,
             earlierReports: earlierReports)
-        context.store = store
+        context.door = door
         if let torn = journal.openReport.tornTail {
             options.logger?.warning("torn tail: \(torn.bytes) bytes at offset \(torn.offset) of \(torn.file) will be truncated before the next append (\(torn.reason))")
         }
         return store
     }
 
-    private static func replay(journal: Journal, into context: ModelContext) throws(StoreError) {
-        var stored: StoredSchema?
-        var mapping: SchemaMapping?
-        var orphans: [Int: Set<UInt64>] = [:]
-        var orphanNames: [String: Int] = [:]
-        do {
-            try journal.forEachRecord { record in
-                switch record.kind {
-                case .schema:
-                    // Objects of removed entities under the previous schema stay counted by name.
-                    if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
-                    orphans = [:]
-                    let s: StoredSchema
-                    do { s = try StoredSchema.decode(record.payload) } catch let error as StoreError {
-                        throw StoreError(error.code, "record \(record.sequence): \(error.message)", sequence: record.sequence)
-                    }
-                    stored = s
-                    mapping = try SchemaMapping(stored: s, current: context.schema)
-                case .base, .transaction:
-                    guard let s = stored, let m = mapping else {
-                        throw StoreError(.corruptPayload, "record \(record.sequence) precedes any schema record", sequence: record.sequence)
-                    }
-                    let result: Result<Void, StoreError> = record.payload.withUnsafeBytes { buffer in
-                        do throws(StoreError) {
-                            try TransactionCodec.replay(buffer, stored: s, mapping: m, into: context, orphans: &orphans)
-                            return .success(())
-                        } catch {
-                            return .failure(StoreError(error.code, "record \(record.sequence): \(error.message)", sequence: record.sequence))
-                        }
-                    }
-                    try result.get()
-                }
-            }
-        } catch let error as StoreError {
-            throw error
-        } catch let error as JournalError where error.code == .corrupt && error.sequence != nil {
-            // A record that checks but whose payload does not decompress.
-            throw StoreError(.corruptPayload, error.message, sequence: error.sequence)
-        } catch let error as JournalError {
-            throw StoreError(journal: error)
-        } catch {
-            throw StoreError(.corruptPayload, "\(error)")
-        }
-        if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
-        if !orphanNames.isEmpty {
-            throw StoreError(
-                .incompatibleSchema,
-                "incompatible schema change: " + orphanNames.sorted { $0.key < $1.key }
-                    .map { "entity '\($0.key)' was removed from the model but the store still holds \($0.value) of its objects" }
-                    .joined(separator: "; "))
-        }
-        for t in context.tables { t.committedArenaCount = t.arena.count; t.committedGarbage = t.arena.garbage }
-    }
-
     /// Journal statistics: segments, records, bytes on disk, compression.
-    public var stats: JournalStats { journal.stats }
+    public var stats: JournalStats { door.journal.stats }
 
-    // MARK: Saving
-
-    /// Appends the context's pending changes as one record. Called by `context.save()`.
-    func persistPending(_ pending: [PendingRows]) throws(StoreError) {
-        guard pending.contains(where: { !$0.isEmpty }) else { return }
-        guard !isClosed else {
-            throw StoreError(.closed, "the store at \(directory.path) is closed; the changes stay pending and nothing was written")
-        }
-        let payload = TransactionCodec.encodePending(context, pending)
-        guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
-        do {
-            try journal.append(payload, schema: schemaBytes)
-        } catch {
-            throw StoreError(journal: error)
-        }
-    }
-
-    /// Called after a save committed: compacts when the journal outgrew its baseline.
-    func didCommit() {
-        guard let ratio = options.autoCompactionRatio else { return }
-        let bytes = journal.stats.bytesOnDisk
-        guard bytes > max(options.autoCompactionMinimumBytes, Int64(Double(baselineBytes) * ratio)) else { return }
-        do {
-            try compact()
-        } catch {
-            options.logger?.error("automatic compaction failed, the journal is unchanged: \(error)")
-        }
-    }
+    // MARK: Compaction and closing
 
     /// Writes the committed objects as a new base and switches to it atomically, then removes
     /// the old segments. Pending changes stay pending. A crash at any step leaves a store that
@@ -268,14 +179,7 @@ public final class ObjectStore {
     ///
     /// - Throws: ``StoreError`` with code `journal`; the old journal is then still in force.
     public func compact() throws(StoreError) {
-        guard !isClosed else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
-        let snapshot = TransactionCodec.encodeSnapshot(context)
-        do {
-            try journal.compact(base: [snapshot], schema: schemaBytes)
-        } catch {
-            throw StoreError(journal: error)
-        }
-        baselineBytes = journal.stats.bytesOnDisk
+        try door.compact(context)
     }
 
     /// Flushes and syncs the journal and releases the directory lock. Pending changes that were
@@ -283,17 +187,13 @@ public final class ObjectStore {
     ///
     /// - Throws: ``StoreError`` with code `journal` when the final sync fails.
     public func close() throws(StoreError) {
-        guard !isClosed else { return }
-        isClosed = true
-        do {
-            try journal.close()
-        } catch {
-            throw StoreError(journal: error)
-        }
+        try door.close()
     }
 
+    /// A store released without ``close()`` closes its journal; its context's later saves that
+    /// have something to write throw ``StoreError`` with code `closed`.
     deinit {
-        if !isClosed { try? journal.close() }
+        door.release()
     }
 }
 

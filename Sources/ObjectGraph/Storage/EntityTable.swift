@@ -29,6 +29,15 @@ final class EntityTable {
 
     let entity: EntityDescription
     let entityIndex: Int
+    /// The context that owns this table. An object knows only its table, so everything an
+    /// object does that involves the rest of its graph goes through here: `modelContext`,
+    /// the ownership checks of insert, delete and observation (`table.context === self`),
+    /// and a relationship set, which resolves the destination table
+    /// (`context.tables[destination]`, on every relationship access) and inserts a
+    /// destination not yet in a context. `unowned`: the context owns its tables (a strong
+    /// reference back would be a cycle), and an unowned read is cheaper than a weak one on
+    /// those paths; the context's `deinit` detaches the instances that outlive it.
+    /// Persistence never goes through it: a context's saves go through its door.
     unowned let context: ModelContext
     let stride: Int
     let maskWords: Int

@@ -1,0 +1,174 @@
+import Foundation
+import GraphJournal
+import Logging
+
+/// The door of an ``ObjectStore``'s context: the journal it replays at open, appends one record
+/// per save to, compacts and closes.
+///
+/// The store and its context both hold it; it holds neither. When the store is closed, or
+/// released without closing (its `deinit` closes the journal), the door refuses every save that
+/// has something to write, so a caller promised durability is never answered by an in-memory
+/// commit.
+final class JournalDoor: PersistenceDoor {
+    enum State {
+        case open
+        /// ``ObjectStore/close()`` ran.
+        case closed
+        /// The store was released; its journal is closed.
+        case released
+    }
+
+    let journal: Journal
+    let directory: URL
+    let options: StoreOptions
+    /// The current schema's record, written ahead of the first record of each segment.
+    let schemaBytes: [UInt8]
+    private(set) var state = State.open
+    /// Bytes on disk after the last compaction (or at open): the base for auto-compaction.
+    private var baselineBytes: Int64
+
+    init(journal: Journal, directory: URL, options: StoreOptions, schemaBytes: [UInt8]) {
+        self.journal = journal
+        self.directory = directory
+        self.options = options
+        self.schemaBytes = schemaBytes
+        self.baselineBytes = journal.stats.bytesOnDisk
+    }
+
+    // MARK: Replay
+
+    /// Replays every record of the journal into `context` as committed state: schema records
+    /// set the mapping from the stored model to the context's, base and transaction records go
+    /// through ``TransactionCodec``.
+    ///
+    /// - Throws: ``StoreError``: `corruptPayload` (with the record's sequence) for a record
+    ///   that does not decode, `incompatibleSchema` when a removed entity still has objects,
+    ///   `journal` for a journal error.
+    func replay(into context: ModelContext) throws(StoreError) {
+        var stored: StoredSchema?
+        var mapping: SchemaMapping?
+        var orphans: [Int: Set<UInt64>] = [:]
+        var orphanNames: [String: Int] = [:]
+        do {
+            try journal.forEachRecord { record in
+                switch record.kind {
+                case .schema:
+                    // Objects of removed entities under the previous schema stay counted by name.
+                    if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
+                    orphans = [:]
+                    let s: StoredSchema
+                    do { s = try StoredSchema.decode(record.payload) } catch let error as StoreError {
+                        throw StoreError(error.code, "record \(record.sequence): \(error.message)", sequence: record.sequence)
+                    }
+                    stored = s
+                    mapping = try SchemaMapping(stored: s, current: context.schema)
+                case .base, .transaction:
+                    guard let s = stored, let m = mapping else {
+                        throw StoreError(.corruptPayload, "record \(record.sequence) precedes any schema record", sequence: record.sequence)
+                    }
+                    let result: Result<Void, StoreError> = record.payload.withUnsafeBytes { buffer in
+                        do throws(StoreError) {
+                            try TransactionCodec.replay(buffer, stored: s, mapping: m, into: context, orphans: &orphans)
+                            return .success(())
+                        } catch {
+                            return .failure(StoreError(error.code, "record \(record.sequence): \(error.message)", sequence: record.sequence))
+                        }
+                    }
+                    try result.get()
+                }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as JournalError where error.code == .corrupt && error.sequence != nil {
+            // A record that checks but whose payload does not decompress.
+            throw StoreError(.corruptPayload, error.message, sequence: error.sequence)
+        } catch let error as JournalError {
+            throw StoreError(journal: error)
+        } catch {
+            throw StoreError(.corruptPayload, "\(error)")
+        }
+        if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
+        if !orphanNames.isEmpty {
+            throw StoreError(
+                .incompatibleSchema,
+                "incompatible schema change: " + orphanNames.sorted { $0.key < $1.key }
+                    .map { "entity '\($0.key)' was removed from the model but the store still holds \($0.value) of its objects" }
+                    .joined(separator: "; "))
+        }
+        for t in context.tables { t.committedArenaCount = t.arena.count; t.committedGarbage = t.arena.garbage }
+    }
+
+    // MARK: Saving
+
+    /// Appends the changes as one record; nothing when nothing changed.
+    ///
+    /// - Throws: ``StoreError`` with code `closed` when the store was closed or released, or
+    ///   `journal` when the append fails; nothing was written then.
+    func persist(_ changes: PendingChanges) throws(StoreError) {
+        guard !changes.isEmpty else { return }
+        switch state {
+        case .open:
+            break
+        case .closed:
+            throw StoreError(.closed, "the store at \(directory.path) is closed; the changes stay pending and nothing was written")
+        case .released:
+            throw StoreError(.closed, "the store this context belonged to was closed; the changes stay pending and nothing was written")
+        }
+        let payload = changes.journalPayload()
+        guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
+        do {
+            try journal.append(payload, schema: schemaBytes)
+        } catch {
+            throw StoreError(journal: error)
+        }
+    }
+
+    /// Compacts when the journal outgrew its baseline by the options' ratio.
+    func didCommit(_ context: ModelContext) {
+        guard state != .released, let ratio = options.autoCompactionRatio else { return }
+        let bytes = journal.stats.bytesOnDisk
+        guard bytes > max(options.autoCompactionMinimumBytes, Int64(Double(baselineBytes) * ratio)) else { return }
+        do {
+            try compact(context)
+        } catch {
+            options.logger?.error("automatic compaction failed, the journal is unchanged: \(error)")
+        }
+    }
+
+    // MARK: Compaction and closing
+
+    /// Writes the committed objects of `context` as a new base and switches the journal to it.
+    ///
+    /// - Throws: ``StoreError`` with code `closed`, or `journal` (the old journal is then still
+    ///   in force).
+    func compact(_ context: ModelContext) throws(StoreError) {
+        guard state == .open else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
+        let snapshot = TransactionCodec.encodeSnapshot(context)
+        do {
+            try journal.compact(base: [snapshot], schema: schemaBytes)
+        } catch {
+            throw StoreError(journal: error)
+        }
+        baselineBytes = journal.stats.bytesOnDisk
+    }
+
+    /// Flushes, syncs and closes the journal; later saves are refused.
+    ///
+    /// - Throws: ``StoreError`` with code `journal` when the final sync fails.
+    func close() throws(StoreError) {
+        guard state == .open else { return }
+        state = .closed
+        do {
+            try journal.close()
+        } catch {
+            throw StoreError(journal: error)
+        }
+    }
+
+    /// The store is going away: closes the journal if it is still open (errors ignored, there
+    /// is nobody to tell), and refuses later saves as a released store's.
+    func release() {
+        if state == .open { try? journal.close() }
+        state = .released
+    }
+}

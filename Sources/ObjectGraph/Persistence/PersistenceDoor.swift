@@ -1,0 +1,56 @@
+import GraphJournal
+
+/// The one way a ``ModelContext`` reaches its persistence: a save hands the door its pending
+/// changes, and after the save committed the door hears about it.
+///
+/// Two implementations: ``JournalDoor`` (an ``ObjectStore``'s journal) and ``BackendDoor`` (a
+/// public ``PersistenceBackend``). The context holds its door strongly; a door never holds its
+/// context (the store owns the context, the context owns the door), so the methods that need
+/// the context's tables receive it.
+protocol PersistenceDoor: AnyObject {
+    /// Records one save's changes, all of them or (by throwing) none. The context keeps its
+    /// pending changes when this throws.
+    func persist(_ changes: PendingChanges) throws
+
+    /// Called once a save committed in memory (after `didSave`, before observers hear of it).
+    func didCommit(_ context: ModelContext)
+}
+
+/// One save's pending changes as the context hands them to its door: each table's pending
+/// rows, read-only. A door asks for the form it stores, built straight from the tables.
+struct PendingChanges {
+    /// The context whose tables `rows` index; held only while the save runs.
+    private let context: ModelContext
+    /// Per table of `context`, in schema order, its pending inserted, updated and deleted rows.
+    let rows: [PendingRows]
+
+    init(_ context: ModelContext, _ rows: [PendingRows]) {
+        self.context = context
+        self.rows = rows
+    }
+
+    /// Whether no table has a pending row.
+    var isEmpty: Bool { !rows.contains { !$0.isEmpty } }
+
+    /// The journal payload of these changes (``TransactionCodec``), encoded from the tables
+    /// and compressed as it goes.
+    func journalPayload() -> PayloadStream { TransactionCodec.encodePending(context, rows) }
+
+    /// These changes as a public ``ChangeSet``, for a ``PersistenceBackend``.
+    func changeSet() -> ChangeSet { context.makeChangeSet(rows) }
+}
+
+/// The door of a context created with a ``PersistenceBackend``: each non-empty save becomes one
+/// ``ChangeSet`` handed to the backend.
+final class BackendDoor: PersistenceDoor {
+    let backend: any PersistenceBackend
+
+    init(_ backend: any PersistenceBackend) { self.backend = backend }
+
+    func persist(_ changes: PendingChanges) throws {
+        let changeSet = changes.changeSet()
+        if !changeSet.isEmpty { try backend.persist(changeSet) }
+    }
+
+    func didCommit(_ context: ModelContext) {}
+}
