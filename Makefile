@@ -22,8 +22,15 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# The demo runs a release build. Its `@Entity` macros are loaded from the debug build of the
+# macro target (already made by `make test`, else built in debug here, a minute or two):
+# compiling swift-syntax again in release would take minutes and change none of the demo's
+# timings (Package.swift, OBJECTGRAPH_MACRO_PLUGIN).
+MACRO_PLUGIN := $(CURDIR)/.build/debug/ObjectGraphMacros-tool
+
 demo: deps
-	$(SWIFT) run -c release objectgraph-demo Fixtures/debian-packages.jsonl.lz4
+	$(SWIFT) build --target ObjectGraphMacros
+	OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release objectgraph-demo Fixtures/debian-packages.jsonl.lz4
 
 test: deps
 	$(SWIFT) test

@@ -11,6 +11,18 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// The `@Entity` macros run only while the package compiles, so how they are optimized changes
+// no figure the demo prints; but a release build compiles them, and swift-syntax with them, in
+// release: minutes on two cores. `make demo` therefore sets OBJECTGRAPH_MACRO_PLUGIN to the macro
+// executable that `make test`'s debug build already made; the library and the demo then load
+// that executable (`-load-plugin-executable`) instead of depending on the macro target, and
+// swift-syntax is not built again. Without the variable, the package builds as usual.
+let prebuiltMacroPlugin = Context.environment["OBJECTGRAPH_MACRO_PLUGIN"].flatMap { $0.isEmpty ? nil : $0 }
+let macroDependency: [Target.Dependency] = prebuiltMacroPlugin == nil ? ["ObjectGraphMacros"] : []
+let macroSettings: [SwiftSetting] = prebuiltMacroPlugin.map {
+    [.unsafeFlags(["-load-plugin-executable", "\($0)#ObjectGraphMacros"])]
+} ?? []
+
 let package = Package(
     name: "ObjectGraph",
     platforms: [.macOS(.v15)],
@@ -45,7 +57,7 @@ let package = Package(
             dependencies: ["CLZ4", "CCRC32C"],
             // Fault injection (JournalIO+FaultInjection.swift) exists in debug builds only, for
             // the package's tests; release builds of the library and the tool carry none.
-            swiftSettings: strictSettings + [.define("OBJECTGRAPH_FAULT_INJECTION", .when(configuration: .debug))]
+            swiftSettings: strictSettings + macroSettings + [.define("OBJECTGRAPH_FAULT_INJECTION", .when(configuration: .debug))]
         ),
         .macro(
             name: "ObjectGraphMacros",
@@ -59,14 +71,14 @@ let package = Package(
         ),
         .target(
             name: "ObjectGraph",
-            dependencies: ["ObjectGraphMacros", "GraphJournal", "CPrefetch", "CSimdJSON", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSettings
+            dependencies: macroDependency + ["GraphJournal", "CPrefetch", "CSimdJSON", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings + macroSettings
         ),
         .executableTarget(
             name: "objectgraph-demo",
             dependencies: ["ObjectGraph", "GraphJournal"],
             path: "Tools/Demo",
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings + macroSettings
         ),
         .executableTarget(
             name: "debian-fixture",
