@@ -35,7 +35,16 @@ extension StoredSchema {
     /// - Parameter payload: the decompressed payload.
     /// - Parameter outline: emptied (its storage kept), then filled with the payload's serials.
     /// - Throws: ``StoreError`` with code `corruptPayload`, naming the byte offset.
-    public func validateTransaction(_ payload: UnsafeRawBufferPointer, into outline: inout TransactionOutline) throws(StoreError) {
+    public func validateTransaction(_ payload: [UInt8], into outline: inout TransactionOutline) throws(StoreError) {
+        let result: Result<Void, StoreError> = payload.withUnsafeBytes { buffer in
+            do throws(StoreError) { return .success(try validateTransaction(buffer, into: &outline)) } catch { return .failure(error) }
+        }
+        try result.get()
+    }
+
+    /// ``validateTransaction(_:into:)`` on a payload in memory the caller holds (the package's
+    /// tools and tests), without copying it into an array.
+    package func validateTransaction(_ payload: UnsafeRawBufferPointer, into outline: inout TransactionOutline) throws(StoreError) {
         var visitor = OutlineVisitor(reusing: &outline)
         defer { swap(&visitor.outline, &outline) }
         try PayloadDecoder.decode(payload, stored: self, into: &visitor)
