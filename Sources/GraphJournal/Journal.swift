@@ -182,25 +182,23 @@ public final class Journal: Sendable {
             fs.closeQuietly(fd)
             let bytes = try bytesResult.get()
             var failure: (any Error)?
-            bytes.withUnsafeBytes { raw in
-                let scan = RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
-                    guard let kind = JournalRecord.Kind(recordType: record.type) else { return true }
-                    switch RecordCodec.payload(of: record, in: raw, file: path) {
-                    case .success(let payload):
-                        do { try body(JournalRecord(sequence: record.sequence, kind: kind, payload: payload)) } catch {
-                            failure = error
-                            return false
-                        }
-                        return true
-                    case .failure(var error):
-                        error.sequence = record.sequence
+            let scan = RecordCodec.scan(bytes, header: file.header, end: bytes.count) { record in
+                guard let kind = JournalRecord.Kind(recordType: record.type) else { return true }
+                switch RecordCodec.payload(of: record, in: bytes, file: path) {
+                case .success(let payload):
+                    do { try body(JournalRecord(sequence: record.sequence, kind: kind, payload: payload)) } catch {
                         failure = error
                         return false
                     }
+                    return true
+                case .failure(var error):
+                    error.sequence = record.sequence
+                    failure = error
+                    return false
                 }
-                if failure == nil, let damage = scan.damage {
-                    failure = JournalError(.corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset))
-                }
+            }
+            if failure == nil, let damage = scan.damage {
+                failure = JournalError(.corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset))
             }
             if let failure { throw failure }
         }
@@ -219,21 +217,6 @@ public final class Journal: Sendable {
     }
 
     // MARK: Appending
-
-    /// Appends one transaction record; see ``append(_:schema:)-(UnsafeRawBufferPointer,_)``.
-    ///
-    /// - Parameter payload: the transaction's bytes (may be empty).
-    /// - Parameter schema: the schema the payload was written with; a schema record is written
-    ///   first when it differs from the current one.
-    /// - Returns: the record's sequence number.
-    /// - Throws: ``JournalError``; the journal is then unchanged and a later append can succeed.
-    @discardableResult
-    public func append(_ payload: [UInt8], schema: [UInt8]? = nil) throws(JournalError) -> UInt64 {
-        let result: Result<UInt64, JournalError> = payload.withUnsafeBytes { raw in
-            do throws(JournalError) { return .success(try append(raw, schema: schema)) } catch { return .failure(error) }
-        }
-        return try result.get()
-    }
 
     /// Appends one transaction record atomically.
     ///
@@ -256,7 +239,7 @@ public final class Journal: Sendable {
     ///   example `ENOSPC`), ``JournalError/Code/payloadTooLarge``, ``JournalError/Code/closed``
     ///   or ``JournalError/Code/needsReopen``.
     @discardableResult
-    public func append(_ payload: UnsafeRawBufferPointer, schema: [UInt8]? = nil) throws(JournalError) -> UInt64 {
+    public func append(_ payload: [UInt8], schema: [UInt8]? = nil) throws(JournalError) -> UInt64 {
         guard payload.count <= JournalFormat.maxPayloadSize else {
             throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
         }
@@ -267,13 +250,13 @@ public final class Journal: Sendable {
     }
 
     /// Appends one transaction record whose payload was compressed while it was written
-    /// (``PayloadStream``); otherwise as ``append(_:schema:)-(UnsafeRawBufferPointer,_)``. The
+    /// (``PayloadStream``); otherwise as ``append(_:schema:)-([UInt8],_)``. The
     /// stored bytes are the same as for the whole payload.
     ///
     /// A chunked record is written with several `pwrite`s (the headers and chunk table, then
     /// the chunks); a crash between them leaves a torn tail, which `open` truncates.
     ///
-    /// - Throws: as ``append(_:schema:)-(UnsafeRawBufferPointer,_)``.
+    /// - Throws: as ``append(_:schema:)-([UInt8],_)``.
     @discardableResult
     public func append(_ stream: PayloadStream, schema: [UInt8]? = nil) throws(JournalError) -> UInt64 {
         guard let chunked = stream.finish() else {
@@ -319,40 +302,14 @@ public final class Journal: Sendable {
             buffer.reserveCapacity(worstCase)
             var tail = s.tail
             let seed = s.activeSeed
-            if let newSchema {
-                let stored = newSchema.withUnsafeBytes {
-                    RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .schema, payload: $0)
-                }
-                tail.add(rawBytes: newSchema.count, storedBytes: stored)
-                tail.schema = newSchema
-                tail.schemaVersions += 1
-            }
+            if let newSchema { Self.appendSchemaRecord(newSchema, to: &buffer, seed: seed, tail: &tail) }
             let sequence = tail.nextSequence
             let (raw, stored, blocks) = record(&buffer, seed, sequence)
             tail.add(rawBytes: raw, storedBytes: stored)
-            let path = self.path(s.files[s.files.count - 1].name)
-            do throws(JournalError) {
-                var at = s.tail.end
-                try fs.write(s.activeFD, path, buffer, at: at)
-                at += Int64(buffer.count)
-                for block in blocks {
-                    try fs.write(s.activeFD, path, block, at: at)
-                    at += Int64(block.count)
-                }
-                tail.end = at
-            } catch {
-                // Part of the record may be on disk: cut it off now, or before the next append.
-                s.pendingTruncation = s.tail.end
-                try? applyPendingTruncation(&s)
-                throw error
-            }
+            tail.end = try writeAtEnd(buffer, blocks, &s)
             s.tail = tail
             s.files[s.files.count - 1].size = tail.end
-            var syncDue = false
-            if case .batched(let milliseconds) = options.durability {
-                syncDue = ContinuousClock.now - s.lastSync >= .milliseconds(milliseconds)
-            }
-            return Ticket(sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: syncDue)
+            return Ticket(sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: isSyncDue(s))
         }
         switch options.durability {
         case .always: try syncThrough(ticket)
@@ -360,6 +317,44 @@ public final class Journal: Sendable {
         case .none: break
         }
         return ticket.sequence
+    }
+
+    /// Appends to `buffer` the record of a new schema, and counts it in `tail`.
+    static func appendSchemaRecord(_ schema: [UInt8], to buffer: inout [UInt8], seed: UInt32, tail: inout Tail) {
+        let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .schema, payload: schema)
+        tail.add(rawBytes: schema.count, storedBytes: stored)
+        tail.schema = schema
+        tail.schemaVersions += 1
+    }
+
+    /// Writes `buffer`, then `blocks`, at the end of the active segment.
+    ///
+    /// If a write fails, whatever part of them reached the file is cut off (now, or before
+    /// the next append) and the error is thrown.
+    ///
+    /// - Returns: the segment's new end.
+    private func writeAtEnd(_ buffer: [UInt8], _ blocks: [[UInt8]], _ s: inout WriterState) throws(JournalError) -> Int64 {
+        let path = self.path(s.files[s.files.count - 1].name)
+        do throws(JournalError) {
+            var at = s.tail.end
+            try fs.write(s.activeFD, path, buffer, at: at)
+            at += Int64(buffer.count)
+            for block in blocks {
+                try fs.write(s.activeFD, path, block, at: at)
+                at += Int64(block.count)
+            }
+            return at
+        } catch {
+            s.pendingTruncation = s.tail.end
+            try? applyPendingTruncation(&s)
+            throw error
+        }
+    }
+
+    /// Whether the `.batched` durability's interval since the last sync has passed.
+    private func isSyncDue(_ s: WriterState) -> Bool {
+        guard case .batched(let milliseconds) = options.durability else { return false }
+        return ContinuousClock.now - s.lastSync >= .milliseconds(milliseconds)
     }
 
     /// Makes every appended record durable (`fdatasync`), whatever the durability policy.

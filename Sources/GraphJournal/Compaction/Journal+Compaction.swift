@@ -30,119 +30,157 @@ extension Journal {
         }
     }
 
+    /// Compacts under both locks; the steps are the protocol's, in order.
     private func compact(_ s: inout WriterState, _ g: inout SyncGate, base: some Sequence<[UInt8]>, schema: [UInt8]) throws(JournalError) {
-        // 1. Everything acknowledged so far is durable in the old files.
+        // Everything acknowledged so far is durable in the old files.
         try fs.fdatasync(s.activeFD, path(s.files[s.files.count - 1].name))
         g.segment = s.activeHeader.number
         g.synced = s.tail
 
         let baseHeader = SegmentHeader(kind: .base, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence)
-        let baseName = fileName(baseHeader.number, .base)
-        let basePath = path(baseName)
         let logNumber = s.nextFileNumber + 1
-        let logName = fileName(logNumber, .log)
-        let logPath = path(logName)
-        let temporarySuffix = JournalFormat.temporarySuffix
-        var newTail = Tail(end: 0, nextSequence: baseHeader.firstSequence)
-        var createdFiles: [String] = []
-
-        func cleanUp() {
-            for file in createdFiles { try? fs.unlink(file) }
-        }
-
+        // The new files written so far, removed if compaction fails before it switches to them.
+        var created: [String] = []
         do throws(JournalError) {
-            // 2. The base, through a temporary file.
-            let fd = try fs.open(basePath + temporarySuffix, .createTruncating)
-            createdFiles.append(basePath + temporarySuffix)
-            do throws(JournalError) {
-                let seed = baseHeader.seed
-                var buffer = baseHeader.encoded()
-                var offset: Int64 = 0
-                let stored = schema.withUnsafeBytes {
-                    RecordCodec.append(to: &buffer, seed: seed, sequence: newTail.nextSequence, type: .schema, payload: $0)
-                }
-                newTail.add(rawBytes: schema.count, storedBytes: stored)
-                newTail.schema = schema
-                newTail.schemaVersions = 1
-                for payload in base {
-                    guard payload.count <= JournalFormat.maxPayloadSize else {
-                        throw JournalError(.payloadTooLarge, "a base payload exceeds \(JournalFormat.maxPayloadSize) bytes")
-                    }
-                    let stored = payload.withUnsafeBytes {
-                        RecordCodec.append(to: &buffer, seed: seed, sequence: newTail.nextSequence, type: .base, payload: $0)
-                    }
-                    newTail.add(rawBytes: payload.count, storedBytes: stored)
-                    if buffer.count >= 1 << 20 {
-                        try fs.write(fd, basePath + temporarySuffix, buffer, at: offset)
-                        offset += Int64(buffer.count)
-                        buffer.removeAll(keepingCapacity: true)
-                    }
-                }
-                try fs.write(fd, basePath + temporarySuffix, buffer, at: offset)
-                offset += Int64(buffer.count)
-                try fs.fsync(fd, basePath + temporarySuffix)
-                newTail.end = offset
-            } catch {
-                fs.closeQuietly(fd)
-                throw error
-            }
-            try fs.close(fd, basePath + temporarySuffix)
-            try fs.rename(basePath + temporarySuffix, basePath)
-            createdFiles = [basePath]
-
-            // 3. The new, empty log.
-            let logHeader = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: newTail.nextSequence)
-            createdFiles.append(logPath + temporarySuffix)
-            try fs.writeNewFile(logPath + temporarySuffix, logHeader.encoded())
-            try fs.rename(logPath + temporarySuffix, logPath)
-            createdFiles[createdFiles.count - 1] = logPath
+            let baseTail = try writeBase(baseHeader, schema: schema, base: base, created: &created)
+            let logHeader = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: baseTail.nextSequence)
+            try writeEmptyLog(logHeader, created: &created)
             try fs.syncDirectory(directory)
-
-            // 4. The MANIFEST: the switch.
-            var renamed = false
-            do throws(JournalError) {
-                try fs.replaceFile(path(JournalFormat.manifestFileName), with: Manifest(files: [baseName, logName]).encoded(),
-                                   directory: directory, renamed: &renamed)
-            } catch {
-                if renamed {
-                    s.broken = JournalError(.needsReopen, "compaction replaced MANIFEST but the directory fsync failed (\(error)); reopen the journal", file: directory)
-                    createdFiles = []
-                }
-                throw error
-            }
-
-            // 5. Switch to the new files.
-            let newFD: Int32
-            do throws(JournalError) { newFD = try fs.open(logPath, .readWrite) } catch {
-                s.broken = JournalError(.needsReopen, "compaction finished but the new log cannot be opened (\(error)); reopen the journal", file: logPath)
-                createdFiles = []
-                throw error
-            }
-            let oldFiles = s.files.map(\.name)
-            s.retiredFDs.append(s.activeFD)
-            s.activeFD = newFD
-            s.activeHeader = logHeader
-            s.activeSeed = logHeader.seed
-            let baseSize = newTail.end
-            newTail.end = Int64(JournalFormat.segmentHeaderSize)
-            s.files = [LiveFile(name: baseName, header: baseHeader, size: baseSize),
-                       LiveFile(name: logName, header: logHeader, size: newTail.end)]
-            s.tail = newTail
-            s.segmentStartTail = newTail
-            s.nextFileNumber = logNumber + 1
-            s.pendingTruncation = nil
-            g.segment = logNumber
-            g.synced = newTail
-            log("compacted into \(baseName) (\(newTail.records - 1) base record(s)) and \(logName)")
-
-            // 6. Remove the old segments; a failure here only leaves leftovers for the next open.
-            for name in oldFiles {
-                do throws(JournalError) { try fs.unlink(path(name)) } catch { log("could not remove \(path(name)) after compaction: \(error)") }
-            }
-            do throws(JournalError) { try fs.syncDirectory(directory) } catch { log("directory fsync after removing old segments failed: \(error)") }
+            let newFiles = [LiveFile(name: fileName(baseHeader.number, .base), header: baseHeader, size: baseTail.end),
+                            LiveFile(name: fileName(logNumber, .log), header: logHeader, size: Int64(JournalFormat.segmentHeaderSize))]
+            try switchManifest(to: newFiles.map(\.name), &s, created: &created)
+            let oldFiles = try switchWriter(to: newFiles, tail: baseTail, &s, &g, created: &created)
+            removeReplaced(oldFiles)
         } catch {
-            cleanUp()
+            for file in created { try? fs.unlink(file) }
             throw error
         }
+    }
+
+    /// Writes the base segment through a temporary file: its header, a schema record and one
+    /// record per payload, fsynced, then renamed to its name.
+    ///
+    /// - Parameter created: the new files so far; ends with the base.
+    /// - Returns: the tail after the base's records; its `end` is the base's size.
+    private func writeBase(
+        _ header: SegmentHeader, schema: [UInt8], base: some Sequence<[UInt8]>, created: inout [String]
+    ) throws(JournalError) -> Tail {
+        let basePath = path(fileName(header.number, .base))
+        let temporary = basePath + JournalFormat.temporarySuffix
+        let fd = try fs.open(temporary, .createTruncating)
+        created.append(temporary)
+        let tail: Tail
+        do throws(JournalError) {
+            tail = try writeBaseRecords(header, schema: schema, base: base, to: fd, path: temporary)
+        } catch {
+            fs.closeQuietly(fd)
+            throw error
+        }
+        try fs.close(fd, temporary)
+        try fs.rename(temporary, basePath)
+        created = [basePath]
+        return tail
+    }
+
+    /// Writes the base's header and records to the open file `fd`, a MiB at a time, and
+    /// fsyncs it.
+    ///
+    /// - Returns: the tail after the records; its `end` is the bytes written.
+    private func writeBaseRecords(
+        _ header: SegmentHeader, schema: [UInt8], base: some Sequence<[UInt8]>, to fd: Int32, path: String
+    ) throws(JournalError) -> Tail {
+        let seed = header.seed
+        var tail = Tail(end: 0, nextSequence: header.firstSequence)
+        var buffer = header.encoded()
+        var offset: Int64 = 0
+        Self.appendSchemaRecord(schema, to: &buffer, seed: seed, tail: &tail)
+        for payload in base {
+            guard payload.count <= JournalFormat.maxPayloadSize else {
+                throw JournalError(.payloadTooLarge, "a base payload exceeds \(JournalFormat.maxPayloadSize) bytes")
+            }
+            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .base, payload: payload)
+            tail.add(rawBytes: payload.count, storedBytes: stored)
+            if buffer.count >= 1 << 20 {
+                try fs.write(fd, path, buffer, at: offset)
+                offset += Int64(buffer.count)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        try fs.write(fd, path, buffer, at: offset)
+        offset += Int64(buffer.count)
+        try fs.fsync(fd, path)
+        tail.end = offset
+        return tail
+    }
+
+    /// Creates the new, empty log through a temporary file.
+    ///
+    /// - Parameter created: the new files so far; ends with the log.
+    private func writeEmptyLog(_ header: SegmentHeader, created: inout [String]) throws(JournalError) {
+        let logPath = path(fileName(header.number, .log))
+        let temporary = logPath + JournalFormat.temporarySuffix
+        created.append(temporary)
+        try fs.writeNewFile(temporary, header.encoded())
+        try fs.rename(temporary, logPath)
+        created[created.count - 1] = logPath
+    }
+
+    /// Replaces MANIFEST by one listing `names`: the switch to the compacted journal.
+    ///
+    /// A failure after the rename (the directory fsync) leaves the new MANIFEST in place: the
+    /// journal then needs reopening, and `created` is emptied, the new files being live.
+    private func switchManifest(to names: [String], _ s: inout WriterState, created: inout [String]) throws(JournalError) {
+        var renamed = false
+        do throws(JournalError) {
+            try fs.replaceFile(path(JournalFormat.manifestFileName), with: Manifest(files: names).encoded(),
+                               directory: directory, renamed: &renamed)
+        } catch {
+            if renamed {
+                s.broken = JournalError(.needsReopen, "compaction replaced MANIFEST but the directory fsync failed (\(error)); reopen the journal", file: directory)
+                created = []
+            }
+            throw error
+        }
+    }
+
+    /// Makes `files` (the new base and log) the writer's: appends go to the log from now on,
+    /// and `tail` (the base's) continues there.
+    ///
+    /// - Returns: the names of the files they replace.
+    private func switchWriter(
+        to files: [LiveFile], tail baseTail: Tail, _ s: inout WriterState, _ g: inout SyncGate, created: inout [String]
+    ) throws(JournalError) -> [String] {
+        let log = files[1]
+        let newFD: Int32
+        do throws(JournalError) { newFD = try fs.open(path(log.name), .readWrite) } catch {
+            s.broken = JournalError(.needsReopen, "compaction finished but the new log cannot be opened (\(error)); reopen the journal", file: path(log.name))
+            created = []
+            throw error
+        }
+        let oldFiles = s.files.map(\.name)
+        s.retiredFDs.append(s.activeFD)
+        s.activeFD = newFD
+        s.activeHeader = log.header
+        s.activeSeed = log.header.seed
+        var tail = baseTail
+        tail.end = log.size
+        s.files = files
+        s.tail = tail
+        s.segmentStartTail = tail
+        s.nextFileNumber = log.header.number + 1
+        s.pendingTruncation = nil
+        g.segment = log.header.number
+        g.synced = tail
+        self.log("compacted into \(files[0].name) (\(tail.records - 1) base record(s)) and \(log.name)")
+        return oldFiles
+    }
+
+    /// Removes the segments compaction replaced; a failure only leaves leftovers, which the
+    /// next `open` removes.
+    private func removeReplaced(_ names: [String]) {
+        for name in names {
+            do throws(JournalError) { try fs.unlink(path(name)) } catch { log("could not remove \(path(name)) after compaction: \(error)") }
+        }
+        do throws(JournalError) { try fs.syncDirectory(directory) } catch { log("directory fsync after removing old segments failed: \(error)") }
     }
 }

@@ -260,91 +260,20 @@ extension LZ4 {
     }
 
     /// Explains why a block did not decode to `originalSize` bytes by walking its sequences
-    /// without writing anything.
-    ///
-    /// Block format: each sequence is a token (high nibble literal length, low nibble match
-    /// length - 4, 15 meaning "more length bytes follow, each added, until one is not 255"),
-    /// the literals, then a 2-byte little-endian match offset. The last sequence has only
-    /// literals and ends the block.
+    /// without writing anything (``BlockDiagnosis``).
     private static func diagnoseBlock(
         _ block: UnsafeRawBufferPointer,
         originalSize: Int,
         decoded: Int
     ) -> LZ4Error {
-        let end = block.count
-        var position = 0
-        var produced = 0
-
-        /// Reads a length that continues in extra bytes; nil when the block ends first.
-        func extendedLength(_ start: Int) -> Int? {
-            var length = start
-            guard start == 15 else { return length }
-            while true {
-                guard position < end else { return nil }
-                let byte = Int(block[position])
-                position += 1
-                length += byte
-                if byte != 255 { return length }
-            }
-        }
-
+        var walk = BlockDiagnosis(block: block, originalSize: originalSize)
         while true {
-            guard position < end else {
-                return LZ4Error(.truncatedInput, "block ends before its final literal run", offset: position)
-            }
-            let sequenceStart = position
-            let token = Int(block[position])
-            position += 1
-            guard let literals = extendedLength(token >> 4) else {
-                return LZ4Error(.truncatedInput, "block ends inside a literal length", offset: position)
-            }
-            guard end - position >= literals else {
-                return LZ4Error(
-                    .truncatedInput,
-                    "sequence needs \(literals) literal bytes, block has \(end - position) left",
-                    offset: position)
-            }
-            position += literals
-            produced += literals
-            if position == end { break }  // the last sequence: literals only
-            guard end - position >= 2 else {
-                return LZ4Error(.truncatedInput, "block ends inside a match offset", offset: position)
-            }
-            let offset = Int(block[position]) | Int(block[position + 1]) << 8
-            guard offset != 0, offset <= produced else {
-                return LZ4Error(
-                    .corruptInput,
-                    "match offset \(offset) points before the start of the output (\(produced) bytes decoded)",
-                    offset: position)
-            }
-            position += 2
-            guard let matchLength = extendedLength(token & 15) else {
-                return LZ4Error(.truncatedInput, "block ends inside a match length", offset: position)
-            }
-            produced += matchLength + 4
-            if produced > originalSize {
-                return LZ4Error(
-                    .outputTooSmall,
-                    "block decodes to more than originalSize \(originalSize) bytes",
-                    offset: sequenceStart)
+            switch walk.readSequence() {
+            case .more: continue
+            case .last: return walk.verdict(decoded: decoded)
+            case .problem(let error): return error
             }
         }
-        if produced > originalSize {
-            return LZ4Error(
-                .outputTooSmall,
-                "block decodes to \(produced) bytes, more than originalSize \(originalSize)",
-                offset: end)
-        }
-        if produced < originalSize {
-            return LZ4Error(
-                .corruptInput,
-                "block decodes to \(produced) bytes, but originalSize is \(originalSize)",
-                offset: end)
-        }
-        return LZ4Error(
-            .corruptInput,
-            "block breaks LZ4's end-of-block rules (LZ4_decompress_safe returned \(decoded))",
-            offset: end)
     }
 
     private static func compressFrame(
@@ -459,5 +388,123 @@ extension LZ4 {
         }
         var dummy: CChar = 0
         return withUnsafeMutablePointer(to: &dummy) { body($0) }
+    }
+}
+
+/// A walk through an LZ4 block's sequences that writes nothing, to say why the block did not
+/// decode to the size expected.
+///
+/// Block format: each sequence is a token (high nibble literal length, low nibble match
+/// length - 4, 15 meaning "more length bytes follow, each added, until one is not 255"),
+/// the literals, then a 2-byte little-endian match offset. The last sequence has only
+/// literals and ends the block.
+private struct BlockDiagnosis {
+    /// What reading one sequence found.
+    enum Step {
+        /// A sequence with a match: more follow.
+        case more
+        /// The last sequence, literals only: the block ends after it.
+        case last
+        /// The block is malformed here.
+        case problem(LZ4Error)
+    }
+
+    /// The compressed block.
+    let block: UnsafeRawBufferPointer
+    /// The size the block should decode to.
+    let originalSize: Int
+    /// The read position in the block.
+    private var position = 0
+    /// The bytes the sequences read so far decode to.
+    private var produced = 0
+
+    init(block: UnsafeRawBufferPointer, originalSize: Int) {
+        self.block = block
+        self.originalSize = originalSize
+    }
+
+    /// Reads the next sequence.
+    mutating func readSequence() -> Step {
+        guard position < block.count else {
+            return .problem(LZ4Error(.truncatedInput, "block ends before its final literal run", offset: position))
+        }
+        let sequenceStart = position
+        let token = Int(block[position])
+        position += 1
+        if let problem = readLiterals(token >> 4) { return .problem(problem) }
+        if position == block.count { return .last }  // the last sequence: literals only
+        if let problem = readMatch(token & 15, sequenceStart: sequenceStart) { return .problem(problem) }
+        return .more
+    }
+
+    /// Reads a sequence's literal length (its token's high nibble is `nibble`) and skips the
+    /// literals; returns what is wrong, or nil.
+    private mutating func readLiterals(_ nibble: Int) -> LZ4Error? {
+        guard let literals = extendedLength(nibble) else {
+            return LZ4Error(.truncatedInput, "block ends inside a literal length", offset: position)
+        }
+        guard block.count - position >= literals else {
+            return LZ4Error(
+                .truncatedInput,
+                "sequence needs \(literals) literal bytes, block has \(block.count - position) left",
+                offset: position)
+        }
+        position += literals
+        produced += literals
+        return nil
+    }
+
+    /// Reads a sequence's match offset and length (its token's low nibble is `nibble`);
+    /// returns what is wrong, or nil.
+    private mutating func readMatch(_ nibble: Int, sequenceStart: Int) -> LZ4Error? {
+        guard block.count - position >= 2 else {
+            return LZ4Error(.truncatedInput, "block ends inside a match offset", offset: position)
+        }
+        let offset = Int(block[position]) | Int(block[position + 1]) << 8
+        guard offset != 0, offset <= produced else {
+            return LZ4Error(
+                .corruptInput,
+                "match offset \(offset) points before the start of the output (\(produced) bytes decoded)",
+                offset: position)
+        }
+        position += 2
+        guard let matchLength = extendedLength(nibble) else {
+            return LZ4Error(.truncatedInput, "block ends inside a match length", offset: position)
+        }
+        produced += matchLength + 4
+        if produced > originalSize {
+            return LZ4Error(.outputTooSmall, "block decodes to more than originalSize \(originalSize) bytes", offset: sequenceStart)
+        }
+        return nil
+    }
+
+    /// Reads a length whose token nibble is `start`, continued in extra bytes when it is 15;
+    /// nil when the block ends first.
+    private mutating func extendedLength(_ start: Int) -> Int? {
+        var length = start
+        guard start == 15 else { return length }
+        while true {
+            guard position < block.count else { return nil }
+            let byte = Int(block[position])
+            position += 1
+            length += byte
+            if byte != 255 { return length }
+        }
+    }
+
+    /// What is wrong with a block whose sequences all read well: the size they decode to, or
+    /// else LZ4's end-of-block rules, which liblz4 (returning `decoded`) enforces.
+    func verdict(decoded: Int) -> LZ4Error {
+        let end = block.count
+        if produced > originalSize {
+            return LZ4Error(.outputTooSmall, "block decodes to \(produced) bytes, more than originalSize \(originalSize)", offset: end)
+        }
+        if produced < originalSize {
+            return LZ4Error(.corruptInput, "block decodes to \(produced) bytes, but originalSize is \(originalSize)", offset: end)
+        }
+        return LZ4Error(
+            .corruptInput,
+            "block breaks LZ4's end-of-block rules (LZ4_decompress_safe returned \(decoded))",
+            offset: end)
     }
 }

@@ -56,6 +56,12 @@ struct SegmentHeader: Sendable, Hashable {
             kind: kind, salt: bytes.littleEndian(at: F.salt), number: bytes.littleEndian(at: F.number),
             firstSequence: bytes.littleEndian(at: F.firstSequence)))
     }
+
+    /// Parses and checks the header at the start of a segment file's bytes held in an array;
+    /// see ``parse(_:file:)-(UnsafeRawBufferPointer,_)``.
+    static func parse(_ bytes: [UInt8], file: String) -> Result<SegmentHeader, JournalError> {
+        bytes.withUnsafeBytes { parse($0, file: file) }
+    }
 }
 
 /// One record as found in a segment (its payload stays in the segment's bytes).
@@ -137,6 +143,18 @@ enum RecordCodec {
         let crc = out.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(start + 4)...])) }
         out.storeLittleEndian(crc, at: start)
         return stored
+    }
+
+    /// Appends one record whose payload an array holds; see
+    /// ``append(to:seed:sequence:type:payload:)-(_,_,_,_,UnsafeRawBufferPointer)``.
+    ///
+    /// - Returns: the number of bytes the payload takes on disk.
+    @discardableResult
+    @inline(__always)
+    static func append(
+        to out: inout [UInt8], seed: UInt32, sequence: UInt64, type: JournalFormat.RecordType, payload: [UInt8]
+    ) -> Int {
+        payload.withUnsafeBytes { append(to: &out, seed: seed, sequence: sequence, type: type, payload: $0) }
     }
 
     /// Appends the header and chunk table of a chunked record whose chunks (`chunked.blocks`)
@@ -277,6 +295,19 @@ enum RecordCodec {
         return (offset, sequence, nil)
     }
 
+    /// Scans a segment file's bytes held in an array; see
+    /// ``scan(_:header:end:from:sequence:unreadable:_:)-(UnsafeRawBufferPointer,_,_,_,_,_,_)``.
+    static func scan(
+        _ bytes: [UInt8], header: SegmentHeader, end: Int? = nil,
+        from start: Int = JournalFormat.segmentHeaderSize, sequence firstSequence: UInt64? = nil,
+        unreadable: JournalOptions.UnreadableRecord? = nil,
+        _ body: (ScannedRecord) -> Bool = { _ in true }
+    ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?) {
+        bytes.withUnsafeBytes { raw in
+            scan(raw, header: header, end: end, from: start, sequence: firstSequence, unreadable: unreadable, body)
+        }
+    }
+
     /// Whether the header at `offset` passes every check ``record(in:at:seed:end:)`` makes
     /// besides the checksum: a necessary condition for a valid record, decided from 24 bytes.
     ///
@@ -332,6 +363,11 @@ enum RecordCodec {
         } catch {
             return .failure(decompressionProblem(of: record, "\(error)", file: file))
         }
+    }
+
+    /// The payload of a valid record of a segment file's bytes held in an array, decompressed.
+    static func payload(of record: ScannedRecord, in bytes: [UInt8], file: String) -> Result<[UInt8], JournalError> {
+        bytes.withUnsafeBytes { payload(of: record, in: $0, file: file) }
     }
 
     /// The error of a valid record whose payload does not decompress; `problem` says why.

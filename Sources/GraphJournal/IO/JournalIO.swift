@@ -5,7 +5,9 @@ internal import Glibc
 /// ``system`` calls the real functions and retries `EINTR`. A wrapper can change any call;
 /// the package's own tests use one (compiled in debug builds only) that injects `ENOSPC`,
 /// `EIO`, short writes and failed `fsync`s at the N-th call, or simulates a crash (every call
-/// after the N-th fails).
+/// after the N-th fails). The reads and writes, which lend raw memory, and the initializer
+/// that takes them are the package's own: outside it, a layer is ``system`` with some of its
+/// other calls changed.
 ///
 /// ```swift
 /// var io = JournalIO.system
@@ -56,9 +58,9 @@ public struct JournalIO: Sendable {
     /// Closes a descriptor.
     public var close: @Sendable (_ fd: Int32) throws(Failure) -> Void
     /// Reads up to `buffer.count` bytes at `offset`; returns the count read (0 at end of file).
-    public var pread: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ offset: Int64) throws(Failure) -> Int
+    package var pread: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ offset: Int64) throws(Failure) -> Int
     /// Writes up to `buffer.count` bytes at `offset`; returns the count written.
-    public var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ offset: Int64) throws(Failure) -> Int
+    package var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ offset: Int64) throws(Failure) -> Int
     /// `fsync`: data and all metadata.
     public var fsync: @Sendable (_ fd: Int32) throws(Failure) -> Void
     /// `fdatasync`: data and the metadata needed to read it back (the size).
@@ -81,7 +83,7 @@ public struct JournalIO: Sendable {
     public var lock: @Sendable (_ fd: Int32) throws(Failure) -> Bool
 
     /// Creates an I/O layer from closures.
-    public init(
+    package init(
         open: @escaping @Sendable (String, OpenMode) throws(Failure) -> Int32,
         close: @escaping @Sendable (Int32) throws(Failure) -> Void,
         pread: @escaping @Sendable (Int32, UnsafeMutableRawBufferPointer, Int64) throws(Failure) -> Int,

@@ -13,10 +13,12 @@
 ///
 /// ```swift
 /// let report = try Journal.streamPayloads(directory: "/var/lib/app/store") { entry, payload in
-///     var sum = 0
-///     while let piece = payload.next() { sum = piece.reduce(sum) { $0 &+ Int($1) } }
+///     var zeros = 0
+///     while let found = payload.withNextPiece({ piece in
+///         (0..<piece.byteCount).count { piece.unsafeLoad(fromByteOffset: $0, as: UInt8.self) == 0 }
+///     }) { zeros += found }
 ///     guard payload.finish() else { return }  // does not decompress: reported, ignore it
-///     print(entry.sequence, payload.count, sum)
+///     print(entry.sequence, payload.count, zeros)
 /// }
 /// ```
 ///
@@ -32,11 +34,11 @@ public final class JournalPayload {
     /// The chunks of a chunked payload, decompressed as they are lent.
     private var chunks: ChunkStream?
 
-    /// A payload lent in the given pieces, in order (for readers written against this type
-    /// and their tests); the bytes must stay valid while the payload is read.
+    /// A payload lent in the given pieces, in order (for the package's readers written
+    /// against this type and their tests); the bytes must stay valid while the payload is read.
     ///
     /// - Parameter pieces: the payload's bytes, in order; empty pieces are skipped.
-    public init(pieces: [UnsafeRawBufferPointer]) {
+    package init(pieces: [UnsafeRawBufferPointer]) {
         reset(pieces: pieces)
     }
 
@@ -50,9 +52,27 @@ public final class JournalPayload {
     /// An empty payload, for the journal to reset from record to record.
     init() {}
 
+    /// Lends the next bytes of the payload to `body`, right after those lent before; returns
+    /// what `body` returns, or nil without calling it at the end or at a chunk that does not
+    /// decompress.
+    ///
+    /// ```swift
+    /// var read = 0
+    /// while let count = payload.withNextPiece({ $0.byteCount }) { read += count }
+    /// ```
+    ///
+    /// - Parameter body: reads the piece, valid only during the call.
+    /// - Returns: what `body` returns; nil when no piece is left.
+    /// - Throws: what `body` throws.
+    public func withNextPiece<R, Failure: Error>(_ body: (RawSpan) throws(Failure) -> R) throws(Failure) -> R? {
+        guard let piece = next() else { return nil }
+        return try body(RawSpan(_unsafeBytes: piece))
+    }
+
     /// The next bytes of the payload, right after those the previous call returned (which are
-    /// no longer valid); nil at the end, or at a chunk that does not decompress.
-    public func next() -> UnsafeRawBufferPointer? {
+    /// no longer valid); nil at the end, or at a chunk that does not decompress. For the
+    /// package's own readers, which hold a piece across calls of their own.
+    package func next() -> UnsafeRawBufferPointer? {
         if let chunks { return chunks.next() }
         while nextPiece < pieces.count {
             nextPiece += 1
@@ -70,7 +90,7 @@ public final class JournalPayload {
         return pieces.reduce(0) { $0 + $1.count } == count
     }
 
-    /// The rest of the payload in one array (the whole payload before any ``next()``), or nil
+    /// The rest of the payload in one array (the whole payload before any piece is read), or nil
     /// when a chunk does not decompress; ``finish()`` then returns false.
     public func readRest() -> [UInt8]? {
         var bytes: [UInt8] = []

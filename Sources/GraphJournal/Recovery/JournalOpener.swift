@@ -27,6 +27,47 @@ struct JournalOpener {
         var recordsAfter: Int
     }
 
+    /// The live files as the check found them: MANIFEST's list, with the unlisted logs that
+    /// continue the sequence inserted where they fill a gap or appended where the listed
+    /// files end.
+    struct LiveChain {
+        /// The names of the files, listed and adopted, in order.
+        var names: [String]
+        /// The unlisted logs inserted into `names`.
+        var adopted: [String] = []
+        /// The files checked, up to the drop point if there is one.
+        var files: [LiveFile] = []
+        /// The end of the records checked, and their counters.
+        var tail = Tail(end: 0, nextSequence: 1)
+        /// Where the last file's torn tail starts, to be truncated before the next append.
+        var pendingTruncation: Int64?
+        /// Where point-in-time recovery starts dropping, when it has to.
+        var drop: DropPoint?
+    }
+
+    /// What checking one segment found.
+    struct SegmentCheck {
+        /// The segment, its size that of its valid records.
+        var file: LiveFile
+        /// The bytes of a torn tail after its valid records, and why they are not a record.
+        var torn: (bytes: Int64, reason: String)?
+        /// Where point-in-time recovery starts dropping, in this segment or at its start.
+        var drop: DropPoint?
+    }
+
+    /// A segment header that does not parse or does not fit, and the header when it parsed.
+    struct HeaderProblem: Error {
+        /// What is wrong with the header.
+        var error: JournalError
+        /// The header, when it parsed but does not fit.
+        var header: SegmentHeader?
+    }
+
+    /// Whether damage is recovered from by dropping what follows it.
+    private var pointInTime: Bool { options.recovery == .pointInTime }
+
+    /// Checks the journal and readies the writer: reads MANIFEST (or creates the journal),
+    /// checks every live segment, recovers, removes leftovers and opens the active segment.
     mutating func run() throws(JournalError) -> WriterState {
         let names = try fs.list(directory)
         var nextFileNumber = (names.compactMap(fileNumber).max() ?? 0) + 1
@@ -38,149 +79,181 @@ struct JournalOpener {
             manifest = try initialize(names: names, nextFileNumber: &nextFileNumber)
         }
         let unlisted = try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest)
-        let pointInTime = options.recovery == .pointInTime
+        var live = try checkChain(manifest.files, unlisted: unlisted)
+        try settle(&live, manifest: &manifest, unlisted: unlisted, nextFileNumber: &nextFileNumber)
+        guard let active = live.files.last else {
+            throw JournalError(.corrupt, "no live segment after recovery", file: directory)
+        }
+        let fd = try fs.open(path(active.name), .readWrite)
+        var state = WriterState(
+            files: live.files, activeFD: fd, activeHeader: active.header, activeSeed: active.header.seed,
+            tail: live.tail, segmentStartTail: live.tail, pendingTruncation: live.pendingTruncation,
+            nextFileNumber: nextFileNumber)
+        state.lastSynced = (active.header.number, live.tail.end)  // as found on disk: nothing to flush
+        return state
+    }
 
-        // The live chain: the listed files, with unlisted logs that continue the sequence
-        // inserted where they fill a gap or appended where the listed files end.
-        var chain = manifest.files
-        var adopted: [String] = []
-        var files: [LiveFile] = []
-        var tail = Tail(end: 0, nextSequence: 1)
-        var pendingTruncation: Int64?
-        var drop: DropPoint?
+    /// Checks the files of `listed` in order, with the unlisted logs that continue the
+    /// sequence, until the last or a drop point.
+    private mutating func checkChain(_ listed: [String], unlisted: SegmentSet) throws(JournalError) -> LiveChain {
+        var live = LiveChain(names: listed)
         var index = 0
-        while index < chain.count {
-            let name = chain[index]
-            let filePath = path(name)
+        while index < live.names.count {
+            let name = live.names[index]
             var bytes: [UInt8]?
-            do throws(JournalError) { bytes = try fs.readFile(filePath) } catch {
+            do throws(JournalError) { bytes = try fs.readFile(path(name)) } catch {
                 guard case .io(let errno, _) = error.code, errno == ENOENT else { throw error }
             }
             // A gap before this file, or a missing file, that an unlisted log fills: walk that
             // log first. (With no unlisted log, as at nearly every open, nothing is parsed twice.)
-            if index > 0, !unlisted.logs.isEmpty, bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence != tail.nextSequence,
-               let fill = unlisted.continuation(at: tail.nextSequence, after: fileNumber(chain[index - 1]), before: fileNumber(name)) {
-                chain.insert(fill.name, at: index)
-                adopted.append(fill.name)
+            if index > 0, !unlisted.logs.isEmpty, bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence != live.tail.nextSequence,
+               let fill = unlisted.continuation(at: live.tail.nextSequence, after: fileNumber(live.names[index - 1]), before: fileNumber(name)) {
+                live.names.insert(fill.name, at: index)
+                live.adopted.append(fill.name)
                 continue
             }
             guard let bytes else {
                 let reason = "MANIFEST lists \(name), which does not exist (a segment is missing)"
-                guard pointInTime else { throw JournalError(.corrupt, reason, file: filePath) }
-                drop = DropPoint(index: index, offset: 0, reason: reason, recordsAfter: 0)
+                guard pointInTime else { throw JournalError(.corrupt, reason, file: path(name)) }
+                live.drop = DropPoint(index: index, offset: 0, reason: reason, recordsAfter: 0)
                 break
             }
-            let isLast = index == chain.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
-            let result: Result<(LiveFile, Int64?, DropPoint?), JournalError> = bytes.withUnsafeBytes { raw in
-                checkSegment(raw, name: name, index: index, isLast: isLast, tail: &tail)
-            }
-            let (file, torn, dropPoint) = try result.get()
-            if let dropPoint {
-                drop = dropPoint
-                if dropPoint.offset > 0 { files.append(file) }
-                break
-            }
-            files.append(file)
-            if let torn {
-                pendingTruncation = file.size
-                let tornTail = JournalOpenReport.TornTail(file: filePath, offset: file.size, bytes: torn, reason: tornReason)
-                report.tornTail = tornTail
-                log("torn tail: \(torn) bytes at offset \(file.size) of \(filePath) (\(tornReason)); truncated before the next append")
-            }
-            if index == chain.count - 1, torn == nil,
-               let next = unlisted.continuation(at: tail.nextSequence, after: fileNumber(name), before: nil) {
-                chain.append(next.name)
-                adopted.append(next.name)
+            let isLast = index == live.names.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
+            let endsTorn = try add(bytes, name: name, index: index, isLast: isLast, to: &live)
+            if live.drop != nil { break }
+            if index == live.names.count - 1, !endsTorn,
+               let next = unlisted.continuation(at: live.tail.nextSequence, after: fileNumber(name), before: nil) {
+                live.names.append(next.name)
+                live.adopted.append(next.name)
             }
             index += 1
         }
+        return live
+    }
 
+    /// Checks the segment `name` (its `bytes`, at `index` of the chain) and adds it to `live`:
+    /// its records to the tail, a torn tail to truncate, or the drop point.
+    ///
+    /// - Returns: whether the segment ends in a torn tail.
+    private mutating func add(_ bytes: [UInt8], name: String, index: Int, isLast: Bool, to live: inout LiveChain) throws(JournalError) -> Bool {
+        let check = try checkSegment(bytes, name: name, index: index, isLast: isLast, tail: &live.tail)
+        if let drop = check.drop {
+            live.drop = drop
+            if drop.offset > 0 { live.files.append(check.file) }
+            return false
+        }
+        live.files.append(check.file)
+        guard let torn = check.torn else { return false }
+        let file = check.file
+        live.pendingTruncation = file.size
+        report.tornTail = JournalOpenReport.TornTail(file: path(name), offset: file.size, bytes: torn.bytes, reason: torn.reason)
+        log("torn tail: \(torn.bytes) bytes at offset \(file.size) of \(path(name)) (\(torn.reason)); truncated before the next append")
+        return true
+    }
+
+    /// Settles what the check found before the writer starts: refuses (or moves aside) stray
+    /// logs, recovers to the drop point or lists the adopted logs in MANIFEST, and removes
+    /// leftovers.
+    private mutating func settle(
+        _ live: inout LiveChain, manifest: inout Manifest, unlisted: SegmentSet, nextFileNumber: inout UInt64
+    ) throws(JournalError) {
         // Unlisted logs neither adopted nor superseded by the base hold records nobody else
         // has: corruption, refused before anything is changed, or moved aside.
-        let firstLive = files.first?.header.firstSequence ?? tail.nextSequence
-        let adoptedSet = Set(adopted.filter { name in files.contains { $0.name == name } })
-        let (superseded, strays) = unlisted.remaining(adopted: Set(adopted), firstLiveSequence: firstLive)
+        let firstLive = live.files.first?.header.firstSequence ?? live.tail.nextSequence
+        let adoptedSet = Set(live.adopted.filter { name in live.files.contains { $0.name == name } })
+        let (superseded, strays) = unlisted.remaining(adopted: Set(live.adopted), firstLiveSequence: firstLive)
         if let stray = strays.first, !pointInTime {
             throw JournalError(.corrupt, SegmentSet.strayReason(stray) + "; `repair --keep-prefix` moves it aside", file: path(stray.name), offset: 0)
         }
-
         var removable = unlisted.leftovers + superseded
-        if let drop {
-            removable += try dropForRecovery(drop, manifest: &manifest, chain: chain, files: &files, tail: tail, nextFileNumber: &nextFileNumber)
+        if let drop = live.drop {
+            removable += try dropForRecovery(drop, manifest: &manifest, chain: live.names, files: &live.files, tail: live.tail,
+                                             nextFileNumber: &nextFileNumber)
         } else if !adoptedSet.isEmpty {
-            manifest = Manifest(files: files.map(\.name))
+            manifest = Manifest(files: live.files.map(\.name))
             var renamed = false
             try fs.replaceFile(path(JournalFormat.manifestFileName), with: manifest.encoded(), directory: directory, renamed: &renamed)
         }
-        for name in adopted where adoptedSet.contains(name) {
+        for name in live.adopted where adoptedSet.contains(name) {
             report.adoptedFiles.append(path(name))
             log("\(path(name)) was not listed in MANIFEST but continues the sequence: added to MANIFEST with its records")
         }
         if !strays.isEmpty { try moveAside(strays) }
         try removeLeftovers(removable)
-
-        guard let active = files.last else {
-            throw JournalError(.corrupt, "no live segment after recovery", file: directory)
-        }
-        let fd = try fs.open(path(active.name), .readWrite)
-        var state = WriterState(
-            files: files, activeFD: fd, activeHeader: active.header, activeSeed: active.header.seed,
-            tail: tail, segmentStartTail: tail, pendingTruncation: pendingTruncation,
-            nextFileNumber: nextFileNumber)
-        state.lastSynced = (active.header.number, tail.end)  // as found on disk: nothing to flush
-        return state
     }
 
     /// The header of a segment's bytes, or nil when it does not parse.
     static func header(of bytes: [UInt8], name: String) -> SegmentHeader? {
-        bytes.withUnsafeBytes { raw in
-            if case .success(let header) = SegmentHeader.parse(raw, file: name) { return header }
-            return nil
-        }
+        if case .success(let header) = SegmentHeader.parse(bytes, file: name) { return header }
+        return nil
     }
 
-    private var tornReason = ""
-
     /// Checks one segment, adding its records to `tail`.
-    private mutating func checkSegment(
-        _ raw: UnsafeRawBufferPointer, name: String, index: Int, isLast: Bool, tail: inout Tail
-    ) -> Result<(LiveFile, Int64?, DropPoint?), JournalError> {
+    private func checkSegment(
+        _ bytes: [UInt8], name: String, index: Int, isLast: Bool, tail: inout Tail
+    ) throws(JournalError) -> SegmentCheck {
         let filePath = path(name)
-        let pointInTime = options.recovery == .pointInTime
         let header: SegmentHeader
-        switch SegmentHeader.parse(raw, file: filePath) {
-        case .success(let parsed): header = parsed
-        case .failure(let error):
-            if pointInTime, error.code != .unsupportedVersion {
-                return .success((LiveFile(name: name, header: SegmentHeader(kind: .log, salt: 0, number: 0, firstSequence: 0), size: 0), nil,
-                                 DropPoint(index: index, offset: 0, reason: error.message, recordsAfter: 0)))
-            }
-            return .failure(error)
-        }
-        let expectedKind: JournalFormat.SegmentKind = name.hasSuffix("." + JournalFormat.logExtension) ? .log : .base
-        var problem: String?
-        if header.kind != expectedKind || header.number != fileNumber(name) {
-            problem = "segment header says \(header.kind) number \(header.number), which does not match the file name"
-        } else if index > 0, header.firstSequence != tail.nextSequence {
-            problem = "segment starts at sequence \(header.firstSequence) but the previous one ends before \(tail.nextSequence) (a segment is missing?)"
-        }
-        if let problem {
-            if pointInTime {
-                return .success((LiveFile(name: name, header: header, size: 0), nil,
-                                 DropPoint(index: index, offset: 0, reason: problem, recordsAfter: 0)))
-            }
-            return .failure(JournalError(.corrupt, problem, file: filePath, offset: Int64(JournalFormat.SegmentHeaderField.firstSequence)))
+        switch checkedHeader(bytes, name: name, index: index, nextSequence: tail.nextSequence) {
+        case .success(let checked): header = checked
+        case .failure(let problem):
+            guard pointInTime, problem.error.code != .unsupportedVersion else { throw problem.error }
+            let placeholder = SegmentHeader(kind: .log, salt: 0, number: 0, firstSequence: 0)
+            return SegmentCheck(file: LiveFile(name: name, header: problem.header ?? placeholder, size: 0),
+                                drop: DropPoint(index: index, offset: 0, reason: problem.error.message, recordsAfter: 0))
         }
         if index == 0 { tail.nextSequence = header.firstSequence }
-        // The schema in force is the last schema record's payload, decompressed here; one that
-        // does not decompress is damage at that record, so the scan is redone stopping there.
+        let scan = scanRecords(bytes, header: header, path: filePath, tail: &tail)
+        let file = LiveFile(name: name, header: header, size: Int64(scan.validEnd))
+        guard let damage = scan.damage else { return SegmentCheck(file: file) }
+        if damage.couldBeTornTail, isLast, header.kind == .log {
+            return SegmentCheck(file: file, torn: (Int64(bytes.count - damage.offset), damage.reason))
+        }
+        if pointInTime {
+            return SegmentCheck(file: file, drop: DropPoint(index: index, offset: damage.offset, reason: damage.reason,
+                                                            recordsAfter: damage.recordsDropped))
+        }
+        let after = damage.recordsAfter > 0
+            ? "; \(damage.recordsAfter) valid record(s) follow, from offset \(damage.resyncOffset ?? 0)"
+            : (isLast ? "" : "; later segments follow")
+        throw JournalError(.corrupt, damage.reason + after, file: filePath, offset: Int64(damage.offset), sequence: scan.nextSequence)
+    }
+
+    /// The segment's header, parsed and checked against the file's name and, after the first
+    /// segment, against `nextSequence`, where the previous one ends.
+    private func checkedHeader(
+        _ bytes: [UInt8], name: String, index: Int, nextSequence: UInt64
+    ) -> Result<SegmentHeader, HeaderProblem> {
+        let header: SegmentHeader
+        switch SegmentHeader.parse(bytes, file: path(name)) {
+        case .success(let parsed): header = parsed
+        case .failure(let error): return .failure(HeaderProblem(error: error, header: nil))
+        }
+        let expectedKind: JournalFormat.SegmentKind = name.hasSuffix("." + JournalFormat.logExtension) ? .log : .base
+        let problem: String
+        if header.kind != expectedKind || header.number != fileNumber(name) {
+            problem = "segment header says \(header.kind) number \(header.number), which does not match the file name"
+        } else if index > 0, header.firstSequence != nextSequence {
+            problem = "segment starts at sequence \(header.firstSequence) but the previous one ends before \(nextSequence) (a segment is missing?)"
+        } else {
+            return .success(header)
+        }
+        let offset = Int64(JournalFormat.SegmentHeaderField.firstSequence)
+        return .failure(HeaderProblem(error: JournalError(.corrupt, problem, file: path(name), offset: offset), header: header))
+    }
+
+    /// Scans the segment's records, counting them into `tail`, its end moved to theirs.
+    ///
+    /// The schema in force is the last schema record's payload, decompressed here; one that
+    /// does not decompress is damage at that record, so the scan is redone stopping there.
+    private func scanRecords(
+        _ bytes: [UInt8], header: SegmentHeader, path filePath: String, tail: inout Tail
+    ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?) {
         var unreadable = options.unreadableRecord
-        var counted: Tail
-        var scan: (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?)
         while true {
             var lastSchema: ScannedRecord?
             var running = tail
-            scan = RecordCodec.scan(raw, header: header, unreadable: unreadable) { record in
+            let scan = RecordCodec.scan(bytes, header: header, unreadable: unreadable) { record in
                 running.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
                 if record.type == JournalFormat.RecordType.schema.rawValue {
                     lastSchema = record
@@ -188,43 +261,29 @@ struct JournalOpener {
                 }
                 return true
             }
-            counted = running
-            guard let lastSchema else { break }
-            switch RecordCodec.payload(of: lastSchema, in: raw, file: filePath) {
-            case .success(let payload):
-                counted.schema = payload
-            case .failure(let error):
-                unreadable = JournalOptions.UnreadableRecord(sequence: lastSchema.sequence, reason: error.message)
-                continue
+            if let lastSchema {
+                switch RecordCodec.payload(of: lastSchema, in: bytes, file: filePath) {
+                case .success(let payload):
+                    running.schema = payload
+                case .failure(let error):
+                    unreadable = JournalOptions.UnreadableRecord(sequence: lastSchema.sequence, reason: error.message)
+                    continue
+                }
             }
-            break
+            tail = running
+            tail.end = Int64(scan.validEnd)
+            return scan
         }
-        tail = counted
-        tail.end = Int64(scan.validEnd)
-        let file = LiveFile(name: name, header: header, size: Int64(scan.validEnd))
-        guard let damage = scan.damage else { return .success((file, nil, nil)) }
-        if damage.couldBeTornTail, isLast, header.kind == .log {
-            tornReason = damage.reason
-            return .success((file, Int64(raw.count - damage.offset), nil))
-        }
-        if pointInTime {
-            return .success((file, nil, DropPoint(index: index, offset: damage.offset, reason: damage.reason, recordsAfter: damage.recordsDropped)))
-        }
-        let after = damage.recordsAfter > 0
-            ? "; \(damage.recordsAfter) valid record(s) follow, from offset \(damage.resyncOffset ?? 0)"
-            : (isLast ? "" : "; later segments follow")
-        return .failure(JournalError(.corrupt, damage.reason + after, file: filePath, offset: Int64(damage.offset), sequence: scan.nextSequence))
     }
 
     /// A directory without MANIFEST: new, or left by a crash during the very first open.
     private mutating func initialize(names: [String], nextFileNumber: inout UInt64) throws(JournalError) -> Manifest {
         for name in names where fileNumber(name) != nil && !name.hasSuffix(JournalFormat.temporarySuffix) {
             let bytes = try fs.readFile(path(name))
-            let holdsRecords: Bool = bytes.withUnsafeBytes { raw in
-                guard case .success(let header) = SegmentHeader.parse(raw, file: name) else { return raw.count > JournalFormat.segmentHeaderSize }
-                var any = false
-                _ = RecordCodec.scan(raw, header: header) { _ in any = true; return false }
-                return any
+            var holdsRecords = bytes.count > JournalFormat.segmentHeaderSize
+            if case .success(let header) = SegmentHeader.parse(bytes, file: name) {
+                holdsRecords = false
+                _ = RecordCodec.scan(bytes, header: header) { _ in holdsRecords = true; return false }
             }
             if holdsRecords {
                 throw JournalError(.corrupt, "MANIFEST is missing but \(name) holds records; restore MANIFEST or move the segments away", file: path(JournalFormat.manifestFileName))
@@ -265,11 +324,10 @@ struct JournalOpener {
             }
             let start = index == drop.index ? drop.offset : 0
             if index > drop.index {
-                recordsDropped += bytes.withUnsafeBytes { raw in
-                    guard case .success(let header) = SegmentHeader.parse(raw, file: name) else { return 0 }
+                if case .success(let header) = SegmentHeader.parse(bytes, file: name) {
                     var count = 0
-                    let scan = RecordCodec.scan(raw, header: header) { _ in count += 1; return true }
-                    return count + (scan.damage?.recordsAfter ?? 0)
+                    let scan = RecordCodec.scan(bytes, header: header) { _ in count += 1; return true }
+                    recordsDropped += count + (scan.damage?.recordsAfter ?? 0)
                 }
             }
             let saved = try uniqueAsideName(for: name, stamp: stamp)

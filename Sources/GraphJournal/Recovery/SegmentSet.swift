@@ -1,5 +1,5 @@
 /// The segment files of a store directory that MANIFEST does not list, classified once, by the
-/// rules that `open` (``JournalOpener``) and the read-only walk (``Journal/readPayloads(directory:io:_:)``)
+/// rules that `open` (``JournalOpener``) and the read-only walk (``PayloadWalk``)
 /// share, so that `verify` predicts what `open` does with each of them.
 ///
 /// An unlisted file is one of:
@@ -47,25 +47,29 @@ struct SegmentSet {
                 continue
             }
             let bytes = try fs.readFile(directory + "/" + name)
-            let unlisted: Unlisted = bytes.withUnsafeBytes { raw in
-                var file = Unlisted(name: name, header: nil, size: raw.count, records: 0)
-                guard case .success(let header) = SegmentHeader.parse(raw, file: name), header.number == number,
-                      header.kind == .log else { return file }
-                file.header = header
-                _ = RecordCodec.scan(raw, header: header) { record in
-                    file.records += 1
-                    if file.firstRecordSequence == nil { file.firstRecordSequence = record.sequence }
-                    file.lastRecordSequence = record.sequence
-                    return true
-                }
-                return file
-            }
+            let unlisted = Self.unlistedLog(bytes, name: name, number: number)
             if unlisted.header == nil && unlisted.size <= JournalFormat.segmentHeaderSize || unlisted.header != nil && unlisted.records == 0 {
                 leftovers.append(name)
             } else {
                 logs.append(unlisted)
             }
         }
+    }
+
+    /// An unlisted `.log` file numbered `number` (its name says), from its bytes: its header
+    /// when it parses and matches the name, and its valid records.
+    private static func unlistedLog(_ bytes: [UInt8], name: String, number: UInt64) -> Unlisted {
+        var file = Unlisted(name: name, header: nil, size: bytes.count, records: 0)
+        guard case .success(let header) = SegmentHeader.parse(bytes, file: name), header.number == number,
+              header.kind == .log else { return file }
+        file.header = header
+        _ = RecordCodec.scan(bytes, header: header) { record in
+            file.records += 1
+            if file.firstRecordSequence == nil { file.firstRecordSequence = record.sequence }
+            file.lastRecordSequence = record.sequence
+            return true
+        }
+        return file
     }
 
     /// The unlisted log that continues the live sequence at `sequence`, with a file number
