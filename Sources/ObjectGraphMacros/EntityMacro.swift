@@ -32,22 +32,40 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         let className = classDecl.name.trimmed.text
         let entityName = classDecl.name.identifier?.name ?? className
         let entityDescription = Make.member(Make.ref(className), "entityDescription")
+        var result = [
+            DeclSyntax(backingDecl(entityDescription)),
+            DeclSyntax(entityDescriptionDecl(className: className, entityName: entityName, members: members)),
+            DeclSyntax(backingInitializer()),
+        ]
+        // A class that declares no initializer of its own would lose its implicit `init()` to
+        // `init(_backing:)`; give it back, so `Tag()` keeps working as in plain Swift.
+        let declaresInit = classDecl.memberBlock.members.contains { $0.decl.is(InitializerDeclSyntax.self) }
+        if !declaresInit {
+            result.append(DeclSyntax(InitializerDeclSyntax(
+                modifiers: [DeclModifierSyntax(name: .keyword(.public))],
+                signature: FunctionSignatureSyntax(parameterClause: FunctionParameterClauseSyntax(parameters: [])),
+                body: CodeBlockSyntax(statements: [])
+            )))
+        }
+        return result
+    }
 
-        // @exclusivity(unchecked) public var _backing = ObjectGraph.ObjectBacking(entity: Person.entityDescription)
-        //
-        // Unchecked: every attribute access goes through `_backing`, and the dynamic exclusivity
-        // check of a class's stored property (swift_beginAccess) was about 4% of a bulk import's
-        // instructions (callgrind). The accesses cannot overlap: the handle's mutating methods
-        // run no application code (a set writes a table cell or a side buffer), and the ones that
-        // can (relationship setters inserting an object, whose awakeFromInsert may set this
-        // object's attributes) are non-mutating and do not replace the handle.
+    /// `@exclusivity(unchecked) public var _backing = ObjectGraph.ObjectBacking(entity: Person.entityDescription)`
+    ///
+    /// Unchecked: every attribute access goes through `_backing`, and the dynamic exclusivity
+    /// check of a class's stored property (swift_beginAccess) was about 4% of a bulk import's
+    /// instructions (callgrind). The accesses cannot overlap: the handle's mutating methods
+    /// run no application code (a set writes a table cell or a side buffer), and the ones that
+    /// can (relationship setters inserting an object, whose awakeFromInsert may set this
+    /// object's attributes) are non-mutating and do not replace the handle.
+    static func backingDecl(_ entityDescription: ExprSyntax) -> VariableDeclSyntax {
         let exclusivity = AttributeSyntax(
             attributeName: TypeSyntax(IdentifierTypeSyntax(name: .identifier("exclusivity"))),
             leftParen: .leftParenToken(),
             arguments: .argumentList([LabeledExprSyntax(expression: Make.ref("unchecked"))]),
             rightParen: .rightParenToken()
         )
-        let backing = VariableDeclSyntax(
+        return VariableDeclSyntax(
             attributes: [.attribute(exclusivity)],
             modifiers: [DeclModifierSyntax(name: .keyword(.public))],
             bindingSpecifier: .keyword(.var),
@@ -60,9 +78,11 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 )
             ]
         )
+    }
 
-        // public static let entityDescription = ObjectGraph.EntityDescription(name:type:attributes:)
-        let description = VariableDeclSyntax(
+    /// `public static let entityDescription = ObjectGraph.EntityDescription(name:type:attributes:…)`
+    static func entityDescriptionDecl(className: String, entityName: String, members: EntityMembers) -> VariableDeclSyntax {
+        VariableDeclSyntax(
             modifiers: [DeclModifierSyntax(name: .keyword(.public)), DeclModifierSyntax(name: .keyword(.static))],
             bindingSpecifier: .keyword(.let),
             bindings: [
@@ -86,14 +106,16 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 )
             ]
         )
+    }
 
-        // public required init(_backing: ObjectGraph.ObjectBacking) { self._backing = _backing }
+    /// `public required init(_backing: ObjectGraph.ObjectBacking) { self._backing = _backing }`
+    static func backingInitializer() -> InitializerDeclSyntax {
         let assignment = InfixOperatorExprSyntax(
             leftOperand: Make.member(ExprSyntax(DeclReferenceExprSyntax(baseName: .keyword(.self))), "_backing"),
             operator: AssignmentExprSyntax(),
             rightOperand: Make.ref("_backing")
         )
-        let initializer = InitializerDeclSyntax(
+        return InitializerDeclSyntax(
             modifiers: [DeclModifierSyntax(name: .keyword(.public)), DeclModifierSyntax(name: .keyword(.required))],
             signature: FunctionSignatureSyntax(
                 parameterClause: FunctionParameterClauseSyntax(
@@ -110,19 +132,6 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             ),
             body: Make.block(ExprSyntax(assignment))
         )
-
-        var result = [DeclSyntax(backing), DeclSyntax(description), DeclSyntax(initializer)]
-        // A class that declares no initializer of its own would lose its implicit `init()` to
-        // `init(_backing:)`; give it back, so `Tag()` keeps working as in plain Swift.
-        let declaresInit = classDecl.memberBlock.members.contains { $0.decl.is(InitializerDeclSyntax.self) }
-        if !declaresInit {
-            result.append(DeclSyntax(InitializerDeclSyntax(
-                modifiers: [DeclModifierSyntax(name: .keyword(.public))],
-                signature: FunctionSignatureSyntax(parameterClause: FunctionParameterClauseSyntax(parameters: [])),
-                body: CodeBlockSyntax(statements: [])
-            )))
-        }
-        return result
     }
 
     /// `.attribute("name", T.self, optional: true, default: expr, originalName: "old")`,

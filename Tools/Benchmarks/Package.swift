@@ -14,6 +14,13 @@ import PackageDescription
 // with this package's own build directory.
 let libraryPath = Context.environment["OBJECTGRAPH_PATH"] ?? "../.."
 
+// As in the library's manifest: with OBJECTGRAPH_MACRO_PLUGIN naming an already built
+// `@Entity` macro executable, the targets that declare entities load it instead of the library
+// building its macro target (and swift-syntax) in release; the macro runs only at compile time.
+let macroSettings: [SwiftSetting] = Context.environment["OBJECTGRAPH_MACRO_PLUGIN"].flatMap { $0.isEmpty ? nil : $0 }.map {
+    [.unsafeFlags(["-load-plugin-executable", "\($0)#ObjectGraphMacros"])]
+} ?? []
+
 let package = Package(
     name: "ObjectGraphBenchmarks",
     platforms: [.macOS(.v15)],
@@ -31,7 +38,8 @@ let package = Package(
         // The Person entity and the workload, shared by the benchmarks and the profiling tool.
         .target(
             name: "PeopleWorkload",
-            dependencies: [.product(name: "ObjectGraph", package: "ObjectGraph")]
+            dependencies: [.product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
         ),
         .executableTarget(
             name: "ObjectGraphBenchmarks",
@@ -41,6 +49,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/ObjectGraphBenchmarks",
+            swiftSettings: macroSettings,
             plugins: [
                 .plugin(name: "BenchmarkPlugin", package: "benchmark"),
             ]
@@ -49,7 +58,8 @@ let package = Package(
         // the benchmark harness: `swift run -c release objectgraph-profile [phase] [count]`.
         .executableTarget(
             name: "objectgraph-profile",
-            dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")]
+            dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
         ),
         // Mapping a JSON document into a store, ObjectGraph next to JSONDecoder + GRDB:
         // `swift run -c release mapping-comparison` writes Results/mapping.md.
@@ -60,7 +70,8 @@ let package = Package(
                 "PeopleWorkload",
                 .product(name: "ObjectGraph", package: "ObjectGraph"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            ],
+            swiftSettings: macroSettings
         ),
         // ObjectGraph next to SQLite (GRDB) and Redis's AOF on the same data:
         // `swift run -c release peer-comparison` writes Results/peers.md and
@@ -71,7 +82,8 @@ let package = Package(
                 "PeopleWorkload",
                 .product(name: "ObjectGraph", package: "ObjectGraph"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            ],
+            swiftSettings: macroSettings
         ),
     ],
     swiftLanguageModes: [.v6]

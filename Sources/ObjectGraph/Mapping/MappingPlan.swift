@@ -88,6 +88,8 @@ final class MappingPlan {
         case inserted = 1, updated, unchanged, skipped
     }
 
+    /// Resolves `definition` against `context`'s schema, appending this plan and the plans of
+    /// its nested mappings to `plans`.
     init(_ definition: MappingDefinition, context: ModelContext, plans: inout [MappingPlan]) throws(MappingError) {
         let entity = definition.entity
         guard let table = context.table(named: entity.name), table.entity === entity else {
@@ -96,6 +98,24 @@ final class MappingPlan {
         self.definition = definition
         self.table = table
         var hintCount = 0
+        let steps = try Self.attributeSteps(definition, hintCount: &hintCount)
+        attributes = steps
+        transformer = ValueTransformer(dateFormats: definition.dateFormats)
+        (index, identification) = try Self.identification(definition, steps: steps, table: table)
+        modification = try Self.modification(definition, steps: steps)
+        let early = Set(identification + (modification.map { [$0] } ?? []))
+        earlySteps = steps.indices.filter { early.contains($0) }
+        lateSteps = steps.indices.filter { !early.contains($0) }
+        hints = []
+        plans.append(self)
+        relationships = try Self.relationshipSteps(definition, table: table, context: context, plans: &plans, hintCount: &hintCount)
+        connections = try Self.connections(definition, table: table, context: context)
+        hints = [Int](repeating: 0, count: hintCount)
+    }
+
+    /// The attribute mappings resolved to slots; each key path takes `keys.count` hints.
+    private static func attributeSteps(_ definition: MappingDefinition, hintCount: inout Int) throws(MappingError) -> [AttributeStep] {
+        let entity = definition.entity
         var steps: [AttributeStep] = []
         for a in definition.attributes {
             guard let slot = entity.slot(forKey: a.attribute) else {
@@ -105,9 +125,16 @@ final class MappingPlan {
             steps.append(AttributeStep(keys: keys, keyPath: a.sourceKeyPath, slot: slot, attribute: entity.attributes[slot], hintBase: hintCount))
             hintCount += keys.count
         }
-        attributes = steps
-        transformer = ValueTransformer(dateFormats: definition.dateFormats)
+        return steps
+    }
 
+    /// The identification attributes (declared, or inferred from a unique attribute) as
+    /// positions in `steps`, and the unique index on exactly them if there is one (then in the
+    /// index's slot order).
+    private static func identification(
+        _ definition: MappingDefinition, steps: [AttributeStep], table: EntityTable
+    ) throws(MappingError) -> (UniqueIndex?, [Int]) {
+        let entity = definition.entity
         let inferred = definition.infersIdentification ?? MappingDefaults.infersIdentification.load(ordering: .relaxed)
         let names = definition.identification ?? (inferred ? MappingDefinition.inferIdentification(of: entity) : [])
         var positions: [Int] = []
@@ -122,42 +149,50 @@ final class MappingPlan {
             positions.append(p)
         }
         let idSlots = positions.map { steps[$0].slot }
-        if !idSlots.isEmpty, let index = table.uniqueIndexes.first(where: { Set($0.slots) == Set(idSlots) && $0.slots.count == idSlots.count }) {
-            self.index = index
-            identification = index.slots.compactMap { s in idSlots.firstIndex(of: s).map { positions[$0] } }
-        } else {
-            self.index = nil
-            identification = positions
-        }
-        if let m = definition.modificationAttribute {
-            guard let p = steps.firstIndex(where: { $0.attribute.name == m }) else {
-                throw MappingError(
-                    .invalidIdentification, "\(entity.name)'s modification attribute '\(m)' is not mapped from the source",
-                    entity: entity.name, attribute: m)
-            }
-            modification = p
-        } else {
-            modification = nil
-        }
+        guard !idSlots.isEmpty,
+              let index = table.uniqueIndexes.first(where: { Set($0.slots) == Set(idSlots) && $0.slots.count == idSlots.count })
+        else { return (nil, positions) }
+        return (index, index.slots.compactMap { s in idSlots.firstIndex(of: s).map { positions[$0] } })
+    }
 
-        let early = Set(identification + (modification.map { [$0] } ?? []))
-        earlySteps = steps.indices.filter { early.contains($0) }
-        lateSteps = steps.indices.filter { !early.contains($0) }
+    /// The modification attribute's position in `steps`, if the mapping names one.
+    private static func modification(_ definition: MappingDefinition, steps: [AttributeStep]) throws(MappingError) -> Int? {
+        guard let m = definition.modificationAttribute else { return nil }
+        guard let p = steps.firstIndex(where: { $0.attribute.name == m }) else {
+            throw MappingError(
+                .invalidIdentification, "\(definition.entity.name)'s modification attribute '\(m)' is not mapped from the source",
+                entity: definition.entity.name, attribute: m)
+        }
+        return p
+    }
 
+    /// The nested mappings of relationships, each resolved to a plan of its own.
+    private static func relationshipSteps(
+        _ definition: MappingDefinition, table: EntityTable, context: ModelContext, plans: inout [MappingPlan], hintCount: inout Int
+    ) throws(MappingError) -> [RelationshipStep] {
+        let entity = definition.entity
         let resolved = context.schema.relationships[table.entityIndex]
-        var relationshipSteps: [RelationshipStep] = []
-        var connections: [Connection] = []
-        hints = []
-        plans.append(self)
+        var steps: [RelationshipStep] = []
         for r in definition.relationships {
             guard let rel = resolved.first(where: { $0.name == r.relationship }) else {
                 throw MappingError(.unknownAttribute, "\(entity.name) has no relationship '\(r.relationship)'", entity: entity.name, attribute: r.relationship)
             }
             let keys = r.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map { MappingKey(String($0)) }
             let nested = try MappingPlan(r.mapping, context: context, plans: &plans)
-            relationshipSteps.append(.init(keys: keys, keyPath: r.sourceKeyPath, relationship: rel, plan: nested, hintBase: hintCount))
+            steps.append(.init(keys: keys, keyPath: r.sourceKeyPath, relationship: rel, plan: nested, hintBase: hintCount))
             hintCount += keys.count
         }
+        return steps
+    }
+
+    /// The connections by attribute, each with the destination's unique index on exactly the
+    /// connected attributes when there is one (both sides then in the index's slot order).
+    private static func connections(
+        _ definition: MappingDefinition, table: EntityTable, context: ModelContext
+    ) throws(MappingError) -> [Connection] {
+        let entity = definition.entity
+        let resolved = context.schema.relationships[table.entityIndex]
+        var connections: [Connection] = []
         for c in definition.connections {
             guard let rel = resolved.first(where: { $0.name == c.relationship }) else {
                 throw MappingError(.unknownAttribute, "\(entity.name) has no relationship '\(c.relationship)'", entity: entity.name, attribute: c.relationship)
@@ -182,9 +217,7 @@ final class MappingPlan {
             }
             connections.append(.init(relationship: rel, mySlots: mine, destination: destination, destinationSlots: theirs, index: index))
         }
-        relationships = relationshipSteps
-        self.connections = connections
-        hints = [Int](repeating: 0, count: hintCount)
+        return connections
     }
 
     /// Pre-sizes the table and the identification index for `count` new objects, when the
