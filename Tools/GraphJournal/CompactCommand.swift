@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import GraphJournal
 import ObjectGraph
-import Synchronization
 
 /// `graph-journal compact DIR`: rewrites the live objects as a new base.
 struct Compact: ParsableCommand {
@@ -13,8 +12,14 @@ struct Compact: ParsableCommand {
             written to a new base segment (temporary file, fsync, rename), and MANIFEST is \
             replaced atomically; only then are the old segments removed. A crash at any moment \
             leaves a store that opens with nothing lost. compact refuses while another process \
-            holds the store's write lock, and on a damaged journal (run repair first). On a \
-            terminal it shows progress on standard error; it always ends with a one-line summary.
+            holds the store's write lock, and on a damaged journal (run repair first). It ends \
+            with a one-line summary.
+
+            When standard error is a terminal and compaction takes longer than half a second, \
+            it shows its progress there: a bar of the bytes of the journal checked (out of its \
+            segments' size on disk) and the rate, then the replay and the writing of the new \
+            base with the seconds elapsed; the line is erased before the summary. \
+            --no-progress turns it off.
 
             \(ToolExit.helpText)
             """
@@ -22,11 +27,17 @@ struct Compact: ParsableCommand {
 
     @OptionGroup var store: StoreDirectory
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     func run() throws {
         try runReporting {
             let directory = store.path
             try requireWriteLock(directory: directory)
-            let report = try Journal.inspect(directory: directory)
+            var check = JournalProgress(directory: directory, label: "compacting: checking", options: progressOptions)
+            let progress = check?.bar
+            defer { progress?.finish() }
+            // The walk of Journal.inspect, which checks every record, with the bar advanced.
+            let report = try Journal.readPayloads(directory: directory) { entry, _ in check?.passed(entry) }
             switch report.verdict {
             case .clean: break
             case .tornTailOnly:
@@ -35,16 +46,17 @@ struct Compact: ParsableCommand {
                 throw ToolFailure(.corrupt, "\(directory) is corrupt; run `graph-journal verify` and `graph-journal repair` first; nothing was changed")
             }
             let before = report.files.reduce(Int64(0)) { $0 + (segmentSizes(directory: directory, files: report.files)[$1] ?? 0) }
-            let progress = Progress(enabled: isTerminal(2), label: "compacting \(directory)")
             let start = ContinuousClock.now
-            progress.phase("replaying \(report.entries.count) records (\(formatBytes(before)))")
+            // Opening replays the journal inside the library, which reports no progress: the
+            // line shows the seconds elapsed.
+            progress?.phase("compacting: replaying \(ProgressBar.grouped(Int64(report.entries.count))) records (\(ProgressBar.shortBytes(before)))", total: nil)
             var options = StoreOptions(durability: .always)
             options.autoCompactionRatio = nil
             let opened: ObjectStore
             do throws(StoreError) {
                 opened = try ObjectStore.openDynamic(at: URL(fileURLWithPath: directory), options: options)
             } catch {
-                progress.finish()
+                progress?.finish()
                 if error.journalError?.code == .locked { throw ToolFailure(.locked, lockedMessage(directory)) }
                 throw ToolFailure(.failure, "cannot open \(directory): \(error); nothing was changed")
             }
@@ -52,16 +64,16 @@ struct Compact: ParsableCommand {
             for entity in opened.context.schema.entities {
                 objects += (try? opened.context.objects(ofEntityNamed: entity.name).count) ?? 0
             }
-            progress.phase("writing \(objects) live objects")
+            progress?.phase("compacting: writing \(ProgressBar.grouped(Int64(objects))) live objects", total: nil)
             do {
                 try opened.compact()
                 try opened.close()
             } catch {
-                progress.finish()
+                progress?.finish()
                 try? opened.close()
                 throw ToolFailure(.failure, "compaction failed, the store is unchanged: \(error)")
             }
-            progress.finish()
+            progress?.finish()
             let after = opened.stats.bytesOnDisk
             let elapsed = (ContinuousClock.now - start).components
             let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
@@ -70,53 +82,5 @@ struct Compact: ParsableCommand {
             out.text("compacted \(directory): \(before) -> \(after) bytes (\(String(format: "%+.1f", change)) %), \(objects) live objects, \(String(format: "%.2f", seconds)) s\n")
             try out.flush()
         }
-    }
-}
-
-/// A status line on standard error, redrawn every 0.2 s with the elapsed time, when it is a
-/// terminal; silent otherwise.
-final class Progress: Sendable {
-    private let enabled: Bool
-    private let label: String
-    private let state = Mutex<(phase: String, done: Bool)>(("", false))
-    private let start = ContinuousClock.now
-
-    init(enabled: Bool, label: String) {
-        self.enabled = enabled
-        self.label = label
-        guard enabled else { return }
-        let thread = Thread { [self] in
-            while true {
-                Thread.sleep(forTimeInterval: 0.2)
-                guard self.draw() else { return }
-            }
-        }
-        thread.start()
-    }
-
-    /// Shows a new phase.
-    func phase(_ text: String) {
-        state.withLock { $0.phase = text }
-        _ = draw()
-    }
-
-    /// Clears the status line and stops redrawing.
-    func finish() {
-        guard enabled else { return }
-        let wasDone = state.withLock { s in
-            defer { s.done = true }
-            return s.done
-        }
-        if !wasDone { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-    }
-
-    /// Redraws the line; false once finished.
-    private func draw() -> Bool {
-        guard enabled else { return false }
-        let (phase, done) = state.withLock { ($0.phase, $0.done) }
-        if done { return false }
-        let elapsed = (ContinuousClock.now - start).components.seconds
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(label): \(phase)… \(elapsed) s".utf8))
-        return true
     }
 }

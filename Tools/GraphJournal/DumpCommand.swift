@@ -25,6 +25,13 @@ struct Dump: ParsableCommand {
             On a damaged journal the valid prefix is written; a torn tail is noted on standard \
             error (exit 0), corruption is described there (exit 3).
 
+            When standard error is a terminal, standard output is not (redirected to a file or \
+            a pipe), and the dump takes longer than half a second, a progress bar on standard \
+            error shows the bytes of the journal dumped out of its segments' size on disk, and \
+            the rate (with --objects, then the objects written); it is erased before any note. \
+            What is written to standard output is the same with or without it. --no-progress \
+            turns it off.
+
             \(ToolExit.helpText)
             """
     )
@@ -43,6 +50,8 @@ struct Dump: ParsableCommand {
     @Option(name: .customLong("to-seq"), help: ArgumentHelp("Write only records up to this sequence number; with --objects, the objects as of it.", valueName: "n"))
     var toSequence: UInt64?
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     func validate() throws {
         if objects && fromSequence != nil {
             throw ValidationError("--from-seq does not apply to --objects (objects are a state, not a range); use --to-seq.")
@@ -59,7 +68,11 @@ struct Dump: ParsableCommand {
             var entitySeen = false
             let from = fromSequence ?? 0
             let to = toSequence ?? .max
+            var progress = JournalProgress(directory: store.path, label: "dumping", options: progressOptions, outputIsStandardOutput: true)
+            defer { progress?.finish() }
+            // Called for every record in order, once it is decoded (in batches, on every core).
             let emit = { (record: JournalReadRecord, changes: ChangeSet?, schema: StoredSchema?) throws in
+                defer { progress?.passed(record.entry) }
                 let sequence = record.entry.sequence
                 if let entity, !entitySeen, schema?.entities.contains(where: { $0.name == entity }) == true { entitySeen = true }
                 guard !objects, sequence >= from else { return }
@@ -67,7 +80,11 @@ struct Dump: ParsableCommand {
                 case .schema:
                     if let schema { writeSchema(schema, sequence: sequence, to: &out.json) }
                 case .transaction, .base:
-                    if let changes { writeChanges(changes, sequence: sequence, kind: record.entry.kind.label, to: &out.json) }
+                    if let changes {
+                        try writeChanges(changes, sequence: sequence, kind: record.entry.kind.label, to: &out) { fraction in
+                            progress?.within(record.entry, fraction: fraction)
+                        }
+                    }
                 case nil:
                     out.json.raw("{\"seq\":"); out.json.uint(sequence)
                     out.json.raw(",\"kind\":\"skipped\",\"type\":"); out.json.uint(UInt64(record.entry.type)); out.json.raw("}\n")
@@ -81,11 +98,18 @@ struct Dump: ParsableCommand {
             try pipeline.finish(emit: emit)
             let replay = pipeline.replay
             if objects {
-                for table in replay.liveTables where entity == nil || table.name == entity {
-                    try writeObjects(table, to: &out)
+                let tables = replay.liveTables.filter { entity == nil || $0.name == entity }
+                progress?.bar.phase("writing objects", total: tables.reduce(Int64(0)) { $0 + Int64($1.count) }, unit: .items("objects"))
+                var written: Int64 = 0
+                for table in tables {
+                    try writeObjects(table, to: &out) { count in
+                        written += Int64(count)
+                        progress?.bar.update(done: written)
+                    }
                 }
             }
             try out.flush()
+            progress?.finish()
             if let entity, !entitySeen {
                 throw ToolFailure(.failure, "no entity named '\(entity)' in the journal's schema")
             }
@@ -134,59 +158,75 @@ struct Dump: ParsableCommand {
         w.raw("]}\n")
     }
 
-    private func writeChanges(_ changes: ChangeSet, sequence: UInt64, kind: String, to w: inout JSONWriter) {
+    /// Writes one record's changes as a line. A record of many inserts is written with
+    /// `out` flushed as it fills (a save of a million objects is one record), and `advance` is
+    /// told the fraction of the inserts written so far, every ``progressStep`` of them.
+    private func writeChanges(_ changes: ChangeSet, sequence: UInt64, kind: String, to out: inout StandardOutput,
+                              advance: (Double) -> Void) throws {
         let blocks = changes.entities.filter { entity == nil || $0.entityName == entity }
         if entity != nil && blocks.isEmpty { return }
-        w.raw("{\"seq\":"); w.uint(sequence)
-        w.raw(",\"kind\":"); w.string(kind)
-        w.raw(",\"entities\":[")
+        let inserts = blocks.reduce(0) { $0 + $1.insertedSerials.count }
+        var insertsWritten = 0
+        out.json.raw("{\"seq\":"); out.json.uint(sequence)
+        out.json.raw(",\"kind\":"); out.json.string(kind)
+        out.json.raw(",\"entities\":[")
         for (i, c) in blocks.enumerated() {
-            if i > 0 { w.raw(",") }
+            if i > 0 { out.json.raw(",") }
             let width = c.attributeNames.count
-            w.raw("{\"entity\":"); w.string(c.entityName)
-            w.raw(",\"inserted\":[")
+            out.json.raw("{\"entity\":"); out.json.string(c.entityName)
+            out.json.raw(",\"inserted\":[")
             for (k, serial) in c.insertedSerials.enumerated() {
-                if k > 0 { w.raw(",") }
-                w.raw("{\"serial\":"); w.uint(serial)
-                w.raw(",\"values\":{")
+                if k > 0 { out.json.raw(",") }
+                out.json.raw("{\"serial\":"); out.json.uint(serial)
+                out.json.raw(",\"values\":{")
                 for j in 0..<width {
-                    if j > 0 { w.raw(",") }
-                    w.key(c.attributeNames[j])
-                    w.value(c.insertedValues[k * width + j])
+                    if j > 0 { out.json.raw(",") }
+                    out.json.key(c.attributeNames[j])
+                    out.json.value(c.insertedValues[k * width + j])
                 }
-                w.raw("}}")
+                out.json.raw("}}")
+                insertsWritten += 1
+                if insertsWritten % Self.progressStep == 0 {
+                    try out.flushIfFull()
+                    advance(Double(insertsWritten) / Double(inserts))
+                }
             }
-            w.raw("],\"updated\":[")
+            out.json.raw("],\"updated\":[")
             var index = 0
             var first = true
             while index < c.updates.count {
                 let serial = c.updates[index].serial
-                if !first { w.raw(",") }
+                if !first { out.json.raw(",") }
                 first = false
-                w.raw("{\"serial\":"); w.uint(serial)
-                w.raw(",\"values\":{")
+                out.json.raw("{\"serial\":"); out.json.uint(serial)
+                out.json.raw(",\"values\":{")
                 var firstField = true
                 while index < c.updates.count && c.updates[index].serial == serial {
-                    if !firstField { w.raw(",") }
+                    if !firstField { out.json.raw(",") }
                     firstField = false
                     let update = c.updates[index]
-                    w.key(update.attribute < width ? c.attributeNames[update.attribute] : "#\(update.attribute)")
-                    w.value(update.value)
+                    out.json.key(update.attribute < width ? c.attributeNames[update.attribute] : "#\(update.attribute)")
+                    out.json.value(update.value)
                     index += 1
                 }
-                w.raw("}}")
+                out.json.raw("}}")
             }
-            w.raw("],\"deleted\":[")
+            out.json.raw("],\"deleted\":[")
             for (k, serial) in c.deletedSerials.enumerated() {
-                if k > 0 { w.raw(",") }
-                w.uint(serial)
+                if k > 0 { out.json.raw(",") }
+                out.json.uint(serial)
             }
-            w.raw("]}")
+            out.json.raw("]}")
         }
-        w.raw("]}\n")
+        out.json.raw("]}\n")
     }
 
-    private func writeObjects(_ table: JournalReplay.Table, to out: inout StandardOutput) throws {
+    /// How many objects `dump` writes between two reports of its progress.
+    static let progressStep = 4096
+
+    /// Writes the live objects of one table, by serial; `advance` is told how many were
+    /// written since it was last told, every ``progressStep`` objects and at the end.
+    private func writeObjects(_ table: JournalReplay.Table, to out: inout StandardOutput, advance: (Int) -> Void) throws {
         var prefix = JSONWriter(capacity: 64)
         prefix.raw("{\"entity\":"); prefix.string(table.name); prefix.raw(",\"serial\":")
         let names: [[UInt8]] = table.attributes.map { a in
@@ -194,6 +234,7 @@ struct Dump: ParsableCommand {
             k.key(a.name)
             return k.bytes
         }
+        var sinceAdvance = 0
         for serial in table.objects.keys.sorted() {
             let values = table.objects[serial]!
             out.json.bytes.append(contentsOf: prefix.bytes)
@@ -206,6 +247,12 @@ struct Dump: ParsableCommand {
             }
             out.json.raw("}}\n")
             try out.flushIfFull()
+            sinceAdvance += 1
+            if sinceAdvance == Self.progressStep {
+                advance(sinceAdvance)
+                sinceAdvance = 0
+            }
         }
+        if sinceAdvance > 0 { advance(sinceAdvance) }
     }
 }

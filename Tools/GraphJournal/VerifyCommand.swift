@@ -12,6 +12,11 @@ struct Verify: ParsableCommand {
             (unlisted segments of an interrupted compaction) are reported but do not change the \
             verdict: the next writer removes them.
 
+            When standard error is a terminal and the check takes longer than half a second, a \
+            progress bar there shows the bytes of the journal checked out of its segments' size \
+            on disk, and the rate; it is erased before the result is printed, and standard \
+            output (text or --json) is the same with or without it. --no-progress turns it off.
+
             \(ToolExit.helpText)
             """
     )
@@ -21,9 +26,14 @@ struct Verify: ParsableCommand {
     @Flag(help: "Print the result as one JSON object (verdict, counts, problems).")
     var json = false
 
+    @OptionGroup var progressOptions: ProgressOptions
+
     func run() throws {
         try runReporting(jsonDirectory: json ? store.path : nil) {
-            let result = try VerifyResult.examine(directory: store.path)
+            var progress = JournalProgress(directory: store.path, label: "verifying", options: progressOptions)
+            defer { progress?.finish() }
+            let result = try VerifyResult.examine(directory: store.path, progress: &progress)
+            progress?.finish()
             var out = StandardOutput()
             if json { result.writeJSON(to: &out.json) } else { result.writeText(to: &out) }
             try out.flush()
@@ -46,7 +56,9 @@ struct VerifyResult {
 
     /// Reads every record of the store at `directory` and checks every payload: the verdict
     /// `verify` prints and `repair` acts on.
-    static func examine(directory: String) throws -> VerifyResult {
+    ///
+    /// - Parameter progress: advanced past each record once it is checked.
+    static func examine(directory: String, progress: inout JournalProgress?) throws -> VerifyResult {
         // A validating skim of each payload, not a decode into values.
         var replay = JournalReplay(keepValues: false)
         var outline = TransactionOutline()
@@ -54,8 +66,15 @@ struct VerifyResult {
         // Payloads lent piece by piece: a chunked one is never held whole.
         let report = try Journal.streamPayloads(directory: directory) { entry, payload in
             replay.check(entry, payload: payload, outline: &outline)
+            progress?.passed(entry)
         }
         return VerifyResult(directory: directory, report: report, replay: replay)
+    }
+
+    /// ``examine(directory:progress:)`` without a progress bar.
+    static func examine(directory: String) throws -> VerifyResult {
+        var none: JournalProgress?
+        return try examine(directory: directory, progress: &none)
     }
 
     var directory: String

@@ -19,6 +19,10 @@ public struct JournalReport: Sendable, Hashable {
         public var rawLength: Int
         /// Whether the payload is compressed: one LZ4 block, or LZ4 chunks (a large payload).
         public var compressed: Bool
+
+        /// The offset just past the record in its file (header and stored payload): where the
+        /// next record starts. `graph-journal` measures how far a walk got with it.
+        package var endOffset: Int64 { offset + Int64(JournalFormat.recordHeaderSize + storedLength) }
     }
 
     /// One problem.
