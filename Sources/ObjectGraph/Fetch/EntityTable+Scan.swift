@@ -25,35 +25,13 @@ extension EntityTable {
             }
             return result
         }
-        let stride = self.stride, maskWords = self.maskWords, rowCount = self.rowCount
-        let zero: [UInt64] = [0]
-        zero.withUnsafeBufferPointer { z in
-            flags.withUnsafeBufferPointer { f in
-                values.withUnsafeBufferPointer { v in
-                    nulls.withUnsafeBufferPointer { n in
-                        beforeIndex.withUnsafeBufferPointer { bi in
-                            beforeValues.withUnsafeBufferPointer { bv in
-                                beforeNulls.withUnsafeBufferPointer { bn in
-                                    arena.withAllBytes { a in
-                                        let values = v.baseAddress ?? z.baseAddress!
-                                        let nulls = n.baseAddress ?? z.baseAddress!
-                                        for row in 0..<rowCount where f[row] & (Flags.live | hidden) == Flags.live {
-                                            var cells = RowCells(cells: values + row * stride, nulls: nulls + row * maskWords, arena: a)
-                                            if committedOnly, bi[row] >= 0 {
-                                                let b = Int(bi[row])
-                                                cells = RowCells(
-                                                    cells: (bv.baseAddress ?? z.baseAddress!) + b * stride,
-                                                    nulls: bn.baseAddress! + b * maskWords, arena: a)
-                                            }
-                                            if condition.matches(cells) {
-                                                result.append(Int32(row))
-                                                if result.count >= limit { break }
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
+        let rowCount = self.rowCount
+        read { columns in
+            arena.read { arena in
+                for row in 0..<rowCount where columns.isInView(row: row, hidden: hidden) {
+                    if condition.matches(columns.cells(row: row, committed: committedOnly, arena: arena)) {
+                        result.append(Int32(row))
+                        if result.count >= limit { break }
                     }
                 }
             }

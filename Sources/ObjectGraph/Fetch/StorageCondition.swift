@@ -57,16 +57,6 @@ indirect enum StorageCondition {
     case not(StorageCondition)
 }
 
-/// One row's cells, null bits and the arena they point into.
-struct RowCells {
-    let cells: UnsafePointer<UInt64>
-    let nulls: UnsafePointer<UInt64>
-    let arena: UnsafeRawBufferPointer
-
-    @inline(__always)
-    func isNull(_ slot: Int) -> Bool { nulls[slot &>> 6] & (1 &<< UInt64(slot & 63)) != 0 }
-}
-
 extension StorageCondition {
     /// Whether the row meets the condition. An unset non-optional attribute reads as its type's
     /// zero value, like the typed accessor; an unset optional one is `nil`, which is equal to
@@ -77,24 +67,22 @@ extension StorageCondition {
             return b
         case .int(let slot, let op, let k, let optional):
             if row.isNull(slot) { return optional ? op == .notEqual : op.holds(0, k) }
-            return op.holds(Int64(bitPattern: row.cells[slot]), k)
+            return op.holds(Int64(bitPattern: row.cell(slot)), k)
         case .uint(let slot, let op, let k, let optional):
             if row.isNull(slot) { return optional ? op == .notEqual : op.holds(0, k) }
-            return op.holds(row.cells[slot], k)
+            return op.holds(row.cell(slot), k)
         case .double(let slot, let op, let k, let optional):
             if row.isNull(slot) { return optional ? op == .notEqual : op.holds(0, k) }
-            return op.holds(Double(bitPattern: row.cells[slot]), k)
+            return op.holds(Double(bitPattern: row.cell(slot)), k)
         case .float(let slot, let op, let k, let optional):
             if row.isNull(slot) { return optional ? op == .notEqual : op.holds(0, k) }
-            return op.holds(Double(Float(bitPattern: UInt32(truncatingIfNeeded: row.cells[slot]))), k)
+            return op.holds(Double(Float(bitPattern: UInt32(truncatingIfNeeded: row.cell(slot)))), k)
         case .bool(let slot, let op, let k, let optional):
             if row.isNull(slot) { return optional ? op == .notEqual : (op == .equal) == (k == false) }
-            return (op == .equal) == ((row.cells[slot] != 0) == k)
+            return (op == .equal) == ((row.cell(slot) != 0) == k)
         case .string(let slot, let op, let k, let optional):
-            if row.isNull(slot) {
-                return optional ? op == .notEqual : Self.compare(UnsafeRawBufferPointer(start: nil, count: 0), op, k)
-            }
-            return Self.compare(ByteArena.bytes(ArenaRef(row.cells[slot]), in: row.arena), op, k)
+            if row.isNull(slot) { return optional ? op == .notEqual : Self.compare(ArenaRef(0), in: row.arena, op, k) }
+            return Self.compare(ArenaRef(row.cell(slot)), in: row.arena, op, k)
         case .isNull(let slot):
             return row.isNull(slot)
         case .and(let a, let b):
@@ -106,42 +94,16 @@ extension StorageCondition {
         }
     }
 
-    /// Compares stored UTF-8 with a constant under Swift's `String` semantics (canonical
-    /// equivalence, Unicode scalar order): bytes decide when both sides are ASCII, otherwise the
+    /// Compares the UTF-8 stored at `ref` in `arena` (`ArenaRef(0)`: the empty string) with a
+    /// constant under Swift's `String` semantics (canonical equivalence, Unicode scalar
+    /// order): the bytes decide when they are equal or both sides are ASCII, otherwise the
     /// stored bytes are decoded and compared as `String`s.
-    static func compare(_ stored: UnsafeRawBufferPointer, _ op: Operator, _ k: StringConstant) -> Bool {
-        let n = min(stored.count, k.utf8.count)
-        let c = k.utf8.withUnsafeBytes { kb -> Int32 in
-            guard n > 0 else { return 0 }
-            return memcmp(stored.baseAddress!, kb.baseAddress!, n)
+    static func compare(_ ref: ArenaRef, in arena: ArenaBytes, _ op: Operator, _ k: StringConstant) -> Bool {
+        switch arena.byteOrder(of: ref, against: k.utf8, utf8IsASCII: k.isASCII) {
+        case .equal: return op == .equal || op == .lessOrEqual || op == .greaterOrEqual
+        case .less: return op == .notEqual || op == .less || op == .lessOrEqual
+        case .greater: return op == .notEqual || op == .greater || op == .greaterOrEqual
+        case .undecided: return op.holds(arena.string(ref), k.string)
         }
-        if c == 0 && stored.count == k.utf8.count {
-            return op == .equal || op == .lessOrEqual || op == .greaterOrEqual
-        }
-        if k.isASCII && isASCII(stored) {
-            let order = c != 0 ? c : (stored.count < k.utf8.count ? -1 : 1)
-            switch op {
-            case .equal: return false
-            case .notEqual: return true
-            case .less, .lessOrEqual: return order < 0
-            case .greater, .greaterOrEqual: return order > 0
-            }
-        }
-        return op.holds(String(decoding: stored, as: UTF8.self), k.string)
-    }
-
-    @inline(__always)
-    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var i = 0
-        let n = bytes.count
-        while i + 8 <= n {
-            if bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
-            i += 8
-        }
-        while i < n {
-            if bytes[i] & 0x80 != 0 { return false }
-            i += 1
-        }
-        return true
     }
 }

@@ -1,5 +1,3 @@
-internal import CPrefetch
-
 extension ModelContext {
     /// Creates one object from `source`, unless `shouldInsert` says no.
     ///
@@ -211,32 +209,31 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
             while size < all.count * 2 { size <<= 1 }
             let mask = size - 1
             let seed = _KeyHasher.randomSeed()
-            var buckets = [UInt64](repeating: 0, count: size)
-            buckets.withUnsafeMutableBufferPointer { buckets in
-                let lookahead = 8
-                for j in all.indices {
-                    if j + lookahead < all.count {
-                        _prefetch(buckets, Self.hash(all[j + lookahead], seed: seed) & mask)
+            let buckets = _ProbeBuckets(zeros: size)
+            defer { buckets.deallocate() }
+            let lookahead = 8
+            for j in all.indices {
+                if j + lookahead < all.count {
+                    buckets.prefetch(Self.hash(all[j + lookahead], seed: seed) & mask)
+                }
+                let id = all[j]
+                let h = Self.hash(id, seed: seed)
+                let tag = UInt64(truncatingIfNeeded: h) & tagMask
+                var b = h & mask
+                while true {
+                    let bucket = buckets[b]
+                    if bucket == 0 {
+                        buckets[b] = tag | UInt64(j + 1)
+                        break
                     }
-                    let id = all[j]
-                    let h = Self.hash(id, seed: seed)
-                    let tag = UInt64(truncatingIfNeeded: h) & tagMask
-                    var b = h & mask
-                    while true {
-                        let bucket = buckets[b]
-                        if bucket == 0 {
-                            buckets[b] = tag | UInt64(j + 1)
+                    if bucket & tagMask == tag {
+                        let first = Int(truncatingIfNeeded: bucket & ~tagMask) - 1
+                        if Self.sameCell(all[first], id) {
+                            noteRepeat(at: j, of: first)
                             break
                         }
-                        if bucket & tagMask == tag {
-                            let first = Int(truncatingIfNeeded: bucket & ~tagMask) - 1
-                            if Self.sameCell(all[first], id) {
-                                noteRepeat(at: j, of: first)
-                                break
-                            }
-                        }
-                        b = (b + 1) & mask
                     }
+                    b = (b + 1) & mask
                 }
             }
         }
@@ -284,12 +281,6 @@ struct _DistinctIDs<ID: PrimitiveAttribute & Hashable> {
             }
         }
     }
-}
-
-/// Prefetches `buffer[i]` (a hint: never faults, changes nothing).
-@usableFromInline
-func _prefetch(_ buffer: UnsafeMutableBufferPointer<UInt64>, _ i: Int) {
-    if let base = buffer.baseAddress { cprefetch_read(base + i) }
 }
 
 /// The non-generic part of a unique import: the table, the ID's unique index and slot.
@@ -360,15 +351,15 @@ final class _UniqueImporter {
         // array each call retained and released its buffer (perf: atomics were a fifth of a
         // 1M import).
         if bucketPrefetches & 4095 == 0 {
-            buckets = index.buckets.withUnsafeBytes { $0.baseAddress }
+            buckets = index.prefetchHint
             bucketMask = index.buckets.count - 1
         }
         bucketPrefetches &+= 1
-        if let buckets { cprefetch_read(buckets + (index.hash(cell: cell) & bucketMask) * 4) }
+        buckets.read((index.hash(cell: cell) & bucketMask) * 4)
     }
 
     @exclusivity(unchecked) private var bucketPrefetches = 0
-    @exclusivity(unchecked) private var buckets: UnsafeRawPointer?
+    @exclusivity(unchecked) private var buckets = PrefetchHint()
     @exclusivity(unchecked) private var bucketMask = 0
 
     /// The hashes of the IDs ahead, ID `j` at `lookahead[j % 16]`.

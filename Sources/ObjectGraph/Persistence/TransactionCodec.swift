@@ -109,36 +109,10 @@ enum TransactionCodec {
     private static func writeInserts(_ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter) {
         writeSerials(rows.map { t.serialOfRow[$0] }, into: &w)
         guard !rows.isEmpty else { return }
-        let mw = t.maskWords, stride = t.stride
         var cells = [UInt64](repeating: 0, count: rows.count)
         var bitmap = [UInt8](repeating: 0, count: (rows.count + 7) / 8)
-        for slot in 0..<stride {
-            let word = slot / 64, bit = UInt64(1) << UInt64(slot % 64)
-            var nullCount = 0
-            cells.withUnsafeMutableBufferPointer { cells in
-                bitmap.withUnsafeMutableBufferPointer { bitmap in
-                    bitmap.update(repeating: 0)
-                    t.values.withUnsafeBufferPointer { values in
-                        t.nulls.withUnsafeBufferPointer { nulls in
-                            for (i, row) in rows.enumerated() {
-                                let b = committed ? Int(t.beforeIndex[row]) : -1
-                                let isNull: Bool
-                                if b >= 0 {
-                                    isNull = t.beforeNulls[b * mw + word] & bit != 0
-                                    cells[i] = t.beforeValues[b * stride + slot]
-                                } else {
-                                    isNull = nulls[row * mw + word] & bit != 0
-                                    cells[i] = values[row * stride + slot]
-                                }
-                                if isNull {
-                                    bitmap[i / 8] |= 1 << UInt8(i % 8)
-                                    nullCount += 1
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+        for slot in 0..<t.stride {
+            let nullCount = t.read { $0.gather(slot: slot, rows: rows, committed: committed, into: &cells, nulls: &bitmap) }
             w.byte(nullCount > 0 ? 1 : 0)
             if nullCount > 0 { w.bytes.append(contentsOf: bitmap) }
             writeColumn(cells, nulls: bitmap, count: rows.count - nullCount, type: t.types[slot], table: t, into: &w)
@@ -210,21 +184,12 @@ enum TransactionCodec {
                 return o
             }
         case .bytes, .bytes16:
-            t.arena.withAllBytes { all in
+            t.arena.read { arena in
                 var total = 0
-                for i in range where !isNull(i) {
-                    total += ByteArena.bytes(ArenaRef(cells[i]), in: all).count + ByteWriter.maxVarintCount
-                }
+                for i in range where !isNull(i) { total += arena.count(ArenaRef(cells[i])) + ByteWriter.maxVarintCount }
                 w.append(upTo: total) { p in
                     var o = 0
-                    for i in range where !isNull(i) {
-                        let value = ByteArena.bytes(ArenaRef(cells[i]), in: all)
-                        ByteWriter.putVarint(UInt64(value.count), p, &o)
-                        if let source = value.baseAddress, value.count > 0 {
-                            (p + o).copyMemory(from: source, byteCount: value.count)
-                            o += value.count
-                        }
-                    }
+                    for i in range where !isNull(i) { arena.putBlob(ArenaRef(cells[i]), p, &o) }
                     return o
                 }
             }

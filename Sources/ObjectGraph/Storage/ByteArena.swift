@@ -1,5 +1,9 @@
 import Foundation
 
+// The arena that holds variable-length values, and the reads of raw bytes that go with it:
+// ``ArenaBytes`` (many values in one closure), the key hasher's byte strings, and a `memcpy`
+// append to a byte array. Code elsewhere reaches the bytes through these named operations.
+
 /// A reference to bytes in a ``ByteArena``, packed into one 64-bit cell: the offset in the
 /// high 40 bits, the length in the low 24. Lengths of 2^24 − 1 bytes or more store the marker
 /// `0xFFFFFF` and put the real length as a 64-bit prefix in front of the bytes.
@@ -97,12 +101,13 @@ struct ByteArena {
 
     /// Calls `body` with the bytes `ref` points to.
     func withBytes<R>(_ ref: ArenaRef, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try body(Self.bytes(ref, in: all))
+        try body(ArenaBytes(all).bytes(ref))
     }
 
-    /// Calls `body` with the whole buffer, for reading many values with ``bytes(_:in:)``.
-    func withAllBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try withExtendedLifetime(storage) { try body(all) }
+    /// Calls `body` with a view of the whole arena, for reading many values.
+    @inline(__always)
+    func read<R, E: Error>(_ body: (ArenaBytes) throws(E) -> R) throws(E) -> R {
+        try withExtendedLifetime(storage) { () throws(E) -> R in try body(ArenaBytes(all)) }
     }
 
     /// Where the bytes start now; for prefetch hints only (it moves when the arena grows).
@@ -110,18 +115,6 @@ struct ByteArena {
 
     /// The bytes in use. Valid while the arena is neither grown nor released.
     private var all: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage.base, count: count) }
-
-    /// The bytes `ref` points to in `all`, the arena's whole buffer.
-    @inline(__always)
-    static func bytes(_ ref: ArenaRef, in all: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        var start = ref.offset
-        var length = ref.rawLength
-        if ref.isLong {
-            length = Int(UInt64(littleEndian: all.loadUnaligned(fromByteOffset: start, as: UInt64.self)))
-            start += 8
-        }
-        return UnsafeRawBufferPointer(rebasing: all[start..<start + length])
-    }
 
     /// Whether the bytes at `ref` equal `other`.
     func equal(_ ref: ArenaRef, _ other: UnsafeRawBufferPointer) -> Bool {
@@ -141,6 +134,114 @@ struct ByteArena {
     mutating func truncate(to count: Int, garbage: Int) {
         self.count = min(self.count, count)  // the bytes past it are room to append into again
         self.garbage = garbage
+    }
+}
+
+/// A whole arena's bytes for the span of one closure (``ByteArena/read(_:)``): the values its
+/// references point to, read without a call per value. Valid only inside that closure, and
+/// only while nothing appends to the arena.
+struct ArenaBytes {
+    /// The arena's bytes in use.
+    private let all: UnsafeRawBufferPointer
+
+    /// A view of `all`, an arena's bytes in use.
+    fileprivate init(_ all: UnsafeRawBufferPointer) { self.all = all }
+
+    /// The bytes `ref` points to.
+    @inline(__always)
+    fileprivate func bytes(_ ref: ArenaRef) -> UnsafeRawBufferPointer {
+        var start = ref.offset
+        var length = ref.rawLength
+        if ref.isLong {
+            length = Int(UInt64(littleEndian: all.loadUnaligned(fromByteOffset: start, as: UInt64.self)))
+            start += 8
+        }
+        return UnsafeRawBufferPointer(rebasing: all[start..<start + length])
+    }
+
+    /// The length in bytes of the value at `ref`.
+    @inline(__always)
+    func count(_ ref: ArenaRef) -> Int { bytes(ref).count }
+
+    /// The value at `ref` decoded as UTF-8.
+    func string(_ ref: ArenaRef) -> String { String(decoding: bytes(ref), as: UTF8.self) }
+
+    /// Writes the value at `ref` at `p + offset` as a payload blob (its length as a varint,
+    /// then its bytes) and advances `offset`; the caller has made room for
+    /// `count(ref) + ByteWriter.maxVarintCount` bytes.
+    @inline(__always)
+    func putBlob(_ ref: ArenaRef, _ p: UnsafeMutableRawPointer, _ offset: inout Int) {
+        let value = bytes(ref)
+        ByteWriter.putVarint(UInt64(value.count), p, &offset)
+        if let source = value.baseAddress, value.count > 0 {
+            (p + offset).copyMemory(from: source, byteCount: value.count)
+            offset += value.count
+        }
+    }
+
+    /// How the UTF-8 at `ref` orders against `utf8` when the bytes decide it: equal bytes, or
+    /// byte order when both sides are ASCII (`utf8IsASCII` says so of `utf8`); otherwise
+    /// `.undecided`, and only a `String` comparison can tell (canonical equivalence, Unicode
+    /// scalar order). `ArenaRef(0)` is the empty string.
+    @inline(__always)
+    func byteOrder(of ref: ArenaRef, against utf8: [UInt8], utf8IsASCII: Bool) -> ByteOrder {
+        let stored = bytes(ref)
+        let n = min(stored.count, utf8.count)
+        let c = utf8.withUnsafeBytes { kb -> Int32 in
+            guard n > 0 else { return 0 }
+            return memcmp(stored.baseAddress!, kb.baseAddress!, n)
+        }
+        if c == 0 && stored.count == utf8.count { return .equal }
+        guard utf8IsASCII && Self.isASCII(stored) else { return .undecided }
+        return (c != 0 ? c < 0 : stored.count < utf8.count) ? .less : .greater
+    }
+
+    /// The answer of ``byteOrder(of:against:utf8IsASCII:)``: how stored bytes order against
+    /// a constant.
+    enum ByteOrder {
+        case equal, less, greater
+        /// Not ASCII on both sides and not equal: a `String` comparison must decide.
+        case undecided
+    }
+
+    /// Whether every byte is below 0x80 (eight at a time, then the tail).
+    @inline(__always)
+    private static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        let n = bytes.count
+        while i + 8 <= n {
+            if bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            i += 8
+        }
+        while i < n {
+            if bytes[i] & 0x80 != 0 { return false }
+            i += 1
+        }
+        return true
+    }
+}
+
+extension _KeyHasher {
+    /// Mixes in a byte string: its 8-byte words, then the tail and the length.
+    @inlinable
+    mutating func combine(bytes: UnsafeRawBufferPointer) {
+        var i = 0
+        let n = bytes.count
+        while i + 8 <= n {
+            combine(bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            i += 8
+        }
+        if i < n {
+            var tail: UInt64 = 0
+            var shift: UInt64 = 0
+            while i < n {
+                tail |= UInt64(bytes[i]) << shift
+                shift += 8
+                i += 1
+            }
+            combine(tail)
+        }
+        combine(UInt64(n))  // keeps ("ab", "c") apart from ("a", "bc")
     }
 }
 

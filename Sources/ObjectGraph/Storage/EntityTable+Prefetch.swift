@@ -1,5 +1,3 @@
-import CPrefetch
-
 /// Software prefetching for the bulk import's lookups in tables that outgrow the CPU caches.
 ///
 /// With a million objects, one upsert by ID touches an index bucket, the row's cells, flags and
@@ -15,18 +13,30 @@ final class RowPrefetcher {
     /// How many buckets of a chain the later stages look at.
     private static let chainLimit = 4
 
-    unowned(unsafe) let table: EntityTable
-    unowned(unsafe) let index: UniqueIndex
-    // The row arrays' base addresses when the import began. Only ever prefetched, never read:
+    /// The table whose rows are prefetched. Strong, as is `index`: the import that makes a
+    /// prefetcher holds both anyway, and a method called on an `unowned(unsafe)` reference
+    /// retains it for the call.
+    let table: EntityTable
+    /// The unique index the import looks its IDs up in.
+    let index: UniqueIndex
+    // The row arrays' addresses when the import began. Only ever prefetched, never read:
     // should a hook grow an array (moving it), a prefetch of the old address is a wasted hint,
     // not a fault.
-    private let values: UnsafeRawPointer?
-    private let nulls: UnsafeRawPointer?
-    private let flags: UnsafeRawPointer?
-    private let beforeIndex: UnsafeRawPointer?
-    private let instanceSlots: UnsafeRawPointer?
-    private let arena: UnsafeRawPointer?
+    /// Where the cells are.
+    private let values: PrefetchHint
+    /// Where the null words are.
+    private let nulls: PrefetchHint
+    /// Where the row flags are.
+    private let flags: PrefetchHint
+    /// Where the rows' before-image indexes are.
+    private let beforeIndex: PrefetchHint
+    /// Where the instance slots are.
+    private let instanceSlots: PrefetchHint
+    /// Where the arena's bytes are.
+    private let arena: PrefetchHint
+    /// Bytes of cells per row.
     private let rowBytes: Int
+    /// Bytes of null words per row.
     private let maskBytes: Int
     /// The slots whose cells point into the arena.
     private let variableSlots: [Int]
@@ -35,12 +45,12 @@ final class RowPrefetcher {
     init(table: EntityTable, index: UniqueIndex) {
         self.table = table
         self.index = index
-        values = table.values.withUnsafeBytes { $0.baseAddress }
-        nulls = table.nulls.withUnsafeBytes { $0.baseAddress }
-        flags = table.flags.withUnsafeBytes { $0.baseAddress }
-        beforeIndex = table.beforeIndex.withUnsafeBytes { $0.baseAddress }
-        instanceSlots = table.instances.withUnsafeBytes { $0.baseAddress }
-        arena = table.arena.baseAddress
+        values = PrefetchHint(table.values)
+        nulls = PrefetchHint(table.nulls)
+        flags = PrefetchHint(table.flags)
+        beforeIndex = PrefetchHint(table.beforeIndex)
+        instanceSlots = PrefetchHint(table.instances)
+        arena = PrefetchHint(table.arena)
         rowBytes = table.stride * 8
         maskBytes = table.maskWords * 8
         variableSlots = table.types.indices.filter { table.types[$0].isVariableLength }
@@ -51,61 +61,23 @@ final class RowPrefetcher {
     /// Stage 2: what an update reads and writes of the rows the chain at `hash` names (the
     /// cells, flags, null bits, before-image slot and instance slot).
     func rows(hash: Int) {
-        forEachCandidate(hash: hash) { row in
-            if let values { cprefetch_write(values + row * rowBytes) }
-            if let nulls { cprefetch_write(nulls + row * maskBytes) }
-            if let flags { cprefetch_write(flags + row) }
-            if let beforeIndex { cprefetch_write(beforeIndex + row * 4) }
-            if let instanceSlots { cprefetch_read(instanceSlots + row * 8) }
+        UniqueIndex.forEachRow(in: index.buckets, chainOf: hash, limit: Self.chainLimit) { row in
+            values.write(row * rowBytes)
+            nulls.write(row * maskBytes)
+            flags.write(row)
+            beforeIndex.write(row * 4)
+            instanceSlots.read(row * 8)
         }
     }
 
     /// Stage 3: the instances of the rows the chain at `hash` names (read without retaining)
     /// and the arena bytes their variable-length cells point to.
     func instancesAndStrings(hash: Int) {
-        let stride = table.stride
-        table.instances.withUnsafeBytes { slots in
-            table.values.withUnsafeBufferPointer { cells in
-                forEachCandidate(hash: hash) { row in
-                    guard row < slots.count / 8 else { return }
-                    // `AnyObject?` is one pointer, nil being 0.
-                    let bits = slots.load(fromByteOffset: row * 8, as: UInt.self)
-                    if let object = UnsafeRawPointer(bitPattern: bits) { cprefetch_write(object) }
-                    guard let arena, (row + 1) * stride <= cells.count else { return }
-                    for slot in variableSlots {
-                        // A null cell's bits are stale or 0: a wasted hint at worst.
-                        cprefetch_read(arena + ArenaRef(cells[row * stride + slot]).offset)
-                    }
-                }
-            }
-        }
-    }
-
-    /// Calls `body` with the rows in the first ``chainLimit`` buckets of the chain at `hash`.
-    @inline(__always)
-    private func forEachCandidate(hash: Int, _ body: (Int) -> Void) {
-        index.buckets.withUnsafeBufferPointer { buckets in
-            let mask = buckets.count - 1
-            var b = hash & mask
-            for _ in 0..<Self.chainLimit {
-                let r = buckets[b]
-                if r == UniqueIndex.empty { return }
-                if r >= 0 { body(Int(r)) }
-                b = (b + 1) & mask
-            }
-        }
+        table.prefetchInstancesAndStrings(ofChainOf: hash, in: index.buckets, limit: Self.chainLimit, variableSlots: variableSlots, arena: arena)
     }
 }
 
 extension EntityTable {
     /// Prefetches the index bucket where a probe for `hash` starts.
-    func prefetchBucket(hash: Int, in index: UniqueIndex) {
-        let b = index.home(hash)
-        index.buckets.withUnsafeBytes { if let base = $0.baseAddress { cprefetch_read(base + b * 4) } }
-    }
-
-    /// Prefetches the cell of `row` at `slot`.
-    func prefetchCell(row: Int, slot: Int) {
-        values.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row * stride + slot) } }
-    }
+    func prefetchBucket(hash: Int, in index: UniqueIndex) { index.prefetchHome(hash) }
 }

@@ -9,6 +9,11 @@ import Foundation
 /// Nothing is allocated per attribute value, and an object instance is only created when
 /// somebody asks for it (then kept, so the same row always yields the same instance).
 ///
+/// Single cells are read and written through the arrays. A loop over many cells takes the
+/// columns' buffers once, through a ``ColumnsHandle`` (``read(_:)``, ``update(_:)``); the bulk
+/// operations that copy whole rows (defaults, before-images) are in EntityTable+Columns.swift,
+/// the one file that touches the columns' memory.
+///
 /// Change tracking: the first change of a committed row in a transaction copies the row
 /// (cells and null bits) to a before-image; `rollback` copies it back and truncates the arena to
 /// its committed length, which discards every byte the transaction appended.
@@ -77,11 +82,11 @@ final class EntityTable {
     var committedGarbage = 0
 
     var defaultValues: [UInt64] {
-        didSet { defaultRow.update(from: defaultValues, count: stride) }
+        didSet { defaultRow.set(defaultValues) }
     }
     /// A copy of `defaultValues` that a new row's cells are copied from without retaining the
     /// array (a retain and release per row of a bulk import).
-    private let defaultRow: UnsafeMutablePointer<UInt64>
+    private let defaultRow: DefaultCells
     let defaultNulls: [UInt64]
 
     /// One hash index per unique constraint; `indexesBySlot[slot]` lists the indexes a slot
@@ -149,10 +154,8 @@ final class EntityTable {
                 dn[i / 64] |= 1 << UInt64(i % 64)
             }
         }
-        defaultRow = .allocate(capacity: max(1, stride))
-        defaultRow.initialize(repeating: 0, count: max(1, stride))
+        defaultRow = DefaultCells(dv)
         defaultValues = dv
-        defaultRow.update(from: dv, count: stride)
         defaultNulls = dn
         self.arena = arena
         uniqueIndexes = zip(entity.uniqueConstraints, entity.uniqueSlots).map { UniqueIndex(constraint: $0, slots: $1) }
@@ -169,8 +172,6 @@ final class EntityTable {
         plainSlots = plain
         committedArenaCount = arena.count
     }
-
-    deinit { defaultRow.deallocate() }
 
     // MARK: Rows and serials
 
@@ -197,17 +198,9 @@ final class EntityTable {
             row = flags.count
             if values.count >= (row + 1) * stride && nulls.count >= (row + 1) * maskWords {
                 // Room made by `reserveRows`: a copy into it, no append machinery.
-                let stride = self.stride, maskWords = self.maskWords
-                values.withUnsafeMutableBufferPointer { v in
-                    if let base = v.baseAddress { (base + row * stride).update(from: defaultRow, count: stride) }
-                }
-                nulls.withUnsafeMutableBufferPointer { m in
-                    _ = UnsafeMutableBufferPointer(rebasing: m[row * maskWords..<(row + 1) * maskWords]).update(fromContentsOf: defaultNulls)
-                }
+                update { columns in columns.reset(row: row, cells: defaultRow, nulls: defaultNulls) }
             } else {
-                // Through buffer pointers: memcpy instead of the generic array append (callgrind).
-                defaultValues.withUnsafeBufferPointer { values.append(contentsOf: $0) }
-                defaultNulls.withUnsafeBufferPointer { nulls.append(contentsOf: $0) }
+                appendDefaultCells()
             }
             flags.append(Flags.live)
             serialOfRow.append(serial)
@@ -234,14 +227,7 @@ final class EntityTable {
         let n = serials.count
         guard n > 0 else { return first..<first }
         extendCells(toRows: first + n)  // room `reserveRows` made is used first
-        values.withUnsafeMutableBufferPointer { v in
-            nulls.withUnsafeMutableBufferPointer { m in
-                for i in first..<first + n {
-                    for slot in 0..<stride { v[i * stride + slot] = defaultValues[slot] }
-                    for w in 0..<maskWords { m[i * maskWords + w] = defaultNulls[w] }
-                }
-            }
-        }
+        update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) }
         flags.append(contentsOf: repeatElement(Flags.live, count: n))
         serialOfRow.append(contentsOf: serials)
         instances.append(contentsOf: repeatElement(nil, count: n))
@@ -252,9 +238,7 @@ final class EntityTable {
             }
             if highest >= nextSerial { nextSerial = highest + 1 }
         }
-        rowOfSerial.withUnsafeMutableBufferPointer { map in
-            for (i, s) in serials.enumerated() { map[Int(s - 1)] = Int32(first + i) }
-        }
+        mapSerials(serials, toRowsFrom: first)
         liveCount += n
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
         return first..<first + n
@@ -507,13 +491,7 @@ final class EntityTable {
     func captureBeforeImage(row: Int) {
         beforeIndex[row] = Int32(dirtyRows.count)
         dirtyRows.append(Int32(row))
-        let stride = self.stride, maskWords = self.maskWords
-        values.withUnsafeBufferPointer { v in
-            beforeValues.append(contentsOf: UnsafeBufferPointer(rebasing: v[row * stride..<(row + 1) * stride]))
-        }
-        nulls.withUnsafeBufferPointer { n in
-            beforeNulls.append(contentsOf: UnsafeBufferPointer(rebasing: n[row * maskWords..<(row + 1) * maskWords]))
-        }
+        appendBeforeImage(ofRow: row)
         flags[row] |= Flags.dirty
     }
 
@@ -638,24 +616,7 @@ final class EntityTable {
             releaseRow(Int(r))
         }
         for r in vanishedRows { releaseRow(Int(r)) }
-        let stride = self.stride, maskWords = self.maskWords
-        values.withUnsafeMutableBufferPointer { v in
-            nulls.withUnsafeMutableBufferPointer { n in
-                beforeValues.withUnsafeBufferPointer { bv in
-                    beforeNulls.withUnsafeBufferPointer { bn in
-                        for r in dirtyRows {
-                            let row = Int(r)
-                            let b = Int(beforeIndex[row])
-                            guard b >= 0 else { continue }
-                            for i in 0..<stride { v[row * stride + i] = bv[b * stride + i] }
-                            for i in 0..<maskWords { n[row * maskWords + i] = bn[b * maskWords + i] }
-                            flags[row] &= ~Flags.dirty
-                            beforeIndex[row] = -1
-                        }
-                    }
-                }
-            }
-        }
+        restoreBeforeImages()
         for r in deletedRows { flags[Int(r)] &= ~Flags.deleted }
         if !uniqueIndexes.isEmpty {
             for r in dirtyRows where isVisible(row: Int(r)) { indexAll(row: Int(r)) }

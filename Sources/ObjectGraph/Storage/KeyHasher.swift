@@ -3,7 +3,9 @@
 /// The unique indexes and the bulk importer hash millions of keys; `Hasher` (SipHash-1-3) was
 /// 8% of a 1M import's instructions (callgrind). This mixes each word with a multiply and a
 /// rotate and finishes with MurmurHash3's 64-bit finalizer, a few instructions per cell, and
-/// still spreads consecutive integers over the low bits an open-addressing table masks.
+/// still spreads consecutive integers over the low bits an open-addressing table masks. Byte
+/// strings are mixed in by `combine(bytes:)`, which reads raw memory and therefore lives in
+/// ByteArena.swift.
 ///
 /// Not a defense against chosen-key flooding beyond the per-table random `seed`; the keys of an
 /// embedded store come from its own application.
@@ -18,27 +20,6 @@ struct _KeyHasher {
     mutating func combine(_ bits: UInt64) {
         let x = (state ^ bits) &* 0x9E37_79B9_7F4A_7C15
         state = (x << 31 | x >> 33) &* 0xBF58_476D_1CE4_E5B9
-    }
-
-    @inlinable
-    mutating func combine(bytes: UnsafeRawBufferPointer) {
-        var i = 0
-        let n = bytes.count
-        while i + 8 <= n {
-            combine(bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-            i += 8
-        }
-        if i < n {
-            var tail: UInt64 = 0
-            var shift: UInt64 = 0
-            while i < n {
-                tail |= UInt64(bytes[i]) << shift
-                shift += 8
-                i += 1
-            }
-            combine(tail)
-        }
-        combine(UInt64(n))  // keeps ("ab", "c") apart from ("a", "bc")
     }
 
     @inlinable @inline(__always)

@@ -1,5 +1,3 @@
-import CPrefetch
-
 /// One unique constraint's hash index: an open-addressing table of row numbers, hashed and
 /// compared by the rows' key cells, so it stores 4 bytes per slot and no copy of any key.
 ///
@@ -186,13 +184,7 @@ extension EntityTable {
     func indexInsertAbsent(row: Int, cell: RawCell, into index: UniqueIndex) {
         index.changes += 1
         if (index.used + 1) * 2 > index.buckets.count { grow(index) }
-        let mask = index.mask
-        var b = index.home(index.hash(cell: cell))
-        index.buckets.withUnsafeMutableBufferPointer { buckets in
-            while buckets[b] >= 0 { b = (b + 1) & mask }
-            if buckets[b] == UniqueIndex.empty { index.used += 1 }
-            buckets[b] = Int32(row)
-        }
+        index.claimFreeBucket(from: index.home(index.hash(cell: cell)), row: row)
     }
 
     /// Removes `row` (indexed under its current key) from the index.
@@ -230,25 +222,8 @@ extension EntityTable {
         let mask = index.mask
         let keySlot = index.slots[0]
         if index.slots.count == 1 && !types[keySlot].isVariableLength {
-            // A key of one fixed-size cell (an integer ID): its hash straight from the cell,
-            // over buffer pointers (the general path cost ~450 instructions an owner, callgrind).
-            let stride = self.stride, seed = index.seed, n = owners.count
-            values.withUnsafeBufferPointer { cells in
-                index.buckets.withUnsafeMutableBufferPointer { buckets in
-                    for j in 0..<n {
-                        if j + 16 < n { cells.baseAddress.map { cprefetch_read($0 + Int(owners[j + 16]) * stride + keySlot) } }
-                        if j + 8 < n {
-                            let h = _KeyHasher.hash(cells[Int(owners[j + 8]) * stride + keySlot], seed: seed)
-                            buckets.baseAddress.map { cprefetch_write($0 + (h & mask)) }
-                        }
-                        let r = owners[j]
-                        var b = _KeyHasher.hash(cells[Int(r) * stride + keySlot], seed: seed) & mask
-                        while buckets[b] != UniqueIndex.empty { b = (b + 1) & mask }
-                        buckets[b] = r
-                    }
-                }
-            }
-            index.used += n
+            // A key of one fixed-size cell (an integer ID): its hash straight from the cell.
+            read { columns in index.placeFixedKeys(of: owners, slot: keySlot, in: columns) }
             return
         }
         for j in owners.indices {
