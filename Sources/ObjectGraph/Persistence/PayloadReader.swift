@@ -345,6 +345,21 @@ extension PayloadReader {
     /// call). No copy unless the string straddles two pieces.
     @inline(__always)
     mutating func withBlob<T>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> T) throws(Failure) -> T {
+        // The common case: a string under 128 bytes (a one-byte length) inside this piece.
+        if position < piece.count {
+            let n = Int(piece[position])
+            if n < 0x80, piece.count - position - 1 >= n {
+                let start = position + 1
+                position = start + n
+                return try body(UnsafeRawBufferPointer(rebasing: piece[start..<(start + n)]))
+            }
+        }
+        return try withBlobInGeneral(body)
+    }
+
+    /// ``withBlob(_:)`` for a longer string, one that straddles pieces, or a malformed length.
+    @inline(never)
+    private mutating func withBlobInGeneral<T>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> T) throws(Failure) -> T {
         let start = offset
         let n = try self.count(limit: count)
         guard count - offset >= n else { throw Self.malformed(start, "byte string of \(n) bytes runs past the end") }
