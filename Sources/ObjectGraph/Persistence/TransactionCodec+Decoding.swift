@@ -2,8 +2,10 @@
 /// writes its tables directly, ``ReplayVisitor``).
 struct ChangeSetVisitor: PayloadVisitor {
     let stored: StoredSchema
-    /// The change set built so far.
+    /// The change set built so far (each block appended when its last part is read).
     var result = ChangeSet()
+    /// The changes of the block being read.
+    private var current = EntityChanges(entityName: "", attributeNames: [])
     /// The serial of the object whose fields are being read.
     private var updatedSerial: UInt64 = 0
     /// The stored attributes of the block's entity.
@@ -11,28 +13,21 @@ struct ChangeSetVisitor: PayloadVisitor {
 
     init(stored: StoredSchema) { self.stored = stored }
 
-    /// The changes of the block being read.
-    private var current: EntityChanges {
-        get { result.entities[result.entities.count - 1] }
-        _modify { yield &result.entities[result.entities.count - 1] }
-    }
-
     mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
-        let e = stored.entities[entity]
         self.attributes = attributes
-        result.entities.append(EntityChanges(entityName: e.name, attributeNames: e.attributes.map(\.name)))
+        current = EntityChanges(entityName: stored.entities[entity].name, attributeNames: attributes.map(\.name))
     }
 
     mutating func insertedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) -> Int {
         let n = try r.serialList(appendingTo: &current.insertedSerials)
-        current.insertedValues = Array(repeating: nil, count: n * current.attributeNames.count)
+        current.insertedValues = Array(repeating: nil, count: n * attributes.count)
         return n
     }
 
     mutating func insertedColumn(
         _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, rows: Int, nulls: NullBitmap?
     ) throws(PayloadReader.Failure) {
-        let width = current.attributeNames.count
+        let width = attributes.count
         let type = attributes[attribute].type
         for i in 0..<rows where !(nulls?.isNull(i) ?? false) {
             current.insertedValues[i * width + attribute] = try r.value(type)
@@ -46,13 +41,13 @@ struct ChangeSetVisitor: PayloadVisitor {
     mutating func updatedField(
         _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, isNull: Bool
     ) throws(PayloadReader.Failure) {
-        let type = attributes[attribute].type
-        let value: AttributeValue? = isNull ? nil : try r.value(type)
+        let value: AttributeValue? = isNull ? nil : try r.value(attributes[attribute].type)
         current.updates.append(.init(serial: updatedSerial, attribute: attribute, value: value))
     }
 
     mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) {
         _ = try r.serialList(appendingTo: &current.deletedSerials)
+        result.entities.append(current)
     }
 }
 

@@ -303,6 +303,19 @@ extension AttributeType {
     /// prefix included), or nil when the value cannot be stored as this type. For tools that
     /// estimate a payload's size without encoding it.
     package func payloadSize(of value: AttributeValue) -> Int? {
+        // A value of the case this type decodes to, without a conversion (the common case, and
+        // a dynamic cast less per value).
+        switch (payloadEncoding, value) {
+        case (.bool, .bool): return 1
+        case (.signedVarint, .int(let v)): return ByteWriter.varintSize(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
+        case (.varint, .uint(let v)): return ByteWriter.varintSize(v)
+        case (.fixed64, .double), (.fixed64, .date): return 8
+        case (.fixed32, .float): return 4
+        case (.bytes, .string(let v)): return ByteWriter.varintSize(UInt64(v.utf8.count)) + v.utf8.count
+        case (.bytes, .data(let v)): return ByteWriter.varintSize(UInt64(v.count)) + v.count
+        case (.bytes16, .uuid): return 17
+        default: break
+        }
         guard let v = AttributeValue.coerce(attributeValue: value, to: self) else { return nil }
         return v.withCell { cell in
             switch cell {
