@@ -315,31 +315,27 @@ struct PayloadReader {
 // MARK: - Values and the payload's structures
 
 extension PayloadReader {
-    /// 8 bytes, little-endian.
+    /// A little-endian integer of `T`'s width (4 or 8 bytes).
     @inline(__always)
-    mutating func fixed64() throws(Failure) -> UInt64 {
-        if piece.count - position >= 8 {
-            defer { position += 8 }
-            return UInt64(littleEndian: piece.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+    private mutating func fixed<T: FixedWidthInteger & UnsignedInteger>(_: T.Type) throws(Failure) -> T {
+        let width = MemoryLayout<T>.size
+        if piece.count - position >= width {
+            defer { position += width }
+            return T(littleEndian: piece.loadUnaligned(fromByteOffset: position, as: T.self))
         }
-        guard count - offset >= 8 else { throw Self.malformed(offset, "truncated 64-bit value") }
-        var v: UInt64 = 0
-        for i in 0..<8 { v |= UInt64(try byte()) << UInt64(8 * i) }
+        guard count - offset >= width else { throw Self.malformed(offset, "truncated \(width * 8)-bit value") }
+        var v: T = 0
+        for i in 0..<width { v |= T(try byte()) << (8 * i) }
         return v
     }
 
+    /// 8 bytes, little-endian.
+    @inline(__always)
+    mutating func fixed64() throws(Failure) -> UInt64 { try fixed(UInt64.self) }
+
     /// 4 bytes, little-endian.
     @inline(__always)
-    mutating func fixed32() throws(Failure) -> UInt32 {
-        if piece.count - position >= 4 {
-            defer { position += 4 }
-            return UInt32(littleEndian: piece.loadUnaligned(fromByteOffset: position, as: UInt32.self))
-        }
-        guard count - offset >= 4 else { throw Self.malformed(offset, "truncated 32-bit value") }
-        var v: UInt32 = 0
-        for i in 0..<4 { v |= UInt32(try byte()) << UInt32(8 * i) }
-        return v
-    }
+    mutating func fixed32() throws(Failure) -> UInt32 { try fixed(UInt32.self) }
 
     /// Reads a length-prefixed byte string and lends its bytes to `body` (valid only during the
     /// call). No copy unless the string straddles two pieces.
