@@ -180,6 +180,25 @@ func freeLoopbackPort() throws -> UInt16 {
     return UInt16(bigEndian: addr.sin_port)
 }
 
+/// How the harness configures redis-server's persistence. Both: `appendonly yes`, no RDB
+/// snapshots (`save ""`), the AOF in `appendonlydir` (Redis 7's multi-part AOF).
+enum RedisPersistence: String, CaseIterable {
+    /// `auto-aof-rewrite-percentage 0` (never rewritten): the AOF is every command as written,
+    /// and a start replays all of them.
+    case rawAOF
+    /// Redis's defaults otherwise: `aof-use-rdb-preamble yes` and automatic rewrite (100 %,
+    /// 64 MB) as they come; the harness issues one `BGREWRITEAOF` after the bulk load, so that
+    /// the AOF is an RDB base file (plus an increment), as a running server's soon is.
+    case defaultPersistence
+
+    var arguments: [String] {
+        switch self {
+        case .rawAOF: return ["--auto-aof-rewrite-percentage", "0"]
+        case .defaultPersistence: return []
+        }
+    }
+}
+
 /// A redis-server that this process started, with its AOF in `directory`.
 final class RedisServer {
     let process = Process()
@@ -189,10 +208,10 @@ final class RedisServer {
     private(set) var secondsToPong = 0.0
     private(set) var connection: RedisConnection!
 
-    /// Starts redis-server on 127.0.0.1 and a free port with `appendonly yes` and
-    /// `appendfsync` = `fsync` ("always", "everysec" or "no"), no RDB snapshots, no automatic
-    /// AOF rewrite; waits (at most 300 s) until it answers PING with PONG.
-    init(directory: URL, fsync: String) throws {
+    /// Starts redis-server on 127.0.0.1 and a free port with `appendonly yes`,
+    /// `appendfsync` = `fsync` ("always", "everysec" or "no"), no RDB snapshots and the AOF
+    /// options of `persistence`; waits (at most 300 s) until it answers PING with PONG.
+    init(directory: URL, fsync: String, persistence: RedisPersistence) throws {
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try freeLoopbackPort()
@@ -200,10 +219,10 @@ final class RedisServer {
         process.arguments = [
             "--port", String(port), "--bind", "127.0.0.1", "--protected-mode", "yes",
             "--dir", directory.path, "--appendonly", "yes", "--appendfsync", fsync,
-            "--appenddirname", "appendonlydir", "--save", "", "--auto-aof-rewrite-percentage", "0",
+            "--appenddirname", "appendonlydir", "--save", "",
             "--daemonize", "no", "--logfile", directory.appendingPathComponent("redis.log").path,
             "--databases", "1",
-        ]
+        ] + persistence.arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         let start = ContinuousClock.now
@@ -228,23 +247,64 @@ final class RedisServer {
         throw RedisError("redis-server did not answer PING within 300 s")
     }
 
-    /// `used_memory` of INFO memory, in bytes.
-    func usedMemory() throws -> Int {
-        let info = try connection.command("INFO", "memory").text
-        for line in info.split(whereSeparator: \.isNewline) where line.hasPrefix("used_memory:") {
-            return Int(line.dropFirst("used_memory:".count)) ?? 0
+    /// The `field:value` lines of `INFO <section>`.
+    func info(_ section: String) throws -> [String: String] {
+        var fields: [String: String] = [:]
+        for line in try connection.command("INFO", section).text.split(whereSeparator: \.isNewline) {
+            let kv = line.split(separator: ":", maxSplits: 1)
+            if kv.count == 2 { fields[String(kv[0])] = String(kv[1]) }
         }
-        return 0
+        return fields
     }
 
+    /// `used_memory` of INFO memory, in bytes.
+    func usedMemory() throws -> Int { Int(try info("memory")["used_memory"] ?? "") ?? 0 }
+
+    /// `used_memory_peak` of INFO memory: the most the allocator held since the start, in bytes.
+    func usedMemoryPeak() throws -> Int { Int(try info("memory")["used_memory_peak"] ?? "") ?? 0 }
+
     /// The server process's VmRSS in bytes (/proc/<pid>/status).
-    func residentBytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            let kB = line.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) } ?? 0
-            return kB * 1024
+    func residentBytes() -> Int { statusKilobytes("VmRSS:", pid: process.processIdentifier) * 1024 }
+
+    /// The server process's VmHWM (peak resident memory since its start) in bytes. A forked
+    /// child (an AOF rewrite) is a process of its own and not counted.
+    func peakResidentBytes() -> Int { statusKilobytes("VmHWM:", pid: process.processIdentifier) * 1024 }
+
+    /// `CONFIG GET <name>`'s value.
+    func config(_ name: String) throws -> String {
+        guard case .array(let items?) = try connection.command("CONFIG", "GET", name), items.count == 2 else { return "?" }
+        return items[1].text
+    }
+
+    /// `BGREWRITEAOF`, then polls `INFO persistence` every 10 ms until no rewrite is in progress
+    /// or scheduled and `aof_last_bgrewrite_status` is `ok` (at most 600 s). When the automatic
+    /// trigger has already started a rewrite (an AOF over 64 MB that doubled), that one is
+    /// waited for instead: it forked after the load's EXEC, so it covers every record. Returns
+    /// whether the rewrite was that automatic one.
+    @discardableResult
+    func rewriteAOF() throws -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(600))
+        func waitForRewrite() throws {
+            while true {
+                let p = try info("persistence")
+                if p["aof_rewrite_in_progress"] == "0" && p["aof_rewrite_scheduled"] == "0" {
+                    guard p["aof_last_bgrewrite_status"] == "ok" else {
+                        throw RedisError("BGREWRITEAOF: aof_last_bgrewrite_status \(p["aof_last_bgrewrite_status"] ?? "?")")
+                    }
+                    return
+                }
+                guard ContinuousClock.now < deadline else { throw RedisError("BGREWRITEAOF did not finish within 600 s") }
+                usleep(10_000)
+            }
         }
-        return 0
+        let reply = try connection.command("BGREWRITEAOF")
+        var automatic = false
+        if case .error(let e) = reply {
+            guard e.contains("already in progress") else { throw RedisError("BGREWRITEAOF: \(e)") }
+            automatic = true
+        }
+        try waitForRewrite()
+        return automatic
     }
 
     /// HSET of records `0..<count` (the people workload, one hash `person:<id>` each: an upsert

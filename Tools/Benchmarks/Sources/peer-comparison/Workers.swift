@@ -8,6 +8,10 @@ import GraphJournal
 import ObjectGraph
 import PeopleWorkload
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 func report(_ key: String, _ value: Double) {
     print("RESULT \(key)=\(value)")
 }
@@ -41,6 +45,33 @@ enum ObjectGraphWorker {
         report("rss_delta_bytes", Double(after - before))
         report("objects", Double(try store.context.count(of: UniquePerson.self)))
         withExtendedLifetime(store) {}
+    }
+
+    /// (c') Open the store as in ``cold(directory:)`` and then build what a reader reads: every
+    /// object of the store as an instance (`context.objects(of:)`), and each of its six
+    /// attributes read into an accumulator (`checksum`, reported, so that no read can be
+    /// dropped), timed together; then (e) the process's VmRSS with the context, the instances
+    /// and the array of them alive. The like-for-like row of SQLite's cursor into structs.
+    static func coldRead(directory: URL) throws {
+        let before = residentSetSize()
+        let start = ContinuousClock.now
+        let store = try Stores.open(directory, durability: .none, schema: Importing.schema())
+        let people = try store.context.objects(of: UniquePerson.self)
+        var ids: Int64 = 0, ages = 0, score = 0.0, stringBytes = 0
+        for p in people {
+            let id = p.id, name = p.name, email = p.email, age = p.age, city = p.city, s = p.score
+            ids &+= id
+            ages &+= age
+            score += s
+            stringBytes &+= name.utf8.count &+ email.utf8.count &+ city.utf8.count
+        }
+        report("cold_s", seconds(since: start))
+        let after = residentSetSize()
+        report("rss_bytes", Double(after))
+        report("rss_delta_bytes", Double(after - before))
+        report("objects", Double(people.count))
+        report("checksum", Double(ids) + Double(ages) + score + Double(stringBytes))
+        withExtendedLifetime((store, people)) {}
     }
 
     /// (b) `count` saves, each of one changed object (`score` of one of the first 1,000).
@@ -178,6 +209,29 @@ enum SQLiteWorker {
     }
 }
 
+// MARK: Peak memory
+
+/// The peak resident memory of this process: `peak_rss_bytes`, `ru_maxrss` of
+/// `getrusage(RUSAGE_SELF)` (kB on Linux), and `hwm_bytes`, `VmHWM` of /proc/self/status, the
+/// high-water mark of this process image's own address space. The driver reports VmHWM:
+/// `ru_maxrss` also holds the high-water mark of the address space that the worker was exec'd
+/// from (the driver's, which `posix_spawn` shares until the exec); see `recordPeak`.
+func reportPeakMemory() {
+    var usage = rusage()
+    if getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage) == 0 { report("peak_rss_bytes", Double(usage.ru_maxrss) * 1024) }
+    report("hwm_bytes", Double(statusKilobytes("VmHWM:", pid: nil) * 1024))
+}
+
+/// A `kB` field (`VmRSS:`, `VmHWM:`, …) of /proc/<pid or self>/status, in kB; 0 if absent.
+func statusKilobytes(_ field: String, pid: Int32?) -> Int {
+    let path = "/proc/\(pid.map(String.init) ?? "self")/status"
+    guard let status = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix(field) {
+        return line.dropFirst(field.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) } ?? 0
+    }
+    return 0
+}
+
 /// Runs `peer-comparison worker <system> <task> <args…>` and exits.
 func runWorker(_ args: [String]) -> Never {
     do {
@@ -185,12 +239,15 @@ func runWorker(_ args: [String]) -> Never {
         switch (args[0], args[1]) {
         case ("objectgraph", "bulk"): try ObjectGraphWorker.bulk(count: Int(args[2])!, directory: URL(fileURLWithPath: args[3]))
         case ("objectgraph", "cold"): try ObjectGraphWorker.cold(directory: URL(fileURLWithPath: args[2]))
+        case ("objectgraph", "cold-read"): try ObjectGraphWorker.coldRead(directory: URL(fileURLWithPath: args[2]))
         case ("objectgraph", "tx"): try ObjectGraphWorker.transactions(directory: URL(fileURLWithPath: args[2]), count: Int(args[3])!, fsync: args[4] == "on")
         case ("sqlite", "bulk"): try SQLiteWorker.bulk(count: Int(args[2])!, path: args[3])
         case ("sqlite", "cold"): try SQLiteWorker.cold(path: args[2])
         case ("sqlite", "tx"): try SQLiteWorker.transactions(path: args[2], count: Int(args[3])!, fsync: args[4] == "on")
         default: throw RedisError("worker: unknown task \(args)")
         }
+        // (f) Every worker does exactly one phase, so its peak is that phase's.
+        reportPeakMemory()
         exit(0)  // flushes stdout; freeing a million objects is no part of any figure
     } catch {
         FileHandle.standardError.write("worker \(args): \(error)\n".data(using: .utf8)!)
