@@ -364,7 +364,16 @@ extension PayloadReader {
             return try body(UnsafeRawBufferPointer(rebasing: piece[position..<(position + n)]))
         }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(n)
+        try gather(n, appendingTo: &bytes)
+        let result: Result<T, Failure> = bytes.withUnsafeBytes { buffer in
+            do throws(Failure) { return .success(try body(buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Appends the next `n` bytes, which the caller checked the payload holds, piece by piece.
+    private mutating func gather(_ n: Int, appendingTo bytes: inout [UInt8]) throws(Failure) {
+        bytes.reserveCapacity(bytes.count + n)
         var left = n
         while left > 0 {
             if position == piece.count { try advance() }
@@ -373,10 +382,6 @@ extension PayloadReader {
             position += take
             left -= take
         }
-        let result: Result<T, Failure> = bytes.withUnsafeBytes { buffer in
-            do throws(Failure) { return .success(try body(buffer)) } catch { return .failure(error) }
-        }
-        return try result.get()
     }
 
     /// A length-prefixed UTF-8 string.
@@ -403,14 +408,7 @@ extension PayloadReader {
         let n = (bits + 7) / 8
         guard count - offset >= n else { throw Self.malformed(offset, "truncated null bitmap") }
         storage.removeAll(keepingCapacity: true)
-        var left = n
-        while left > 0 {
-            if position == piece.count { try advance() }
-            let take = min(left, piece.count - position)
-            storage.append(contentsOf: piece[position..<(position + take)])
-            position += take
-            left -= take
-        }
+        try gather(n, appendingTo: &storage)
         if bits % 8 != 0 { storage[n - 1] &= UInt8(1 << (bits % 8)) - 1 }
         return NullBitmap(bytes: storage)
     }
