@@ -166,17 +166,24 @@ final class MappingPlan {
         return p
     }
 
+    /// The entity's relationship named `name`, or the error a mapping naming a missing one gets.
+    private static func relationship(
+        named name: String, of definition: MappingDefinition, table: EntityTable, context: ModelContext
+    ) throws(MappingError) -> ResolvedRelationship {
+        guard let rel = context.schema.relationships[table.entityIndex].first(where: { $0.name == name }) else {
+            let entity = definition.entity.name
+            throw MappingError(.unknownAttribute, "\(entity) has no relationship '\(name)'", entity: entity, attribute: name)
+        }
+        return rel
+    }
+
     /// The nested mappings of relationships, each resolved to a plan of its own.
     private static func relationshipSteps(
         _ definition: MappingDefinition, table: EntityTable, context: ModelContext, plans: inout [MappingPlan], hintCount: inout Int
     ) throws(MappingError) -> [RelationshipStep] {
-        let entity = definition.entity
-        let resolved = context.schema.relationships[table.entityIndex]
         var steps: [RelationshipStep] = []
         for r in definition.relationships {
-            guard let rel = resolved.first(where: { $0.name == r.relationship }) else {
-                throw MappingError(.unknownAttribute, "\(entity.name) has no relationship '\(r.relationship)'", entity: entity.name, attribute: r.relationship)
-            }
+            let rel = try relationship(named: r.relationship, of: definition, table: table, context: context)
             let keys = r.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map { MappingKey(String($0)) }
             let nested = try MappingPlan(r.mapping, context: context, plans: &plans)
             steps.append(.init(keys: keys, keyPath: r.sourceKeyPath, relationship: rel, plan: nested, hintBase: hintCount))
@@ -191,12 +198,9 @@ final class MappingPlan {
         _ definition: MappingDefinition, table: EntityTable, context: ModelContext
     ) throws(MappingError) -> [Connection] {
         let entity = definition.entity
-        let resolved = context.schema.relationships[table.entityIndex]
         var connections: [Connection] = []
         for c in definition.connections {
-            guard let rel = resolved.first(where: { $0.name == c.relationship }) else {
-                throw MappingError(.unknownAttribute, "\(entity.name) has no relationship '\(c.relationship)'", entity: entity.name, attribute: c.relationship)
-            }
+            let rel = try relationship(named: c.relationship, of: definition, table: table, context: context)
             let destination = context.tables[rel.destination]
             var mine: [Int] = []
             var theirs: [Int] = []

@@ -30,6 +30,13 @@ protocol PayloadVisitor {
 
     /// Reads the block's deleted serials (a serial list).
     mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure)
+
+    /// The block is read whole.
+    mutating func endBlock()
+}
+
+extension PayloadVisitor {
+    mutating func endBlock() {}
 }
 
 /// The one decoder of the transaction payload (the format is in `TransactionCodec`'s
@@ -68,6 +75,7 @@ enum PayloadDecoder {
                 }
             }
             try visitor.deletedSerials(&r)
+            visitor.endBlock()
         }
         // Bytes after the last block mean a length or a count is wrong: the payload is not what
         // its writer wrote.

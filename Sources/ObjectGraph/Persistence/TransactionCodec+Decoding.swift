@@ -2,7 +2,7 @@
 /// writes its tables directly, ``ReplayVisitor``).
 struct ChangeSetVisitor: PayloadVisitor {
     let stored: StoredSchema
-    /// The change set built so far (each block appended when its last part is read).
+    /// The change set built so far (each block appended once it is read whole).
     var result = ChangeSet()
     /// The changes of the block being read.
     private var current = EntityChanges(entityName: "", attributeNames: [])
@@ -47,8 +47,9 @@ struct ChangeSetVisitor: PayloadVisitor {
 
     mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) {
         _ = try r.serialList(appendingTo: &current.deletedSerials)
-        result.entities.append(current)
     }
+
+    mutating func endBlock() { result.entities.append(current) }
 }
 
 /// Checks a payload without building its values, listing the serials it touches in a
@@ -60,6 +61,7 @@ struct OutlineVisitor: PayloadVisitor {
     private var inserted = 0
     private var insertedRun: ClosedRange<UInt64>?
     private var updatedStart = 0
+    private var deletedStart = 0
     /// The serial of the object whose fields are being read.
     private var updatedSerial: UInt64 = 0
 
@@ -106,10 +108,13 @@ struct OutlineVisitor: PayloadVisitor {
     }
 
     mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) {
-        let deleted = outline.serials.count
+        deletedStart = outline.serials.count
         _ = try r.serialList(appendingTo: &outline.serials)
+    }
+
+    mutating func endBlock() {
         outline.blocks.append(.init(
-            entity: entity, inserted: inserted..<updatedStart, insertedRun: insertedRun, updated: updatedStart..<deleted,
-            deleted: deleted..<outline.serials.count))
+            entity: entity, inserted: inserted..<updatedStart, insertedRun: insertedRun, updated: updatedStart..<deletedStart,
+            deleted: deletedStart..<outline.serials.count))
     }
 }
