@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
     ],
     targets: [
         // liblz4 from Debian's liblz4-dev; only GraphJournal's codec includes it.
@@ -71,7 +72,10 @@ let package = Package(
         ),
         .target(
             name: "ObjectGraph",
-            dependencies: macroDependency + ["GraphJournal", "CPrefetch", "CSimdJSON", .product(name: "Logging", package: "swift-log")],
+            dependencies: macroDependency + [
+                "GraphJournal", "CPrefetch", "CSimdJSON", .product(name: "Logging", package: "swift-log"),
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+            ],
             swiftSettings: strictSettings + macroSettings
         ),
         .executableTarget(

@@ -3,9 +3,14 @@
 extension ObjectBacking {
     /// Reads the to-one relationship number `relationship` (its index in the entity's
     /// ``EntityDescription/relationships``): the destination object, or `nil` when there is none,
-    /// when it was deleted, or when this object is not in a context.
+    /// when it was deleted, or when this object is not in a context. On an object read from a
+    /// snapshot, the destination in the same snapshot.
     public func getToOne<T: Entity>(_ relationship: Int, as type: T.Type) -> T? {
-        if case .standalone(let s) = storage { return s.relations[relationship]?.first as? T }
+        switch storage {
+        case .standalone(let s): return s.relations[relationship]?.first as? T
+        case .snapshot(let o): return o.toOne(relationship) as? T
+        case .managed, .unmanaged: break
+        }
         guard let t = managedTable else { return nil }
         let r = t.relationships[relationship]
         guard let target = t.toOneDestination(row: Int(row), r) else { return nil }
@@ -29,9 +34,14 @@ extension ObjectBacking {
     }
 
     /// Reads the to-many relationship number `relationship`: the destination objects, in storage
-    /// order (set semantics: no object twice). Empty when this object is not in a context.
+    /// order (set semantics: no object twice). Empty when this object is not in a context. On an
+    /// object read from a snapshot, the destinations in the same snapshot, by serial.
     public func getToMany<T: Entity>(_ relationship: Int, as type: T.Type) -> [T] {
-        if case .standalone(let s) = storage { return (s.relations[relationship] ?? []).compactMap { $0 as? T } }
+        switch storage {
+        case .standalone(let s): return (s.relations[relationship] ?? []).compactMap { $0 as? T }
+        case .snapshot(let o): return o.toMany(relationship).compactMap { $0 as? T }
+        case .managed, .unmanaged: break
+        }
         guard let t = managedTable else { return [] }
         let r = t.relationships[relationship]
         let d = t.destinationTable(r)
@@ -85,6 +95,10 @@ extension Entity {
             return s
         case .unmanaged(let d):
             let s = StandaloneValues(entity: d)
+            _backing = ObjectBacking(standalone: s)
+            return s
+        case .snapshot(let o):
+            let s = o.detachedValues()
             _backing = ObjectBacking(standalone: s)
             return s
         case .managed(let t):

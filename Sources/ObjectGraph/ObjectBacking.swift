@@ -3,15 +3,18 @@ import Foundation
 /// The storage handle inside every entity instance. Generated code reads and writes attributes
 /// through it; applications do not use it directly.
 ///
-/// An instance is in one of three states: *unmanaged* (created by its own initializer, no value
+/// An instance is in one of four states: *unmanaged* (created by its own initializer, no value
 /// set yet: attributes read as the entity's defaults), *standalone* (values set before
-/// insertion, held in a small side buffer), or *managed* (a row of its context's entity table).
+/// insertion, held in a small side buffer), *managed* (a row of its context's entity table), or
+/// *read from a snapshot* (a row of a ``StoreSnapshot``, which never changes; setting a value
+/// detaches the instance into a standalone copy).
 /// A handle is 16 bytes, so an instance costs one small allocation.
 public struct ObjectBacking {
     enum Storage {
         case unmanaged(EntityDescription)
         case standalone(StandaloneValues)
         case managed(EntityTable)
+        case snapshot(SnapshotObject)
     }
 
     /// What the state's data is: the `EntityTable` of a managed object (`row` ≥ 0), the
@@ -27,11 +30,13 @@ public struct ObjectBacking {
 
     static let unmanagedRow: Int32 = -1
     static let standaloneRow: Int32 = -2
+    static let snapshotRow: Int32 = -3
 
     /// The state, as an enum.
     var storage: Storage {
         if row >= 0 { return .managed(unsafeDowncast(owner, to: EntityTable.self)) }
         if row == Self.standaloneRow { return .standalone(unsafeDowncast(owner, to: StandaloneValues.self)) }
+        if row == Self.snapshotRow { return .snapshot(unsafeDowncast(owner, to: SnapshotObject.self)) }
         return .unmanaged(unsafeDowncast(owner, to: EntityDescription.self))
     }
 
@@ -49,6 +54,11 @@ public struct ObjectBacking {
     init(standalone: StandaloneValues) {
         owner = standalone
         row = Self.standaloneRow
+    }
+
+    init(snapshot: SnapshotObject) {
+        owner = snapshot
+        row = Self.snapshotRow
     }
 
     /// Calls `body` with the table of a managed object, borrowed: not retained and released.
@@ -70,8 +80,11 @@ public struct ObjectBacking {
     var rowIndex: Int { Int(row) }
 
     var objectID: ObjectID? {
-        guard case .managed(let t) = storage else { return nil }
-        return ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: Int(row)))
+        switch storage {
+        case .managed(let t): ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: Int(row)))
+        case .snapshot(let o): ObjectID(entityName: o.layout.entity.name, serial: o.serial)
+        case .standalone, .unmanaged: nil
+        }
     }
 
     var entity: EntityDescription {
@@ -79,6 +92,7 @@ public struct ObjectBacking {
         case .unmanaged(let d): d
         case .standalone(let s): s.entity
         case .managed(let t): t.entity
+        case .snapshot(let o): o.layout.entity
         }
     }
 
@@ -96,6 +110,7 @@ public struct ObjectBacking {
         case .managed(let t): t.value(row: Int(row), slot: slot)
         case .standalone(let s): s.values[slot] ?? nil
         case .unmanaged(let d): d.attributes[slot].defaultValue
+        case .snapshot(let o): o.page.value(o.r, slot)
         }
     }
 
@@ -108,6 +123,11 @@ public struct ObjectBacking {
             s.values[slot] = .some(value)
         case .unmanaged(let d):
             let s = StandaloneValues(entity: d)
+            s.values[slot] = .some(value)
+            owner = s
+            row = Self.standaloneRow
+        case .snapshot(let o):
+            let s = o.detachedValues()
             s.values[slot] = .some(value)
             owner = s
             row = Self.standaloneRow

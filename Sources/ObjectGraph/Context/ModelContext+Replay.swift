@@ -21,6 +21,7 @@ extension ModelContext {
         }
         // Replayed changes are committed state: no before-images, no pending lists.
         for t in tables { t.commit() }
+        snapshotPublisher?.publish(self, changes: changes)
     }
 
     private func applyUnchecked(_ changes: ChangeSet) throws(ObjectGraphError) {

@@ -52,6 +52,9 @@ public final class ModelContext {
     var jsonParser: JSONParser?
     /// The sync running on this context, which marks what mapping runs touch.
     var activeSync: SyncOperation?
+    /// Publishes a snapshot of the committed state after each save (``AsyncStore``); nil when
+    /// nobody reads snapshots.
+    var snapshotPublisher: SnapshotPublisher?
     private var lastTypeID: ObjectIdentifier?
     private var lastTable: EntityTable?
 
@@ -141,9 +144,15 @@ public final class ModelContext {
     /// Inserting an object already in this context does nothing.
     ///
     /// - Throws: ``ObjectGraphError`` with code `unknownEntity` when its type is not in the
-    ///   schema, or `wrongContext` when it belongs to another context.
+    ///   schema, or `wrongContext` when it belongs to another context or was read from a
+    ///   ``StoreSnapshot`` (it is already in the store: look it up by its ``ObjectID``).
     public func insert<T: Entity>(_ object: T) throws(ObjectGraphError) {
         switch object._backing.storage {
+        case .snapshot(let o):
+            throw ObjectGraphError(
+                .wrongContext,
+                "\(o.layout.entity.name)/\(o.serial) was read from a snapshot: it is in the store already; "
+                    + "look it up with object(with:) to change it", entity: o.layout.entity.name)
         case .managed(let t):
             if t.context === self { return }
             throw ObjectGraphError(
@@ -302,6 +311,8 @@ public final class ModelContext {
         let saved = changedRows(pending)
         for t in tables { t.commit(deferringDeleted: true) }
         savepointDepth = 0
+        // Before didSave, which may start the next transaction: the snapshot is the save's state.
+        snapshotPublisher?.publish(self, pending: pending)
         for (t, rows) in saved {
             for row in rows {
                 guard t.hooks.contains(.didSave) else { break }  // learned: the class has none

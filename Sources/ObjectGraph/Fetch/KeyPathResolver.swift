@@ -47,10 +47,16 @@ enum KeyPathResolver {
     /// The attribute `keyPath` reads unchanged, or `nil` when it reads anything else (or the
     /// data cannot tell).
     static func resolve<T: Entity>(_ keyPath: AnyKeyPath, in table: EntityTable, as _: T.Type) -> ResolvedAttribute? {
+        resolve(keyPath, entity: table.entity, probing: table, as: T.self)
+    }
+
+    /// ``resolve(_:in:as:)`` for `entity`; a key path its description does not list is probed
+    /// on `table`, and not resolved without one.
+    static func resolve<T: Entity>(_ keyPath: AnyKeyPath, entity: EntityDescription, probing table: EntityTable?, as _: T.Type) -> ResolvedAttribute? {
         // Models built by the macro (or hand-written ones that pass keyPaths:) name their key
         // paths in the entity description: no probing needed.
-        if let slot = table.entity.slot(for: keyPath) {
-            let attribute = table.entity.attributes[slot]
+        if let slot = entity.slot(for: keyPath) {
+            let attribute = entity.attributes[slot]
             let valueType = type(of: keyPath).valueType
             if attribute.valueKind == .primitive {
                 if let p = valueType as? any PrimitiveAttribute.Type, p.attributeType == attribute.type {
@@ -61,6 +67,7 @@ enum KeyPathResolver {
                 }
             }
         }
+        guard let table else { return nil }
         let key = Key(entity: ObjectIdentifier(T.self), keyPath: keyPath)
         if let cached = cache.withLock({ $0[key] }) { return cached }
         let (result, conclusive) = probe(keyPath, in: table, as: T.self)

@@ -149,6 +149,14 @@ extension ModelContext {
         }
         let objects: [T] =
             needsObjects ? rows.map { table.evaluationObject(row: Int($0), committedOnly: committedOnly, as: T.self) } : []
+        return SortColumn.sort(rows, by: columns, objects: objects)
+    }
+}
+
+extension SortColumn {
+    /// `rows` ordered by `columns` (one entry per row each; `objects`, one per row, for the
+    /// columns compared on instances), ties in the order of `rows`' values.
+    static func sort<Row: Comparable>(_ rows: [Row], by columns: [SortColumn<T>], objects: [T]) -> [Row] {
         var order = Array(0..<rows.count)
         order.sort { i, j in
             for column in columns {
@@ -205,19 +213,30 @@ enum SortColumn<T: Entity> {
     /// A storage column for `descriptor` when its key path reads a non-optional numeric or
     /// `Date` attribute (whose comparator can only be `<`); `nil` otherwise.
     init?(_ descriptor: SortDescriptor<T>, rows: [Int32], table: EntityTable, committedOnly: Bool) {
+        self.init(descriptor, rows: rows, entity: table.entity, probing: table) { row, slot in
+            table.cell(row: Int(row), slot: slot, committedOnly: committedOnly)
+        }
+    }
+
+    /// A storage column for `descriptor` over `rows`, whose cells `cell(row, slot)` reads.
+    /// `probing`: the table a key path the entity description does not list may be probed on.
+    init?<Row>(
+        _ descriptor: SortDescriptor<T>, rows: [Row], entity: EntityDescription, probing table: EntityTable?,
+        cell: (Row, Int) -> (bits: UInt64, isNull: Bool)
+    ) {
         guard let keyPath = descriptor.keyPath,
-              let a = KeyPathResolver.resolve(keyPath, in: table, as: T.self), !a.isOptional else { return nil }
+              let a = KeyPathResolver.resolve(keyPath, entity: entity, probing: table, as: T.self), !a.isOptional else { return nil }
         let reverse = descriptor.order == .reverse
         switch a.type.cellOrder {
         case .signed:
-            self = .int(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Int64(bitPattern: c.bits) }, reverse: reverse)
+            self = .int(rows.map { let c = cell($0, a.slot); return c.isNull ? 0 : Int64(bitPattern: c.bits) }, reverse: reverse)
         case .unsigned:
-            self = .uint(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : c.bits }, reverse: reverse)
+            self = .uint(rows.map { let c = cell($0, a.slot); return c.isNull ? 0 : c.bits }, reverse: reverse)
         case .double:
-            self = .double(rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Double(bitPattern: c.bits) }, reverse: reverse)
+            self = .double(rows.map { let c = cell($0, a.slot); return c.isNull ? 0 : Double(bitPattern: c.bits) }, reverse: reverse)
         case .float:
             self = .double(
-                rows.map { let c = table.cell(row: Int($0), slot: a.slot, committedOnly: committedOnly); return c.isNull ? 0 : Double(Float(bitPattern: UInt32(truncatingIfNeeded: c.bits))) },
+                rows.map { let c = cell($0, a.slot); return c.isNull ? 0 : Double(Float(bitPattern: UInt32(truncatingIfNeeded: c.bits))) },
                 reverse: reverse)
         case nil:
             return nil

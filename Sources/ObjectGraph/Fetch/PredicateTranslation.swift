@@ -12,7 +12,20 @@ struct StorageTranslation {
 
 /// Translates the common shapes of a Foundation `Predicate` into a ``StorageCondition``.
 struct PredicateTranslator<T: Entity> {
-    let table: EntityTable
+    let entity: EntityDescription
+    /// The table a key path the entity description does not list may be probed on; none for a
+    /// snapshot (such a key path is then evaluated by Foundation).
+    let table: EntityTable?
+
+    init(table: EntityTable) {
+        entity = table.entity
+        self.table = table
+    }
+
+    init(entity: EntityDescription) {
+        self.entity = entity
+        table = nil
+    }
 
     /// The translation of `predicate`, or `nil` when no part of it can be evaluated on storage.
     func translate(_ predicate: Predicate<T>) -> StorageTranslation? {
@@ -36,7 +49,7 @@ struct PredicateTranslator<T: Entity> {
     }
 
     private func comparison(keyPath: AnyKeyPath, _ op: StorageCondition.Operator, _ other: Any) -> StorageTranslation? {
-        guard let a = KeyPathResolver.resolve(keyPath, in: table, as: T.self) else { return nil }
+        guard let a = KeyPathResolver.resolve(keyPath, entity: entity, probing: table, as: T.self) else { return nil }
         let constant: Any?
         if other is any NilOperand {
             constant = nil

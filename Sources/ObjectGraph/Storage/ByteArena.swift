@@ -99,6 +99,9 @@ struct ByteArena {
         return ArenaRef(offset: offset, length: long ? Int(ArenaRef.longMarker) : buffer.count).bits
     }
 
+    /// Appends the value `ref` points to in another arena's bytes; returns its reference here.
+    mutating func append(_ source: ArenaBytes, _ ref: ArenaRef) -> UInt64 { append(source.bytes(ref)) }
+
     /// Calls `body` with the bytes `ref` points to.
     func withBytes<R>(_ ref: ArenaRef, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(ArenaBytes(all).bytes(ref))

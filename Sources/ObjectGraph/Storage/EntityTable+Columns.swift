@@ -94,7 +94,7 @@ struct ColumnsHandle {
     /// The start of `buffer`; for an empty one (an entity without attributes has no cells), an
     /// aligned address that nothing reads, since every access is within the count.
     @inline(__always)
-    private static func base<T>(_ buffer: UnsafeBufferPointer<T>) -> UnsafePointer<T> {
+    fileprivate static func base<T>(_ buffer: UnsafeBufferPointer<T>) -> UnsafePointer<T> {
         buffer.baseAddress ?? UnsafePointer(bitPattern: MemoryLayout<T>.alignment).unsafelyUnwrapped
     }
 
@@ -278,6 +278,19 @@ struct RowCells {
         self.stride = stride
         #endif
         self.arena = arena
+    }
+
+    /// Row `row` of cells and null words laid out as an entity table's (`stride` cells and
+    /// `maskWords` null words per row): a snapshot page's row.
+    @inline(__always)
+    init(
+        row: Int, cells: UnsafeBufferPointer<UInt64>, nulls: UnsafeBufferPointer<UInt64>, stride: Int, maskWords: Int,
+        arena: ArenaBytes
+    ) {
+        assert((row + 1) * stride <= cells.count && (row + 1) * maskWords <= nulls.count)
+        self.init(
+            cells: ColumnsHandle.base(cells) + row &* stride, nulls: ColumnsHandle.base(nulls) + row &* maskWords, stride: stride,
+            arena: arena)
     }
 
     /// Asserts that `slot` is one of the row's (debug builds only).

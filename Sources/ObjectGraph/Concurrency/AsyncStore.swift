@@ -1,0 +1,181 @@
+public import Foundation
+public import GraphJournal
+
+/// An ``ObjectStore`` owned by an actor, for daemons written with Swift concurrency: writes run
+/// as transactions on the actor, reads run on any task from snapshots without waiting for the
+/// writer (GRDB's `DatabasePool`, SwiftData's `@ModelActor`, CoreStore's `perform`).
+///
+/// ```swift
+/// let store = try AsyncStore(at: URL(fileURLWithPath: "/var/lib/pkgd/store"), schema: try Schema(Package.self))
+///
+/// // A writer: one transaction, saved when the closure returns, rolled back when it throws.
+/// let count = try await store.perform { context in
+///     try context.upsert(Package.self, where: \.name, equals: "zlib1g") { $0.version = "1:1.3" }
+///     return try context.count(of: Package.self)
+/// }
+///
+/// // Readers, on any task, never waiting for the writer: the last published save.
+/// let snapshot = store.snapshot
+/// let zlib = try snapshot.object(Package.self, where: \.name, equals: "zlib1g")
+///
+/// // Every save's changes, coalesced for a slow consumer.
+/// for await saved in store.changes { print(saved.changes.inserted.count, "inserted") }
+/// ```
+///
+/// ## Isolation
+/// The store and its ``ModelContext`` live inside the actor and never leave it: the context is
+/// handed to the closures of ``perform(_:)`` and ``performBatches(_:_:)``, which run on the
+/// actor and must return `Sendable` values. The compiler enforces this (the closures are
+/// `@Sendable`, the context is not `Sendable`), not a runtime check. The objects a transaction
+/// touches are not `Sendable` either: return values (IDs, counts, `decode(as:)` structs).
+///
+/// Snapshots are `Sendable` and immutable. After each save that changed something, the actor
+/// publishes a new one before the save returns: a reader that takes ``snapshot`` after
+/// `perform` returned sees that save. Publishing copies only the pages the save changed
+/// (`Docs/Concurrency.md` has the design and its figures).
+///
+/// ## Long work
+/// A `perform` runs to its end on the actor: other writers wait for it (readers do not).
+/// ``performBatches(_:_:)`` runs one transaction per batch and lets other work on the actor run
+/// between batches; each batch is visible to readers once it is saved.
+public actor AsyncStore {
+    private let store: ObjectStore
+    private let publisher: SnapshotPublisher
+    private var observation: ObservationToken?
+    private nonisolated let snapshots: SnapshotHub
+    private nonisolated let changeHub: ChangeHub
+
+    /// The directory holding the journal.
+    public nonisolated let directory: URL
+    /// What open found (``ObjectStore/openReport``).
+    public nonisolated let openReport: JournalOpenReport
+
+    /// Opens (or creates) the store in `directory`, replays its journal and builds the first
+    /// snapshot, like ``ObjectStore/open(at:schema:options:)``.
+    ///
+    /// - Throws: what ``ObjectStore/open(at:schema:options:)`` throws.
+    public init(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()) throws(StoreError) {
+        self.init(store: try ObjectStore.open(at: directory, schema: schema, options: options))
+    }
+
+    /// Takes over `store`, which must not be used elsewhere afterwards (the compiler checks:
+    /// it is `sending`). Builds the first snapshot from its committed state.
+    public init(store: sending ObjectStore) {
+        let publisher = SnapshotPublisher(context: store.context)
+        store.context.snapshotPublisher = publisher
+        let changeHub = ChangeHub()
+        self.store = store
+        self.publisher = publisher
+        self.snapshots = publisher.hub
+        self.changeHub = changeHub
+        self.directory = store.directory
+        self.openReport = store.openReport
+        let snapshots = publisher.hub
+        observation = store.context.observe { changes in
+            changeHub.deliver(changes, version: snapshots.snapshot.version)
+        }
+    }
+
+    deinit {
+        changeHub.finish()
+    }
+
+    // MARK: Writing
+
+    /// Runs `body` as one transaction on the store's context: saved (one journal record, then a
+    /// new snapshot) when it returns, rolled back when it throws, as
+    /// ``ModelContext/transaction(_:)``.
+    ///
+    /// ```swift
+    /// let id = try await store.perform { context in
+    ///     let p = try context.insert(Package.self) { $0.name = "zlib1g" }
+    ///     return p.objectID
+    /// }
+    /// ```
+    ///
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws, or what the save throws (``ValidationError``,
+    ///   ``StoreError``); the context is then as before the call.
+    @discardableResult
+    public func perform<R: Sendable>(_ body: @Sendable (ModelContext) throws -> R) throws -> R {
+        let context = store.context
+        do {
+            return try context.transaction { tx in try body(tx.context) }
+        } catch {
+            // A failed save keeps its changes pending; a transaction of this actor leaves none.
+            context.rollback()
+            throw error
+        }
+    }
+
+    /// Runs `body` once per element of `batches`, each in its own transaction, and lets other
+    /// work on the actor run between batches (a long import that does not shut out other
+    /// writers for its whole length).
+    ///
+    /// ```swift
+    /// let saved = try await store.performBatches(records.chunked(into: 10_000)) { context, batch in
+    ///     _ = try context.upsert(batch, as: Package.self)
+    /// }
+    /// ```
+    ///
+    /// Cancellation (`Task.cancel()`) is checked before each batch: the batches already saved
+    /// stay saved, the one that was running when the task was cancelled is completed or, if it
+    /// throws, rolled back, and no further batch starts; it then throws `CancellationError`.
+    ///
+    /// - Returns: the number of batches saved.
+    /// - Throws: `CancellationError`, or what a batch throws (that batch is rolled back, the
+    ///   earlier ones stay saved).
+    @discardableResult
+    public func performBatches<S: Sequence & Sendable>(
+        _ batches: S, _ body: @Sendable (ModelContext, S.Element) throws -> Void
+    ) async throws -> Int where S.Element: Sendable {
+        var saved = 0
+        for batch in batches {
+            try Task.checkCancellation()
+            try perform { context in try body(context, batch) }
+            saved += 1
+            await Task.yield()
+        }
+        return saved
+    }
+
+    /// Writes the committed objects as a new base and removes the old segments
+    /// (``ObjectStore/compact()``). Snapshots are unaffected: compaction changes no object.
+    public func compact() throws(StoreError) {
+        try store.compact()
+    }
+
+    /// Flushes and syncs the journal and releases the directory lock (``ObjectStore/close()``).
+    /// Snapshots taken before stay readable; ``changes`` sequences end.
+    public func close() throws(StoreError) {
+        observation?.cancel()
+        observation = nil
+        changeHub.finish()
+        try store.close()
+    }
+
+    // MARK: Reading
+
+    /// The snapshot of the last save (or of the state at open): immutable, `Sendable`, taken
+    /// without waiting for the writer.
+    public nonisolated var snapshot: StoreSnapshot { snapshots.snapshot }
+
+    /// Calls `body` with the current ``snapshot``, on the caller's task: GRDB's `read`.
+    public nonisolated func read<R>(_ body: (StoreSnapshot) throws -> R) rethrows -> R {
+        try body(snapshots.snapshot)
+    }
+
+    /// How long publishing snapshots took: the last one and in all.
+    public nonisolated var snapshotStatistics: SnapshotStatistics { snapshots.statistics }
+
+    /// A new sequence of the changes of every save made after this property is read, usable
+    /// from any task.
+    ///
+    /// Each element is one save's ``ContextChanges``, or several saves' merged into one when the
+    /// consumer was slower than the writer (``SavedChanges/saves`` says how many): an object
+    /// inserted and then updated is reported as inserted, one inserted and then deleted not at
+    /// all, updated keys are united. A slow consumer therefore holds at most one pending element
+    /// whose size is bounded by the number of distinct objects changed, never a queue of saves.
+    /// The sequence ends when the store is closed or released.
+    public nonisolated var changes: StoreChanges { StoreChanges(hub: changeHub) }
+}

@@ -1,0 +1,392 @@
+internal import HashTreeCollections
+
+// One entity's committed objects in a store snapshot: rows in 64-row pages addressed by serial,
+// a hash index per unique constraint in 1024-entry pages, and, per to-one whose inverse is a
+// to-many, the sources of each destination. All of it persistent: a publish copies the pages
+// its changes touch and shares the rest with the snapshots already published.
+
+/// What every page of one entity's rows has in common. Immutable.
+final class RowLayout: Sendable {
+    let entity: EntityDescription
+    let entityIndex: Int
+    let stride: Int
+    let maskWords: Int
+    let types: [AttributeType]
+    /// The slots of variable-length types (strings, data, UUIDs, URLs): their bytes live in the
+    /// page's arena.
+    let varSlots: [Int]
+    /// Per unique constraint, the slots of its key.
+    let uniqueSlots: [[Int]]
+    /// The to-one slots whose inverse is a to-many, and that to-many's entity and relationship.
+    let referenceSlots: [Int]
+
+    init(table: EntityTable) {
+        entity = table.entity
+        entityIndex = table.entityIndex
+        stride = table.stride
+        maskWords = table.maskWords
+        types = table.types
+        varSlots = table.types.indices.filter { table.types[$0].isVariableLength }
+        uniqueSlots = table.entity.uniqueSlots
+        referenceSlots = table.referenceSlots
+    }
+}
+
+/// 64 rows of one entity: a presence bit per row, the null words and cells laid out as in the
+/// entity table, and the rows' variable-length bytes in an arena of the page's own.
+///
+/// `@unchecked Sendable`: written only in its own generation, before publication (see
+/// ``TreeNode``).
+final class RowPage: TreePage, @unchecked Sendable {
+    static let shift = 6
+    static let rows = 1 << shift
+
+    let generation: UInt64
+    let layout: RowLayout
+    /// Bit `r` set when row `r` holds an object.
+    var present: UInt64 = 0
+    var nulls: [UInt64]
+    var cells: [UInt64]
+    var arena = ByteArena()
+
+    init(layout: RowLayout, generation: UInt64) {
+        self.layout = layout
+        self.generation = generation
+        nulls = Array(repeating: 0, count: Self.rows * layout.maskWords)
+        cells = Array(repeating: 0, count: Self.rows * layout.stride)
+    }
+
+    /// A copy whose arena holds only the bytes of the rows present (the bytes of replaced values
+    /// are left behind).
+    func copy(generation: UInt64) -> RowPage {
+        let page = RowPage(layout: layout, generation: generation)
+        page.present = present
+        page.nulls = nulls
+        page.cells = cells
+        if !layout.varSlots.isEmpty {
+            arena.read { bytes in
+                var rest = present
+                while rest != 0 {
+                    let r = rest.trailingZeroBitCount
+                    rest &= rest &- 1
+                    for slot in layout.varSlots where !page.isNull(r, slot) {
+                        let i = r &* layout.stride &+ slot
+                        page.cells[i] = page.arena.append(bytes, ArenaRef(cells[i]))
+                    }
+                }
+            }
+        }
+        return page
+    }
+
+    @inline(__always)
+    func isPresent(_ r: Int) -> Bool { present & (1 &<< UInt64(r)) != 0 }
+
+    @inline(__always)
+    func isNull(_ r: Int, _ slot: Int) -> Bool {
+        nulls[r &* layout.maskWords &+ slot &>> 6] & (1 &<< UInt64(slot & 63)) != 0
+    }
+
+    @inline(__always)
+    func cell(_ r: Int, _ slot: Int) -> UInt64 { cells[r &* layout.stride &+ slot] }
+
+    /// The value of `slot` in row `r`; nil when unset.
+    func value(_ r: Int, _ slot: Int) -> AttributeValue? {
+        if isNull(r, slot) { return nil }
+        let type = layout.types[slot]
+        if type.isVariableLength {
+            return arena.withBytes(ArenaRef(cell(r, slot))) { AttributeValue.decode(.bytes($0), as: type) }
+        }
+        return AttributeValue.decode(.fixed(cell(r, slot)), as: type)
+    }
+
+    /// Copies row `row` of `table` (its committed image) into row `r`.
+    func write(_ r: Int, from table: EntityTable, row: Int) {
+        let stride = layout.stride
+        for w in 0..<layout.maskWords { nulls[r * layout.maskWords + w] = 0 }
+        for slot in 0..<stride {
+            let (bits, isNull) = table.cell(row: row, slot: slot, committedOnly: true)
+            if isNull {
+                nulls[r * layout.maskWords + slot / 64] |= 1 << UInt64(slot % 64)
+                cells[r * stride + slot] = 0
+            } else if layout.types[slot].isVariableLength {
+                cells[r * stride + slot] = table.arena.withBytes(ArenaRef(bits)) { arena.append($0) }
+            } else {
+                cells[r * stride + slot] = bits
+            }
+        }
+        present |= 1 << UInt64(r)
+    }
+
+    /// Calls `body` with row `r`'s cells in the form a storage condition reads.
+    func withRowCells<R>(_ r: Int, _ body: (RowCells) throws -> R) rethrows -> R {
+        try cells.withUnsafeBufferPointer { c in
+            try nulls.withUnsafeBufferPointer { n in
+                try arena.read { bytes in
+                    try body(RowCells(row: r, cells: c, nulls: n, stride: layout.stride, maskWords: layout.maskWords, arena: bytes))
+                }
+            }
+        }
+    }
+}
+
+/// 1024 entries of a snapshot's unique index: serials, 0 for empty, `UInt64.max` for a removed
+/// entry. `@unchecked Sendable` as ``RowPage``.
+final class IndexPage: TreePage, @unchecked Sendable {
+    static let shift = 10
+    static let entries = 1 << shift
+
+    let generation: UInt64
+    var serials: [UInt64]
+
+    init(generation: UInt64, serials: [UInt64] = Array(repeating: 0, count: IndexPage.entries)) {
+        self.generation = generation
+        self.serials = serials
+    }
+
+    func copy(generation: UInt64) -> IndexPage { IndexPage(generation: generation, serials: serials) }
+}
+
+/// A key to look up in a snapshot's unique index: one cell per key attribute, in the form the
+/// entity table stores it.
+enum SnapshotKeyCell: Sendable {
+    case fixed(UInt64)
+    case bytes([UInt8])
+}
+
+/// One unique constraint's index in a snapshot: open addressing with linear probing over
+/// serials, the keys read from the rows themselves (nothing is copied per key).
+struct SnapshotUniqueIndex: Sendable {
+    static let empty: UInt64 = 0
+    static let removed: UInt64 = .max
+
+    let slots: [Int]
+    let seed: UInt64
+    var pages = PageTree<IndexPage>()
+    /// Entries in use, and removed entries still occupying a place in a probe sequence.
+    var used = 0
+    var removedCount = 0
+    /// A power of two, at least one page.
+    var capacity = IndexPage.entries
+
+    init(slots: [Int], seed: UInt64) {
+        self.slots = slots
+        self.seed = seed
+    }
+
+    @inline(__always)
+    func entry(_ i: Int) -> UInt64 {
+        pages.page(i >> IndexPage.shift)?.serials[i & (IndexPage.entries - 1)] ?? Self.empty
+    }
+
+    mutating func setEntry(_ i: Int, _ serial: UInt64, generation: UInt64) {
+        let page = pages.mutablePage(i >> IndexPage.shift, generation: generation) { IndexPage(generation: generation) }
+        page.serials[i & (IndexPage.entries - 1)] = serial
+    }
+
+    /// The hash of row `r`'s key, nil when an attribute of the key is unset (such a row is not
+    /// indexed, as in the entity table's index).
+    func hash(of page: RowPage, _ r: Int) -> Int? {
+        var hasher = _KeyHasher(seed: seed)
+        for slot in slots {
+            if page.isNull(r, slot) { return nil }
+            if page.layout.types[slot].isVariableLength {
+                page.arena.withBytes(ArenaRef(page.cell(r, slot))) { hasher.combine(bytes: $0) }
+            } else {
+                hasher.combine(page.cell(r, slot))
+            }
+        }
+        return hasher.finalize()
+    }
+
+    func hash(of key: [SnapshotKeyCell]) -> Int {
+        var hasher = _KeyHasher(seed: seed)
+        for cell in key {
+            switch cell {
+            case .fixed(let bits): hasher.combine(bits)
+            case .bytes(let bytes): bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
+        }
+        return hasher.finalize()
+    }
+
+    /// Adds `serial`, whose key hashes to `hash`.
+    mutating func insert(_ serial: UInt64, hash: Int, generation: UInt64) {
+        var i = hash & (capacity - 1)
+        while true {
+            let e = entry(i)
+            if e == Self.empty || e == Self.removed {
+                if e == Self.removed { removedCount -= 1 }
+                setEntry(i, serial, generation: generation)
+                used += 1
+                return
+            }
+            i = (i + 1) & (capacity - 1)
+        }
+    }
+
+    /// Removes `serial`, whose key hashes to `hash`.
+    mutating func remove(_ serial: UInt64, hash: Int, generation: UInt64) {
+        var i = hash & (capacity - 1)
+        while true {
+            let e = entry(i)
+            if e == Self.empty { return }
+            if e == serial {
+                setEntry(i, Self.removed, generation: generation)
+                used -= 1
+                removedCount += 1
+                return
+            }
+            i = (i + 1) & (capacity - 1)
+        }
+    }
+
+    /// Whether one more entry would load the table past one half.
+    var needsGrowth: Bool { (used + removedCount + 1) * 2 > capacity }
+
+    /// The serial whose key equals `key` (byte equality, as the entity table's index), read
+    /// through `rows`.
+    func find(_ key: [SnapshotKeyCell], in rows: PageTree<RowPage>) -> UInt64? {
+        var i = hash(of: key) & (capacity - 1)
+        while true {
+            let e = entry(i)
+            if e == Self.empty { return nil }
+            if e != Self.removed {
+                let n = Int(e - 1)
+                if let page = rows.page(n >> RowPage.shift), matches(page, n & (RowPage.rows - 1), key) { return e }
+            }
+            i = (i + 1) & (capacity - 1)
+        }
+    }
+
+    private func matches(_ page: RowPage, _ r: Int, _ key: [SnapshotKeyCell]) -> Bool {
+        for (slot, cell) in zip(slots, key) {
+            if page.isNull(r, slot) { return false }
+            switch cell {
+            case .fixed(let bits):
+                if page.cell(r, slot) != bits { return false }
+            case .bytes(let bytes):
+                let equal = page.arena.withBytes(ArenaRef(page.cell(r, slot))) { stored in
+                    bytes.withUnsafeBytes { $0.elementsEqual(stored) }
+                }
+                if !equal { return false }
+            }
+        }
+        return true
+    }
+}
+
+/// One entity's committed objects in a snapshot. A value: the writer changes its own copy and
+/// publishes it; published copies share every page it did not change.
+struct SnapshotTable: Sendable {
+    let layout: RowLayout
+    var rows = PageTree<RowPage>()
+    /// Objects present.
+    var count = 0
+    /// One more than the highest serial a page may hold: scans stop there.
+    var serialLimit: UInt64 = 1
+    var uniques: [SnapshotUniqueIndex]
+    /// Per entry of ``RowLayout/referenceSlots``: destination serial → the serials of the rows
+    /// whose to-one points at it.
+    var references: [TreeDictionary<UInt64, TreeSet<UInt64>>]
+
+    init(layout: RowLayout) {
+        self.layout = layout
+        uniques = layout.uniqueSlots.map { SnapshotUniqueIndex(slots: $0, seed: _KeyHasher.randomSeed()) }
+        references = Array(repeating: [:], count: layout.referenceSlots.count)
+    }
+
+    /// The page and row of `serial`, when an object has it.
+    @inline(__always)
+    func locate(_ serial: UInt64) -> (RowPage, Int)? {
+        guard serial >= 1, serial < serialLimit else { return nil }
+        let n = Int(serial - 1)
+        guard let page = rows.page(n >> RowPage.shift) else { return nil }
+        let r = n & (RowPage.rows - 1)
+        return page.isPresent(r) ? (page, r) : nil
+    }
+
+    /// Calls `body` with each present row in serial order; stops when it returns false.
+    func forEachRow(_ body: (UInt64, RowPage, Int) throws -> Bool) rethrows {
+        let pageCount = min(rows.pageCapacity, Int((serialLimit + UInt64(RowPage.rows) - 2) / UInt64(RowPage.rows)))
+        for p in 0..<pageCount {
+            guard let page = rows.page(p) else { continue }
+            var rest = page.present
+            while rest != 0 {
+                let r = rest.trailingZeroBitCount
+                rest &= rest &- 1
+                if try !body(UInt64(p << RowPage.shift + r + 1), page, r) { return }
+            }
+        }
+    }
+
+    // MARK: Changes (the writer's copy)
+
+    /// Sets `serial`'s row to the committed image of `row` in `table`.
+    mutating func upsert(_ serial: UInt64, from table: EntityTable, row: Int, generation g: UInt64) {
+        let n = Int(serial - 1)
+        let layout = self.layout
+        let page = rows.mutablePage(n >> RowPage.shift, generation: g) { RowPage(layout: layout, generation: g) }
+        let r = n & (RowPage.rows - 1)
+        let existed = page.isPresent(r)
+        if existed { unlink(serial, page, r, generation: g) }
+        page.write(r, from: table, row: row)
+        link(serial, page, r, generation: g)
+        if !existed { count += 1 }
+        serialLimit = max(serialLimit, serial + 1)
+    }
+
+    /// Removes `serial`'s row.
+    mutating func remove(_ serial: UInt64, generation g: UInt64) {
+        guard locate(serial) != nil else { return }
+        let n = Int(serial - 1)
+        let layout = self.layout
+        let page = rows.mutablePage(n >> RowPage.shift, generation: g) { RowPage(layout: layout, generation: g) }
+        let r = n & (RowPage.rows - 1)
+        unlink(serial, page, r, generation: g)
+        page.present &= ~(1 << UInt64(r))
+        count -= 1
+        if page.present == 0 { rows.removePage(n >> RowPage.shift, generation: g) }
+    }
+
+    /// Adds row `r` of `page` to the unique indexes and the reference sets.
+    private mutating func link(_ serial: UInt64, _ page: RowPage, _ r: Int, generation g: UInt64) {
+        for k in uniques.indices {
+            guard let h = uniques[k].hash(of: page, r) else { continue }
+            if uniques[k].needsGrowth {
+                // The row is present already: the rebuild indexes it with the others.
+                rebuildIndex(k, capacity: uniques[k].capacity * 2, generation: g)
+            } else {
+                uniques[k].insert(serial, hash: h, generation: g)
+            }
+        }
+        for (k, slot) in layout.referenceSlots.enumerated() where !page.isNull(r, slot) {
+            references[k][page.cell(r, slot), default: []].insert(serial)
+        }
+    }
+
+    /// Removes row `r` of `page` from the unique indexes and the reference sets.
+    private mutating func unlink(_ serial: UInt64, _ page: RowPage, _ r: Int, generation g: UInt64) {
+        for k in uniques.indices {
+            guard let h = uniques[k].hash(of: page, r) else { continue }
+            uniques[k].remove(serial, hash: h, generation: g)
+        }
+        for (k, slot) in layout.referenceSlots.enumerated() where !page.isNull(r, slot) {
+            let destination = page.cell(r, slot)
+            references[k][destination]?.remove(serial)
+            if references[k][destination]?.isEmpty == true { references[k][destination] = nil }
+        }
+    }
+
+    /// Rebuilds unique index `k` with `capacity` entries (a power of two) from the rows: when it
+    /// fills up. Amortized over the inserts that filled it, like any growing hash table.
+    mutating func rebuildIndex(_ k: Int, capacity: Int, generation g: UInt64) {
+        var index = SnapshotUniqueIndex(slots: uniques[k].slots, seed: uniques[k].seed)
+        index.capacity = max(IndexPage.entries, capacity)
+        forEachRow { serial, page, r in
+            if let h = index.hash(of: page, r) { index.insert(serial, hash: h, generation: g) }
+            return true
+        }
+        uniques[k] = index
+    }
+}

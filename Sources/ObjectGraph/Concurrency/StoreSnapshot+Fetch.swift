@@ -1,0 +1,108 @@
+import Foundation
+
+extension StoreSnapshot {
+    /// The objects of the snapshot that match `descriptor`: filtered, sorted, then windowed by
+    /// offset and limit, as ``ModelContext/fetch(_:)-(FetchDescriptor<T>)`` does on a context.
+    ///
+    /// ```swift
+    /// let recent = try snapshot.fetch(FetchDescriptor<Package>(
+    ///     predicate: #Predicate { $0.section == "libs" }, sortBy: [SortDescriptor(\.installedSize, order: .reverse)]))
+    /// ```
+    ///
+    /// Predicates of the shapes the context evaluates on storage are evaluated on the snapshot's
+    /// pages the same way, creating instances only for the results; others are evaluated by
+    /// Foundation on instances read from the snapshot. ``FetchDescriptor/includePendingChanges``
+    /// means nothing here: a snapshot holds saved state only.
+    ///
+    /// - Throws: ``ObjectGraphError`` with code `unknownEntity`, or what the predicate throws.
+    public func fetch<T: Entity>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
+        let t = try table(for: T.self)
+        let window = FetchWindow(descriptor)
+        var serials = try matchingSerials(descriptor, table: t, stopAfter: descriptor.sortBy.isEmpty ? window.end : nil)
+        if !descriptor.sortBy.isEmpty { serials = sorted(serials, by: descriptor, table: t) }
+        let range = window.range(in: serials.count)
+        var result: [T] = []
+        result.reserveCapacity(range.count)
+        for i in range {
+            if let o = instance(table: t, serial: serials[i]) as? T { result.append(o) }
+        }
+        return result
+    }
+
+    /// The objects ``fetch(_:)`` would return, each converted to a `Decodable` value
+    /// (``Entity/decode(as:)``): what a reader sends to another task or encodes as a response.
+    ///
+    /// ```swift
+    /// struct PackageRecord: Codable, Sendable { var name: String; var version: String }
+    /// let records = try snapshot.fetch(FetchDescriptor<Package>(), as: PackageRecord.self)
+    /// ```
+    ///
+    /// - Throws: what ``fetch(_:)`` throws, or the `DecodingError` of a value that does not
+    ///   decode.
+    public func fetch<T: Entity, V: Decodable>(_ descriptor: FetchDescriptor<T>, as type: V.Type) throws -> [V] {
+        try fetch(descriptor).map { try $0.decode(as: V.self) }
+    }
+
+    /// The number of objects ``fetch(_:)`` would return. Sorting is skipped; with a predicate
+    /// evaluated on storage, no instance is created.
+    ///
+    /// - Throws: Like ``fetch(_:)``.
+    public func fetchCount<T: Entity>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        let t = try table(for: T.self)
+        let window = FetchWindow(descriptor)
+        if descriptor.predicate == nil { return window.range(in: tables[t].count).count }
+        return window.range(in: try matchingSerials(descriptor, table: t, stopAfter: window.end).count).count
+    }
+
+    /// The serials matching the descriptor's predicate, in serial order, stopping after
+    /// `stopAfter` matches.
+    private func matchingSerials<T: Entity>(_ d: FetchDescriptor<T>, table t: Int, stopAfter: Int?) throws -> [UInt64] {
+        let table = tables[t]
+        let limit = stopAfter ?? Int.max
+        var result: [UInt64] = []
+        guard limit > 0 else { return result }
+        guard let predicate = d.predicate else {
+            table.forEachRow { serial, _, _ in
+                result.append(serial)
+                return result.count < limit
+            }
+            return result
+        }
+        let translation = d.allowsStorageEvaluation ? PredicateTranslator<T>(entity: table.layout.entity).translate(predicate) : nil
+        try table.forEachRow { serial, page, r in
+            if let translation, !page.withRowCells(r, { translation.condition.matches($0) }) { return true }
+            if translation?.exact != true {
+                guard let object = instance(table: t, serial: serial, page: page, row: r) as? T, try predicate.evaluate(object) else {
+                    return true
+                }
+            }
+            result.append(serial)
+            return result.count < limit
+        }
+        return result
+    }
+
+    /// `serials` in the descriptor's order, ties by serial.
+    private func sorted<T: Entity>(_ serials: [UInt64], by d: FetchDescriptor<T>, table t: Int) -> [UInt64] {
+        let table = tables[t]
+        var columns: [SortColumn<T>] = []
+        var needsObjects = false
+        for sd in d.sortBy {
+            let column =
+                d.allowsStorageEvaluation
+                ? SortColumn(sd, rows: serials, entity: table.layout.entity, probing: nil) { serial, slot in
+                    guard let (page, r) = table.locate(serial) else { return (0, true) }
+                    return (page.cell(r, slot), page.isNull(r, slot))
+                } : nil
+            if let column {
+                columns.append(column)
+            } else {
+                columns.append(.objects(sd))
+                needsObjects = true
+            }
+        }
+        let objects: [T] = needsObjects ? serials.compactMap { instance(table: t, serial: $0) as? T } : []
+        guard objects.count == serials.count || !needsObjects else { return serials }
+        return SortColumn.sort(serials, by: columns, objects: objects)
+    }
+}
