@@ -272,9 +272,9 @@ struct AsyncStoreTests {
                             shared.problems.withLock { $0.append("version \(snapshot.version): \(books) != \(model)") }
                             return
                         }
-                        if let some = model.values.first,
-                           try snapshot.object(Volume.self, where: \.isbn, equals: some.isbn)?.decode(as: VolumeRecord.self) != some {
-                            shared.problems.withLock { $0.append("version \(snapshot.version): lookup of \(some.isbn) differs") }
+                        for isbn in Int64(0)..<23
+                        where try snapshot.object(Volume.self, where: \.isbn, equals: isbn)?.decode(as: VolumeRecord.self) != model[isbn] {
+                            shared.problems.withLock { $0.append("version \(snapshot.version): lookup of \(isbn) differs") }
                             return
                         }
                         await Task.yield()
@@ -286,15 +286,21 @@ struct AsyncStoreTests {
             for chunk in stride(from: 0, to: codes.count, by: 3).map({ Array(codes[$0..<min($0 + 3, codes.count)]) }) {
                 // One transaction per chunk; each changes something, so each publishes.
                 var next = model
-                var ops: [(kind: Int, isbn: Int64, pages: Int)] = []
+                var ops: [(kind: Int, isbn: Int64, pages: Int, title: String)] = []
                 for code in chunk {
                     let isbn = Int64(code % 23)
-                    let kind = next[isbn] == nil ? 0 : (code / 23) % 3
-                    ops.append((kind, isbn, code % 500))
+                    var kind = next[isbn] == nil ? 0 : (code / 23) % 4
+                    // Kind 3 moves the object to another key: only to a free one.
+                    let target = Int64((code / 92) % 23)
+                    if kind == 3 && next[target] != nil { kind = 1 }
+                    ops.append((kind, isbn, kind == 3 ? Int(target) : code % 500, "t\(code)"))
                     switch kind {
                     case 0: next[isbn] = VolumeRecord(isbn: isbn, title: "t\(code)", pages: code % 500, note: nil)
                     case 1: next[isbn]?.pages = code % 500
-                    default: next[isbn] = nil
+                    case 2: next[isbn] = nil
+                    default:
+                        next[target] = next[isbn].map { VolumeRecord(isbn: target, title: $0.title, pages: $0.pages, note: $0.note) }
+                        next[isbn] = nil
                     }
                 }
                 guard next != model else { continue }
@@ -307,10 +313,11 @@ struct AsyncStoreTests {
                         switch op.kind {
                         case 0:
                             try context.upsert(Volume.self, where: \.isbn, equals: op.isbn) { b in
-                                b.title = recorded[op.isbn]?.title ?? b.title
+                                b.title = op.title
                                 b.pages = op.pages
                             }
                         case 1: try context.object(Volume.self, where: \.isbn, equals: op.isbn)?.pages = op.pages
+                        case 3: try context.object(Volume.self, where: \.isbn, equals: op.isbn)?.isbn = Int64(op.pages)
                         default:
                             if let b = try context.object(Volume.self, where: \.isbn, equals: op.isbn) { context.delete(b) }
                         }

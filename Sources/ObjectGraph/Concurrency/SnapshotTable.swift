@@ -328,12 +328,46 @@ struct SnapshotTable: Sendable {
         let layout = self.layout
         let page = rows.mutablePage(n >> RowPage.shift, generation: g) { RowPage(layout: layout, generation: g) }
         let r = n & (RowPage.rows - 1)
-        let existed = page.isPresent(r)
-        if existed { unlink(serial, page, r, generation: g) }
+        guard page.isPresent(r) else {
+            page.write(r, from: table, row: row)
+            link(serial, page, r, generation: g)
+            count += 1
+            serialLimit = max(serialLimit, serial + 1)
+            return
+        }
+        // An update: only the index entries and reference sets whose key changed move. An
+        // index entry is a serial at a place its key's hash decides, compared with the row's
+        // key at lookup, so an unchanged hash leaves it valid.
+        let oldHashes = uniques.map { $0.hash(of: page, r) }
+        let oldReferences = layout.referenceSlots.map { page.isNull(r, $0) ? nil : page.cell(r, $0) }
         page.write(r, from: table, row: row)
-        link(serial, page, r, generation: g)
-        if !existed { count += 1 }
-        serialLimit = max(serialLimit, serial + 1)
+        for k in uniques.indices {
+            let new = uniques[k].hash(of: page, r)
+            guard new != oldHashes[k] else { continue }
+            if let old = oldHashes[k] { uniques[k].remove(serial, hash: old, generation: g) }
+            if let new { insert(serial, hash: new, into: k, generation: g) }
+        }
+        for (k, slot) in layout.referenceSlots.enumerated() {
+            let new = page.isNull(r, slot) ? nil : page.cell(r, slot)
+            guard new != oldReferences[k] else { continue }
+            if let old = oldReferences[k] { removeReference(serial, from: old, k) }
+            if let new { references[k][new, default: []].insert(serial) }
+        }
+    }
+
+    /// Adds `serial`, present already, to unique index `k`, growing it first when it is full.
+    private mutating func insert(_ serial: UInt64, hash: Int, into k: Int, generation g: UInt64) {
+        if uniques[k].needsGrowth {
+            // The row is present already: the rebuild indexes it with the others.
+            rebuildIndex(k, capacity: uniques[k].capacity * 2, generation: g)
+        } else {
+            uniques[k].insert(serial, hash: hash, generation: g)
+        }
+    }
+
+    private mutating func removeReference(_ serial: UInt64, from destination: UInt64, _ k: Int) {
+        references[k][destination]?.remove(serial)
+        if references[k][destination]?.isEmpty == true { references[k][destination] = nil }
     }
 
     /// Removes `serial`'s row.
@@ -352,13 +386,7 @@ struct SnapshotTable: Sendable {
     /// Adds row `r` of `page` to the unique indexes and the reference sets.
     private mutating func link(_ serial: UInt64, _ page: RowPage, _ r: Int, generation g: UInt64) {
         for k in uniques.indices {
-            guard let h = uniques[k].hash(of: page, r) else { continue }
-            if uniques[k].needsGrowth {
-                // The row is present already: the rebuild indexes it with the others.
-                rebuildIndex(k, capacity: uniques[k].capacity * 2, generation: g)
-            } else {
-                uniques[k].insert(serial, hash: h, generation: g)
-            }
+            if let h = uniques[k].hash(of: page, r) { insert(serial, hash: h, into: k, generation: g) }
         }
         for (k, slot) in layout.referenceSlots.enumerated() where !page.isNull(r, slot) {
             references[k][page.cell(r, slot), default: []].insert(serial)
@@ -372,9 +400,7 @@ struct SnapshotTable: Sendable {
             uniques[k].remove(serial, hash: h, generation: g)
         }
         for (k, slot) in layout.referenceSlots.enumerated() where !page.isNull(r, slot) {
-            let destination = page.cell(r, slot)
-            references[k][destination]?.remove(serial)
-            if references[k][destination]?.isEmpty == true { references[k][destination] = nil }
+            removeReference(serial, from: page.cell(r, slot), k)
         }
     }
 
