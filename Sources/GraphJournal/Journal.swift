@@ -171,8 +171,30 @@ public final class Journal: Sendable {
     /// - Throws: what `body` throws, or ``JournalError`` if a file cannot be read or no
     ///   longer matches what `open` checked.
     public func forEachRecord(_ body: (JournalRecord) throws -> Void) throws {
+        try forEachRecord(progress: { _, _ in }, body)
+    }
+
+    /// ``forEachRecord(_:)``, telling how far the walk got: after `body` returns for a record,
+    /// `progress` gets the bytes of the live segments up to the end of that record (the
+    /// segments before its own whole, headers included) and the size of all of them.
+    ///
+    /// ```swift
+    /// try journal.forEachRecord(progress: { done, total in bar.update(done, of: total) }) { record in
+    ///     try replay(record)
+    /// }
+    /// ```
+    ///
+    /// - Parameter progress: called once per record; an error it throws stops the walk.
+    /// - Parameter body: called once per record; an error it throws stops the walk.
+    /// - Throws: what `body` or `progress` throws, or ``JournalError`` as ``forEachRecord(_:)``.
+    public func forEachRecord(
+        progress: (_ bytesDone: Int64, _ bytesTotal: Int64) throws -> Void, _ body: (JournalRecord) throws -> Void
+    ) throws {
         let files = state.withLock { s in s.files }
+        let total = files.reduce(Int64(0)) { $0 + $1.size }
+        var fileStart: Int64 = 0
         for file in files {
+            defer { fileStart += file.size }
             let path = self.path(file.name)
             let fd = try fs.open(path, .readOnly)
             let bytesResult: Result<[UInt8], JournalError>
@@ -186,7 +208,10 @@ public final class Journal: Sendable {
                 guard let kind = JournalRecord.Kind(recordType: record.type) else { return true }
                 switch RecordCodec.payload(of: record, in: bytes, file: path) {
                 case .success(let payload):
-                    do { try body(JournalRecord(sequence: record.sequence, kind: kind, payload: payload)) } catch {
+                    do {
+                        try body(JournalRecord(sequence: record.sequence, kind: kind, payload: payload))
+                        try progress(fileStart + Int64(record.end), total)
+                    } catch {
                         failure = error
                         return false
                     }

@@ -21,17 +21,35 @@ extension Journal {
     ///   usable; a failure after it (the directory fsync) makes the journal throw
     ///   ``JournalError/Code/needsReopen``, and reopening shows the new base.
     public func compact(base: some Sequence<[UInt8]>, schema: [UInt8]) throws(JournalError) {
+        try compact(base: base, schema: schema, proceed: { true })
+    }
+
+    /// ``compact(base:schema:)``, which the caller may abandon at the last moment it can: once
+    /// the new base and log are written and synced, just before MANIFEST is replaced, it calls
+    /// `proceed`; when that returns false, the new files are removed and the journal goes on
+    /// with its old segments, unchanged (a torn tail the journal was to cut before its next
+    /// append is cut, as any append would).
+    ///
+    /// - Parameter proceed: whether to switch to the new base.
+    /// - Returns: whether the journal switched to the new base (false: `proceed` said no).
+    /// - Throws: ``JournalError`` as ``compact(base:schema:)``.
+    @discardableResult
+    public func compact(base: some Sequence<[UInt8]>, schema: [UInt8], proceed: () -> Bool) throws(JournalError) -> Bool {
         try gate.withLock { (g) throws(JournalError) in
             try state.withLock { (s) throws(JournalError) in
                 try s.checkUsable()
                 try applyPendingTruncation(&s)
-                try compact(&s, &g, base: base, schema: schema)
+                return try compact(&s, &g, base: base, schema: schema, proceed: proceed)
             }
         }
     }
 
     /// Compacts under both locks; the steps are the protocol's, in order.
-    private func compact(_ s: inout WriterState, _ g: inout SyncGate, base: some Sequence<[UInt8]>, schema: [UInt8]) throws(JournalError) {
+    ///
+    /// - Returns: false when `proceed` abandoned the compaction before the switch.
+    private func compact(
+        _ s: inout WriterState, _ g: inout SyncGate, base: some Sequence<[UInt8]>, schema: [UInt8], proceed: () -> Bool
+    ) throws(JournalError) -> Bool {
         // Everything acknowledged so far is durable in the old files.
         try fs.fdatasync(s.activeFD, path(s.files[s.files.count - 1].name))
         g.segment = s.activeHeader.number
@@ -46,6 +64,11 @@ extension Journal {
             let logHeader = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: baseTail.nextSequence)
             try writeEmptyLog(logHeader, created: &created)
             try fs.syncDirectory(directory)
+            guard proceed() else {
+                for file in created { try? fs.unlink(file) }
+                try? fs.syncDirectory(directory)
+                return false
+            }
             let newFiles = [LiveFile(name: fileName(baseHeader.number, .base), header: baseHeader, size: baseTail.end),
                             LiveFile(name: fileName(logNumber, .log), header: logHeader, size: Int64(JournalFormat.segmentHeaderSize))]
             try switchManifest(to: newFiles.map(\.name), &s, created: &created)
@@ -55,6 +78,7 @@ extension Journal {
             for file in created { try? fs.unlink(file) }
             throw error
         }
+        return true
     }
 
     /// Writes the base segment through a temporary file: its header, a schema record and one
