@@ -12,16 +12,33 @@ extension ModelContext {
     ///
     /// Atomic: when a hook throws, every object this call created is removed again, and the
     /// error (an ``ImportError``) names the failing source; earlier pending changes stay.
-    public func importObjects<T: ImportableObject, S: Sequence>(_ type: T.Type, sourceArray: S) throws -> [T]
-    where S.Element == T.ImportSource {
+    ///
+    /// `progress` receives ``WorkProgress`` reports (operation `import`, unit `objects`: the
+    /// sources gone through, out of their count when `sourceArray` is a collection), the first
+    /// before any source and then one every 4,096 sources, where the import also checks whether
+    /// its task was cancelled; the final one once every source is done.
+    ///
+    /// - Throws: ``ImportError``, or `CancellationError` when the task running the import was
+    ///   cancelled: everything the import did is then undone, as for a hook that throws.
+    public func importObjects<T: ImportableObject, S: Sequence>(
+        _ type: T.Type, sourceArray: S, progress: ProgressHandler? = nil
+    ) throws -> [T] where S.Element == T.ImportSource {
         _ = try table(for: type)
+        var reporter = _WorkReporter(progress, .import, unit: .objects, total: (sourceArray as? any Collection)?.count)
         return try _withImportSavepoint {
+            try reporter.begin()
             var result: [T] = []
-            for (i, source) in sourceArray.enumerated() where T.shouldInsert(from: source, in: self) {
+            var count = 0
+            for source in sourceArray {
+                let i = count
+                count += 1
+                try reporter.advance(to: i)
+                guard T.shouldInsert(from: source, in: self) else { continue }
                 let object = try insert(type)
                 do { try object.didInsert(from: source, in: self) } catch { throw ImportError(sourceIndex: i, underlying: error) }
                 result.append(object)
             }
+            reporter.finish(count)
             return result
         }
     }
@@ -56,12 +73,21 @@ extension ModelContext {
     /// Where CoreStore leaves half-built objects, this is atomic: when a hook throws, everything
     /// this import did is undone and the ``ImportError`` names the failing source's index.
     ///
-    /// - Throws: ``ImportError``; or ``ObjectGraphError`` with code `noUniqueIndex` when the ID
-    ///   attribute is not a unique constraint.
+    /// `progress` receives ``WorkProgress`` reports (operation `import`, unit `objects`: the
+    /// distinct IDs updated, inserted or skipped, out of the number of distinct IDs), the first
+    /// once the IDs are extracted and then one every 4,096 IDs, where the import also checks
+    /// whether its task was cancelled (the extraction checks every 4,096 sources); the final
+    /// one once every ID is done.
+    ///
+    /// - Throws: ``ImportError``; ``ObjectGraphError`` with code `noUniqueIndex` when the ID
+    ///   attribute is not a unique constraint; or `CancellationError` when the task running the
+    ///   import was cancelled: everything the import did is then undone, as for a hook that
+    ///   throws, and the pending changes made before the import stay.
     @inlinable
     public func importUniqueObjects<T: ImportableUniqueObject, S: Sequence>(
         _ type: T.Type, sourceArray: S,
-        preProcess: (([T.UniqueIDType: T.ImportSource]) throws -> [T.UniqueIDType: T.ImportSource])? = nil
+        preProcess: (([T.UniqueIDType: T.ImportSource]) throws -> [T.UniqueIDType: T.ImportSource])? = nil,
+        progress: ProgressHandler? = nil
     ) throws -> [T] where S.Element == T.ImportSource {
         // Inlinable so that it is specialized for `T` in the caller's module: unspecialized, every
         // dictionary operation on `T.UniqueIDType` and every hook call goes through generic
@@ -75,7 +101,10 @@ extension ModelContext {
         // `from[j]`: the source of `extracted[j]`, kept only once a source has no ID (until
         // then, and in the usual import, it is `j`).
         var from: [Int]?
+        var reporter = _WorkReporter(progress, .import, unit: .objects, total: nil)
         for i in sources.indices {
+            // The user's hook runs per source: a long extraction stops when the task is cancelled.
+            if i & (_WorkReporter.itemStride - 1) == _WorkReporter.itemStride - 1 { try reporter.checkCancellation() }
             let id: T.UniqueIDType?
             // `sources[i]` as the argument, not a loop variable: borrowed, not copied.
             do { id = try T.uniqueID(from: sources[i], in: self) } catch { throw ImportError(sourceIndex: i, underlying: error) }
@@ -97,11 +126,14 @@ extension ModelContext {
         }
         // 2. Update or insert, atomically. Into an empty entity every (distinct) ID is new.
         let mayExist = importer.hasObjects
+        reporter.total = ids.count
         return try _withImportSavepoint {
+            try reporter.begin()
             importer.prepare(count: ids.count, empty: !mayExist)
             var result: [T] = []
             result.reserveCapacity(ids.count)
             for (k, id) in ids.enumerated() {
+                try reporter.advance(to: k)
                 // Ask for the cache lines of the IDs ahead (EntityTable+Prefetch.swift): into a
                 // large store each lookup would otherwise wait for several memory loads in turn.
                 if mayExist {
@@ -131,6 +163,7 @@ extension ModelContext {
                     result.append(object)
                 }
             }
+            reporter.finish(ids.count)
             return result
         }
     }
