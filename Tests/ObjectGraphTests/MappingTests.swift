@@ -279,7 +279,7 @@ struct MappingTests {
                 do {
                     try context.map(json(big), with: try articles())
                     return "mapped"
-                } catch let e as ObjectGraphError where e.code == .cancelled {
+                } catch is CancellationError {
                     return try context.count(of: Article.self) == 0 && !context.hasChanges ? "cancelled, unchanged" : "cancelled, changed"
                 }
             } catch {

@@ -2,7 +2,7 @@ import Foundation
 
 /// One mapping run over one source document: maps every source, then makes the connections,
 /// applies the tombstones and discards invalid new objects. Runs inside a savepoint of its
-/// context (``ModelContext/map(_:with:)-(Data,_)``), so a throw undoes all of it.
+/// context (``ModelContext/map(_:with:progress:)-(Data,_,_)``), so a throw undoes all of it.
 struct MappingRun<Source: MappingSource> {
     let source: Source
     let context: ModelContext
@@ -11,6 +11,9 @@ struct MappingRun<Source: MappingSource> {
     let top: MappingPlan
     /// The top-level source being mapped, for error messages.
     var sourceIndex = 0
+    /// The run's progress reports and cancellation checks, made every few thousand top-level
+    /// sources; ``mapTopLevel(_:)`` counts them.
+    var progress = RunProgress(nil, sync: nil)
     /// Reused per record: the node of each attribute step, per nesting depth.
     private var nodeBuffers: [[Source.Node?]] = []
     private var depth = 0
@@ -37,8 +40,22 @@ struct MappingRun<Source: MappingSource> {
         return node
     }
 
+    /// How many top-level sources `node` holds: the elements of an array, none for null, else
+    /// one object.
+    func topLevelCount(_ node: Source.Node?) -> Int {
+        guard let node else { return 0 }
+        switch source.kind(node) {
+        case .null: return 0
+        case .array: return source.count(node)
+        default: return 1
+        }
+    }
+
     /// Maps every source under `node` (an array, one object, or null for none) and returns the
     /// rows of the top-level objects in source order (-1 where a source was skipped).
+    ///
+    /// Every 4,096 sources it reports its progress and stops, throwing `CancellationError`, when
+    /// its task was cancelled; the run's savepoint then undoes it.
     mutating func mapTopLevel(_ node: Source.Node) throws -> [Int32] {
         var rows: [Int32] = []
         switch source.kind(node) {
@@ -50,10 +67,7 @@ struct MappingRun<Source: MappingSource> {
             top.prepare(count: count)
             var i = 0
             try source.forEachElement(node) { element in
-                // A long run stops when its task is cancelled, and its savepoint undoes it.
-                if i & 4095 == 4095 && Task.isCancelled {
-                    throw ObjectGraphError(.cancelled, "the mapping run was cancelled at source \(i): its task was cancelled; nothing was changed")
-                }
+                try progress.advance(to: i)
                 sourceIndex = i
                 rows.append(Int32(try map(element, with: top, keyPath: "")))
                 i += 1
@@ -541,5 +555,53 @@ extension EntityTable {
         case .fixed(let bits): return values[row * stride + slot] == bits
         case .bytes(let b): return arena.equal(ArenaRef(values[row * stride + slot]), b)
         }
+    }
+}
+
+/// The progress reports and cancellation checks of one mapping run: to the run's own handler
+/// (operation `mapping`) and, for a run inside a sync, to the sync's (operation `sync`, counting
+/// the records of every run of the sync).
+struct RunProgress {
+    private var mapping: _WorkReporter
+    private let sync: SyncOperation?
+    /// The records the sync's earlier runs mapped.
+    private let syncBase: Int
+
+    /// The reports of a run of `total` top-level sources.
+    init(_ handler: ProgressHandler?, sync: SyncOperation?, total: Int = 0) {
+        mapping = _WorkReporter(handler, .mapping, unit: .records, total: total)
+        self.sync = sync
+        syncBase = sync?.recordsMapped ?? 0
+    }
+
+    /// The first report (no source mapped yet), then a cancellation check.
+    func begin() throws(CancellationError) {
+        mapping.report(0)
+        sync?.reportMapped(syncBase, total: syncBase + (mapping.total ?? 0))
+        try mapping.checkCancellation()
+    }
+
+    /// Reports and checks cancellation when `i` sources are mapped and a report is due.
+    @inline(__always)
+    mutating func advance(to i: Int) throws(CancellationError) {
+        guard i >= mapping.next else { return }
+        mapping.next = i + mapping.stride
+        mapping.report(i)
+        sync?.reportMapped(syncBase + i, total: syncBase + (mapping.total ?? 0))
+        try mapping.checkCancellation()
+    }
+
+    /// Throws when the run's task was cancelled.
+    func checkCancellation() throws(CancellationError) {
+        try mapping.checkCancellation()
+    }
+
+    /// The final report: every source mapped (the sync's count includes them from now on).
+    mutating func finish() {
+        let total = mapping.total ?? 0
+        mapping.finish(total)
+        guard let sync else { return }
+        sync.recordsMapped = syncBase + total
+        sync.reportMapped(sync.recordsMapped, total: sync.recordsMapped)
     }
 }

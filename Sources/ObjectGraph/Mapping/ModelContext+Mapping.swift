@@ -64,12 +64,19 @@ extension ModelContext {
     /// try context.save()
     /// ```
     ///
+    /// `progress` receives ``WorkProgress`` reports (operation `mapping`, unit `records`: the
+    /// top-level sources mapped, out of the number the document holds), the first once the
+    /// document is parsed and then one every 4,096 sources, where the run also checks whether
+    /// its task was cancelled; the final one once the connections, tombstones and discarded
+    /// objects are done too.
+    ///
     /// - Throws: ``MappingError`` (`malformedJSON` with the byte offset; `untransformableValue`
     ///   and `missingRequiredValue` with the source index, key path, value and attribute),
-    ///   ``ObjectGraphError`` `cancelled` when the calling task is cancelled during the run, or
-    ///   an error a predicate or hook threw.
+    ///   `CancellationError` when the task running the map is cancelled during the run (the
+    ///   context is then left as it was, as for any other error), or an error a predicate or
+    ///   hook threw.
     @discardableResult
-    public func map<T: Entity>(_ json: Data, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
+    public func map<T: Entity>(_ json: Data, with mapping: EntityMapping<T>, progress: ProgressHandler? = nil) throws -> MappingResult<T> {
         let start = ContinuousClock.now
         let document: JSONDocument
         if keepsJSONBuffers, let parser = jsonParser ?? JSONParser(), !parser.inUse {
@@ -79,7 +86,7 @@ extension ModelContext {
             document = try JSONDocument(parsing: json)
         }
         let parsed = ContinuousClock.now
-        let outcome = try runMapping(JSONSource(document: document), root: document.root, mapping.definition)
+        let outcome = try runMapping(JSONSource(document: document), root: document.root, mapping.definition, progress: progress)
         var result: MappingResult<T> = self.result(outcome, since: parsed)
         result.parseSeconds = (parsed - start).seconds
         return result
@@ -88,19 +95,21 @@ extension ModelContext {
     /// Maps Foundation values (what `JSONSerialization` returns, or dictionaries built in code):
     /// `[String: Any]` objects, `[Any]` arrays, `NSNull` or `nil`, numbers, strings, and values
     /// of stored types (`Date`, `UUID`, `URL`, `Data`). The root key path applies as for JSON.
+    /// Progress and cancellation as for ``map(_:with:progress:)-(Data,_,_)``.
     @discardableResult
-    public func map<T: Entity>(jsonObject: Any, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
+    public func map<T: Entity>(jsonObject: Any, with mapping: EntityMapping<T>, progress: ProgressHandler? = nil) throws -> MappingResult<T> {
         let start = ContinuousClock.now
-        return result(try runMapping(FoundationSource(), root: jsonObject, mapping.definition), since: start)
+        return result(try runMapping(FoundationSource(), root: jsonObject, mapping.definition, progress: progress), since: start)
     }
 
-    /// Maps an array of dictionaries, one object each.
+    /// Maps an array of dictionaries, one object each. Progress and cancellation as for
+    /// ``map(_:with:progress:)-(Data,_,_)``.
     @discardableResult
-    public func map<T: Entity>(_ sources: [[String: Any]], with mapping: EntityMapping<T>) throws -> MappingResult<T> {
+    public func map<T: Entity>(_ sources: [[String: Any]], with mapping: EntityMapping<T>, progress: ProgressHandler? = nil) throws -> MappingResult<T> {
         var definition = mapping.definition
         definition.rootKeyPath = nil
         let start = ContinuousClock.now
-        return result(try runMapping(FoundationSource(), root: sources as [Any], definition), since: start)
+        return result(try runMapping(FoundationSource(), root: sources as [Any], definition, progress: progress), since: start)
     }
 
     private typealias RunOutcome = (rows: [Int32], byEntity: [String: MappingCounts], discarded: [DiscardedObject], table: EntityTable)
@@ -116,15 +125,22 @@ extension ModelContext {
     /// The run itself. Called with a concrete source type from the entry points, never from
     /// code generic over the entity type, so that the compiler specializes the whole run for
     /// the source: unspecialized, every node access went through generic metadata.
-    private func runMapping<S: MappingSource>(_ source: S, root: S.Node, _ definition: MappingDefinition) throws -> RunOutcome {
+    private func runMapping<S: MappingSource>(
+        _ source: S, root: S.Node, _ definition: MappingDefinition, progress: ProgressHandler?
+    ) throws -> RunOutcome {
         var run = try MappingRun(source: source, definition: definition, context: self)
         let node = try run.sources(in: root)
+        run.progress = RunProgress(progress, sync: activeSync, total: run.topLevelCount(node))
         return try _withImportSavepoint {
+            try run.progress.begin()
             let rows = try node.map { try run.mapTopLevel($0) } ?? []
+            // The connections, tombstones and discarding that follow touch every mapped object.
+            try run.progress.checkCancellation()
             let discarded = try run.finish()
             activeSync?.noteMapped(run.plans)
             var byEntity: [String: MappingCounts] = [:]
             for plan in run.plans { byEntity[plan.table.entity.name] = (byEntity[plan.table.entity.name] ?? MappingCounts()) + plan.counts }
+            run.progress.finish()
             return (rows, byEntity, discarded, run.top.table)
         }
     }

@@ -13,9 +13,19 @@ extension ModelContext {
     /// - with `sweepLimit`, a sweep that would remove more throws ``SyncError``
     ///   `sweepLimitExceeded`, naming how many it would have removed;
     /// - a save that fails (a `deny` delete rule hit by the sweep: ``ValidationError``) undoes
-    ///   the whole operation too.
+    ///   the whole operation too;
+    /// - a sync whose task is cancelled throws `CancellationError` and is undone like a sync
+    ///   whose body throws: its mapping runs check every 4,096 records, the sweep every 4,096
+    ///   objects it examines, and the sync once more just before it saves.
     ///
     /// Inside a transaction the operation commits into it (no save of its own) or rolls back alone.
+    ///
+    /// `progress` receives ``WorkProgress`` reports (operation `sync`, unit `records`): the
+    /// first before `body` runs, without a total; then, from each mapping run of the sync, one
+    /// when it starts and one every 4,096 top-level sources, counting the records of every run
+    /// of the sync out of those of the runs so far and the one going on (the sync cannot know
+    /// what `body` maps next); the final one, with the total of records mapped, once the sync
+    /// is saved.
     ///
     /// ```swift
     /// let result = try context.sync([Package.self]) { operation in
@@ -24,9 +34,12 @@ extension ModelContext {
     /// ```
     ///
     /// - Returns: per entity, what the mappings and the sweep did.
-    /// - Throws: what `body` throws, ``SyncError``, or what the save throws.
+    /// - Throws: what `body` throws, ``SyncError``, `CancellationError`, or what the save throws.
     @discardableResult
-    public func sync(_ entities: [any Entity.Type], sweepLimit: SweepLimit? = nil, _ body: (SyncOperation) throws -> Void) throws -> SyncResult {
+    public func sync(
+        _ entities: [any Entity.Type], sweepLimit: SweepLimit? = nil, progress: ProgressHandler? = nil,
+        _ body: (SyncOperation) throws -> Void
+    ) throws -> SyncResult {
         var indexes: [Int] = []
         for type in entities {
             guard let i = schema.indexByType[ObjectIdentifier(type)] else {
@@ -36,21 +49,26 @@ extension ModelContext {
         }
         let outer = savepointDepth > 0
         let depth = savepointDepth
-        let operation = SyncOperation(context: self, entities: indexes)
+        let operation = SyncOperation(context: self, entities: indexes, progress: progress)
         let previous = activeSync
         activeSync = operation
         defer { activeSync = previous }
         beginSavepoint()
         let result: SyncResult
         do {
+            try operation.progress.begin()
             try body(operation)
+            // A body that caught a run's CancellationError does not make the sync go on.
+            try operation.progress.checkCancellation()
             result = try finishSync(operation, limit: sweepLimit)
+            try operation.progress.checkCancellation()
             if savepointDepth > depth { releaseSavepoint() }
             if !outer { try save() }
         } catch {
             if savepointDepth > depth { rollbackToSavepoint() } else if !outer { rollback() }
             throw error
         }
+        operation.progress.finish(operation.recordsMapped)
         return result
     }
 
@@ -79,6 +97,7 @@ extension ModelContext {
             var marked = 0
             var unmarked: [Int] = []
             for row in 0..<t.rowCount where t.isVisible(row: row) {
+                try operation.examine()
                 if let scope = operation.scopes[e], !(try scope(t.instance(row: row))) { continue }
                 inScope += 1
                 if operation.isMarked(e, row: row) || t.isInserted(row: row) {
@@ -111,6 +130,7 @@ extension ModelContext {
         for (t, rows) in doomed {
             var swept = 0
             for row in rows where t.isVisible(row: row) {
+                try operation.examine()
                 deleteApplyingRules(t, row: row)
                 swept += 1
             }
@@ -134,6 +154,7 @@ extension ModelContext {
         for t in tables where operation.isSwept[t.entityIndex] && t.entity.type is any SyncValidated.Type {
             let e = t.entityIndex
             for row in 0..<t.rowCount where t.isVisible(row: row) {
+                try operation.examine()
                 let object = t.instance(row: row)
                 if let scope = operation.scopes[e], !(try scope(object)) { continue }
                 guard let v = object as? any SyncValidated, v.isInvalidForSync else { continue }

@@ -5,7 +5,7 @@ public import Foundation
 /// unmarked objects of the sync's entities are swept (DKDBManager's deprecated-entity
 /// removal), and everything is saved as one journal record.
 ///
-/// Created by ``ModelContext/sync(_:sweepLimit:_:)``; see `Docs/Sync.md` for every rule.
+/// Created by ``ModelContext/sync(_:sweepLimit:progress:_:)``; see `Docs/Sync.md` for every rule.
 ///
 /// ```swift
 /// let result = try context.sync([Package.self, Maintainer.self]) { sync in
@@ -28,9 +28,14 @@ public final class SyncOperation {
     /// What the mappings of the sync reported, per entity name.
     var mapping: [String: MappingCounts] = [:]
     var discarded: [DiscardedObject] = []
+    /// The sync's progress reports (operation `sync`, unit `records`).
+    var progress: _WorkReporter
+    /// The top-level sources the sync's finished mapping runs mapped.
+    var recordsMapped = 0
 
-    init(context: ModelContext, entities: [Int]) {
+    init(context: ModelContext, entities: [Int], progress: ProgressHandler? = nil) {
         self.context = context
+        self.progress = _WorkReporter(progress, .sync, unit: .records, total: nil)
         let n = context.tables.count
         var isSwept = [Bool](repeating: false, count: n)
         for e in entities { isSwept[e] = true }
@@ -42,11 +47,13 @@ public final class SyncOperation {
 
     // MARK: Mapping inside the sync
 
-    /// Maps a JSON document as ``ModelContext/map(_:with:)-(Data,_)`` does, and marks every
-    /// object the run inserted, updated, found unchanged or skipped as unmodified.
+    /// Maps a JSON document as ``ModelContext/map(_:with:progress:)-(Data,_,_)`` does, and
+    /// marks every object the run inserted, updated, found unchanged or skipped as unmodified.
+    /// The run reports its progress to the sync's handler, counting the records of every run of
+    /// the sync, and checks whether the sync's task was cancelled.
     ///
-    /// A mapping that throws makes the whole sync throw: nothing is swept and the context is
-    /// left as it was before the sync.
+    /// A mapping that throws (`CancellationError` included) makes the whole sync throw: nothing
+    /// is swept and the context is left as it was before the sync.
     @discardableResult
     public func map<T: Entity>(_ json: Data, with mapping: EntityMapping<T>) throws -> MappingResult<T> {
         try record(context.map(json, with: mapping))
@@ -95,9 +102,29 @@ public final class SyncOperation {
     }
 
     /// Abandons the sync: nothing is swept or saved, every change it made is undone, and
-    /// ``ModelContext/sync(_:sweepLimit:_:)`` throws an ``ObjectGraphError`` with code `cancelled`.
+    /// ``ModelContext/sync(_:sweepLimit:progress:_:)`` throws an ``ObjectGraphError`` with code `cancelled`.
     public func cancel() throws -> Never {
         throw ObjectGraphError(.cancelled, "the sync was cancelled")
+    }
+
+    // MARK: Progress
+
+    /// Reports `completed` records mapped out of `total` known so far (those of the finished
+    /// runs and of the run going on).
+    func reportMapped(_ completed: Int, total: Int) {
+        progress.total = total
+        progress.report(completed)
+    }
+
+    /// Objects the sweep and the invalid-object checks examined so far.
+    private var examined = 0
+
+    /// Counts one object examined after the mappings; every 4,096 of them, throws when the
+    /// sync's task was cancelled.
+    @inline(__always)
+    func examine() throws(CancellationError) {
+        examined &+= 1
+        if examined & (_WorkReporter.itemStride - 1) == 0 { try progress.checkCancellation() }
     }
 
     // MARK: Marks
