@@ -41,16 +41,22 @@ final class JournalDoor: PersistenceDoor {
     /// set the mapping from the stored model to the context's, base and transaction records go
     /// through ``TransactionCodec``.
     ///
+    /// `progress` gets a report, and the task's cancellation is checked, each time the records
+    /// replayed reach another 256 KiB of the journal's segments (bytes on disk).
+    ///
     /// - Throws: ``StoreError``: `corruptPayload` (with the record's sequence) for a record
     ///   that does not decode, `incompatibleSchema` when a removed entity still has objects,
-    ///   `journal` for a journal error.
-    func replay(into context: ModelContext) throws(StoreError) {
+    ///   `journal` for a journal error, `cancelled` when the task was cancelled.
+    func replay(into context: ModelContext, progress: inout _WorkReporter) throws(StoreError) {
         var stored: StoredSchema?
         var mapping: SchemaMapping?
         var orphans: [Int: Set<UInt64>] = [:]
         var orphanNames: [String: Int] = [:]
         do {
-            try journal.forEachRecord { record in
+            try journal.forEachRecord(progress: { done, total in
+                progress.total = Int(total)
+                do throws(CancellationError) { try progress.advance(to: Int(done)) } catch { throw openCancelled() }
+            }) { record in
                 switch record.kind {
                 case .schema:
                     // Objects of removed entities under the previous schema stay counted by name.
@@ -98,6 +104,11 @@ final class JournalDoor: PersistenceDoor {
         for t in context.tables { t.committedArenaCount = t.arena.count; t.committedGarbage = t.arena.garbage }
     }
 
+    /// The error of an open whose task was cancelled.
+    func openCancelled() -> StoreError {
+        StoreError(.cancelled, "opening \(directory.path) was cancelled: its task was cancelled; the journal was closed, nothing was written")
+    }
+
     // MARK: Saving
 
     /// Appends the changes as one record; nothing when nothing changed.
@@ -129,7 +140,9 @@ final class JournalDoor: PersistenceDoor {
         let bytes = journal.stats.bytesOnDisk
         guard bytes > max(options.autoCompactionMinimumBytes, Int64(Double(baselineBytes) * ratio)) else { return }
         do {
-            try compact(context)
+            try compact(context, progress: nil)
+        } catch where error.code == .cancelled {
+            options.logger?.notice("automatic compaction abandoned, its task was cancelled; the journal is unchanged")
         } catch {
             options.logger?.error("automatic compaction failed, the journal is unchanged: \(error)")
         }
@@ -139,17 +152,50 @@ final class JournalDoor: PersistenceDoor {
 
     /// Writes the committed objects of `context` as a new base and switches the journal to it.
     ///
-    /// - Throws: ``StoreError`` with code `closed`, or `journal` (the old journal is then still
-    ///   in force).
-    func compact(_ context: ModelContext) throws(StoreError) {
+    /// `progress` gets reports in objects: each table's objects count as encoded column by
+    /// column, up to the share of one column more, which with the rest of the table count when
+    /// the base is written and switched to (the final report). The task's cancellation is
+    /// checked at the reports and once more just before the switch.
+    ///
+    /// - Throws: ``StoreError`` with code `closed`, `journal` (the old journal is then still
+    ///   in force), or `cancelled` (the new files are removed; the old journal is in force).
+    func compact(_ context: ModelContext, progress handler: ProgressHandler?) throws(StoreError) {
         guard state == .open else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
-        let snapshot = TransactionCodec.encodeSnapshot(context)
+        let cancelled = StoreError(
+            .cancelled, "the compaction of \(directory.path) was cancelled: its task was cancelled; the journal is unchanged")
+        var progress = _WorkReporter(handler, .compaction, unit: .objects, total: Self.snapshotCount(context))
+        // The objects-equivalent of the tables encoded so far.
+        var encoded = 0
+        let snapshot: [UInt8]
         do {
-            try journal.compact(base: [snapshot], schema: schemaBytes)
+            try progress.begin()
+            snapshot = try TransactionCodec.encodeSnapshot(context) { table, rows, columns in
+                let share = rows * columns / (table.stride + 1)
+                try progress.advance(to: encoded + share)
+                if columns == table.stride { encoded += share }
+            }
+        } catch {
+            throw cancelled
+        }
+        let switched: Bool
+        do {
+            switched = try journal.compact(base: [snapshot], schema: schemaBytes, proceed: { !Task.isCancelled })
         } catch {
             throw StoreError(journal: error)
         }
+        guard switched else { throw cancelled }
         baselineBytes = journal.stats.bytesOnDisk
+        progress.finish(progress.total ?? 0)
+    }
+
+    /// The objects a snapshot of `context` holds: the live, committed ones.
+    private static func snapshotCount(_ context: ModelContext) -> Int {
+        typealias Flags = EntityTable.Flags
+        var count = 0
+        for t in context.tables {
+            for row in 0..<t.rowCount where t.flags[row] & (Flags.live | Flags.inserted | Flags.vanished) == Flags.live { count += 1 }
+        }
+        return count
     }
 
     /// Flushes, syncs and closes the journal; later saves are refused.

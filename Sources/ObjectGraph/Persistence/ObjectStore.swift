@@ -65,10 +65,17 @@ public final class ObjectStore {
     /// compatible: added attributes take their default, removed ones are dropped, renamed ones
     /// map through `@Attribute(originalName:)`, added entities start empty.
     ///
+    /// ``StoreOptions/progress`` receives the replay's progress in bytes of the journal's
+    /// segments. Opening checks whether its task was cancelled before it touches anything and
+    /// at each report: a cancelled open closes the journal and throws ``StoreError`` with code
+    /// `cancelled` (the store's typed errors carry it; the context's operations throw
+    /// `CancellationError`).
+    ///
     /// - Throws: ``StoreError``: `journal` (locked by another writer, corruption with file and
     ///   byte offset, I/O error), `incompatibleSchema` (an attribute's type changed, or a removed
-    ///   entity still has objects) or `corruptPayload`. Nothing on disk is modified when
-    ///   opening fails, except that a torn tail is reported (and cut at the next append).
+    ///   entity still has objects), `corruptPayload`, or `cancelled`. Nothing on disk is
+    ///   modified when opening fails, except that a torn tail is reported (and cut at the next
+    ///   append).
     public static func open(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
         try open(at: directory, options: options) { _ throws(StoreError) in schema }
     }
@@ -105,6 +112,11 @@ public final class ObjectStore {
     private static func open(
         at directory: URL, options: StoreOptions, schema: (Journal) throws(StoreError) -> Schema
     ) throws(StoreError) -> ObjectStore {
+        // Cancelled before it starts: nothing is created, locked or read.
+        guard !Task.isCancelled else {
+            throw StoreError(.cancelled, "opening \(directory.path) was cancelled before it started: its task was cancelled; nothing was touched")
+        }
+        var progress = _WorkReporter(options.progress, .open, unit: .bytes, total: nil)
         var journalOptions = options.journal
         journalOptions.durability = options.durability
         journalOptions.recovery = options.recovery
@@ -123,7 +135,7 @@ public final class ObjectStore {
             }
             do {
                 let store = try make(journal: journal, directory: directory, schema: try schema(journal), options: options,
-                                     earlierReports: earlierReports)
+                                     earlierReports: earlierReports, progress: &progress)
                 return store
             } catch where error.code == .corruptPayload && error.sequence != nil {
                 try? journal.close()
@@ -139,13 +151,26 @@ public final class ObjectStore {
         }
     }
 
+    /// Replays `journal` into a new context and makes the store.
+    ///
+    /// `progress` makes the open's reports: the first one at the first attempt (a reopen for an
+    /// undecodable record goes on from where the reports got), then the replay's, then the
+    /// final one once the store is ready.
     private static func make(
-        journal: Journal, directory: URL, schema: Schema, options: StoreOptions, earlierReports: [JournalOpenReport]
+        journal: Journal, directory: URL, schema: Schema, options: StoreOptions, earlierReports: [JournalOpenReport],
+        progress: inout _WorkReporter
     ) throws(StoreError) -> ObjectStore {
         let start = ContinuousClock.now
         let context = ModelContext(schema: schema)
         let door = JournalDoor(journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(schema).encoded())
-        try door.replay(into: context)
+        progress.total = Int(journal.stats.bytesOnDisk)
+        do throws(CancellationError) {
+            if earlierReports.isEmpty { try progress.begin() }
+        } catch {
+            throw door.openCancelled()
+        }
+        try door.replay(into: context, progress: &progress)
+        do throws(CancellationError) { try progress.checkCancellation() } catch { throw door.openCancelled() }
         for t in context.tables {
             if let problem = t.firstInvalidRawValue() {
                 throw StoreError(.incompatibleSchema, "\(problem): the journal was written by a model with cases this one lacks; add the case back to open it")
@@ -165,6 +190,7 @@ public final class ObjectStore {
         if let torn = journal.openReport.tornTail {
             options.logger?.warning("torn tail: \(torn.bytes) bytes at offset \(torn.offset) of \(torn.file) will be truncated before the next append (\(torn.reason))")
         }
+        progress.finish(progress.total ?? 0)
         return store
     }
 
@@ -177,9 +203,18 @@ public final class ObjectStore {
     /// the old segments. Pending changes stay pending. A crash at any step leaves a store that
     /// opens with nothing lost.
     ///
-    /// - Throws: ``StoreError`` with code `journal`; the old journal is then still in force.
-    public func compact() throws(StoreError) {
-        try door.compact(context)
+    /// `progress` receives ``WorkProgress`` reports (operation `compaction`, unit `objects`, out
+    /// of the live committed objects): the first before anything is written, then as the objects
+    /// are encoded (a large entity's objects count column by column), the final one once the
+    /// journal switched to the new base. Compaction checks whether its task was cancelled at
+    /// each report and once more just before the switch: cancelled, it removes the files it
+    /// wrote and throws ``StoreError`` with code `cancelled`; the old journal is still in force,
+    /// unchanged, and the store stays open and usable.
+    ///
+    /// - Throws: ``StoreError`` with code `journal` (the old journal is then still in force),
+    ///   `closed`, or `cancelled`.
+    public func compact(progress: ProgressHandler? = nil) throws(StoreError) {
+        try door.compact(context, progress: progress)
     }
 
     /// Flushes and syncs the journal and releases the directory lock. Pending changes that were
@@ -213,6 +248,11 @@ public struct StoreOptions: Sendable {
     public var logger: Logger?
     /// Lower-level journal options (segment size, the I/O layer for fault injection).
     public var journal = JournalOptions()
+    /// Receives the progress of opening the store: ``WorkProgress`` reports (operation `open`,
+    /// unit `bytes`: the journal's segments replayed, out of their size on disk), the first once
+    /// the journal is opened and checked, then one each time the replay passes another 256 KiB,
+    /// the final one once the store is ready. Nil (the default): no reports.
+    public var progress: ProgressHandler?
 
     /// Creates options with the defaults.
     public init(durability: JournalOptions.Durability = .always, recovery: JournalOptions.Recovery = .tolerateTornTail) {

@@ -30,6 +30,11 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case journal
         /// The store was used after `close()`.
         case closed
+        /// The task running the open or the compaction was cancelled, and the operation undone:
+        /// an open closed what it opened, a compaction removed its new files and left the
+        /// journal as it was (`Docs/Progress.md`). The store's typed errors carry the
+        /// cancellation that the context's operations throw as `CancellationError`.
+        case cancelled
     }
 
     /// The kind of failure.

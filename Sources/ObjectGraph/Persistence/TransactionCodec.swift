@@ -43,7 +43,7 @@ enum TransactionCodec {
         for (t, inserted, updated, deleted) in blocks {
             w.varint(t.entityIndex)
             w.varint(t.nextSerial)
-            writeInserts(t, rows: inserted, into: &w)
+            writeInserts(t, rows: inserted, into: &w) { _ in }
             w.varint(updated.count)
             for row in updated {
                 w.varint(t.serial(ofRow: row))
@@ -65,7 +65,12 @@ enum TransactionCodec {
     }
 
     /// Encodes every live, committed object of the context as inserts (a base snapshot).
-    static func encodeSnapshot(_ context: ModelContext) -> [UInt8] {
+    ///
+    /// `afterColumn` gets each table, its objects in the snapshot and its columns written so
+    /// far, after each column (a compaction's progress); what it throws stops the encoding.
+    static func encodeSnapshot(
+        _ context: ModelContext, afterColumn: (_ table: EntityTable, _ rows: Int, _ columns: Int) throws -> Void
+    ) rethrows -> [UInt8] {
         var w = ByteWriter(capacity: 1 << 16)
         w.byte(version)
         w.varint(context.tables.count)
@@ -79,7 +84,7 @@ enum TransactionCodec {
                 rows.append(row)
             }
             rows.sort { t.serialOfRow[$0] < t.serialOfRow[$1] }
-            writeInserts(t, rows: rows, committed: true, into: &w)
+            try writeInserts(t, rows: rows, committed: true, into: &w) { try afterColumn(t, rows.count, $0) }
             w.varint(0)  // updates
             w.varint(0)  // deletes
         }
@@ -106,7 +111,10 @@ enum TransactionCodec {
     /// straight into the writer's buffer in one go (``ByteWriter/append(upTo:_:)``), with the
     /// switch on the attribute's type outside the loop: per-value appends were most of the
     /// cost of a save of many inserted objects.
-    private static func writeInserts(_ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter) {
+    private static func writeInserts(
+        _ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter,
+        afterColumn: (_ columns: Int) throws -> Void
+    ) rethrows {
         writeSerials(rows.map { t.serialOfRow[$0] }, into: &w)
         guard !rows.isEmpty else { return }
         var cells = [UInt64](repeating: 0, count: rows.count)
@@ -116,6 +124,7 @@ enum TransactionCodec {
             w.byte(nullCount > 0 ? 1 : 0)
             if nullCount > 0 { w.bytes.append(contentsOf: bitmap) }
             writeColumn(cells, nulls: bitmap, count: rows.count - nullCount, type: t.types[slot], table: t, into: &w)
+            try afterColumn(slot + 1)
         }
     }
 
