@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 @testable import GraphJournal
+import ObjectGraph
 import Synchronization
 import Testing
 @testable import graph_journal
@@ -159,6 +160,29 @@ struct ProgressBarTests {
         #expect(bar.progress.total == 1_564)
     }
 
+    @Test func aHandlerDrawsTheLibrarysReportsWithTheirTotal() throws {
+        let clock = FakeClock()
+        let output = try CapturedOutput()
+        let bar = ProgressBar(total: nil, label: "compacting: writing live objects", unit: .items("objects"), output: output.fd,
+                              delay: .zero, width: 100, clock: clock.closure)
+        let handler = bar.handler()
+        handler(WorkProgress(operation: .compaction, completed: 0, total: 30_000, unit: .objects))
+        #expect(output.frames.last?.hasPrefix("compacting: writing live objects [") == true, "a new total is drawn at once")
+        #expect(output.frames.last?.contains("   0 / 30,000 objects") == true, "\(output.frames)")
+        clock.set(50)
+        handler(WorkProgress(operation: .compaction, completed: 12_000, total: 30_000, unit: .objects))
+        #expect(output.frames.count == 1, "within a tenth of a second of the last line")
+        #expect(bar.progress.done == 12_000 && bar.progress.total == 30_000)
+        clock.set(150)
+        handler(WorkProgress(operation: .compaction, completed: 30_000, total: 30_000, unit: .objects))
+        #expect(output.frames.count == 2)
+        #expect(output.frames.last?.contains(" 100%  30,000 / 30,000 objects") == true, "\(output.frames)")
+        bar.phase("replaying", total: nil)
+        handler(WorkProgress(operation: .open, completed: 0, total: nil, unit: .bytes))
+        #expect(output.frames.last == "replaying… 0.0 s", "no total: the seconds elapsed")
+        bar.finish()
+    }
+
     // MARK: The binary
 
     /// A store big enough that its bar is drawn several times with no delay.
@@ -269,7 +293,10 @@ struct ProgressBarTests {
         #expect(status == 0)
         #expect(screen.hasPrefix("\rcompacting: checking ["), "\(screen.debugDescription)")
         #expect(screen.contains("\rcompacting: replaying 61 records ("))
-        #expect(screen.contains("\rcompacting: writing "))
+        // The library's reports give each phase its total: bytes replayed, objects written.
+        #expect(screen.contains(#/\rcompacting: replaying 61 records \([0-9.]+ kB\) +[0-9]+% +[0-9.]+ (B|kB) / [0-9.]+ kB/#),
+                "\(screen.debugDescription)")
+        #expect(screen.contains(#/\rcompacting: writing live objects +[0-9]+% +[0-9,]+ / [0-9,]+ objects/#), "\(screen.debugDescription)")
         #expect(withoutBar(screen).hasPrefix("compacted \(copy.path): "))
         #expect(try Tool.run(["verify", copy.path]).status == 0)
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GraphJournal
 import ObjectGraph
+import Synchronization
 
 /// `graph-journal compact DIR`: rewrites the live objects as a new base.
 struct Compact: ParsableCommand {
@@ -17,8 +18,8 @@ struct Compact: ParsableCommand {
 
             When standard error is a terminal and compaction takes longer than half a second, \
             it shows its progress there: a bar of the bytes of the journal checked (out of its \
-            segments' size on disk) and the rate, then the replay and the writing of the new \
-            base with the seconds elapsed; the line is erased before the summary. \
+            segments' size on disk) and the rate, then of the bytes replayed, then of the live \
+            objects written to the new base; the line is erased before the summary. \
             --no-progress turns it off.
 
             \(ToolExit.helpText)
@@ -47,11 +48,12 @@ struct Compact: ParsableCommand {
             }
             let before = report.files.reduce(Int64(0)) { $0 + (segmentSizes(directory: directory, files: report.files)[$1] ?? 0) }
             let start = ContinuousClock.now
-            // Opening replays the journal inside the library, which reports no progress: the
-            // line shows the seconds elapsed.
-            progress?.phase("compacting: replaying \(ProgressBar.grouped(Int64(report.entries.count))) records (\(ProgressBar.shortBytes(before)))", total: nil)
+            // The library reports the replay in bytes of the journal and the writing of the new
+            // base in objects; the bar shows each phase's done out of its total.
+            progress?.phase("compacting: replaying \(ProgressBar.grouped(Int64(report.entries.count))) records (\(ProgressBar.shortBytes(before)))", total: before)
             var options = StoreOptions(durability: .always)
             options.autoCompactionRatio = nil
+            options.progress = progress?.handler()
             let opened: ObjectStore
             do throws(StoreError) {
                 opened = try ObjectStore.openDynamic(at: URL(fileURLWithPath: directory), options: options)
@@ -60,13 +62,15 @@ struct Compact: ParsableCommand {
                 if error.journalError?.code == .locked { throw ToolFailure(.locked, lockedMessage(directory)) }
                 throw ToolFailure(.failure, "cannot open \(directory): \(error); nothing was changed")
             }
-            var objects = 0
-            for entity in opened.context.schema.entities {
-                objects += (try? opened.context.objects(ofEntityNamed: entity.name).count) ?? 0
-            }
-            progress?.phase("compacting: writing \(ProgressBar.grouped(Int64(objects))) live objects", total: nil)
+            // The compaction's reports also say how many live objects it writes.
+            let written = LiveObjects()
+            let bar = progress?.handler()
+            progress?.phase("compacting: writing live objects", total: nil, unit: .items("objects"))
             do {
-                try opened.compact()
+                try opened.compact { report in
+                    written.count.withLock { $0 = report.total ?? 0 }
+                    bar?(report)
+                }
                 try opened.close()
             } catch {
                 progress?.finish()
@@ -74,6 +78,7 @@ struct Compact: ParsableCommand {
                 throw ToolFailure(.failure, "compaction failed, the store is unchanged: \(error)")
             }
             progress?.finish()
+            let objects = written.count.withLock { $0 }
             let after = opened.stats.bytesOnDisk
             let elapsed = (ContinuousClock.now - start).components
             let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
@@ -83,4 +88,9 @@ struct Compact: ParsableCommand {
             try out.flush()
         }
     }
+}
+
+/// The live objects a compaction writes, as its progress reports say.
+private final class LiveObjects: Sendable {
+    let count = Mutex(0)
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import GraphJournal
+import ObjectGraph
 import Synchronization
 
 /// The `--no-progress` flag of the commands that draw a ``ProgressBar``.
@@ -138,6 +139,24 @@ final class ProgressBar: Sendable {
             s.phaseStart = clock()
             draw(&s, force: true)
         }
+    }
+
+    /// Sets the phase's total (nil: none, the elapsed time is shown) and how much it has done,
+    /// as ``update(done:)`` does: for work whose total its reports give. A new total is drawn at
+    /// once (once the delay has passed), as a new phase is.
+    func update(done: Int64, total: Int64?) {
+        state.withLock { s in
+            let changed = s.total != total
+            s.total = total
+            if done > s.done { s.done = done }
+            draw(&s, force: changed)
+        }
+    }
+
+    /// A handler that draws the library's progress reports (an open's replay, a compaction) on
+    /// this bar, in the phase's unit: each report's total and what it completed.
+    func handler() -> ProgressHandler {
+        { [self] progress in update(done: Int64(progress.completed), total: progress.total.map { Int64($0) }) }
     }
 
     /// Adds `bytes` to the phase's total (a file found to belong to the work on the way).
