@@ -77,6 +77,11 @@ let package = Package(
         // `swift run -c release peer-comparison` writes Results/peers.md and
         // Results/cold-start.svg. `make bench-peers` from the repository root.
         .executableTarget(
+            name: "concurrency-comparison",
+            dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
+        ),
+        .executableTarget(
             name: "peer-comparison",
             dependencies: [
                 "PeopleWorkload",

@@ -24,7 +24,7 @@ protocol TreePage: AnyObject {
 /// node is never written again.
 final class TreeNode<Page: TreePage>: @unchecked Sendable {
     let generation: UInt64
-    var pages: [Page?]
+    @exclusivity(unchecked) var pages: [Page?]
 
     init(generation: UInt64, pages: [Page?]) {
         self.generation = generation

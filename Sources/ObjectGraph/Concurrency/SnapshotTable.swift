@@ -43,11 +43,14 @@ final class RowPage: TreePage, @unchecked Sendable {
 
     let generation: UInt64
     let layout: RowLayout
+    // Unchecked exclusivity: a page is written by the writer alone, in one method at a time,
+    // and read by nobody while it is written (see `TreeNode`); the checks cost more than the
+    // copying itself.
     /// Bit `r` set when row `r` holds an object.
-    var present: UInt64 = 0
-    var nulls: [UInt64]
-    var cells: [UInt64]
-    var arena = ByteArena()
+    @exclusivity(unchecked) var present: UInt64 = 0
+    @exclusivity(unchecked) var nulls: [UInt64]
+    @exclusivity(unchecked) var cells: [UInt64]
+    @exclusivity(unchecked) var arena = ByteArena()
 
     init(layout: RowLayout, generation: UInt64) {
         self.layout = layout
@@ -64,6 +67,7 @@ final class RowPage: TreePage, @unchecked Sendable {
         page.nulls = nulls
         page.cells = cells
         if !layout.varSlots.isEmpty {
+            page.arena.reserve(arena.count)
             arena.read { bytes in
                 var rest = present
                 while rest != 0 {
@@ -137,7 +141,7 @@ final class IndexPage: TreePage, @unchecked Sendable {
     static let entries = 1 << shift
 
     let generation: UInt64
-    var serials: [UInt64]
+    @exclusivity(unchecked) var serials: [UInt64]
 
     init(generation: UInt64, serials: [UInt64] = Array(repeating: 0, count: IndexPage.entries)) {
         self.generation = generation
@@ -289,6 +293,9 @@ struct SnapshotTable: Sendable {
     /// Per entry of ``RowLayout/referenceSlots``: destination serial → the serials of the rows
     /// whose to-one points at it.
     var references: [TreeDictionary<UInt64, TreeSet<UInt64>>]
+    /// Scratch space of ``upsert(_:from:row:generation:)``: a row's old key hashes and references.
+    private var oldHashes: [Int?] = []
+    private var oldReferences: [UInt64?] = []
 
     init(layout: RowLayout) {
         self.layout = layout
@@ -337,9 +344,12 @@ struct SnapshotTable: Sendable {
         }
         // An update: only the index entries and reference sets whose key changed move. An
         // index entry is a serial at a place its key's hash decides, compared with the row's
-        // key at lookup, so an unchanged hash leaves it valid.
-        let oldHashes = uniques.map { $0.hash(of: page, r) }
-        let oldReferences = layout.referenceSlots.map { page.isNull(r, $0) ? nil : page.cell(r, $0) }
+        // key at lookup, so an unchanged hash leaves it valid. The old keys go into scratch
+        // arrays kept between calls (no allocation per row).
+        oldHashes.removeAll(keepingCapacity: true)
+        oldReferences.removeAll(keepingCapacity: true)
+        for k in uniques.indices { oldHashes.append(uniques[k].hash(of: page, r)) }
+        for slot in layout.referenceSlots { oldReferences.append(page.isNull(r, slot) ? nil : page.cell(r, slot)) }
         page.write(r, from: table, row: row)
         for k in uniques.indices {
             let new = uniques[k].hash(of: page, r)
