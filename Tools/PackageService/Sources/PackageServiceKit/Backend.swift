@@ -1,0 +1,150 @@
+public import Foundation
+
+/// A package as `GET /packages/{name}` and `GET /packages` answer it. The ObjectGraph backend
+/// fills it with `decode(as:)` from a snapshot's object, the GRDB backend from a row: the keys
+/// are the entity's attribute names and the table's column names.
+public struct PackageBody: Codable, Sendable, Hashable {
+    public var name: String
+    public var version: String
+    public var architecture: String
+    public var section: String
+    public var priority: String?
+    public var installedSize: Int64?
+    public var size: Int64
+    public var maintainer: String
+    public var homepage: URL?
+    public var summary: String
+    public var depends: [String]
+    public var sha256: String
+}
+
+/// What one entity's part of a sync did. `deleted` counts the objects the sweep removed: those
+/// the document no longer lists.
+public struct SyncCountsBody: Codable, Sendable, Hashable {
+    public var inserted = 0
+    public var updated = 0
+    /// Listed with the version already stored (packages), or listed again (maintainers).
+    public var unchanged = 0
+    public var deleted = 0
+
+    public init(inserted: Int = 0, updated: Int = 0, unchanged: Int = 0, deleted: Int = 0) {
+        self.inserted = inserted
+        self.updated = updated
+        self.unchanged = unchanged
+        self.deleted = deleted
+    }
+}
+
+/// The answer of `POST /sync`.
+public struct SyncBody: Codable, Sendable, Hashable {
+    public var packages: SyncCountsBody
+    public var maintainers: SyncCountsBody
+    /// The records the document held.
+    public var records: Int
+    /// Milliseconds from the first byte parsed to the durable save.
+    public var milliseconds: Double
+    /// ObjectGraph: the version of the snapshot that shows this sync. GRDB: nil.
+    public var snapshotVersion: UInt64?
+}
+
+/// How publishing snapshots has gone (ObjectGraph only).
+public struct PublishStatsBody: Codable, Sendable, Hashable {
+    /// Snapshots published after a save since the store opened.
+    public var publishes: Int
+    public var lastPublishMicroseconds: Double
+    public var totalPublishMilliseconds: Double
+}
+
+/// The answer of `GET /stats`.
+public struct StatsBody: Codable, Sendable, Hashable {
+    public var backend: String
+    public var packages: Int
+    public var maintainers: Int
+    /// ObjectGraph: the version of the snapshot the counts come from. GRDB: nil.
+    public var snapshotVersion: UInt64?
+    public var snapshotPublishing: PublishStatsBody?
+    /// The store's directory (ObjectGraph) or the database file (GRDB).
+    public var store: String
+    /// The size of the files in the store's directory.
+    public var bytesOnDisk: Int64
+}
+
+/// The body of every error answer: `{"error": "…"}`, with where a malformed document went wrong.
+public struct ErrorBody: Codable, Sendable, Hashable {
+    public var error: String
+    /// For malformed JSON: the offset of the first byte that cannot be read.
+    public var byteOffset: Int?
+    /// The index of the record (array element) that failed.
+    public var record: Int?
+    /// The key of that record that failed.
+    public var key: String?
+
+    public init(error: String, byteOffset: Int? = nil, record: Int? = nil, key: String? = nil) {
+        self.error = error
+        self.byteOffset = byteOffset
+        self.record = record
+        self.key = key
+    }
+}
+
+/// A request the service refuses: answered with the status of its kind and its body as JSON.
+public struct RequestRejected: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// 400: a bad query, a document that is not JSON, or a record that does not fit.
+        case badRequest
+        /// 404: no such package.
+        case notFound
+        /// 409: applying the document would be harmful (an empty document wiping the store).
+        case conflict
+    }
+
+    public var kind: Kind
+    public var body: ErrorBody
+
+    public init(_ kind: Kind, _ body: ErrorBody) {
+        self.kind = kind
+        self.body = body
+    }
+
+    public var description: String { body.error }
+}
+
+/// The storage behind the routes: the same endpoints over ObjectGraph or over SQLite.
+///
+/// Reads must not wait for a sync going on: the ObjectGraph backend reads the last published
+/// snapshot, the GRDB backend a WAL reader connection of its `DatabasePool`.
+public protocol PackageBackend: Sendable {
+    /// `objectgraph` or `grdb`.
+    var name: String { get }
+    /// The package named `name`, or nil.
+    func package(named name: String) async throws -> PackageBody?
+    /// The packages of `section` (all when nil), sorted by name, at most `limit`.
+    func packages(section: String?, limit: Int) async throws -> [PackageBody]
+    /// Makes the stored packages those `document` (a JSON array of ``PackageRecord``) lists:
+    /// inserts the new ones, updates those whose version changed, deletes those it no longer
+    /// lists, and maintainers with them; one durable transaction.
+    ///
+    /// - Throws: ``RequestRejected`` for a document that is not JSON or holds a record that does
+    ///   not fit, or an empty document while packages are stored.
+    func sync(_ document: Data) async throws -> SyncBody
+    /// Counts and where the data lives.
+    func stats() async throws -> StatsBody
+    /// Whether no package is stored (the service then loads the fixture).
+    func isEmpty() async throws -> Bool
+    /// Flushes and closes the storage.
+    func close() async throws
+}
+
+/// The backends `--backend` names.
+public enum BackendKind: String, Sendable, CaseIterable {
+    case objectgraph
+    case grdb
+}
+
+/// The total size of the regular files directly in `directory`.
+func bytesOnDisk(_ directory: URL) -> Int64 {
+    let files = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey])) ?? []
+    return files.reduce(Int64(0)) { total, file in
+        total + Int64((try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+public import Hummingbird
+public import Logging
+import NIOCore
+
+/// Where and how the service listens.
+public struct ServiceConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port (the tests do).
+    public var port: Int
+    /// The largest `POST /sync` body accepted (413 above).
+    public var maxSyncBytes: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, maxSyncBytes: Int = 64 << 20) {
+        self.host = host
+        self.port = port
+        self.maxSyncBytes = maxSyncBytes
+    }
+}
+
+/// The application: the routes of ``buildRouter(backend:configuration:logger:)`` on an HTTP/1.1
+/// server. `onServerRunning` receives the port bound.
+public func makeApplication(
+    backend: any PackageBackend, configuration: ServiceConfiguration, logger: Logger,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    Application(
+        router: buildRouter(backend: backend, configuration: configuration, logger: logger),
+        configuration: ApplicationConfiguration(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "package-service"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: logger)
+}
+
+/// Limits of `GET /packages`.
+public enum ListLimit {
+    public static let `default` = 50
+    public static let maximum = 1000
+}
+
+/// The service's routes over `backend`:
+///
+/// - `GET /packages/{name}`: the package, or 404;
+/// - `GET /packages?section=…&limit=…`: the section's packages (every package without
+///   `section`) sorted by name, `limit` 1…1000 (default 50), 400 for another limit;
+/// - `POST /sync`: the body, a JSON array of fixture records, becomes the stored set (see
+///   ``PackageBackend/sync(_:)``); 400 with the byte offset for malformed JSON;
+/// - `GET /stats`: counts, snapshot version and publishing figures, where the store is.
+///
+/// Every error answer is JSON (``ErrorBody``).
+public func buildRouter(backend: any PackageBackend, configuration: ServiceConfiguration, logger: Logger) -> Router<BasicRequestContext> {
+    let router = Router(context: BasicRequestContext.self)
+    router.middlewares.add(JSONErrorMiddleware(logger: logger))
+    router.middlewares.add(LogRequestsMiddleware(.debug))
+
+    router.get("/packages/:name") { _, context -> Response in
+        let raw = try context.parameters.require("name")
+        let name = raw.removingPercentEncoding ?? raw
+        guard let package = try await backend.package(named: name) else {
+            throw RequestRejected(.notFound, ErrorBody(error: "no package named '\(name)'"))
+        }
+        return try jsonResponse(package)
+    }
+
+    router.get("/packages") { request, _ -> Response in
+        let query = request.uri.queryParameters
+        let section = query.get("section")
+        var limit = ListLimit.default
+        if let raw = query.get("limit") {
+            guard let value = Int(raw), (1...ListLimit.maximum).contains(value) else {
+                throw RequestRejected(
+                    .badRequest, ErrorBody(error: "limit must be an integer from 1 to \(ListLimit.maximum), not '\(raw)'", key: "limit"))
+            }
+            limit = value
+        }
+        let packages = try await backend.packages(section: section, limit: limit)
+        return try jsonResponse(PackageList(section: section, limit: limit, count: packages.count, packages: packages))
+    }
+
+    router.post("/sync") { request, _ -> Response in
+        var request = request
+        let buffer = try await request.collectBody(upTo: configuration.maxSyncBytes)
+        let result = try await backend.sync(Data(buffer.readableBytesView))
+        logger.info(
+            "synced",
+            metadata: [
+                "records": "\(result.records)", "inserted": "\(result.packages.inserted)", "updated": "\(result.packages.updated)",
+                "deleted": "\(result.packages.deleted)", "ms": "\(String(format: "%.1f", result.milliseconds))",
+            ])
+        return try jsonResponse(result)
+    }
+
+    router.get("/stats") { _, _ -> Response in
+        try jsonResponse(try await backend.stats())
+    }
+    return router
+}
+
+/// The answer of `GET /packages`.
+public struct PackageList: Codable, Sendable, Hashable {
+    public var section: String?
+    public var limit: Int
+    public var count: Int
+    public var packages: [PackageBody]
+}
+
+/// `value` as a JSON response: sorted keys, slashes unescaped.
+func jsonResponse(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    let data = try encoder.encode(value)
+    var headers = HTTPFields()
+    headers[.contentType] = "application/json; charset=utf-8"
+    headers[.contentLength] = String(data.count)
+    return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+}
+
+/// Answers a ``RequestRejected`` with its status and JSON body, and any other error that is not
+/// already an HTTP answer with a logged 500 and a JSON body.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let rejected as RequestRejected {
+            let status: HTTPResponse.Status =
+                switch rejected.kind {
+                case .badRequest: .badRequest
+                case .notFound: .notFound
+                case .conflict: .conflict
+                }
+            return try jsonResponse(rejected.body, status: status)
+        } catch let error as any HTTPResponseError {
+            throw error
+        } catch {
+            logger.error("request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
+            return try jsonResponse(ErrorBody(error: "\(error)"), status: .internalServerError)
+        }
+    }
+}
