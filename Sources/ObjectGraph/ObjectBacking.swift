@@ -72,6 +72,14 @@ public struct ObjectBacking {
         return Unmanaged.passUnretained(unsafeDowncast(owner, to: EntityTable.self))._withUnsafeGuaranteedRef(body)
     }
 
+    /// Calls `body` with the row of an object read from a snapshot, borrowed as in
+    /// ``withTable(_:)``. Nil when the object was not read from a snapshot.
+    @inline(__always)
+    func withSnapshot<R>(_ body: (SnapshotObject) -> R) -> R? {
+        guard row == Self.snapshotRow else { return nil }
+        return Unmanaged.passUnretained(unsafeDowncast(owner, to: SnapshotObject.self))._withUnsafeGuaranteedRef(body)
+    }
+
     var managedTable: EntityTable? {
         if case .managed(let t) = storage { return t }
         return nil
@@ -147,11 +155,13 @@ public struct ObjectBacking {
 
     func get<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type, generic: Void) -> T {
         if let value = withTable({ $0.read(row: Int(row), slot: slot, as: T.self) }) { return value ?? T._zero }
+        if let value = withSnapshot({ $0.page.read($0.r, slot, as: T.self) }) { return value ?? T._zero }
         return dynamicValue(slot).flatMap(T.init) ?? T._zero
     }
 
     func getOptional<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type, generic: Void) -> T? {
         if let value = withTable({ $0.read(row: Int(row), slot: slot, as: T.self) }) { return value }
+        if let value = withSnapshot({ $0.page.read($0.r, slot, as: T.self) }) { return value }
         return dynamicValue(slot).flatMap(T.init)
     }
 

@@ -41,7 +41,6 @@ public import GraphJournal
 public actor AsyncStore {
     private let store: ObjectStore
     private let publisher: SnapshotPublisher
-    private var observation: ObservationToken?
     private nonisolated let snapshots: SnapshotHub
     private nonisolated let changeHub: ChangeHub
 
@@ -63,17 +62,14 @@ public actor AsyncStore {
     public init(store: sending ObjectStore) {
         let publisher = SnapshotPublisher(context: store.context)
         store.context.snapshotPublisher = publisher
-        let changeHub = ChangeHub()
+        let changeHub = ChangeHub(snapshots: publisher.hub)
+        store.context.ensureObservers().changeHub = changeHub
         self.store = store
         self.publisher = publisher
         self.snapshots = publisher.hub
         self.changeHub = changeHub
         self.directory = store.directory
         self.openReport = store.openReport
-        let snapshots = publisher.hub
-        observation = store.context.observe { changes in
-            changeHub.deliver(changes, version: snapshots.snapshot.version)
-        }
     }
 
     deinit {
@@ -148,8 +144,7 @@ public actor AsyncStore {
     /// Flushes and syncs the journal and releases the directory lock (``ObjectStore/close()``).
     /// Snapshots taken before stay readable; ``changes`` sequences end.
     public func close() throws(StoreError) {
-        observation?.cancel()
-        observation = nil
+        store.context.observers?.changeHub = nil
         changeHub.finish()
         try store.close()
     }

@@ -94,6 +94,17 @@ final class RowPage: TreePage, @unchecked Sendable {
     @inline(__always)
     func cell(_ r: Int, _ slot: Int) -> UInt64 { cells[r &* layout.stride &+ slot] }
 
+    /// The value of `slot` in row `r` as `T` (the attribute's own type); nil when unset.
+    @inline(__always)
+    func read<T: PrimitiveAttribute>(_ r: Int, _ slot: Int, as type: T.Type) -> T? {
+        if isNull(r, slot) { return nil }
+        let c = cell(r, slot)
+        if layout.types[slot].isVariableLength {
+            return arena.withBytes(ArenaRef(c)) { T._decode(.bytes($0)) }
+        }
+        return T._decode(.fixed(c))
+    }
+
     /// The value of `slot` in row `r`; nil when unset.
     func value(_ r: Int, _ slot: Int) -> AttributeValue? {
         if isNull(r, slot) { return nil }
@@ -134,8 +145,9 @@ final class RowPage: TreePage, @unchecked Sendable {
     }
 }
 
-/// 1024 entries of a snapshot's unique index: serials, 0 for empty, `UInt64.max` for a removed
-/// entry. `@unchecked Sendable` as ``RowPage``.
+/// 1024 entries of a snapshot's unique index: a serial in the low 48 bits and the top 16 bits
+/// of its key's hash above them (so that a probe rejects most other keys without reading their
+/// rows); 0 for empty, `UInt64.max` for a removed entry. `@unchecked Sendable` as ``RowPage``.
 final class IndexPage: TreePage, @unchecked Sendable {
     static let shift = 10
     static let entries = 1 << shift
@@ -163,6 +175,14 @@ enum SnapshotKeyCell: Sendable {
 struct SnapshotUniqueIndex: Sendable {
     static let empty: UInt64 = 0
     static let removed: UInt64 = .max
+    static let serialMask: UInt64 = (1 << 48) - 1
+
+    /// The entry of `serial` whose key hashes to `hash`.
+    @inline(__always)
+    static func entry(_ serial: UInt64, hash: Int) -> UInt64 { serial | tag(hash) }
+
+    @inline(__always)
+    static func tag(_ hash: Int) -> UInt64 { UInt64(UInt(bitPattern: hash)) & ~serialMask }
 
     let slots: [Int]
     let seed: UInt64
@@ -221,7 +241,7 @@ struct SnapshotUniqueIndex: Sendable {
             let e = entry(i)
             if e == Self.empty || e == Self.removed {
                 if e == Self.removed { removedCount -= 1 }
-                setEntry(i, serial, generation: generation)
+                setEntry(i, Self.entry(serial, hash: hash), generation: generation)
                 used += 1
                 return
             }
@@ -235,7 +255,7 @@ struct SnapshotUniqueIndex: Sendable {
         while true {
             let e = entry(i)
             if e == Self.empty { return }
-            if e == serial {
+            if e == Self.entry(serial, hash: hash) {
                 setEntry(i, Self.removed, generation: generation)
                 used -= 1
                 removedCount += 1
@@ -251,13 +271,16 @@ struct SnapshotUniqueIndex: Sendable {
     /// The serial whose key equals `key` (byte equality, as the entity table's index), read
     /// through `rows`.
     func find(_ key: [SnapshotKeyCell], in rows: PageTree<RowPage>) -> UInt64? {
-        var i = hash(of: key) & (capacity - 1)
+        let h = hash(of: key)
+        let tag = Self.tag(h)
+        var i = h & (capacity - 1)
         while true {
             let e = entry(i)
             if e == Self.empty { return nil }
-            if e != Self.removed {
-                let n = Int(e - 1)
-                if let page = rows.page(n >> RowPage.shift), matches(page, n & (RowPage.rows - 1), key) { return e }
+            if e != Self.removed && e & ~Self.serialMask == tag {
+                let serial = e & Self.serialMask
+                let n = Int(serial - 1)
+                if let page = rows.page(n >> RowPage.shift), matches(page, n & (RowPage.rows - 1), key) { return serial }
             }
             i = (i + 1) & (capacity - 1)
         }

@@ -51,6 +51,13 @@ final class ChangeHub: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Where the version of the snapshot a save published is read.
+    private let snapshots: SnapshotHub
+
+    init(snapshots: SnapshotHub) { self.snapshots = snapshots }
+
+    /// Whether anybody subscribes: when not, a save builds no ``ContextChanges``.
+    var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }
 
     /// Registers a subscriber; nil when the hub has finished.
     func subscribe() -> UInt64? {
@@ -69,7 +76,8 @@ final class ChangeHub: Sendable {
 
     /// Hands one save's changes to every subscriber: to its waiting consumer, or merged into its
     /// pending element.
-    func deliver(_ changes: ContextChanges, version: UInt64) {
+    func deliver(_ changes: ContextChanges) {
+        let version = snapshots.snapshot.version
         let element = SavedChanges(changes: changes, saves: 1, version: version)
         let ready: [(CheckedContinuation<SavedChanges?, Never>, SavedChanges)] = state.withLock { s in
             var ready: [(CheckedContinuation<SavedChanges?, Never>, SavedChanges)] = []

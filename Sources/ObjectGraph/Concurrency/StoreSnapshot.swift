@@ -110,7 +110,22 @@ public final class StoreSnapshot: Sendable {
                 .unknownKey, "\(keyPath) is not an attribute of \(entity.name) (hand-written models pass keyPaths: to EntityDescription)",
                 entity: entity.name)
         }
-        return try object(table: t, slots: [slot], values: [value.attributeValue]) as? T
+        guard entity.attributes[slot].type == V.attributeType else {
+            return try object(table: t, slots: [slot], values: [value.attributeValue]) as? T
+        }
+        // The value's own cell, as the context's lookup takes it.
+        let key: SnapshotKeyCell = value._withCell { cell in
+            switch cell {
+            case .fixed(let bits): .fixed(bits)
+            case .bytes(let buffer): .bytes(Array(buffer))
+            }
+        }
+        let table = tables[t]
+        guard let k = table.uniques.firstIndex(where: { $0.slots == [slot] }) else {
+            return try object(table: t, slots: [slot], values: [value.attributeValue]) as? T  // throws noUniqueIndex
+        }
+        guard let serial = table.uniques[k].find([key], in: table.rows) else { return nil }
+        return instance(table: t, serial: serial) as? T
     }
 
     /// The object of `type` whose unique key (one or several attributes, by name) has the given

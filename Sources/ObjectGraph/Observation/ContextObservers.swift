@@ -8,6 +8,8 @@ final class ContextObservers {
     private var callbacks: [UInt64: Callback] = [:]
     private var monitors: [ObjectID: [WeakMonitor]] = [:]
     let streams = StreamHub()
+    /// The subscribers of an ``AsyncStore``'s ``AsyncStore/changes``, if the context is one's.
+    var changeHub: ChangeHub?
     private var nextID: UInt64 = 0
     /// Saves waiting to be delivered: a save made by an observer is delivered after the one
     /// being delivered, so every observer sees saves in commit order.
@@ -17,7 +19,9 @@ final class ContextObservers {
     deinit { streams.finishAll() }
 
     /// Whether anybody listens: when not, a save captures nothing.
-    var isObserved: Bool { !callbacks.isEmpty || !monitors.isEmpty || streams.hasStreams }
+    var isObserved: Bool {
+        !callbacks.isEmpty || !monitors.isEmpty || streams.hasStreams || changeHub?.hasSubscribers == true
+    }
 
     private func makeID() -> UInt64 {
         nextID += 1
@@ -66,6 +70,7 @@ final class ContextObservers {
                 }
             }
             streams.yield(c)
+            changeHub?.deliver(c)
         }
     }
 }

@@ -78,7 +78,7 @@ extension ModelContext {
 
     // MARK: Save hooks (called by save())
 
-    private func ensureObservers() -> ContextObservers {
+    func ensureObservers() -> ContextObservers {
         if let observers { return observers }
         let o = ContextObservers()
         observers = o
