@@ -486,3 +486,105 @@ struct ProgressCancellationTests {
         #expect(!FileManager.default.fileExists(atPath: dir.path))
     }
 }
+
+// MARK: Docs/Progress.md's worked example, compiled (its `Package` is `ProgressDocPackage` here)
+
+/// A package of the example daemon, identified by its name.
+@Entity final class ProgressDocPackage {
+    @Attribute(.unique) var name: String = ""
+    var version: String = ""
+}
+
+/// One record of the package index, as the daemon reads it.
+struct ProgressDocRecord: Sendable {
+    var name: String
+    var version: String
+}
+
+extension ProgressDocPackage: ImportableUniqueObject {
+    typealias ImportSource = ProgressDocRecord
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<ProgressDocPackage, String> { \.name }
+    static func uniqueID(from source: ProgressDocRecord, in context: ModelContext) throws -> String? { source.name }
+    func update(from source: ProgressDocRecord, in context: ModelContext) throws { version = source.version }
+}
+
+/// A one-line progress bar on standard error, drawn only on a terminal.
+struct ProgressDocBar: Sendable {
+    let label: String
+    private let onTerminal = isatty(STDERR_FILENO) == 1
+
+    init(label: String) { self.label = label }
+
+    /// Draws a report: `importing [=========>          ]  45%  45,056 of 100,000 objects`.
+    @Sendable func draw(_ progress: WorkProgress) {
+        guard onTerminal, let fraction = progress.fractionCompleted else { return }
+        let filled = Int(fraction * 30)
+        let bar = String(repeating: "=", count: filled) + (filled < 30 ? ">" + String(repeating: " ", count: 29 - filled) : "")
+        let line = "\r\(label) [\(bar)] \(Int(fraction * 100))%  \(progress.completed) of \(progress.total ?? 0) \(progress.unit.rawValue)\u{1B}[K"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    /// Erases the line.
+    func finish() {
+        if onTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}
+
+/// Waits for `task`, cancelling it when the process receives one of `signals` meanwhile
+/// (they do not end the process until the task is done).
+private func value<T: Sendable>(of task: Task<T, any Error>, cancelledBy signals: [Int32]) async throws -> T {
+    let watched = signals.map { number in
+        let previous = signal(number, SIG_IGN)  // the dispatch source receives it instead
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler { task.cancel() }
+        source.resume()
+        return (number, previous, source)
+    }
+    defer {
+        for (number, previous, source) in watched {
+            source.cancel()
+            signal(number, previous)
+        }
+    }
+    return try await task.value
+}
+
+/// Imports `records` into the store at `url` from a task that SIGTERM or SIGINT cancels:
+/// then nothing of the import is kept and the store is as it was.
+private func importPackages(_ records: [ProgressDocRecord], into url: URL) async throws -> Int {
+    let work = Task { () throws -> Int in
+        let store = try ObjectStore.open(at: url, schema: try Schema(ProgressDocPackage.self))
+        defer { try? store.close() }
+        let bar = ProgressDocBar(label: "importing")
+        defer { bar.finish() }
+        let packages = try store.context.importUniqueObjects(ProgressDocPackage.self, sourceArray: records, progress: bar.draw)
+        try store.context.save()
+        return packages.count
+    }
+    return try await value(of: work, cancelledBy: [SIGTERM, SIGINT])  // CancellationError after a signal
+}
+
+@Suite("Docs/Progress.md's example")
+struct ProgressDocExampleTests {
+    @Test func theDaemonImportsAndACancelledRunKeepsNothing() async throws {
+        let dir = temporaryStoreDirectory()
+        let records = (0..<10_000).map { ProgressDocRecord(name: "package-\($0)", version: "1.\($0)") }
+        #expect(try await importPackages(records, into: dir) == 10_000)
+        // The same task, cancelled as the signal handler would: the import is undone.
+        let cancelled = Task { () throws -> Int in
+            let store = try ObjectStore.open(at: dir, schema: try Schema(ProgressDocPackage.self))
+            defer { try? store.close() }
+            let newer = records.map { ProgressDocRecord(name: $0.name, version: $0.version + "+1") }
+            let packages = try store.context.importUniqueObjects(ProgressDocPackage.self, sourceArray: newer, progress: { progress in
+                if progress.completed >= 4_096 { withUnsafeCurrentTask { $0?.cancel() } }
+            })
+            try store.context.save()
+            return packages.count
+        }
+        let outcome = await cancelled.result
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        let store = try ObjectStore.open(at: dir, schema: try Schema(ProgressDocPackage.self))
+        defer { try? store.close() }
+        #expect(try store.context.objects(of: ProgressDocPackage.self).allSatisfy { !$0.version.hasSuffix("+1") })
+    }
+}

@@ -7,9 +7,9 @@
 /// to ``total`` once the operation's work is done. ``completed`` never decreases.
 ///
 /// ```swift
-/// try context.importUniqueObjects(Package.self, sourceArray: records) { progress in
-///     print(progress)   // import: 4,096 of 100,000 objects (4.1 %)
-/// }
+/// try context.importUniqueObjects(Package.self, sourceArray: records, progress: { progress in
+///     print(progress)   // import: 4,096 of 100,000 objects (4.0 %)
+/// })
 /// ```
 public struct WorkProgress: Sendable, Hashable, CustomStringConvertible {
     /// The operation reporting.
@@ -63,7 +63,7 @@ public struct WorkProgress: Sendable, Hashable, CustomStringConvertible {
         return min(1, max(0, Double(completed) / Double(total)))
     }
 
-    /// `import: 4,096 of 100,000 objects (4.1 %)`, or `sync: 4,096 records` without a total.
+    /// `import: 4,096 of 100,000 objects (4.0 %)`, or `sync: 4,096 records` without a total.
     public var description: String {
         let done = Self.grouped(completed)
         guard let total, let fraction = fractionCompleted else { return "\(operation.rawValue): \(done) \(unit.rawValue)" }
