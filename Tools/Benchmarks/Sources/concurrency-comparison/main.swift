@@ -21,6 +21,8 @@ struct Options {
     var readers = 8
     var batch = 10_000
     var readSeconds = 3.0
+    /// Stop after the open and the first snapshot (for profiling them).
+    var openOnly = false
 
     init() {
         var args = CommandLine.arguments.dropFirst().makeIterator()
@@ -30,6 +32,7 @@ struct Options {
             case "--readers": readers = args.next().flatMap(Int.init) ?? readers
             case "--batch": batch = args.next().flatMap(Int.init) ?? batch
             case "--read-seconds": readSeconds = args.next().flatMap(Double.init) ?? readSeconds
+            case "--open-only": openOnly = true
             default: print("unknown argument \(a)")
             }
         }
@@ -148,6 +151,10 @@ struct ConcurrencyComparison {
         print("| step | seconds |\n|---|---|")
         print("| open (replay) | \(String(format: "%.3f", openSeconds)) |")
         print("| first snapshot (every row and index copied once) | \(String(format: "%.3f", buildSeconds)) |\n")
+        if o.openOnly {
+            try await store.close()
+            return
+        }
 
         // 3. Publish cost of a one-object save.
         var publishes: [Double] = []
