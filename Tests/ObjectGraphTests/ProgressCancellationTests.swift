@@ -299,10 +299,12 @@ struct ProgressCancellationTests {
         #expect(plain.reports[1].description == "import: 4,096 of 10,000 objects (40.9 %)")
     }
 
-    @Test func anImportFromASequenceThatIsNotACollectionReportsItsTotalAtTheEnd() throws {
+    @Test func anImportFromASequenceThatIsNotARandomAccessCollectionReportsItsTotalAtTheEnd() throws {
         let context = ModelContext(schema: progressSchema)
         let log = ProgressLog(cancelAt: nil)
-        _ = try context.importObjects(ProgressLine.self, sourceArray: AnySequence(progressImportLines), progress: log.handler)
+        // A lazy filter is a collection whose count would call the filter on every source.
+        let filtered = progressImportLines.lazy.filter { !$0.isEmpty }
+        _ = try context.importObjects(ProgressLine.self, sourceArray: filtered, progress: log.handler)
         expectWellFormedProgress(log.reports, .import, .objects)
         #expect(log.reports.dropLast().allSatisfy { $0.total == nil })
         #expect(log.reports.last?.total == 10_000)

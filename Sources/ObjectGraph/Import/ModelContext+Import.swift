@@ -14,9 +14,10 @@ extension ModelContext {
     /// error (an ``ImportError``) names the failing source; earlier pending changes stay.
     ///
     /// `progress` receives ``WorkProgress`` reports (operation `import`, unit `objects`: the
-    /// sources gone through, out of their count when `sourceArray` is a collection), the first
-    /// before any source and then one every 4,096 sources, where the import also checks whether
-    /// its task was cancelled; the final one once every source is done.
+    /// sources gone through, out of their count when `sourceArray` is a random-access collection
+    /// such as an array, else with no total until the final report), the first before any source
+    /// and then one every 4,096 sources, where the import also checks whether its task was
+    /// cancelled; the final one once every source is done.
     ///
     /// - Throws: ``ImportError``, or `CancellationError` when the task running the import was
     ///   cancelled: everything the import did is then undone, as for a hook that throws.
@@ -24,7 +25,8 @@ extension ModelContext {
         _ type: T.Type, sourceArray: S, progress: ProgressHandler? = nil
     ) throws -> [T] where S.Element == T.ImportSource {
         _ = try table(for: type)
-        var reporter = _WorkReporter(progress, .import, unit: .objects, total: (sourceArray as? any Collection)?.count)
+        // Counted only where that is O(1) and calls no closure of the caller's (a lazy filter's).
+        var reporter = _WorkReporter(progress, .import, unit: .objects, total: (sourceArray as? any RandomAccessCollection)?.count)
         return try _withImportSavepoint {
             try reporter.begin()
             var result: [T] = []
