@@ -136,7 +136,7 @@ public actor AsyncStore {
     }
 
     /// Writes the committed objects as a new base and removes the old segments
-    /// (``ObjectStore/compact()``). Snapshots are unaffected: compaction changes no object.
+    /// (``ObjectStore/compact(progress:)``). Snapshots are unaffected: compaction changes no object.
     public func compact() throws(StoreError) {
         try store.compact()
     }

@@ -2,7 +2,7 @@ public import Foundation
 internal import Synchronization
 
 /// How key-value sources (JSON, dictionaries, Swift values) map onto objects of one entity:
-/// RestKit's entity mapping, declared once and run with ``ModelContext/map(_:with:)-(Data,_)``.
+/// RestKit's entity mapping, declared once and run with ``ModelContext/map(_:with:progress:)-(Data,_,_)``.
 ///
 /// ```swift
 /// var articles = EntityMapping(Article.self)
