@@ -137,8 +137,13 @@ public actor AsyncStore {
 
     /// Writes the committed objects as a new base and removes the old segments
     /// (``ObjectStore/compact(progress:)``). Snapshots are unaffected: compaction changes no object.
-    public func compact() throws(StoreError) {
-        try store.compact()
+    ///
+    /// - Parameter progress: Receives the objects written, done out of the total
+    ///   (`Docs/Progress.md`).
+    /// - Throws: ``StoreError``: `journal` (the old journal is then still in force), or
+    ///   `cancelled` when the task was cancelled (the new files are removed, nothing changed).
+    public func compact(progress: ProgressHandler? = nil) throws(StoreError) {
+        try store.compact(progress: progress)
     }
 
     /// Flushes and syncs the journal and releases the directory lock (``ObjectStore/close()``).
