@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PackageServiceKit
 import Testing
 
@@ -32,6 +33,23 @@ struct ServiceTests {
             let gpp = try await client.get("/packages/g%2B%2B")
             #expect(gpp.status == 200)
             #expect(try gpp.decode(PackageBody.self).name == "g++")
+        }
+    }
+
+    @Test("every package of the fixture is found by name, through the backend and over HTTP", arguments: backends)
+    func everyFixturePackageIsFound(_ kind: BackendKind) async throws {
+        let logger = Logger(label: "package-service-tests") { _ in SwiftLogNoOpLogHandler() }
+        let backend = try await openBackend(kind, directory: try temporaryDirectory(), fixture: bundledFixture, logger: logger)
+        var missing: [String] = []
+        for record in fixtureRecords where try await backend.package(named: record.name)?.version != record.version {
+            missing.append(record.name)
+        }
+        try await backend.close()
+        #expect(missing.isEmpty)
+        // The 2,049th insert grows the snapshot's unique index at the first row of a new page.
+        try await withService(kind) { client in
+            let answer = try await client.get("/packages/libpmix-dev")
+            #expect(answer.status == 200)
         }
     }
 
