@@ -1,4 +1,5 @@
 import Foundation
+import GraphJournal
 import ObjectGraph
 import PropertyBased
 import Synchronization
@@ -236,6 +237,61 @@ struct AsyncStoreTests {
         try await store.close()
         var ended = changes.makeAsyncIterator()
         #expect(await ended.next() == nil)
+    }
+
+    @Test func concurrentDurableTransactionsShareTheirSyncs() async throws {
+        // `.always`: each transaction returns once its record is durable; transactions of
+        // other tasks that commit meanwhile share an fdatasync.
+        let directory = temporaryStoreDirectory("groupcommit")
+        let store = try AsyncStore(at: directory, schema: librarySchema)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for i in 0..<25 {
+                        try await store.perform { context in _ = try context.insert(Volume.self) { $0.isbn = Int64(task * 1000 + i) } }
+                        // Returned: durable, and the snapshot shows it.
+                        if try store.snapshot.object(Volume.self, where: \.isbn, equals: Int64(task * 1000 + i)) == nil {
+                            Issue.record("transaction \(task)/\(i) returned before its snapshot was published")
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try store.snapshot.count(of: Volume.self) == 200)
+        #expect(store.snapshot.version == 200)
+        let syncs = store.groupCommitStatistics
+        #expect(syncs.transactions == 200)
+        #expect(syncs.syncs < 200, "no two transactions shared an fdatasync")
+        try await store.close()
+        let reopened = try ObjectStore.open(at: directory, schema: librarySchema)
+        #expect(try reopened.context.count(of: Volume.self) == 200)
+        try reopened.close()
+    }
+
+    @Test func aFailedGroupSyncRefusesFurtherWritesAndPublishesNothingItDidNotCover() async throws {
+        let directory = temporaryStoreDirectory("groupcommitfault")
+        let plan = JournalIO.FaultPlan()
+        var options = StoreOptions(durability: .always)
+        options.journal.io = .faulty(plan)
+        let store = try AsyncStore(at: directory, schema: librarySchema, options: options)
+        try await store.perform { context in _ = try context.insert(Volume.self) { $0.isbn = 1 } }
+        plan.arm(.error(5 /* EIO */), atCall: 1, of: [.fdatasync, .fsync])
+        await #expect(throws: StoreError.self) {
+            try await store.perform { context in _ = try context.insert(Volume.self) { $0.isbn = 2 } }
+        }
+        plan.disarm()
+        // Readers never saw the save the disk may have lost; writers are refused.
+        #expect(try store.snapshot.object(Volume.self, where: \.isbn, equals: 2) == nil)
+        #expect(store.snapshot.version == 1)
+        await #expect(throws: StoreError.self) {
+            try await store.perform { context in _ = try context.insert(Volume.self) { $0.isbn = 3 } }
+        }
+        try? await store.close()
+        // Reopened: what was durable.
+        let reopened = try ObjectStore.open(at: directory, schema: librarySchema)
+        #expect(try reopened.context.objects(of: Volume.self).map(\.isbn).contains(1))
+        try reopened.close()
     }
 
     @Test func snapshotsStayConsistentWhileAWriterSaves() async throws {

@@ -43,6 +43,8 @@ public actor AsyncStore {
     private let publisher: SnapshotPublisher
     private nonisolated let snapshots: SnapshotHub
     private nonisolated let changeHub: ChangeHub
+    /// With `.always` durability: the syncs that transactions share.
+    private nonisolated let committer: GroupCommitter?
 
     /// The directory holding the journal.
     public nonisolated let directory: URL
@@ -52,18 +54,36 @@ public actor AsyncStore {
     /// Opens (or creates) the store in `directory`, replays its journal and builds the first
     /// snapshot, like ``ObjectStore/open(at:schema:options:)``.
     ///
+    /// With `.always` durability (the default) transactions commit in groups: a transaction
+    /// returns once an `fdatasync` covered its record, and transactions of other tasks that
+    /// commit meanwhile share the next one (``perform(_:)``).
+    ///
     /// - Throws: what ``ObjectStore/open(at:schema:options:)`` throws.
     public init(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()) throws(StoreError) {
-        self.init(store: try ObjectStore.open(at: directory, schema: schema, options: options))
+        var journalOptions = options
+        let groupCommit = if case .always = options.durability { true } else { false }
+        // The syncs are the group committer's: the journal itself does not wait for them.
+        if groupCommit { journalOptions.durability = .none }
+        self.init(store: try ObjectStore.open(at: directory, schema: schema, options: journalOptions), groupCommit: groupCommit)
     }
 
     /// Takes over `store`, which must not be used elsewhere afterwards (the compiler checks:
-    /// it is `sending`). Builds the first snapshot from its committed state.
+    /// it is `sending`). Builds the first snapshot from its committed state. Saves are as
+    /// durable as the store's own durability makes them, one `fdatasync` each with `.always`.
     public init(store: sending ObjectStore) {
+        self.init(store: store, groupCommit: false)
+    }
+
+    private init(store: sending ObjectStore, groupCommit: Bool) {
         let publisher = SnapshotPublisher(context: store.context)
+        publisher.defersPublication = groupCommit
         store.context.snapshotPublisher = publisher
-        let changeHub = ChangeHub(snapshots: publisher.hub)
+        let changeHub = ChangeHub(snapshots: publisher.hub, defersDelivery: groupCommit)
         store.context.ensureObservers().changeHub = changeHub
+        committer =
+            groupCommit
+            ? GroupCommitter(journal: store.door.journal, snapshots: publisher.hub, changes: changeHub, directory: store.directory.path)
+            : nil
         self.store = store
         self.publisher = publisher
         self.snapshots = publisher.hub
@@ -89,19 +109,34 @@ public actor AsyncStore {
     /// }
     /// ```
     ///
+    /// ## Durability and group commit
+    /// With `.always` durability and a store opened by ``init(at:schema:options:)``, the save
+    /// appends its record, and the transaction then waits, suspended, for an `fdatasync` that
+    /// covers it; meanwhile the actor runs other transactions, whose records the next
+    /// `fdatasync` covers together. The snapshot of the save is published, and its changes
+    /// delivered, once the record is durable. If that `fdatasync` fails, the transaction throws a
+    /// ``StoreError`` with code `journal`, and so does every later write: the context holds saves
+    /// the disk may have lost, so the store must be closed and reopened.
+    ///
     /// - Returns: what `body` returns.
     /// - Throws: what `body` throws, or what the save throws (``ValidationError``,
     ///   ``StoreError``); the context is then as before the call.
     @discardableResult
-    public func perform<R: Sendable>(_ body: @Sendable (ModelContext) throws -> R) throws -> R {
+    public func perform<R: Sendable>(_ body: @Sendable (ModelContext) throws -> R) async throws -> R {
+        if let failure = committer?.failure { throw failure }
         let context = store.context
+        let result: R
         do {
-            return try context.transaction { tx in try body(tx.context) }
+            result = try context.transaction { tx in try body(tx.context) }
         } catch {
             // A failed save keeps its changes pending; a transaction of this actor leaves none.
             context.rollback()
             throw error
         }
+        if let committer, let snapshot = publisher.takeBuilt() {
+            try await committer.waitDurable(publishing: snapshot)
+        }
+        return result
     }
 
     /// Runs `body` once per element of `batches`, each in its own transaction, and lets other
@@ -128,7 +163,7 @@ public actor AsyncStore {
         var saved = 0
         for batch in batches {
             try Task.checkCancellation()
-            try perform { context in try body(context, batch) }
+            try await perform { context in try body(context, batch) }
             saved += 1
             await Task.yield()
         }
@@ -148,10 +183,17 @@ public actor AsyncStore {
 
     /// Flushes and syncs the journal and releases the directory lock (``ObjectStore/close()``).
     /// Snapshots taken before stay readable; ``changes`` sequences end.
-    public func close() throws(StoreError) {
+    public func close() async throws(StoreError) {
+        // The transactions still waiting for their sync get it before the journal closes. The
+        // journal is closed (and its lock released) whatever happened to the syncs.
+        var failure: StoreError?
+        if let committer {
+            do { try await committer.waitDurable(publishing: nil) } catch let error as StoreError { failure = error } catch {}
+        }
         store.context.observers?.changeHub = nil
         changeHub.finish()
         try store.close()
+        if let failure { throw failure }
     }
 
     // MARK: Reading
@@ -168,6 +210,14 @@ public actor AsyncStore {
     /// How long publishing snapshots took: the last one and in all.
     public nonisolated var snapshotStatistics: SnapshotStatistics { snapshots.statistics }
 
+    /// With group commit (``init(at:schema:options:)`` with `.always` durability): how many
+    /// `fdatasync`s made transactions durable, and how many transactions they covered. Zeros
+    /// without group commit.
+    public nonisolated var groupCommitStatistics: GroupCommitStatistics {
+        guard let c = committer?.counts else { return GroupCommitStatistics(syncs: 0, transactions: 0) }
+        return GroupCommitStatistics(syncs: c.syncs, transactions: c.transactions)
+    }
+
     /// A new sequence of the changes of every save made after this property is read, usable
     /// from any task.
     ///
@@ -178,4 +228,12 @@ public actor AsyncStore {
     /// whose size is bounded by the number of distinct objects changed, never a queue of saves.
     /// The sequence ends when the store is closed or released.
     public nonisolated var changes: StoreChanges { StoreChanges(hub: changeHub) }
+}
+
+/// How group commit has gone so far (``AsyncStore/groupCommitStatistics``).
+public struct GroupCommitStatistics: Sendable, Hashable {
+    /// The `fdatasync`s run for transactions.
+    public var syncs: Int
+    /// The transactions they made durable.
+    public var transactions: Int
 }

@@ -14,24 +14,41 @@ final class SnapshotHub: Sendable {
     }
 
     private let state: Mutex<State>
+    /// The version of the newest snapshot built, published or not (with group commit a
+    /// snapshot is published once its save is durable).
+    private let built = Atomic<UInt64>(0)
 
     init(_ first: StoreSnapshot) { state = Mutex(State(snapshot: first)) }
 
     var snapshot: StoreSnapshot { state.withLock { $0.snapshot } }
 
-    func publish(_ snapshot: StoreSnapshot, took duration: Duration) {
-        // The old snapshot is released outside the lock: when no reader holds it any more,
-        // freeing the pages only it had is the writer's work, not a reader's wait.
-        let old = state.withLock { s in
-            defer {
-                s.snapshot = snapshot
-                s.publishes += 1
-                s.lastPublish = duration
-                s.totalPublish += duration
-            }
+    var builtVersion: UInt64 { built.load(ordering: .acquiring) }
+
+    /// Records that the writer built `version`, in `duration`.
+    func didBuild(_ version: UInt64, took duration: Duration) {
+        built.store(version, ordering: .releasing)
+        state.withLock { s in
+            s.publishes += 1
+            s.lastPublish = duration
+            s.totalPublish += duration
+        }
+    }
+
+    /// Makes `snapshot` the current one unless a newer one is.
+    func publishIfNewer(_ snapshot: StoreSnapshot) {
+        let old: StoreSnapshot? = state.withLock { s in
+            guard snapshot.version > s.snapshot.version else { return nil }
+            defer { s.snapshot = snapshot }
             return s.snapshot
         }
         withExtendedLifetime(old) {}
+    }
+
+    func publish(_ snapshot: StoreSnapshot, took duration: Duration) {
+        didBuild(snapshot.version, took: duration)
+        // The old snapshot is released outside the lock: when no reader holds it any more,
+        // freeing the pages only it had is the writer's work, not a reader's wait.
+        publishIfNewer(snapshot)
     }
 
     var statistics: SnapshotStatistics {
@@ -68,6 +85,16 @@ final class SnapshotPublisher {
     private var generation: UInt64 = 1
     private var version: UInt64 = 0
     let hub: SnapshotHub
+    /// With group commit: a save's snapshot is kept here (``takeBuilt()``) instead of being
+    /// published, until its record is durable.
+    var defersPublication = false
+    private var built: StoreSnapshot?
+
+    /// The snapshot the last save built and did not publish, if any; clears it.
+    func takeBuilt() -> StoreSnapshot? {
+        defer { built = nil }
+        return built
+    }
 
     /// Builds the first snapshot from the context's committed state.
     init(context: ModelContext) {
@@ -128,6 +155,11 @@ final class SnapshotPublisher {
         version += 1
         let snapshot = StoreSnapshot(version: version, schema: schema, tables: tables)
         generation += 1
-        hub.publish(snapshot, took: ContinuousClock.now - start)
+        if defersPublication {
+            built = snapshot
+            hub.didBuild(version, took: ContinuousClock.now - start)
+        } else {
+            hub.publish(snapshot, took: ContinuousClock.now - start)
+        }
     }
 }

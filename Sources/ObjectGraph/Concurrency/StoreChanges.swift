@@ -48,13 +48,21 @@ final class ChangeHub: Sendable {
         var nextID: UInt64 = 0
         var subscribers: [UInt64: Subscriber] = [:]
         var finished = false
+        /// With group commit: saves waiting for their record to be durable.
+        var staged: [SavedChanges] = []
     }
 
     private let state = Mutex(State())
     /// Where the version of the snapshot a save published is read.
     private let snapshots: SnapshotHub
 
-    init(snapshots: SnapshotHub) { self.snapshots = snapshots }
+    /// Whether saves are staged until ``release(through:)`` (group commit).
+    private let defers: Bool
+
+    init(snapshots: SnapshotHub, defersDelivery: Bool = false) {
+        self.snapshots = snapshots
+        defers = defersDelivery
+    }
 
     /// Whether anybody subscribes: when not, a save builds no ``ContextChanges``.
     var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }
@@ -77,8 +85,26 @@ final class ChangeHub: Sendable {
     /// Hands one save's changes to every subscriber: to its waiting consumer, or merged into its
     /// pending element.
     func deliver(_ changes: ContextChanges) {
-        let version = snapshots.snapshot.version
-        let element = SavedChanges(changes: changes, saves: 1, version: version)
+        let element = SavedChanges(changes: changes, saves: 1, version: snapshots.builtVersion)
+        if defers {
+            state.withLock { $0.staged.append(element) }
+        } else {
+            hand(element)
+        }
+    }
+
+    /// Delivers the staged saves whose snapshot `version` or an earlier one shows.
+    func release(through version: UInt64) {
+        let ready: [SavedChanges] = state.withLock { s in
+            let n = s.staged.prefix { $0.version <= version }.count
+            defer { s.staged.removeFirst(n) }
+            return Array(s.staged.prefix(n))
+        }
+        for element in ready { hand(element) }
+    }
+
+    private func hand(_ element: SavedChanges) {
+        let changes = element.changes, version = element.version
         let ready: [(CheckedContinuation<SavedChanges?, Never>, SavedChanges)] = state.withLock { s in
             var ready: [(CheckedContinuation<SavedChanges?, Never>, SavedChanges)] = []
             for id in s.subscribers.keys {
