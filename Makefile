@@ -6,13 +6,15 @@
 #   make fuzz   longer property runs, then the journal reader's libFuzzer target (FUZZ_SECONDS)
 #   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases
 #   make install   build graph-journal (release, Swift runtime linked statically) and install it to $(PREFIX)/bin
+#   make example   the HTTP service of Tools/PackageService: its tests, then one curl of each endpoint
+#   make bench-http   that service under wrk, ObjectGraph against GRDB (Tools/PackageService/Results/http.md)
 
 SHELL := /bin/bash
 SWIFT ?= swift
 PREFIX ?= /usr/local
 DEPS := Tools/install-deps.sh
 
-.PHONY: all deps build demo test fuzz soak bench bench-peers bench-mapping fixture install clean
+.PHONY: all deps build demo test fuzz soak bench bench-peers bench-mapping bench-http example fixture install clean
 
 all: build
 
@@ -61,6 +63,21 @@ bench-peers: deps
 bench-mapping: deps
 	@bash Tools/Benchmarks/install-peers.sh
 	cd Tools/Benchmarks && $(SWIFT) run -c release mapping-comparison
+
+# Tools/PackageService, a separate package with its own .build (Hummingbird, GRDB): builds it
+# in debug, runs its tests (each starts the service on a free loopback port and sends it real
+# HTTP requests, over both backends), then starts it on a fresh store, curls every endpoint and
+# stops it with SIGTERM (example.sh). The first build takes 10-15 minutes on two cores; after it,
+# about a minute.
+example: deps
+	@bash Tools/PackageService/install-bench-tools.sh
+	cd Tools/PackageService && $(SWIFT) build --build-tests && $(SWIFT) test
+	bash Tools/PackageService/example.sh
+
+# The service under wrk on loopback, ObjectGraph against SQLite through GRDB, alone and while
+# syncs run; writes Tools/PackageService/Results/http.md. Release build, then about 5 minutes.
+bench-http: deps
+	bash Tools/PackageService/bench.sh
 
 # Regenerates the bundled fixture from this machine's apt lists (run `apt-get update` first).
 fixture: deps
