@@ -141,6 +141,11 @@ public enum BackendKind: String, Sendable, CaseIterable {
     case grdb
 }
 
+/// The answer to a sync document that lists nothing while packages are stored.
+func emptyDocumentMessage(wouldDelete count: Int) -> String {
+    "the document lists no package: it would delete all \(count) stored packages, so nothing was changed"
+}
+
 /// The total size of the regular files directly in `directory`.
 func bytesOnDisk(_ directory: URL) -> Int64 {
     let files = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey])) ?? []

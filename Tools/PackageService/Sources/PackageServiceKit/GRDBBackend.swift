@@ -93,8 +93,8 @@ public final class GRDBBackend: PackageBackend {
         let (packages, maintainers) = try await pool.write { db -> (SyncCountsBody, SyncCountsBody) in
             var packages = SyncCountsBody()
             var maintainers = SyncCountsBody()
-            if records.isEmpty, try Int.fetchOne(db, sql: "SELECT count(*) FROM package") ?? 0 > 0 {
-                throw RequestRejected(.conflict, ErrorBody(error: "the document lists no package: refusing to delete every stored one"))
+            if records.isEmpty, let stored = try Int.fetchOne(db, sql: "SELECT count(*) FROM package"), stored > 0 {
+                throw RequestRejected(.conflict, ErrorBody(error: emptyDocumentMessage(wouldDelete: stored)))
             }
             try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS listed (name TEXT PRIMARY KEY); DELETE FROM listed")
             let addMaintainer = try db.cachedStatement(sql: "INSERT INTO maintainer (name) VALUES (?) ON CONFLICT(name) DO NOTHING")
@@ -144,7 +144,7 @@ public final class GRDBBackend: PackageBackend {
         }
         return SyncBody(
             packages: packages, maintainers: maintainers, records: records.count,
-            milliseconds: (ContinuousClock.now - start).milliseconds, snapshotVersion: nil)
+            milliseconds: (ContinuousClock.now - start).milliseconds.rounded(places: 3), snapshotVersion: nil)
     }
 
     /// Where `JSONDecoder` says a document went wrong. It gives no byte offset for malformed

@@ -78,7 +78,8 @@ public final class ObjectGraphBackend: PackageBackend {
                 .badRequest,
                 ErrorBody(error: error.message, byteOffset: error.byteOffset, record: error.sourceIndex, key: error.keyPath))
         } catch let error as SyncError where error.code == .emptySync {
-            throw RequestRejected(.conflict, ErrorBody(error: error.message))
+            let stored = (try? store.snapshot.count(of: DebianPackage.self)) ?? error.wouldRemove
+            throw RequestRejected(.conflict, ErrorBody(error: emptyDocumentMessage(wouldDelete: stored)))
         }
         let elapsed = ContinuousClock.now - start
         func counts(_ entity: String) -> SyncCountsBody {
@@ -87,7 +88,7 @@ public final class ObjectGraphBackend: PackageBackend {
         }
         return SyncBody(
             packages: counts("DebianPackage"), maintainers: counts("DebianMaintainer"), records: records,
-            milliseconds: elapsed.milliseconds, snapshotVersion: store.snapshot.version)
+            milliseconds: elapsed.milliseconds.rounded(places: 3), snapshotVersion: store.snapshot.version)
     }
 
     public func stats() throws -> StatsBody {
@@ -99,8 +100,8 @@ public final class ObjectGraphBackend: PackageBackend {
             maintainers: try snapshot.count(of: DebianMaintainer.self),
             snapshotVersion: snapshot.version,
             snapshotPublishing: PublishStatsBody(
-                publishes: publishing.publishes, lastPublishMicroseconds: publishing.lastPublish.milliseconds * 1000,
-                totalPublishMilliseconds: publishing.totalPublish.milliseconds),
+                publishes: publishing.publishes, lastPublishMicroseconds: (publishing.lastPublish.milliseconds * 1000).rounded(places: 1),
+                totalPublishMilliseconds: publishing.totalPublish.milliseconds.rounded(places: 3)),
             store: store.directory.path,
             bytesOnDisk: bytesOnDisk(store.directory))
     }
@@ -119,5 +120,13 @@ extension Duration {
     var milliseconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+}
+
+extension Double {
+    /// Rounded to `places` decimal places, for figures in answers.
+    func rounded(places: Int) -> Double {
+        let scale = (0..<places).reduce(1.0) { value, _ in value * 10 }
+        return (self * scale).rounded() / scale
     }
 }

@@ -186,7 +186,7 @@ struct ServiceTests {
         try await withService(kind) { client in
             let answer = try await client.post("/sync", Data("[]".utf8))
             #expect(answer.status == 409)
-            #expect(!(try answer.decode(ErrorBody.self).error.isEmpty))
+            #expect(try answer.decode(ErrorBody.self).error.contains("would delete all 4000 stored packages"))
             #expect(try await client.get("/stats").decode(StatsBody.self).packages == 4000)
         }
     }
