@@ -119,6 +119,39 @@ struct AsyncStoreTests {
         try await store.close()
     }
 
+    @Test(arguments: [513, 600, 5000])
+    func everyKeyIsFoundAcrossIndexGrowth(count: Int) async throws {
+        // An empty store's index doubles when its 513th key arrives, and that object is the
+        // first row of a new row page: the rebuilt index must hold it too. Inserted in one
+        // save, and again one save each up to the same count in a second store.
+        for oneByOne in [false, true] {
+            let store = try openLibrary("growth-\(count)-\(oneByOne)")
+            if oneByOne {
+                for isbn in 1...count {
+                    try await store.perform { context in _ = try context.insert(Volume.self) { $0.isbn = Int64(isbn) } }
+                }
+            } else {
+                try await store.perform { context in
+                    for isbn in 1...count { try context.insert(Volume.self) { $0.isbn = Int64(isbn) } }
+                }
+            }
+            var missing: [Int64] = []
+            for isbn in Int64(1)...Int64(count) where try store.snapshot.object(Volume.self, where: \.isbn, equals: isbn) == nil {
+                missing.append(isbn)
+            }
+            #expect(missing == [], "one by one: \(oneByOne)")
+            try await store.close()
+            // And in the first snapshot of the reopened store.
+            let reopened = try AsyncStore(at: store.directory, schema: librarySchema)
+            missing = []
+            for isbn in Int64(1)...Int64(count) where try reopened.snapshot.object(Volume.self, where: \.isbn, equals: isbn) == nil {
+                missing.append(isbn)
+            }
+            #expect(missing == [], "after reopen")
+            try await reopened.close()
+        }
+    }
+
     @Test func relationshipsLeadToObjectsOfTheSameSnapshot() async throws {
         let store = try openLibrary()
         try await store.perform { context in

@@ -360,9 +360,11 @@ struct SnapshotTable: Sendable {
         let r = n & (RowPage.rows - 1)
         guard page.isPresent(r) else {
             page.write(r, from: table, row: row)
-            link(serial, page, r, generation: g)
-            count += 1
+            // Before linking: an index that grows is rebuilt from the rows up to the limit,
+            // this one included.
             serialLimit = max(serialLimit, serial + 1)
+            count += 1
+            link(serial, page, r, generation: g)
             return
         }
         // An update: only the index entries and reference sets whose key changed move. An
