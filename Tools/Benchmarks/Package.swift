@@ -77,6 +77,15 @@ let package = Package(
         // `swift run -c release peer-comparison` writes Results/peers.md and
         // Results/cold-start.svg. `make bench-peers` from the repository root.
         .executableTarget(
+            name: "commit-comparison",
+            dependencies: [
+                "PeopleWorkload",
+                .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: macroSettings
+        ),
+        .executableTarget(
             name: "concurrency-comparison",
             dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
             swiftSettings: macroSettings
