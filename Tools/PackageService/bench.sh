@@ -23,7 +23,17 @@ THREADS=2
 WORK=$HERE/.build/bench
 SWIFT=${SWIFT:-swift}
 
+# `bench.sh --report`: writes Results/http.md again from the last run's files, without measuring.
+REPORT_ONLY=0
+[ "${1:-}" = "--report" ] && REPORT_ONLY=1
+
+if [ "$REPORT_ONLY" -eq 0 ]; then
 bash ./install-bench-tools.sh
+
+# What is measured: the library's commit, and its uncommitted changes, as the build sees them.
+LIBRARY=$(cd "$HERE/../.." && pwd)
+COMMIT=$(git -C "$LIBRARY" rev-parse --short HEAD)
+DIRTY=$(git -C "$LIBRARY" status --porcelain -- Sources Package.swift | wc -l)
 
 # The release build loads the `@Entity` macro from this package's debug build instead of
 # compiling swift-syntax in release (Package.swift, OBJECTGRAPH_MACRO_PLUGIN).
@@ -34,6 +44,11 @@ BIN=$HERE/.build/release/package-service
 rm -rf "$WORK"
 mkdir -p "$WORK"
 "$BIN" bench-data --out "$WORK/data"
+{
+    echo "COMMIT=$COMMIT"
+    echo "DIRTY=$DIRTY"
+    echo "STARTED='$(date -u '+%Y-%m-%d %H:%M')'"
+} >"$WORK/meta.env"
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -125,16 +140,21 @@ for round in $(seq 1 "$ROUNDS"); do
         measure "$backend" "$round"
     done
 done
+{
+    echo "ROUNDS=$ROUNDS"
+    echo "LOADAVG='$(cat /proc/loadavg)'"
+} >>"$WORK/meta.env"
+fi
 
-COMMIT=$(git -C "$HERE" rev-parse --short HEAD)
-DIRTY=$(git -C "$HERE/../.." status --porcelain -- Sources Package.swift | wc -l)
+# shellcheck disable=SC1091
+source "$WORK/meta.env"
 SQLITE=$(grep -o 'sqlite=[^ ]*' "$WORK/service-grdb.log" | head -1 | cut -d= -f2)
 JOURNAL_MODE=$(grep -o 'journal_mode=[^ ]*' "$WORK/service-grdb.log" | head -1 | cut -d= -f2)
 
 python3 - "$WORK" "$ROUNDS" "$DURATION" "$CONNECTIONS" "$THREADS" "$COMMIT" "$DIRTY" "$SQLITE" "$JOURNAL_MODE" \
-    "$(cat /proc/loadavg)" "$(nproc)" "$(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2)" >"$HERE/Results/http.md" <<'PY'
-import json, statistics, sys, os, datetime
-work, rounds, duration, connections, threads, commit, dirty, sqlite, journal_mode, loadavg, cores, wrkversion = sys.argv[1:]
+    "$LOADAVG" "$(nproc)" "$(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2)" "$STARTED" >"$HERE/Results/http.md" <<'PY'
+import json, statistics, sys, os
+work, rounds, duration, connections, threads, commit, dirty, sqlite, journal_mode, loadavg, cores, wrkversion, started = sys.argv[1:]
 rounds = int(rounds)
 
 def wrk(label):
@@ -173,16 +193,20 @@ out = []
 w = out.append
 w("# HTTP under load: `GET /packages/{name}`, ObjectGraph and SQLite (GRDB)")
 w("")
-w(f"Written by `Tools/PackageService/bench.sh` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-  f"library commit `{commit}`" + (f" with {dirty} uncommitted or untracked paths under `Sources/` and `Package.swift` of the library (the working tree was measured)." if int(dirty) else " (clean working tree)."))
+w(f"Written by `Tools/PackageService/bench.sh`, run started {started} UTC, library commit `{commit}`"
+  + (f" with {dirty} uncommitted or untracked paths under the library's `Sources/` and `Package.swift` (the working tree was built)."
+     if int(dirty) else " (no uncommitted change under the library's `Sources/` and `Package.swift` when it was built)."))
 w("")
-w(f"Machine: {cores} cores; `cat /proc/loadavg` at the end: `{loadavg}`. The server, wrk and the sync loop share these cores.")
+w(f"Machine: {cores} cores; `cat /proc/loadavg` after the last run: `{loadavg}`. The server, wrk and the sync loop share "
+  "these cores (the load average of about 4 is theirs: the server's threads, wrk's two, curl); each run's load average is "
+  "in the table of rounds.")
 w("")
 w("## Median of the rounds")
 w("")
 w("| backend | load | requests/s | p50 | p99 | max | syncs done in the window | sync, server side (mean) |")
 w("|---|---|---:|---:|---:|---:|---:|---:|")
 medians = {}
+sync_medians = {}
 for backend, mode, title, load in configs:
     runs = [wrk(f"{backend}-{mode}-{r}") for r in range(1, rounds + 1)]
     rps = statistics.median(r["rps"] for r in runs)
@@ -193,6 +217,7 @@ for backend, mode, title, load in configs:
     if mode == "sync":
         s = [syncs(f"{backend}-{mode}-{r}") for r in range(1, rounds + 1)]
         done = statistics.median(x[0] for x in s)
+        sync_medians[backend] = done
         ms = [m for x in s for m in x[1]]
         sync_cells = f"{done:g} | {statistics.mean(ms):.1f} ms" if ms else "0 | -"
     else:
@@ -203,7 +228,10 @@ og_a, og_s, sq_a, sq_s = (medians[("objectgraph", "alone")], medians[("objectgra
                           medians[("grdb", "alone")], medians[("grdb", "sync")])
 w(f"ObjectGraph ÷ SQLite, requests/s: {og_a[0] / sq_a[0]:.2f}× alone, {og_s[0] / sq_s[0]:.2f}× while syncing. "
   f"p99: {og_a[1] / 1000:.2f} ms against {sq_a[1] / 1000:.2f} ms alone, {og_s[1] / 1000:.2f} ms against {sq_s[1] / 1000:.2f} ms while syncing. "
-  f"Requests/s while syncing, relative to alone: ObjectGraph {og_s[0] / og_a[0]:.2f}, SQLite {sq_s[0] / sq_a[0]:.2f}.")
+  f"Requests/s while syncing, relative to alone: ObjectGraph {og_s[0] / og_a[0]:.2f}, SQLite {sq_s[0] / sq_a[0]:.2f}. "
+  f"The sync loop runs back to back, so the write load is not the same on both sides: in the same {duration} the "
+  f"ObjectGraph service completed {sync_medians['objectgraph']:g} syncs and the SQLite one {sync_medians['grdb']:g} "
+  "(medians), each a whole document of about 4,000 records.")
 w("")
 w("## Every round")
 w("")
@@ -242,9 +270,7 @@ w(f"- **Server**: the `package-service` release build, the same for both backend
 w("- **ObjectGraph**: `AsyncStore` with the default `StoreOptions` (durability `.always`: each save is fsynced). "
   "`GET /packages/{name}` reads `store.snapshot.object(DebianPackage.self, where: \\.name, equals:)` (the snapshot's "
   "unique index) and `decode(as: PackageBody.self)` on the request's task; `POST /sync` runs `context.sync` "
-  "(two entity mappings of the document, the sweep) inside `store.perform`. A lookup that misses the snapshot's index "
-  "is confirmed by a predicate scan of the snapshot (`ObjectGraphBackend.package(named:)` says why): here only requests "
-  "for `libpmix-dev` before the first sync take that path (1 name in 3,949).")
+  "(two entity mappings of the document, the sweep) inside `store.perform`.")
 w(f"- **SQLite {sqlite} via GRDB 7.10**: `DatabasePool` (journal_mode={journal_mode}; readers on their own connections, "
   "GRDB's default of at most 5), `synchronous=FULL` (each commit fsynced, as each ObjectGraph save is), "
   "`package(name TEXT NOT NULL, …)` with `CREATE UNIQUE INDEX package_name ON package(name)` and an index on "

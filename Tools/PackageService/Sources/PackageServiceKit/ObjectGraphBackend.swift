@@ -40,17 +40,7 @@ public final class ObjectGraphBackend: PackageBackend {
     }
 
     public func package(named name: String) throws -> PackageBody? {
-        let snapshot = store.snapshot
-        if let package = try snapshot.object(DebianPackage.self, where: \.name, equals: name) {
-            return try package.decode(as: PackageBody.self)
-        }
-        // A miss is confirmed by a scan of the same snapshot: its unique index can lack the row
-        // whose insert made the index grow, when that row opens a new row page
-        // (`SnapshotTable.upsert` rebuilds the index before it raises `serialLimit`, which
-        // bounds the rebuild's scan). The scan costs a 404 about 0.1 ms for 4,000 packages.
-        var descriptor = FetchDescriptor<DebianPackage>(predicate: #Predicate { $0.name == name })
-        descriptor.fetchLimit = 1
-        return try snapshot.fetch(descriptor, as: PackageBody.self).first
+        try store.snapshot.object(DebianPackage.self, where: \.name, equals: name)?.decode(as: PackageBody.self)
     }
 
     public func packages(section: String?, limit: Int) throws -> [PackageBody] {

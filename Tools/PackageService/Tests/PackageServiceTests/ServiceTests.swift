@@ -46,7 +46,8 @@ struct ServiceTests {
         }
         try await backend.close()
         #expect(missing.isEmpty)
-        // The 2,049th insert grows the snapshot's unique index at the first row of a new page.
+        // The fixture's 2,049th package: its insert grows the snapshot's unique index, at the
+        // first row of a new page of the snapshot's rows.
         try await withService(kind) { client in
             let answer = try await client.get("/packages/libpmix-dev")
             #expect(answer.status == 200)
