@@ -115,8 +115,8 @@ func jsonResponse(_ value: some Encodable, status: HTTPResponse.Status = .ok) th
     return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
 }
 
-/// Answers a ``RequestRejected`` with its status and JSON body, and any other error that is not
-/// already an HTTP answer with a logged 500 and a JSON body.
+/// Answers a ``RequestRejected`` with its status and JSON body, Hummingbird's HTTP errors with
+/// their status and a JSON body, and any other error with a logged 500 and a JSON body.
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
 
@@ -132,7 +132,9 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 }
             return try jsonResponse(rejected.body, status: status)
         } catch let error as any HTTPResponseError {
-            throw error
+            // Hummingbird's own refusals (413 for a body above the limit, 404 for no route).
+            let reason = error.status == .contentTooLarge ? "the body is larger than the service accepts" : error.status.reasonPhrase
+            return try jsonResponse(ErrorBody(error: reason), status: error.status)
         } catch {
             logger.error("request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
             return try jsonResponse(ErrorBody(error: "\(error)"), status: .internalServerError)

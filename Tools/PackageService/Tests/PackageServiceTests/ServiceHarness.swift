@@ -61,13 +61,13 @@ struct ServiceClient: Sendable {
 /// a free loopback port, runs `body` with a client of it, then shuts the server down gracefully
 /// and closes the store, as the executable does on SIGTERM.
 func withService(
-    _ kind: BackendKind, directory: URL? = nil, _ body: (ServiceClient) async throws -> Void
+    _ kind: BackendKind, directory: URL? = nil, maxSyncBytes: Int = 64 << 20, _ body: (ServiceClient) async throws -> Void
 ) async throws {
     let directory = try directory ?? temporaryDirectory()
     let logger = Logger(label: "package-service-tests") { _ in SwiftLogNoOpLogHandler() }
     let backend = try await openBackend(kind, directory: directory, fixture: bundledFixture, logger: logger)
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-    let app = makeApplication(backend: backend, configuration: ServiceConfiguration(port: 0), logger: logger) { port in
+    let app = makeApplication(backend: backend, configuration: ServiceConfiguration(port: 0, maxSyncBytes: maxSyncBytes), logger: logger) { port in
         portContinuation.yield(port)
     }
     let group = ServiceGroup(configuration: .init(services: [app], logger: logger))

@@ -192,6 +192,22 @@ struct ServiceTests {
         }
     }
 
+    @Test("a body above the limit is 413 and an unknown path 404, both with a JSON error", arguments: backends)
+    func refusalsOutsideTheRoutesAreJSON(_ kind: BackendKind) async throws {
+        let document = try PackageRecord.jsonArray(Array(fixtureRecords.prefix(10)))
+        try await withService(kind, maxSyncBytes: 1024) { client in
+            #expect(document.count > 1024)
+            let tooLarge = try await client.post("/sync", document)
+            #expect(tooLarge.status == 413)
+            #expect(try tooLarge.decode(ErrorBody.self).error == "the body is larger than the service accepts")
+            let unknown = try await client.get("/no-such-route")
+            #expect(unknown.status == 404)
+            #expect(unknown.contentType?.hasPrefix("application/json") == true)
+            let stats = try await client.get("/stats").decode(StatsBody.self)
+            #expect(stats.packages == 4000)
+        }
+    }
+
     @Test("GET /stats counts the objects and says where the store is", arguments: backends)
     func statsCountAndLocate(_ kind: BackendKind) async throws {
         let directory = try temporaryDirectory()
