@@ -57,13 +57,15 @@ struct ServiceClient: Sendable {
     func post(_ path: String, _ body: Data) async throws -> Answer { try await send("POST", path, body: body) }
 }
 
-/// Opens `kind` in `directory` (a new one when nil; loading the fixture when empty), serves it on
-/// a free loopback port, runs `body` with a client of it, then shuts the server down gracefully
-/// and closes the store, as the executable does on SIGTERM.
+/// Opens `kind` in `directory` (a new one when nil, removed at the end; loading the fixture when
+/// empty), serves it on a free loopback port, runs `body` with a client of it, then shuts the
+/// server down gracefully and closes the store, as the executable does on SIGTERM.
 func withService(
     _ kind: BackendKind, directory: URL? = nil, maxSyncBytes: Int = 64 << 20, _ body: (ServiceClient) async throws -> Void
 ) async throws {
+    let owned = directory == nil
     let directory = try directory ?? temporaryDirectory()
+    defer { if owned { try? FileManager.default.removeItem(at: directory) } }
     let logger = Logger(label: "package-service-tests") { _ in SwiftLogNoOpLogHandler() }
     let backend = try await openBackend(kind, directory: directory, fixture: bundledFixture, logger: logger)
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()

@@ -39,7 +39,9 @@ struct ServiceTests {
     @Test("every package of the fixture is found by name, through the backend and over HTTP", arguments: backends)
     func everyFixturePackageIsFound(_ kind: BackendKind) async throws {
         let logger = Logger(label: "package-service-tests") { _ in SwiftLogNoOpLogHandler() }
-        let backend = try await openBackend(kind, directory: try temporaryDirectory(), fixture: bundledFixture, logger: logger)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let backend = try await openBackend(kind, directory: directory, fixture: bundledFixture, logger: logger)
         var missing: [String] = []
         for record in fixtureRecords where try await backend.package(named: record.name)?.version != record.version {
             missing.append(record.name)
@@ -211,6 +213,7 @@ struct ServiceTests {
     @Test("GET /stats counts the objects and says where the store is", arguments: backends)
     func statsCountAndLocate(_ kind: BackendKind) async throws {
         let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let maintainers = Set(fixtureRecords.map(\.maintainer)).count
         try await withService(kind, directory: directory) { client in
             let stats = try await client.get("/stats").decode(StatsBody.self)
@@ -233,6 +236,7 @@ struct ServiceTests {
     @Test("a restarted service serves what the last sync left, without loading the fixture again", arguments: backends)
     func restartKeepsTheLastSync(_ kind: BackendKind) async throws {
         let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         var records = fixtureRecords
         let updated = try #require(records.firstIndex { $0.name == "adduser" })
         records[updated].version = "3.134+restart"
