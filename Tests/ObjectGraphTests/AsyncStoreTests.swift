@@ -293,6 +293,7 @@ struct AsyncStoreTests {
         }
         #expect(try store.snapshot.count(of: Volume.self) == 200)
         #expect(store.snapshot.version == 200)
+        #expect(store.stats.records >= 200)  // one record per transaction, and the schema
         let syncs = store.groupCommitStatistics
         #expect(syncs.transactions == 200)
         #expect(syncs.syncs < 200, "no two transactions shared an fdatasync")

@@ -45,6 +45,8 @@ public actor AsyncStore {
     private nonisolated let changeHub: ChangeHub
     /// With `.always` durability: the syncs that transactions share.
     private nonisolated let committer: GroupCommitter?
+    /// The store's journal, for its figures (a `Journal` is `Sendable`).
+    private nonisolated let journal: Journal
 
     /// The directory holding the journal.
     public nonisolated let directory: URL
@@ -84,6 +86,7 @@ public actor AsyncStore {
             groupCommit
             ? GroupCommitter(journal: store.door.journal, snapshots: publisher.hub, changes: changeHub, directory: store.directory.path)
             : nil
+        journal = store.door.journal
         self.store = store
         self.publisher = publisher
         self.snapshots = publisher.hub
@@ -206,6 +209,10 @@ public actor AsyncStore {
     public nonisolated func read<R>(_ body: (StoreSnapshot) throws -> R) rethrows -> R {
         try body(snapshots.snapshot)
     }
+
+    /// The journal's figures: records, bytes on disk, segments (``ObjectStore/stats``). Read
+    /// without waiting for the writer.
+    public nonisolated var stats: JournalStats { journal.stats }
 
     /// How long publishing snapshots took: the last one and in all.
     public nonisolated var snapshotStatistics: SnapshotStatistics { snapshots.statistics }
