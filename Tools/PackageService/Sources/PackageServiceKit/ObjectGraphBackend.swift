@@ -93,7 +93,7 @@ public final class ObjectGraphBackend: PackageBackend {
                 publishes: publishing.publishes, lastPublishMicroseconds: (publishing.lastPublish.milliseconds * 1000).rounded(places: 1),
                 totalPublishMilliseconds: publishing.totalPublish.milliseconds.rounded(places: 3)),
             store: store.directory.path,
-            bytesOnDisk: bytesOnDisk(store.directory))
+            bytesOnDisk: store.stats.bytesOnDisk)
     }
 
     public func isEmpty() throws -> Bool {
