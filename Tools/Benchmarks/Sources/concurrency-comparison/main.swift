@@ -89,17 +89,6 @@ func runReaders(_ store: AsyncStore, readers: Int, count: Int, stop: StopFlag) a
     return (results, seconds(since: start))
 }
 
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 func importUpdates(_ store: AsyncStore, count: Int, batch: Int, generation: Int) async throws -> Double {
     let batches = stride(from: 0, to: count, by: batch).map { $0..<min($0 + batch, count) }

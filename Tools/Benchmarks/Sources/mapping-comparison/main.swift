@@ -64,18 +64,6 @@ func document(_ n: Int, changedEvery: Int? = nil, shuffled: Bool = false) -> Dat
     return Data(text.utf8)
 }
 
-/// A seeded generator, so that the shuffled document is the same in every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 func median(_ xs: [Double]) -> Double {
