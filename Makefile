@@ -56,12 +56,16 @@ soak: deps
 # cancellation from other tasks, change streams, the journal's reading helpers), built with
 # ThreadSanitizer in their own build folder: the sanitized build compiles everything again,
 # swift-syntax included (about 12 minutes on two cores the first time), so it is not part of
-# make test. The run itself takes about 2 minutes.
+# make test. The run itself takes about 2 minutes, and fails on any ThreadSanitizer report.
+# One known blind spot: the hand-over of a contended Synchronization.Mutex happens in the
+# uninstrumented standard library on Linux, so TSan can report a false race on data a Mutex
+# guards (the tests' own shared state uses NSLock for that reason).
 TSAN_SUITES := AsyncStoreTests|ProgressCancellationTests|Observation|JournalStreamingReadTests|ChunkedPayloadTests
 
 tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
-	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)"
+	set -o pipefail; $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "$(TSAN_SUITES)" 2>&1 | tee .build-tsan/last-run.log
+	@! grep -q "WARNING: ThreadSanitizer" .build-tsan/last-run.log || { echo "ThreadSanitizer reported a race (.build-tsan/last-run.log)"; exit 1; }
 
 bench: deps
 	cd Tools/Benchmarks && $(SWIFT) package --allow-writing-to-directory .benchmarkBaselines benchmark
