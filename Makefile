@@ -55,7 +55,7 @@ soak: deps
 # The suites where tasks and threads meet (snapshots read while a writer saves, group commit,
 # cancellation from other tasks, change streams, the journal's reading helpers), built with
 # ThreadSanitizer in their own build folder: the sanitized build compiles everything again,
-# swift-syntax included (about 12 minutes on two cores the first time), so it is not part of
+# swift-syntax included (5 to 12 minutes on two cores the first time), so it is not part of
 # make test. The run itself takes about 2 minutes, and fails on any ThreadSanitizer report.
 # One known blind spot: the hand-over of a contended Synchronization.Mutex happens in the
 # uninstrumented standard library on Linux, so TSan can report a false race on data a Mutex
