@@ -102,17 +102,7 @@ final class SnapshotPublisher {
         var tables: [SnapshotTable] = []
         for t in context.tables {
             var table = SnapshotTable(layout: RowLayout(table: t))
-            // Size the indexes for what is there, so that building them does not rehash.
-            let live = t.liveCount
-            for k in table.uniques.indices {
-                var capacity = IndexPage.entries
-                while capacity < live * 2 + 2 { capacity *= 2 }
-                table.uniques[k].capacity = capacity
-            }
-            let hidden = EntityTable.hiddenFlags(committedOnly: true)
-            for row in 0..<t.rowCount where t.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
-                table.upsert(t.serial(ofRow: row), from: t, row: row, generation: 0)
-            }
+            table.load(from: t, generation: 0)
             tables.append(table)
         }
         self.tables = tables

@@ -441,13 +441,59 @@ struct SnapshotTable: Sendable {
 
     /// Rebuilds unique index `k` with `capacity` entries (a power of two) from the rows: when it
     /// fills up. Amortized over the inserts that filled it, like any growing hash table.
+    ///
+    /// The entries are placed in one flat array first and cut into pages at the end: a probe
+    /// is then one memory access, not a walk through the page directory and a uniqueness
+    /// check per write. For 1M rows this took the first snapshot at open from 0.50–0.54 s to
+    /// 0.23–0.34 s (concurrency-comparison --open-only, three runs each).
     mutating func rebuildIndex(_ k: Int, capacity: Int, generation g: UInt64) {
         var index = SnapshotUniqueIndex(slots: uniques[k].slots, seed: uniques[k].seed)
         index.capacity = max(IndexPage.entries, capacity)
-        forEachRow { serial, page, r in
-            if let h = index.hash(of: page, r) { index.insert(serial, hash: h, generation: g) }
-            return true
+        let mask = index.capacity - 1
+        var flat = [UInt64](repeating: SnapshotUniqueIndex.empty, count: index.capacity)
+        var used = 0
+        flat.withUnsafeMutableBufferPointer { entries in
+            forEachRow { serial, page, r in
+                guard let h = index.hash(of: page, r) else { return true }
+                var i = h & mask
+                while entries[i] != SnapshotUniqueIndex.empty { i = (i + 1) & mask }
+                entries[i] = SnapshotUniqueIndex.entry(serial, hash: h)
+                used += 1
+                return true
+            }
         }
+        for p in 0..<(index.capacity >> IndexPage.shift) {
+            let start = p << IndexPage.shift
+            let serials = Array(flat[start..<start + IndexPage.entries])
+            guard serials.contains(where: { $0 != SnapshotUniqueIndex.empty }) else { continue }
+            _ = index.pages.mutablePage(p, generation: g) { IndexPage(generation: g, serials: serials) }
+        }
+        index.used = used
         uniques[k] = index
+    }
+
+    /// Loads every committed row of `table` into an empty snapshot table (the first snapshot):
+    /// the rows first, then each unique index in one pass over them.
+    mutating func load(from table: EntityTable, generation g: UInt64) {
+        let hidden = EntityTable.hiddenFlags(committedOnly: true)
+        let layout = self.layout
+        for row in 0..<table.rowCount where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
+            let serial = table.serial(ofRow: row)
+            let n = Int(serial - 1)
+            let page = rows.mutablePage(n >> RowPage.shift, generation: g) { RowPage(layout: layout, generation: g) }
+            let r = n & (RowPage.rows - 1)
+            guard !page.isPresent(r) else { continue }
+            page.write(r, from: table, row: row)
+            count += 1
+            serialLimit = max(serialLimit, serial + 1)
+            for (k, slot) in layout.referenceSlots.enumerated() where !page.isNull(r, slot) {
+                references[k][page.cell(r, slot), default: []].insert(serial)
+            }
+        }
+        for k in uniques.indices {
+            var capacity = IndexPage.entries
+            while capacity < count * 2 + 2 { capacity *= 2 }
+            rebuildIndex(k, capacity: capacity, generation: g)
+        }
     }
 }
