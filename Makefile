@@ -77,10 +77,11 @@ bench-peers: deps
 	cd Tools/Benchmarks && $(SWIFT) run -c release peer-comparison
 
 # Readers on snapshots while a writer imports 1M updates, and eight tasks committing durable
-# transactions against SQLite's DatabasePool; writes Tools/Benchmarks/Results/concurrency.md
+# transactions against SQLite's DatabasePool and Redis with appendfsync always; writes Tools/Benchmarks/Results/concurrency.md
 # stamped with the commit. About 3 minutes after the release build. The macros come from the
 # debug build of the macro target, as for make demo.
 bench-concurrency: deps
+	@bash Tools/Benchmarks/install-peers.sh
 	$(SWIFT) build --target ObjectGraphMacros
 	cd Tools/Benchmarks && export OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) \
 	  && $(SWIFT) build -c release --product concurrency-comparison \

@@ -11,6 +11,10 @@
 //     with `.always`, one fdatasync per transaction, taken in turn on the actor;
 //   - SQLite: DatabasePool, WAL, `PRAGMA synchronous = FULL` on the writer connection (checked),
 //     one `INSERT` per `write` transaction;
+//   - Redis with `appendonly yes` and `appendfsync always` (it syncs once per event-loop turn
+//     for every command that turn read: its own group commit), measured by Debian's
+//     redis-benchmark with the same number of clients, each SET of a 64-byte value waiting for
+//     its reply (no pipelining); skipped when redis-server or redis-benchmark is missing;
 //   - the disk's raw rate: a 64-byte pwrite appended to a file, then fdatasync.
 // Prints medians of the rounds' transactions per second, and the load average.
 
@@ -118,6 +122,56 @@ func sqlite(_ o: Options) async throws -> Double {
 
 func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
 
+/// Runs `executable` with `arguments`; its standard output, or nil when it cannot run or fails.
+func run(_ executable: String, _ arguments: [String]) -> String? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    do { try process.run() } catch { return nil }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+}
+
+/// Redis with `appendfsync always`: SETs per second from redis-benchmark with `tasks` clients
+/// and `tasks × commits` requests; nil when Redis's tools are not installed.
+func redis(_ o: Options) throws -> Double? {
+    let server = "/usr/bin/redis-server", bench = "/usr/bin/redis-benchmark", cli = "/usr/bin/redis-cli"
+    guard [server, bench, cli].allSatisfy(FileManager.default.isExecutableFile(atPath:)) else { return nil }
+    let dir = Stores.temporaryDirectory("commits-redis")
+    defer { Stores.remove(dir) }
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    let port = String(20_000 + Int(ProcessInfo.processInfo.processIdentifier % 20_000))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: server)
+    process.arguments = [
+        "--port", port, "--bind", "127.0.0.1", "--dir", dir.path, "--appendonly", "yes", "--appendfsync", "always",
+        "--save", "", "--daemonize", "no", "--logfile", "",
+    ]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    defer {
+        _ = run(cli, ["-p", port, "shutdown", "nosave"])
+        process.waitUntilExit()
+    }
+    var ready = false
+    for _ in 0..<100 where !ready {
+        ready = run(cli, ["-p", port, "ping"])?.contains("PONG") == true
+        if !ready { usleep(20_000) }
+    }
+    guard ready,
+          let csv = run(bench, ["-p", port, "-c", "\(o.tasks)", "-n", "\(o.tasks * o.commits)", "-t", "set", "-d", "64", "-r", "1000000", "--csv"])
+    else { return nil }
+    // "test","rps",…  then  "SET","13245.03",…
+    let line = csv.split(separator: "\n").first { $0.hasPrefix("\"SET\"") }
+    let fields = line?.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+    return fields.flatMap { $0.count > 1 ? Double($0[1]) : nil }
+}
+
 @main
 struct CommitComparison {
     static func main() async throws {
@@ -126,12 +180,14 @@ struct CommitComparison {
         print("\(o.tasks) tasks × \(o.commits) one-record transactions each, durable when they return; \(o.rounds) rounds, medians. Load average before: \(loadAverage())\n")
         var group: [Double] = [], each: [Double] = [], lite: [Double] = [], raw: [Double] = []
         var shared: [Double] = []
+        var redisRates: [Double] = []
         for _ in 0..<o.rounds {
             let (g, stats) = try await groupCommit(o)
             group.append(g)
             shared.append(Double(stats.transactions) / Double(max(1, stats.syncs)))
             each.append(try await oneSyncEach(o))
             lite.append(try await sqlite(o))
+            if let r = try redis(o) { redisRates.append(r) }
             let dir = Stores.temporaryDirectory("commits-raw")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             raw.append(Stores.rawFdatasyncRate(in: dir, iterations: 500))
@@ -144,9 +200,12 @@ struct CommitComparison {
         row("ObjectGraph AsyncStore, `.always`, group commit", group)
         row("ObjectGraph AsyncStore(store:), `.always`, one fdatasync per transaction", each)
         row("SQLite (GRDB DatabasePool, WAL, synchronous=FULL)", lite)
+        if !redisRates.isEmpty {
+            row("Redis \(run("/usr/bin/redis-server", ["--version"])?.split(separator: " ").dropFirst(2).first ?? ""), appendfsync always (redis-benchmark, \(o.tasks) clients, SET of 64 bytes)", redisRates)
+        }
         row("raw 64-byte append + fdatasync, one at a time", raw)
         print("")
-        print("Group commit: \(String(format: "%.1f", median(shared))) transactions per fdatasync (median); ratio to SQLite \(String(format: "%.2f", median(group) / median(lite)))×.")
+        print("Group commit: \(String(format: "%.1f", median(shared))) transactions per fdatasync (median); ratio to SQLite \(String(format: "%.2f", median(group) / median(lite)))×" + (redisRates.isEmpty ? "." : ", to Redis \(String(format: "%.2f", median(group) / median(redisRates)))×."))
         print("\nLoad average after: \(loadAverage())")
     }
 }
