@@ -303,6 +303,23 @@ struct AsyncStoreTests {
         try reopened.close()
     }
 
+    @Test func aSaveInsideATransactionThatThrowsIsMadeDurableAndPublished() async throws {
+        let directory = temporaryStoreDirectory("groupcommitsavedthenthrew")
+        let store = try AsyncStore(at: directory, schema: librarySchema)
+        await #expect(throws: Boom.self) {
+            try await store.perform { context in
+                _ = try context.insert(Volume.self) { $0.isbn = 1 }
+                try context.save()
+                _ = try context.insert(Volume.self) { $0.isbn = 2 }
+                throw Boom()
+            }
+        }
+        // The save before the throw stands and readers see it; what came after is rolled back.
+        #expect(try store.snapshot.object(Volume.self, where: \.isbn, equals: 1) != nil)
+        #expect(try store.snapshot.object(Volume.self, where: \.isbn, equals: 2) == nil)
+        try await store.close()
+    }
+
     @Test func aFailedGroupSyncRefusesFurtherWritesAndPublishesNothingItDidNotCover() async throws {
         let directory = temporaryStoreDirectory("groupcommitfault")
         let plan = JournalIO.FaultPlan()

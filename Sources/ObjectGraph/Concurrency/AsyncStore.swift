@@ -139,6 +139,11 @@ public actor AsyncStore {
         } catch {
             // A failed save keeps its changes pending; a transaction of this actor leaves none.
             context.rollback()
+            // A body that saved before it threw: that save stands, so it is made durable and
+            // published like any other before the error is passed on.
+            if let committer, let snapshot = publisher.takeBuilt() {
+                try await committer.waitDurable(publishing: snapshot)
+            }
             throw error
         }
         if let committer, let snapshot = publisher.takeBuilt() {
