@@ -45,6 +45,8 @@ public final class Journal: Sendable {
     /// Held while an `fdatasync` of the active segment runs (group commit); taken before
     /// `state` when both are needed.
     let gate: Mutex<SyncGate>
+    /// Held while records are handed to ``JournalOptions/onDurable``; taken before `state`.
+    let delivery = Mutex(())
 
     init(directory: String, options: JournalOptions, report: JournalOpenReport, state: WriterState) {
         self.directory = directory
@@ -308,7 +310,7 @@ public final class Journal: Sendable {
     /// (plus the `blocks` it returns, written after it), and syncs as the durability asks.
     /// `storedBound`: at most the bytes the transaction record's payload takes.
     private func appendRecord(
-        storedBound: Int, schema: [UInt8]?,
+        storedBound: Int, schema: [UInt8]?, origin: [UInt8]? = nil,
         _ record: (inout [UInt8], _ seed: UInt32, _ sequence: UInt64) -> (raw: Int, stored: Int, blocks: [[UInt8]])
     ) throws(JournalError) -> UInt64 {
         guard (schema?.count ?? 0) <= JournalFormat.maxPayloadSize else {
@@ -318,7 +320,7 @@ public final class Journal: Sendable {
             try s.checkUsable()
             try applyPendingTruncation(&s)
             let newSchema = schema.flatMap { $0 == s.tail.schema ? nil : $0 }
-            let worstCase = 2 * JournalFormat.recordHeaderSize + storedBound + (newSchema?.count ?? 0)
+            let worstCase = 3 * JournalFormat.recordHeaderSize + storedBound + (newSchema?.count ?? 0) + (origin?.count ?? 0)
             if s.tail.end + Int64(worstCase) > Int64(options.segmentSize),
                s.tail.end > Int64(JournalFormat.segmentHeaderSize) {
                 try roll(&s)
@@ -327,13 +329,33 @@ public final class Journal: Sendable {
             buffer.reserveCapacity(worstCase)
             var tail = s.tail
             let seed = s.activeSeed
+            let schemaSequence = tail.nextSequence
             if let newSchema { Self.appendSchemaRecord(newSchema, to: &buffer, seed: seed, tail: &tail) }
+            let schemaEnd = buffer.count
+            if let origin {
+                let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin)
+                tail.add(rawBytes: origin.count, storedBytes: stored)
+                tail.noteOrigin(type: JournalFormat.RecordType.origin.rawValue, payload: origin)
+            }
+            let recordStart = buffer.count
             let sequence = tail.nextSequence
             let (raw, stored, blocks) = record(&buffer, seed, sequence)
             tail.add(rawBytes: raw, storedBytes: stored)
+            tail.noteOrigin(type: JournalFormat.RecordType.transaction.rawValue, payload: nil)
             tail.end = try writeAtEnd(buffer, blocks, &s)
             s.tail = tail
             s.files[s.files.count - 1].size = tail.end
+            if options.onDurable != nil {
+                buffer.withUnsafeBytes { b in
+                    if newSchema != nil {
+                        s.undelivered.append(ShippedRecord(
+                            segmentRecord: UnsafeRawBufferPointer(rebasing: b[..<schemaEnd]), sequence: schemaSequence, kind: .schema))
+                    }
+                }
+                var wire = Array(buffer[recordStart...])
+                for block in blocks { wire.append(contentsOf: block) }
+                wire.withUnsafeBytes { s.undelivered.append(ShippedRecord(segmentRecord: $0, sequence: sequence, kind: .transaction)) }
+            }
             return Ticket(sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: isSyncDue(s))
         }
         switch options.durability {
@@ -341,7 +363,58 @@ public final class Journal: Sendable {
         case .batched: if ticket.syncDue { try syncThrough(ticket) }
         case .none: break
         }
+        deliverDurable()
         return ticket.sequence
+    }
+
+    /// Appends a transaction record shipped from another journal (a replica's), its stored
+    /// payload as it is, numbered in this journal's sequence; otherwise as
+    /// ``append(_:schema:)-([UInt8],_)``, in one `pwrite`.
+    ///
+    /// With `origin`, an origin record carrying it is written just before the record, in the
+    /// same `pwrite`: where the record came from (a replicated stream's position), which
+    /// ``origin`` reports from then on, across reopens and compactions.
+    ///
+    /// - Parameter record: a checked transaction record (``ShippedRecord/init(wire:)``).
+    /// - Parameter schema: the schema the payload was written with (raw), or nil to keep the current.
+    /// - Parameter origin: an opaque position, at most 1 KiB; nil for none.
+    /// - Returns: the record's sequence number in this journal.
+    /// - Throws: ``JournalError`` as ``append(_:schema:)-([UInt8],_)``; code `corrupt` for a
+    ///   record that is not a transaction, `payloadTooLarge` for an origin over 1 KiB.
+    @discardableResult
+    public func append(shipped record: ShippedRecord, schema: [UInt8]?, origin: [UInt8]?) throws(JournalError) -> UInt64 {
+        guard record.kind == .transaction else {
+            throw JournalError(.corrupt, "shipped record \(record.sequence) is a \(record.kind) record; only transactions are appended")
+        }
+        guard (origin?.count ?? 0) <= 1024 else { throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes") }
+        return try appendRecord(storedBound: record.storedLength, schema: schema, origin: origin) { buffer, seed, sequence in
+            let start = buffer.count
+            buffer.append(contentsOf: record.wire)
+            buffer.storeLittleEndian(sequence, at: start + JournalFormat.RecordHeaderField.sequence)
+            RecordCodec.reseal(&buffer, at: start, seed: seed)
+            return (raw: record.rawLength, stored: record.storedLength, blocks: [])
+        }
+    }
+
+    /// The origin of the last data record written with one
+    /// (``append(shipped:schema:origin:)``, a compaction keeps it): where a replica's
+    /// journal is in its source. Nil when no record had one.
+    public var origin: [UInt8]? { state.withLock { $0.tail.origin } }
+
+    /// Hands the records that are now durable to ``JournalOptions/onDurable``, in order.
+    /// Called with no lock held; `delivery` keeps concurrent callers in sequence order.
+    func deliverDurable() {
+        guard let sink = options.onDurable else { return }
+        delivery.withLock { _ in
+            let ready: [ShippedRecord] = state.withLock { s in
+                let n = s.undelivered.prefix { $0.sequence < s.durableBefore }.count
+                guard n > 0 else { return [] }
+                let records = Array(s.undelivered[..<n])
+                s.undelivered.removeFirst(n)
+                return records
+            }
+            if !ready.isEmpty { sink(ready) }
+        }
     }
 
     /// Appends to `buffer` the record of a new schema, and counts it in `tail`.
@@ -394,6 +467,7 @@ public final class Journal: Sendable {
             return Ticket(sequence: s.tail.nextSequence - 1, end: s.tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: true)
         }
         try syncThrough(ticket)
+        deliverDurable()
     }
 
     /// Syncs and closes the journal and releases the lock. Later calls throw
@@ -402,13 +476,17 @@ public final class Journal: Sendable {
     /// - Throws: ``JournalError`` if the final `fdatasync` or a `close` fails (the descriptors
     ///   and the lock are released anyway).
     public func close() throws(JournalError) {
+        defer { deliverDurable() }
         try gate.withLock { (_) throws(JournalError) in
             try state.withLock { (s) throws(JournalError) in
                 guard !s.closed else { return }
                 s.closed = true
                 var failure: JournalError?
                 if s.broken == nil {
-                    do throws(JournalError) { try fs.fdatasync(s.activeFD, path(s.files[s.files.count - 1].name)) } catch { failure = error }
+                    do throws(JournalError) {
+                        try fs.fdatasync(s.activeFD, path(s.files[s.files.count - 1].name))
+                        s.durableBefore = s.tail.nextSequence
+                    } catch { failure = error }
                 }
                 for fd in s.retiredFDs + [s.activeFD] {
                     do throws(JournalError) { try fs.close(fd, nil) } catch { failure = failure ?? error }
@@ -442,6 +520,12 @@ public final class Journal: Sendable {
 
     /// Waits until the record `ticket` describes is durable, syncing if nobody else did.
     func syncThrough(_ ticket: Ticket) throws(JournalError) {
+        try syncThroughGated(ticket)
+        // Returning without an error: the ticket's record and those before it are durable.
+        state.withLock { s in s.durableBefore = max(s.durableBefore, ticket.sequence + 1) }
+    }
+
+    private func syncThroughGated(_ ticket: Ticket) throws(JournalError) {
         try gate.withLock { (g) throws(JournalError) in
             let snapshot = state.withLock { s in
                 let retired = s.retiredFDs
@@ -476,6 +560,7 @@ public final class Journal: Sendable {
                         g.truncations.append(.init(epoch: s.epoch, segment: snapshot.header.number, end: g.synced.end))
                         s.epoch += 1
                         s.tail = g.synced
+                        s.undelivered.removeAll { $0.sequence >= g.synced.nextSequence }
                         s.files[s.files.count - 1].size = g.synced.end
                         s.pendingTruncation = g.synced.end
                         try? applyPendingTruncation(&s)
@@ -489,6 +574,7 @@ public final class Journal: Sendable {
             }
             g.synced = snapshot.tail
             state.withLock { s in
+                s.durableBefore = max(s.durableBefore, snapshot.tail.nextSequence)
                 s.lastSync = .now
                 s.lastSynced = (snapshot.header.number, snapshot.tail.end)
             }
@@ -518,6 +604,7 @@ public final class Journal: Sendable {
     func roll(_ s: inout WriterState) throws(JournalError) {
         let oldPath = path(s.files[s.files.count - 1].name)
         try fs.fdatasync(s.activeFD, oldPath)
+        s.durableBefore = max(s.durableBefore, s.tail.nextSequence)
         let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence)
         let name = fileName(header.number, .log)
         try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
@@ -562,7 +649,7 @@ extension JournalRecord.Kind {
         case .transaction: self = .transaction
         case .base: self = .base
         case .schema: self = .schema
-        case nil: return nil
+        case .origin, nil: return nil
         }
     }
 }
@@ -585,12 +672,28 @@ struct Tail: Sendable, Hashable {
     var rawBytes: Int64 = 0
     var storedBytes: Int64 = 0
     var schemaVersions = 0
+    /// The payload of the origin record of the last data record that had one.
+    var origin: [UInt8]?
+    /// An origin record's payload that no data record followed yet.
+    var pendingOrigin: [UInt8]?
 
     mutating func add(rawBytes raw: Int, storedBytes stored: Int) {
         nextSequence += 1
         records += 1
         rawBytes += Int64(raw)
         storedBytes += Int64(stored)
+    }
+
+    /// Tracks origins: an origin record is pending until a base or transaction record follows
+    /// it (a schema record may come between); a second origin record replaces a pending one,
+    /// so that one left by a torn append is never taken for the record after it.
+    mutating func noteOrigin(type: UInt8, payload: @autoclosure () -> [UInt8]?) {
+        switch JournalFormat.RecordType(rawValue: type) {
+        case .origin: pendingOrigin = payload()
+        case .transaction, .base:
+            if let p = pendingOrigin { origin = p; pendingOrigin = nil }
+        case .schema, nil: break
+        }
     }
 }
 
@@ -614,6 +717,10 @@ struct WriterState: Sendable {
     var retiredFDs: [Int32] = []
     /// Segment number and end of the last successful fdatasync.
     var lastSynced: (segment: UInt64, end: Int64) = (0, 0)
+    /// Records below this sequence are durable (for ``JournalOptions/onDurable``).
+    var durableBefore: UInt64 = 0
+    /// Records appended but not yet handed to ``JournalOptions/onDurable``, in order.
+    var undelivered: [ShippedRecord] = []
 
     /// Whether records were written since the last fdatasync.
     var isDirty: Bool { lastSynced != (activeHeader.number, tail.end) }

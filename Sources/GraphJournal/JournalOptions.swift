@@ -75,6 +75,13 @@ public struct JournalOptions: Sendable {
     /// Receives one line for every notable event: torn tail truncated, segment rolled,
     /// compaction, files removed or saved aside.
     public var log: (@Sendable (String) -> Void)?
+    /// Receives every schema and transaction record, in sequence order and each once, as soon
+    /// as an `fdatasync` covers it (for a journal that ships its records to replicas; see
+    /// ``ShippedRecord``). Under `.always` that is before `append` returns; under `.batched` and
+    /// `.none`, at the sync that covers it. Records cut off by a failed sync are never
+    /// delivered. Called on the thread that synced, with no lock of the journal held but the
+    /// one that keeps deliveries in order: hand the records on and return. Nil by default.
+    public var onDurable: (@Sendable ([ShippedRecord]) -> Void)?
 
     /// Creates options.
     ///

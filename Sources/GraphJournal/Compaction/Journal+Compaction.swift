@@ -35,11 +35,24 @@ extension Journal {
     /// - Throws: ``JournalError`` as ``compact(base:schema:)``.
     @discardableResult
     public func compact(base: some Sequence<[UInt8]>, schema: [UInt8], proceed: () -> Bool) throws(JournalError) -> Bool {
-        try gate.withLock { (g) throws(JournalError) in
+        try compact(base: base, schema: schema, origin: nil, proceed: proceed)
+    }
+
+    /// ``compact(base:schema:proceed:)`` for a replica installing a base it received: the new
+    /// base's origin (``origin``) is `origin` instead of the journal's current one.
+    ///
+    /// - Parameter origin: where the base came from, at most 1 KiB; nil keeps the current origin.
+    /// - Returns: whether the journal switched to the new base.
+    /// - Throws: ``JournalError`` as ``compact(base:schema:)``.
+    @discardableResult
+    public func compact(base: some Sequence<[UInt8]>, schema: [UInt8], origin: [UInt8]?, proceed: () -> Bool) throws(JournalError) -> Bool {
+        guard (origin?.count ?? 0) <= 1024 else { throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes") }
+        defer { deliverDurable() }
+        return try gate.withLock { (g) throws(JournalError) in
             try state.withLock { (s) throws(JournalError) in
                 try s.checkUsable()
                 try applyPendingTruncation(&s)
-                return try compact(&s, &g, base: base, schema: schema, proceed: proceed)
+                return try compact(&s, &g, base: base, schema: schema, origin: origin ?? s.tail.origin, proceed: proceed)
             }
         }
     }
@@ -48,10 +61,12 @@ extension Journal {
     ///
     /// - Returns: false when `proceed` abandoned the compaction before the switch.
     private func compact(
-        _ s: inout WriterState, _ g: inout SyncGate, base: some Sequence<[UInt8]>, schema: [UInt8], proceed: () -> Bool
+        _ s: inout WriterState, _ g: inout SyncGate, base: some Sequence<[UInt8]>, schema: [UInt8], origin: [UInt8]?,
+        proceed: () -> Bool
     ) throws(JournalError) -> Bool {
         // Everything acknowledged so far is durable in the old files.
         try fs.fdatasync(s.activeFD, path(s.files[s.files.count - 1].name))
+        s.durableBefore = max(s.durableBefore, s.tail.nextSequence)
         g.segment = s.activeHeader.number
         g.synced = s.tail
 
@@ -60,7 +75,7 @@ extension Journal {
         // The new files written so far, removed if compaction fails before it switches to them.
         var created: [String] = []
         do throws(JournalError) {
-            let baseTail = try writeBase(baseHeader, schema: schema, base: base, created: &created)
+            let baseTail = try writeBase(baseHeader, schema: schema, origin: origin, base: base, created: &created)
             let logHeader = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: baseTail.nextSequence)
             try writeEmptyLog(logHeader, created: &created)
             try fs.syncDirectory(directory)
@@ -87,7 +102,7 @@ extension Journal {
     /// - Parameter created: the new files so far; ends with the base.
     /// - Returns: the tail after the base's records; its `end` is the base's size.
     private func writeBase(
-        _ header: SegmentHeader, schema: [UInt8], base: some Sequence<[UInt8]>, created: inout [String]
+        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: some Sequence<[UInt8]>, created: inout [String]
     ) throws(JournalError) -> Tail {
         let basePath = path(fileName(header.number, .base))
         let temporary = basePath + JournalFormat.temporarySuffix
@@ -95,7 +110,7 @@ extension Journal {
         created.append(temporary)
         let tail: Tail
         do throws(JournalError) {
-            tail = try writeBaseRecords(header, schema: schema, base: base, to: fd, path: temporary)
+            tail = try writeBaseRecords(header, schema: schema, origin: origin, base: base, to: fd, path: temporary)
         } catch {
             fs.closeQuietly(fd)
             throw error
@@ -111,19 +126,26 @@ extension Journal {
     ///
     /// - Returns: the tail after the records; its `end` is the bytes written.
     private func writeBaseRecords(
-        _ header: SegmentHeader, schema: [UInt8], base: some Sequence<[UInt8]>, to fd: Int32, path: String
+        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: some Sequence<[UInt8]>, to fd: Int32, path: String
     ) throws(JournalError) -> Tail {
         let seed = header.seed
         var tail = Tail(end: 0, nextSequence: header.firstSequence)
         var buffer = header.encoded()
         var offset: Int64 = 0
         Self.appendSchemaRecord(schema, to: &buffer, seed: seed, tail: &tail)
+        // A replica's base keeps its origin: an origin record before the first base record.
+        if let origin {
+            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin)
+            tail.add(rawBytes: origin.count, storedBytes: stored)
+            tail.noteOrigin(type: JournalFormat.RecordType.origin.rawValue, payload: origin)
+        }
         for payload in base {
             guard payload.count <= JournalFormat.maxPayloadSize else {
                 throw JournalError(.payloadTooLarge, "a base payload exceeds \(JournalFormat.maxPayloadSize) bytes")
             }
             let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .base, payload: payload)
             tail.add(rawBytes: payload.count, storedBytes: stored)
+            tail.noteOrigin(type: JournalFormat.RecordType.base.rawValue, payload: nil)
             if buffer.count >= 1 << 20 {
                 try fs.write(fd, path, buffer, at: offset)
                 offset += Int64(buffer.count)
@@ -195,7 +217,7 @@ extension Journal {
         s.pendingTruncation = nil
         g.segment = log.header.number
         g.synced = tail
-        self.log("compacted into \(files[0].name) (\(tail.records - 1) base record(s)) and \(log.name)")
+        self.log("compacted into \(files[0].name) (\(tail.records - 1 - (tail.origin == nil ? 0 : 1)) base record(s)) and \(log.name)")
         return oldFiles
     }
 

@@ -54,6 +54,9 @@ enum JournalFormat {
         case transaction = 1
         case base = 2
         case schema = 3
+        /// Skippable: where, in a source the journal knows nothing of (a replicated stream),
+        /// the data record after it came from; an opaque payload (see ``Journal/origin``).
+        case origin = 0x80
     }
     /// Unknown record types in this range are skipped (forward compatibility); an unknown type
     /// outside it is corruption. Skipped records still take a sequence number.

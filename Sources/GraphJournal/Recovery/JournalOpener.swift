@@ -255,6 +255,7 @@ struct JournalOpener {
             var running = tail
             let scan = RecordCodec.scan(bytes, header: header, unreadable: unreadable) { record in
                 running.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
+                running.noteOrigin(type: record.type, payload: try? RecordCodec.payload(of: record, in: bytes, file: filePath).get())
                 if record.type == JournalFormat.RecordType.schema.rawValue {
                     lastSchema = record
                     running.schemaVersions += 1

@@ -1,0 +1,132 @@
+/// One journal record in the form it travels to another machine: the record's bytes exactly as
+/// its segment holds them (header, then the payload as stored, compressed or not), except that
+/// the checksum is seeded with salt 0 instead of the segment's salt, so that a receiver can
+/// check it without knowing which file it came from.
+///
+/// A store that ships its journal (``JournalOptions/onDurable``) hands these out once they are
+/// durable; a follower checks one with ``init(wire:)`` and appends it to its own journal with
+/// ``Journal/append(shipped:schema:origin:)``, which writes the stored payload as it is, with
+/// no second compression.
+///
+/// ```swift
+/// let record = try ShippedRecord(wire: message.payload)   // checksum, header fields
+/// if record.kind == .transaction { try apply(try record.payload()) }
+/// ```
+public struct ShippedRecord: Sendable, Hashable {
+    /// The record's sequence number in the journal that wrote it.
+    public let sequence: UInt64
+    /// What the record holds.
+    public let kind: JournalRecord.Kind
+    /// The wire form: the 24-byte record header and the stored payload.
+    public let wire: [UInt8]
+
+    /// The checksum seed of the wire form: CRC32C of a salt of 0 (8 zero bytes).
+    static let wireSeed = CRC32C.seed(salt: 0)
+
+    /// Checks the wire form of a record: its length, checksum, header fields (type, flags,
+    /// lengths) as a segment's reader checks them.
+    ///
+    /// - Throws: ``JournalError`` with code `corrupt`, saying what is wrong.
+    public init(wire: [UInt8]) throws(JournalError) {
+        let checked = wire.withUnsafeBytes { RecordCodec.record(in: $0, at: 0, seed: Self.wireSeed, end: wire.count) }
+        let record: ScannedRecord
+        switch checked {
+        case .success(let r): record = r
+        case .failure(let problem): throw JournalError(.corrupt, "shipped record of \(wire.count) bytes: \(problem.reason)")
+        }
+        guard record.end == wire.count else {
+            throw JournalError(.corrupt, "shipped record of \(wire.count) bytes holds \(record.end - wire.count) bytes after its payload")
+        }
+        guard let kind = JournalRecord.Kind(recordType: record.type) else {
+            throw JournalError(.corrupt, "shipped record \(record.sequence) has type \(record.type), which is not shipped")
+        }
+        self.sequence = record.sequence
+        self.kind = kind
+        self.wire = wire
+    }
+
+    /// Makes the wire form of a record found in a segment (`bytes[range]`, checksummed with any
+    /// seed): the same bytes, checksum re-seeded.
+    init(segmentRecord bytes: UnsafeRawBufferPointer, sequence: UInt64, kind: JournalRecord.Kind) {
+        var wire = [UInt8](bytes)
+        RecordCodec.reseal(&wire, at: 0, seed: Self.wireSeed)
+        self.sequence = sequence
+        self.kind = kind
+        self.wire = wire
+    }
+
+    /// The payload's length after decompression.
+    public var rawLength: Int {
+        Int(wire.withUnsafeBytes { $0.littleEndian(at: JournalFormat.RecordHeaderField.rawLength, as: UInt32.self) })
+    }
+
+    /// The payload as stored (possibly compressed).
+    public var storedLength: Int { wire.count - JournalFormat.recordHeaderSize }
+
+    /// The payload, decompressed.
+    ///
+    /// - Throws: ``JournalError`` with code `corrupt` when it does not decompress (its checksum
+    ///   matched, so the writer wrote it so).
+    public func payload() throws(JournalError) -> [UInt8] {
+        let scanned = wire.withUnsafeBytes { RecordCodec.record(in: $0, at: 0, seed: Self.wireSeed, end: wire.count) }
+        guard case .success(let record) = scanned else {
+            throw JournalError(.corrupt, "shipped record \(sequence) no longer checks")
+        }
+        return try RecordCodec.payload(of: record, in: wire, file: "shipped record \(sequence)").get()
+    }
+}
+
+extension RecordCodec {
+    /// Recomputes the checksum of the record that starts at `start` and runs to the end of
+    /// `bytes`, with `seed`.
+    static func reseal(_ bytes: inout [UInt8], at start: Int, seed: UInt32) {
+        let crc = bytes.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(start + 4)...])) }
+        bytes.storeLittleEndian(crc, at: start + JournalFormat.RecordHeaderField.crc)
+    }
+}
+
+extension Journal {
+    /// Calls `body` with every live schema, transaction and base record whose sequence is above
+    /// `sequence`, in order, in their wire form (for a shipper catching up from the files: after
+    /// a restart, or after its servers were away).
+    ///
+    /// ```swift
+    /// try journal.forEachShippedRecord(after: lastShipped) { try publish($0) }
+    /// ```
+    ///
+    /// - Parameter sequence: records at or below it are skipped (0: all).
+    /// - Parameter body: called once per record; an error it throws stops the walk.
+    /// - Throws: what `body` throws, or ``JournalError`` if a file cannot be read or no longer
+    ///   matches what `open` checked.
+    public func forEachShippedRecord(after sequence: UInt64, _ body: (ShippedRecord) throws -> Void) throws {
+        let files = state.withLock { s in s.files }
+        for file in files {
+            let path = self.path(file.name)
+            let fd = try fs.open(path, .readOnly)
+            let bytesResult: Result<[UInt8], JournalError>
+            do throws(JournalError) { bytesResult = .success(try fs.read(fd, path, count: Int(file.size), at: 0)) } catch {
+                bytesResult = .failure(error)
+            }
+            fs.closeQuietly(fd)
+            let bytes = try bytesResult.get()
+            var failure: (any Error)?
+            let scan = bytes.withUnsafeBytes { raw in
+                RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
+                    guard record.sequence > sequence, let kind = JournalRecord.Kind(recordType: record.type) else { return true }
+                    do {
+                        try body(ShippedRecord(
+                            segmentRecord: UnsafeRawBufferPointer(rebasing: raw[record.offset..<record.end]), sequence: record.sequence, kind: kind))
+                    } catch {
+                        failure = error
+                        return false
+                    }
+                    return true
+                }
+            }
+            if failure == nil, let damage = scan.damage {
+                failure = JournalError(.corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset))
+            }
+            if let failure { throw failure }
+        }
+    }
+}
