@@ -80,6 +80,8 @@ public actor AsyncStore {
         let publisher = SnapshotPublisher(context: store.context)
         publisher.defersPublication = groupCommit
         store.context.snapshotPublisher = publisher
+        // With group commit a save is durable only once the shared sync ran: confirmed then.
+        store.door.defersConfirmation = groupCommit
         let changeHub = ChangeHub(snapshots: publisher.hub, defersDelivery: groupCommit)
         store.context.ensureObservers().changeHub = changeHub
         committer =
@@ -143,13 +145,46 @@ public actor AsyncStore {
             // published like any other before the error is passed on.
             if let committer, let snapshot = publisher.takeBuilt() {
                 try await committer.waitDurable(publishing: snapshot)
+                try? store.door.confirmPendingSave()
             }
             throw error
         }
         if let committer, let snapshot = publisher.takeBuilt() {
             try await committer.waitDurable(publishing: snapshot)
+            try store.door.confirmPendingSave()
         }
         return result
+    }
+
+    // MARK: Replication
+
+    /// Applies transaction records shipped from another store's journal, in order, each as
+    /// ``ObjectStore/applyShipped(_:schema:origin:)`` does: one snapshot is published per
+    /// record, so readers see whole transactions of the source only.
+    ///
+    /// - Parameter records: each record with its source's schema payload and its origin.
+    /// - Returns: how many were applied (all, unless it throws).
+    /// - Throws: ``StoreError`` of the first record that fails (the ones before it stay
+    ///   applied), or the group commit's sync failure.
+    @discardableResult
+    public func applyShipped(_ records: [(record: ShippedRecord, schema: [UInt8], origin: [UInt8])]) async throws -> Int {
+        for r in records {
+            try store.applyShipped(r.record, schema: r.schema, origin: r.origin)
+            // With group commit the record is durable, and its snapshot published, once the
+            // shared sync covered it.
+            if let committer, let snapshot = publisher.takeBuilt() {
+                try await committer.waitDurable(publishing: snapshot)
+            }
+        }
+        return records.count
+    }
+
+    /// ``ObjectStore/origin``: where this replica is in its source.
+    public var origin: [UInt8]? { store.origin }
+
+    /// ``ObjectStore/forEachShippedRecord(after:_:)``.
+    public func forEachShippedRecord(after sequence: UInt64, _ body: (ShippedRecord) throws -> Void) throws {
+        try store.forEachShippedRecord(after: sequence, body)
     }
 
     /// Runs `body` once per element of `batches`, each in its own transaction, and lets other

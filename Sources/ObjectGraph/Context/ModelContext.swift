@@ -287,7 +287,10 @@ public final class ModelContext {
     /// objects are detached afterwards (rule 9).
     ///
     /// - Throws: ``ValidationError`` listing every failure, a ``StoreError`` from the store
-    ///   (code `closed` once the store was closed or released), or the backend's error.
+    ///   (code `closed` once the store was closed or released, `readOnly` for a replica), or
+    ///   the backend's error; all with nothing changed. The one exception: an error thrown by
+    ///   the store's ``StoreOptions/saveConfirmation`` (a replica's acknowledgement that did not
+    ///   come) is thrown after the save committed, and the save stands.
     public func save() throws {
         // Everything save itself changes (merged collisions) is undone if the save fails.
         beginSavepoint()
@@ -322,6 +325,7 @@ public final class ModelContext {
         for t in tables { t.releaseDeleted() }
         door?.didCommit(self)
         deliverToObservers(observed)
+        try door?.confirmSave()
     }
 
     /// How many `willSave` passes a save runs before giving up (Docs/Semantics.md, rule 4).

@@ -24,6 +24,12 @@ final class JournalDoor: PersistenceDoor {
     /// The current schema's record, written ahead of the first record of each segment.
     let schemaBytes: [UInt8]
     private(set) var state = State.open
+    /// The sequence of the record the last save appended, until its confirmation ran.
+    private var unconfirmed: UInt64?
+    /// Set by an ``AsyncStore`` with group commit: it confirms saves itself, once durable.
+    var defersConfirmation = false
+    /// A replica's schemas, decoded once: the raw schema record and its decoding.
+    private var shippedSchema: (bytes: [UInt8], stored: StoredSchema)?
     /// Bytes on disk after the last compaction (or at open): the base for auto-compaction.
     private var baselineBytes: Int64
 
@@ -125,12 +131,76 @@ final class JournalDoor: PersistenceDoor {
         case .released:
             throw StoreError(.closed, "the store this context belonged to was closed; the changes stay pending and nothing was written")
         }
+        if options.readOnly {
+            throw StoreError(.readOnly, "the store at \(directory.path) is read-only (a replica); the changes stay pending and nothing was written")
+        }
         let payload = changes.journalPayload()
         guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
         do {
-            try journal.append(payload, schema: schemaBytes)
+            unconfirmed = try journal.append(payload, schema: schemaBytes)
         } catch {
             throw StoreError(journal: error)
+        }
+    }
+
+    func confirmSave() throws {
+        guard !defersConfirmation else { return }
+        try confirmPendingSave()
+    }
+
+    /// Runs ``StoreOptions/saveConfirmation`` for the last save's record, once.
+    func confirmPendingSave() throws {
+        guard let sequence = unconfirmed else { return }
+        unconfirmed = nil
+        try options.saveConfirmation?(sequence)
+    }
+
+    // MARK: Replicas
+
+    /// Appends a transaction record shipped from another store's journal, then applies it to
+    /// `context` as committed state.
+    ///
+    /// The record is durable (per the durability policy) before the context changes: if the
+    /// append fails, nothing changed. A record that was appended but does not apply (the replica
+    /// diverged from its source) leaves the journal ahead of the context: the door then refuses
+    /// everything until the store is reopened, whose replay reports that record.
+    func applyShipped(_ record: ShippedRecord, schema: [UInt8], origin: [UInt8], to context: ModelContext) throws(StoreError) {
+        switch state {
+        case .open: break
+        case .closed, .released: throw StoreError(.closed, "the store at \(directory.path) is closed")
+        }
+        guard !context.hasChanges else {
+            throw StoreError(.readOnly, "a shipped record cannot be applied over pending changes; roll them back first")
+        }
+        let stored: StoredSchema
+        if let cached = shippedSchema, cached.bytes == schema {
+            stored = cached.stored
+        } else {
+            stored = try StoredSchema.decode(schema)
+            shippedSchema = (schema, stored)
+        }
+        let changes: ChangeSet
+        do {
+            changes = try stored.decodeTransaction(try record.payload())
+        } catch let error as StoreError {
+            throw StoreError(error.code, "shipped record \(record.sequence): \(error.message)", sequence: record.sequence)
+        } catch {
+            throw StoreError(.corruptPayload, "shipped record \(record.sequence): \(error)", sequence: record.sequence)
+        }
+        do {
+            try journal.append(shipped: record, schema: schema, origin: origin)
+        } catch {
+            throw StoreError(journal: error)
+        }
+        do {
+            try context.apply(changes)
+        } catch {
+            state = .closed
+            try? journal.close()
+            throw StoreError(
+                .corruptPayload,
+                "shipped record \(record.sequence) was written but does not apply here (\(error)): the replica diverged from its source; the store was closed, reopen it to see the record named",
+                sequence: record.sequence)
         }
     }
 

@@ -197,6 +197,47 @@ public final class ObjectStore {
     /// Journal statistics: segments, records, bytes on disk, compression.
     public var stats: JournalStats { door.journal.stats }
 
+    // MARK: Replication
+
+    /// Calls `body` with the wire form of every live schema, transaction and base record above
+    /// `sequence`, in order (``Journal/forEachShippedRecord(after:_:)``): what a shipper sends
+    /// to replicas when it catches up from the files.
+    ///
+    /// - Throws: what `body` throws, or ``StoreError`` with code `journal`.
+    public func forEachShippedRecord(after sequence: UInt64, _ body: (ShippedRecord) throws -> Void) throws {
+        try door.journal.forEachShippedRecord(after: sequence, body)
+    }
+
+    /// The origin of the last record applied with ``applyShipped(_:schema:origin:)`` (kept
+    /// across reopens and compactions): where this replica is in its source. Nil for a store
+    /// that never applied one.
+    public var origin: [UInt8]? { door.journal.origin }
+
+    /// Applies a transaction record shipped from another store's journal: appends it to this
+    /// store's journal (its stored payload as it is, with `origin` in the same write), then
+    /// applies it to ``context`` as committed state, as a replay does. A replica's only way
+    /// in; open it with ``StoreOptions/readOnly`` so that nothing else writes.
+    ///
+    /// The record is durable (per the durability policy) before the context changes. No
+    /// lifecycle hook runs; snapshots and observers of an ``AsyncStore`` see the record as one
+    /// transaction.
+    ///
+    /// ```swift
+    /// try replica.applyShipped(record, schema: schemaRecordPayload, origin: position)
+    /// ```
+    ///
+    /// - Parameter record: a checked transaction record (``ShippedRecord/init(wire:)``).
+    /// - Parameter schema: the payload of the source's schema record in force for `record`.
+    /// - Parameter origin: where the record came from (at most 1 KiB), reported by ``origin``.
+    /// - Throws: ``StoreError``: `corruptPayload` when the record does not decode with
+    ///   `schema` (nothing changed) or decodes but does not apply (the replica diverged: the
+    ///   store is closed, and reopening it reports the record); `incompatibleSchema`; `journal`
+    ///   when the append fails (nothing changed); `readOnly` when the context has pending
+    ///   changes; `closed`.
+    public func applyShipped(_ record: ShippedRecord, schema: [UInt8], origin: [UInt8]) throws(StoreError) {
+        try door.applyShipped(record, schema: schema, origin: origin, to: context)
+    }
+
     // MARK: Compaction and closing
 
     /// Writes the committed objects as a new base and switches to it atomically, then removes
@@ -253,6 +294,21 @@ public struct StoreOptions: Sendable {
     /// the journal is opened and checked, then one each time the replay passes another 256 KiB,
     /// the final one once the store is ready. Nil (the default): no reports.
     public var progress: ProgressHandler?
+    /// A read-only store refuses every save that has something to write with ``StoreError``
+    /// code `readOnly`; its records come from elsewhere (a replica's source, through
+    /// ``ObjectStore/applyShipped(_:schema:origin:)``). Default false.
+    public var readOnly = false
+    /// Called by each save that wrote a journal record, with the record's sequence number, once
+    /// the record is durable and the save committed (observers told). An error it throws is
+    /// thrown by `save()` (or ``AsyncStore/perform(_:)``) after the commit: the save stands, the
+    /// error says a further guarantee failed. Replication's synchronous policy waits here for
+    /// the replicas' acknowledgement. Called on the saving thread; nil (the default): nothing.
+    ///
+    /// It runs where the record is durable: with `.always` durability at the end of `save()`
+    /// (for an ``AsyncStore`` with group commit, once the shared `fdatasync` covered it); with
+    /// `.batched` and `.none`, at the end of `save()` too, before the record is necessarily
+    /// durable.
+    public var saveConfirmation: (@Sendable (_ sequence: UInt64) throws -> Void)?
 
     /// Creates options with the defaults.
     public init(durability: JournalOptions.Durability = .always, recovery: JournalOptions.Recovery = .tolerateTornTail) {

@@ -14,6 +14,10 @@ protocol PersistenceDoor: AnyObject {
 
     /// Called once a save committed in memory (after `didSave`, before observers hear of it).
     func didCommit(_ context: ModelContext)
+
+    /// Called last by a save that committed: an error thrown here is thrown by `save()`, whose
+    /// changes stay committed (``StoreOptions/saveConfirmation``).
+    func confirmSave() throws
 }
 
 /// One save's pending changes as the context hands them to its door: each table's pending
@@ -53,4 +57,6 @@ final class BackendDoor: PersistenceDoor {
     }
 
     func didCommit(_ context: ModelContext) {}
+
+    func confirmSave() throws {}
 }

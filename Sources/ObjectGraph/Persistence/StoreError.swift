@@ -35,6 +35,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// journal as it was (`Docs/Progress.md`). The store's typed errors carry the
         /// cancellation that the context's operations throw as `CancellationError`.
         case cancelled
+        /// A save with something to write reached a read-only store (a replica: its records
+        /// come only from its source, ``ObjectStore/applyShipped(_:schema:origin:)``).
+        case readOnly
     }
 
     /// The kind of failure.
