@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the C and C++ libraries ObjectGraph builds against (Debian's liblz4-dev,
-# libsimdjson-dev and pkg-config) when they are missing. Uses sudo when not root; says what to
-# do when neither works.
+# libsimdjson-dev, libnats-dev and pkg-config) and the nats-server the replication tests start,
+# when they are missing. Uses sudo when not root; says what to do when neither works.
 set -euo pipefail
 
 missing=()
@@ -10,6 +10,12 @@ if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists liblz4; then
     missing+=(liblz4-dev)
 fi
 [ -f /usr/include/simdjson.h ] || missing+=(libsimdjson-dev)
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libnats; then
+    missing+=(libnats-dev)
+fi
+# Debian installs nats-server in /usr/sbin, which a user's PATH may lack.
+nats_server_present() { PATH="$PATH:/usr/sbin:/usr/local/sbin" command -v nats-server >/dev/null 2>&1; }
+nats_server_present || missing+=(nats-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]} with apt-get" >&2
@@ -23,7 +29,7 @@ else
     exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-deps: no apt-get here; install ${missing[*]} (liblz4 with its pkg-config file, simdjson's header and library) by hand." >&2
+    echo "install-deps: no apt-get here; install ${missing[*]} (liblz4 and libnats with their pkg-config files, simdjson's header and library, nats-server) by hand." >&2
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -33,3 +39,5 @@ $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1
 }
 pkg-config --exists liblz4 || { echo "install-deps: liblz4 still not found by pkg-config" >&2; exit 1; }
 [ -f /usr/include/simdjson.h ] || { echo "install-deps: /usr/include/simdjson.h still missing" >&2; exit 1; }
+pkg-config --exists libnats || { echo "install-deps: libnats still not found by pkg-config" >&2; exit 1; }
+nats_server_present || { echo "install-deps: nats-server still not found" >&2; exit 1; }

@@ -1,0 +1,316 @@
+import CNATS
+import Foundation
+import Synchronization
+
+/// The libnats connection and JetStream context of one client.
+///
+/// `@unchecked Sendable`: libnats's `natsConnection` and `jsCtx` may be used from many threads at
+/// once; the two pointers never change after init, and they are destroyed only in deinit, when
+/// no call can be running, since every call (and every reader) holds a reference to this object.
+final class NATSHandles: @unchecked Sendable {
+    let connection: OpaquePointer
+    let context: OpaquePointer
+    /// Set once by `close()`.
+    let closed = Atomic<Bool>(false)
+
+    init(connection: OpaquePointer, context: OpaquePointer) {
+        self.connection = connection
+        self.context = context
+    }
+
+    deinit {
+        jsCtx_Destroy(context)
+        natsConnection_Destroy(connection)
+    }
+}
+
+/// A connection to a NATS server or cluster and its JetStream API: streams, publishing with
+/// deduplication and expected-last-sequence checks, direct gets, purges and ordered readers.
+///
+/// Thread safe; every call blocks until the server answers or the timeout passes. While the
+/// connection is down, libnats reconnects in the background, forever, and calls fail at once
+/// with `connectionFailed` instead of being buffered. A publish that fails with `timeout` or
+/// `connectionFailed` may still have been stored: publish again with the same `messageID`
+/// (deduplicated within the stream's window) or with `expectedLastSequence`.
+public final class JetStreamClient: Sendable {
+    let handles: NATSHandles
+    /// The wait for JetStream API answers, in milliseconds.
+    let timeoutMilliseconds: Int64
+
+    /// Connects to the first reachable server of `servers` (e.g. `["nats://127.0.0.1:4222"]`);
+    /// throws `connectionFailed` when none is. `timeout` bounds each JetStream call and the
+    /// connect to each server; `name` is how the connection appears in the server's monitoring.
+    public init(servers: [String], name: String = "objectgraph", timeout: Duration = .seconds(2)) throws(JetStreamError) {
+        guard !servers.isEmpty else { throw JetStreamError(.invalidArgument, "connect: no server URL given") }
+        let action = "connect to \(servers.joined(separator: ","))"
+        guard natsLibraryStatus == NATS_OK else { throw JetStreamError(status: natsLibraryStatus, action: "nats_Open") }
+        let wait = timeout.milliseconds()
+
+        var optionsPointer: OpaquePointer? = nil
+        var status = natsOptions_Create(&optionsPointer)
+        guard status == NATS_OK, let options = optionsPointer else {
+            throw JetStreamError(status: status, action: "\(action): natsOptions_Create")
+        }
+        defer { natsOptions_Destroy(options) }
+        status = withCStringArray(servers) { natsOptions_SetServers(options, $0, $1) } ?? NATS_NO_MEMORY
+        if status == NATS_OK { status = natsOptions_SetName(options, name) }
+        if status == NATS_OK { status = natsOptions_SetTimeout(options, wait) }
+        // Reconnect forever, trying again a quarter second after every server of the list failed.
+        if status == NATS_OK { status = natsOptions_SetMaxReconnect(options, -1) }
+        if status == NATS_OK { status = natsOptions_SetReconnectWait(options, 250) }
+        if status == NATS_OK { status = natsOptions_SetReconnectJitter(options, 50, 50) }
+        // Requests waiting for an answer fail as soon as the connection drops, instead of at
+        // their timeout.
+        if status == NATS_OK { status = natsOptions_SetFailRequestsOnDisconnect(options, true) }
+        // libnats buffers publishes made while reconnecting and sends them once reconnected; it
+        // refuses a publish once the buffer holds at least this many bytes. Every call checks the
+        // connection first, so only a call racing a disconnect can be buffered, and at most one.
+        if status == NATS_OK { status = natsOptions_SetReconnectBufSize(options, 1) }
+        // A server that stops answering without closing the socket is noticed within ~6 s.
+        if status == NATS_OK { status = natsOptions_SetPingInterval(options, 2000) }
+        if status == NATS_OK { status = natsOptions_SetMaxPingsOut(options, 3) }
+        guard status == NATS_OK else { throw JetStreamError(status: status, action: "\(action): setting options") }
+
+        var connectionPointer: OpaquePointer? = nil
+        status = natsConnection_Connect(&connectionPointer, options)
+        guard status == NATS_OK, let connection = connectionPointer else {
+            if let connectionPointer { natsConnection_Destroy(connectionPointer) }
+            throw JetStreamError(status: status, action: action)
+        }
+        var contextOptions = jsOptions()
+        jsOptions_Init(&contextOptions)
+        contextOptions.Wait = wait
+        var contextPointer: OpaquePointer? = nil
+        status = natsConnection_JetStream(&contextPointer, connection, &contextOptions)
+        guard status == NATS_OK, let context = contextPointer else {
+            natsConnection_Destroy(connection)
+            throw JetStreamError(status: status, action: "\(action): natsConnection_JetStream")
+        }
+        handles = NATSHandles(connection: connection, context: context)
+        timeoutMilliseconds = wait
+    }
+
+    deinit { close() }
+
+    /// Closes the connection; calls made afterwards, and readers made from this client, throw
+    /// `connectionFailed`. Calling it again does nothing.
+    public func close() {
+        if !handles.closed.exchange(true, ordering: .acquiringAndReleasing) {
+            natsConnection_Close(handles.connection)
+        }
+    }
+
+    /// True while connected to a server (false while reconnecting and after `close()`).
+    public var isConnected: Bool {
+        !handles.closed.load(ordering: .acquiring)
+            && natsConnection_Status(handles.connection) == NATS_CONN_STATUS_CONNECTED
+    }
+
+    /// The largest payload the connected server accepts (its `max_payload`, 1 MiB by default), in
+    /// bytes; 0 when not connected.
+    public var maxPayload: Int {
+        Int(natsConnection_GetMaxPayload(handles.connection))
+    }
+
+    /// Throws `connectionFailed` unless the client is open and connected: nothing is buffered
+    /// for a connection that is down.
+    func requireConnection(_ action: @autoclosure () -> String) throws(JetStreamError) {
+        if handles.closed.load(ordering: .acquiring) {
+            throw JetStreamError(.connectionFailed, "\(action()): the client is closed")
+        }
+        let status = natsConnection_Status(handles.connection)
+        if status != NATS_CONN_STATUS_CONNECTED {
+            let state = status == NATS_CONN_STATUS_RECONNECTING ? "reconnecting" : "not connected (status \(status.rawValue))"
+            throw JetStreamError(.connectionFailed, "\(action()): \(state)")
+        }
+    }
+
+    // MARK: Streams
+
+    /// Creates the stream, or returns the state of the existing stream of that name (its
+    /// subjects and replicas are left as they are).
+    @discardableResult
+    public func ensureStream(_ configuration: StreamConfiguration) throws(JetStreamError) -> StreamState {
+        let action = "create stream \(configuration.name) on \(configuration.subjects)"
+        guard !configuration.name.isEmpty, configuration.replicas >= 1 else {
+            throw JetStreamError(.invalidArgument, "\(action): an empty name or fewer than 1 replica")
+        }
+        try requireConnection(action)
+        var info: UnsafeMutablePointer<jsStreamInfo>? = nil
+        var jsCode = jsErrCode(rawValue: 0)
+        let status: natsStatus = configuration.name.withCString { name in
+            withCStringArray(configuration.subjects) { subjects, count in
+                var config = jsStreamConfig()
+                jsStreamConfig_Init(&config)
+                config.Name = name
+                config.Subjects = subjects
+                config.SubjectsLen = count
+                config.Replicas = Int64(configuration.replicas)
+                config.Storage = js_FileStorage
+                config.Duplicates = configuration.duplicateWindow.nanoseconds
+                if let maxMessageSize = configuration.maxMessageSize { config.MaxMsgSize = maxMessageSize }
+                return js_AddStream(&info, handles.context, &config, nil, &jsCode)
+            } ?? NATS_NO_MEMORY
+        }
+        defer { if let info { jsStreamInfo_Destroy(info) } }
+        if status == NATS_OK, let info { return makeStreamState(info.pointee.State) }
+        // The server answers "stream name already in use" when a stream of that name exists with
+        // another configuration; the same configuration is simply accepted.
+        if jsCode == JSStreamNameExistErr { return try streamState(configuration.name) }
+        throw JetStreamError(status: status, jsCode: jsCode, action: action)
+    }
+
+    /// The state of a stream; throws `notFound` when it does not exist.
+    public func streamState(_ stream: String) throws(JetStreamError) -> StreamState {
+        let action = "stream info of \(stream)"
+        try requireConnection(action)
+        var info: UnsafeMutablePointer<jsStreamInfo>? = nil
+        var jsCode = jsErrCode(rawValue: 0)
+        let status = js_GetStreamInfo(&info, handles.context, stream, nil, &jsCode)
+        defer { if let info { jsStreamInfo_Destroy(info) } }
+        guard status == NATS_OK, let info else { throw JetStreamError(status: status, jsCode: jsCode, action: action) }
+        return makeStreamState(info.pointee.State)
+    }
+
+    /// Deletes a stream and its messages; throws `notFound` when it does not exist.
+    public func deleteStream(_ stream: String) throws(JetStreamError) {
+        let action = "delete stream \(stream)"
+        try requireConnection(action)
+        var jsCode = jsErrCode(rawValue: 0)
+        let status = js_DeleteStream(handles.context, stream, nil, &jsCode)
+        guard status == NATS_OK else { throw JetStreamError(status: status, jsCode: jsCode, action: action) }
+    }
+
+    /// Removes the messages below `sequence` (all subjects, or only `subject`'s, wildcards
+    /// allowed); below 1 removes nothing.
+    public func purge(stream: String, subject: String? = nil, below sequence: UInt64) throws(JetStreamError) {
+        let action = "purge \(stream)\(subject.map { " subject \($0)" } ?? "") below sequence \(sequence)"
+        // Sequence 0 would mean "no bound", purging everything.
+        guard sequence > 1 else { return }
+        try requireConnection(action)
+        var jsCode = jsErrCode(rawValue: 0)
+        let status = withOptionalCString(subject) { subjectPointer in
+            var options = jsOptions()
+            jsOptions_Init(&options)
+            options.Stream.Purge.Sequence = sequence
+            options.Stream.Purge.Subject = subjectPointer
+            return js_PurgeStream(handles.context, stream, &options, &jsCode)
+        }
+        guard status == NATS_OK else { throw JetStreamError(status: status, jsCode: jsCode, action: action) }
+    }
+
+    // MARK: Publishing
+
+    /// Stores a message in the stream that listens on `subject` and returns the server's
+    /// acknowledgment; one round trip.
+    ///
+    /// - Parameters:
+    ///   - headers: sent as message headers and stored with the message.
+    ///   - messageID: the `Nats-Msg-Id` header: within the stream's duplicate window, a second
+    ///     message with the same ID is not stored and is acknowledged with the first one's
+    ///     sequence and `duplicate == true`.
+    ///   - expectedLastSequence: the `Nats-Expected-Last-Sequence` header: the server stores the
+    ///     message only if the stream's last sequence is this one, and throws
+    ///     `wrongLastSequence` otherwise; 0 means "the stream has never stored a message".
+    ///     (libnats's `jsPubOptions.ExpectLastSeq` cannot express 0, so the header is set here.)
+    ///   - expectedStream: the `Nats-Expected-Stream` header: the message is refused unless this
+    ///     stream is the one listening on `subject`.
+    ///   - timeout: how long to wait for the acknowledgment; the client's timeout when nil.
+    public func publish(
+        subject: String, payload: [UInt8], headers: [String: String] = [:], messageID: String? = nil,
+        expectedLastSequence: UInt64? = nil, expectedStream: String? = nil, timeout: Duration? = nil
+    ) throws(JetStreamError) -> PublishAck {
+        let action = "publish \(payload.count) bytes to \(subject)"
+            + (expectedLastSequence.map { " expecting last sequence \($0)" } ?? "")
+            + (messageID.map { " with message ID \($0)" } ?? "")
+        guard !subject.isEmpty else { throw JetStreamError(.invalidArgument, "\(action): empty subject") }
+        guard payload.count <= Int(Int32.max) else { throw JetStreamError(.invalidArgument, "\(action): payload too large") }
+        try requireConnection(action)
+
+        var messagePointer: OpaquePointer? = nil
+        var status = payload.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { bytes in
+                natsMsg_Create(&messagePointer, subject, nil, bytes.baseAddress, Int32(bytes.count))
+            }
+        }
+        guard status == NATS_OK, let message = messagePointer else {
+            throw JetStreamError(status: status, action: "\(action): natsMsg_Create")
+        }
+        defer { natsMsg_Destroy(message) }
+
+        var allHeaders = headers
+        if let messageID { allHeaders["Nats-Msg-Id"] = messageID }
+        if let expectedLastSequence { allHeaders["Nats-Expected-Last-Sequence"] = String(expectedLastSequence) }
+        if let expectedStream { allHeaders["Nats-Expected-Stream"] = expectedStream }
+        for (name, value) in allHeaders where status == NATS_OK {
+            status = natsMsgHeader_Set(message, name, value)
+        }
+        guard status == NATS_OK else { throw JetStreamError(status: status, action: "\(action): setting headers") }
+
+        var options = jsPubOptions()
+        jsPubOptions_Init(&options)
+        options.MaxWait = timeout?.milliseconds() ?? timeoutMilliseconds
+        var ackPointer: UnsafeMutablePointer<jsPubAck>? = nil
+        var jsCode = jsErrCode(rawValue: 0)
+        status = js_PublishMsg(&ackPointer, handles.context, message, &options, &jsCode)
+        defer { if let ackPointer { jsPubAck_Destroy(ackPointer) } }
+        guard status == NATS_OK, let ack = ackPointer?.pointee else {
+            throw JetStreamError(status: status, jsCode: jsCode, action: action)
+        }
+        return PublishAck(
+            stream: ack.Stream.map { String(cString: $0) } ?? "", sequence: ack.Sequence, duplicate: ack.Duplicate)
+    }
+
+    // MARK: Reading
+
+    /// The message stored at `sequence`; nil when the stream holds none there (never stored,
+    /// deleted or purged). Throws `notFound` when the stream does not exist.
+    public func message(stream: String, sequence: UInt64) throws(JetStreamError) -> StoredMessage? {
+        let action = "get message \(sequence) of \(stream)"
+        try requireConnection(action)
+        var messagePointer: OpaquePointer? = nil
+        var jsCode = jsErrCode(rawValue: 0)
+        let status = js_GetMsg(&messagePointer, handles.context, stream, sequence, nil, &jsCode)
+        return try storedMessage(messagePointer, status: status, jsCode: jsCode, action: action)
+    }
+
+    /// The last message stored on `subject` (no wildcards); nil when there is none.
+    public func lastMessage(stream: String, subject: String) throws(JetStreamError) -> StoredMessage? {
+        let action = "get last message of \(stream) on \(subject)"
+        try requireConnection(action)
+        var messagePointer: OpaquePointer? = nil
+        var jsCode = jsErrCode(rawValue: 0)
+        let status = js_GetLastMsg(&messagePointer, handles.context, stream, subject, nil, &jsCode)
+        return try storedMessage(messagePointer, status: status, jsCode: jsCode, action: action)
+    }
+
+    private func storedMessage(
+        _ messagePointer: OpaquePointer?, status: natsStatus, jsCode: jsErrCode, action: String
+    ) throws(JetStreamError) -> StoredMessage? {
+        defer { if let messagePointer { natsMsg_Destroy(messagePointer) } }
+        if status == NATS_OK, let message = messagePointer {
+            return directGetMessage(message)
+        }
+        // A missing stream is an error; a missing message in an existing stream is nil.
+        if jsCode == JSStreamNotFoundErr { throw JetStreamError(status: status, jsCode: jsCode, action: action) }
+        if status == NATS_NOT_FOUND || jsCode == JSNoMessageFoundErr { return nil }
+        throw JetStreamError(status: status, jsCode: jsCode, action: action)
+    }
+
+    /// A reader of `stream` from `sequence` on (1 or 0: from the first message held), only of
+    /// the subjects matching `filter` when given. See `JetStreamReader`.
+    public func reader(stream: String, subject filter: String? = nil, from sequence: UInt64) throws(JetStreamError) -> JetStreamReader {
+        try JetStreamReader(client: self, stream: stream, filter: filter, start: max(1, sequence))
+    }
+}
+
+/// A stored message from a direct get, whose sequence and time libnats parsed from its headers.
+private func directGetMessage(_ message: OpaquePointer) -> StoredMessage {
+    storedMessage(from: message, sequence: natsMsg_GetSequence(message), timeNanoseconds: natsMsg_GetTime(message))
+}
+
+/// Calls `body` with a C copy of `string`, or with nil when `string` is nil.
+func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}
