@@ -205,7 +205,10 @@ public final class JetStreamClient: Sendable {
     /// acknowledgment; one round trip.
     ///
     /// - Parameters:
-    ///   - headers: sent as message headers and stored with the message.
+    ///   - headers: sent as message headers and stored with the message; names without ':',
+    ///     spaces or control characters, values not empty, without line breaks and without
+    ///     spaces at either end (libnats would not read them back as given): `invalidArgument`
+    ///     otherwise.
     ///   - messageID: the `Nats-Msg-Id` header: within the stream's duplicate window, a second
     ///     message with the same ID is not stored and is acknowledged with the first one's
     ///     sequence and `duplicate == true`.
@@ -238,6 +241,11 @@ public final class JetStreamClient: Sendable {
         }
         defer { natsMsg_Destroy(message) }
 
+        for (name, value) in headers {
+            if let problem = Self.headerProblem(name: name, value: value) {
+                throw JetStreamError(.invalidArgument, "\(action): header \(name): \(problem)")
+            }
+        }
         var allHeaders = headers
         if let messageID { allHeaders["Nats-Msg-Id"] = messageID }
         if let expectedLastSequence { allHeaders["Nats-Expected-Last-Sequence"] = String(expectedLastSequence) }
@@ -259,6 +267,22 @@ public final class JetStreamClient: Sendable {
         }
         return PublishAck(
             stream: ack.Stream.map { String(cString: $0) } ?? "", sequence: ack.Sequence, duplicate: ack.Duplicate)
+    }
+
+    /// Why a header would not be stored and read back as given, or nil when it would. libnats
+    /// 3.4.1 trims the spaces around a value when reading it, and reads an empty value as the
+    /// next header line; line breaks would end the header.
+    static func headerProblem(name: String, value: String) -> String? {
+        if name.isEmpty { return "empty name" }
+        if name.unicodeScalars.contains(where: { $0 == ":" || $0.value <= 32 || $0.value == 127 }) {
+            return "a name must not contain ':', spaces or control characters"
+        }
+        if value.isEmpty { return "empty value (libnats would read the next header line as its value)" }
+        if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) { return "line break in the value" }
+        if value.first?.isWhitespace == true || value.last?.isWhitespace == true {
+            return "spaces around the value (libnats trims them when reading)"
+        }
+        return nil
     }
 
     // MARK: Reading

@@ -137,6 +137,8 @@ public final class JetStreamReader: Sendable {
             jsSubOptions_Init(&options)
             options.Stream = streamPointer
             options.Consumer = UnsafePointer(namePointer)
+            // libnats compares these settings with the consumer's before binding to it.
+            options.Config.MemoryStorage = true
             return js_PullSubscribe(&subscriptionPointer, client.handles.context, nil, nil, nil, &options, &jsCode)
         }
         guard status == NATS_OK, let subscription = subscriptionPointer else {
