@@ -28,6 +28,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+        // Journal shipping to NATS JetStream: followers and point-in-time restore. A separate
+        // product so that the core library links no NATS client.
+        .library(name: "ObjectGraphReplication", targets: ["ObjectGraphReplication"]),
         .executable(name: "objectgraph-demo", targets: ["objectgraph-demo"]),
         .executable(name: "debian-fixture", targets: ["debian-fixture"]),
         .executable(name: "graph-journal", targets: ["graph-journal"]),
@@ -45,6 +48,12 @@ let package = Package(
             name: "CLZ4",
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
+        ),
+        // The official NATS C client (JetStream included) from Debian's libnats-dev.
+        .systemLibrary(
+            name: "CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
         ),
         // CRC32C with the SSE4.2 instruction; GraphJournal falls back to its Swift tables on
         // CPUs without it and on other architectures.
@@ -76,6 +85,18 @@ let package = Package(
                 "GraphJournal", "CPrefetch", "CSimdJSON", .product(name: "Logging", package: "swift-log"),
                 .product(name: "HashTreeCollections", package: "swift-collections"),
             ],
+            swiftSettings: strictSettings + macroSettings
+        ),
+        // A Swift face over libnats's JetStream calls: connect, streams, publish with
+        // deduplication and expected-last-sequence, direct gets, ordered reads, purge.
+        .target(
+            name: "NATSJetStream",
+            dependencies: ["CNATS"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ObjectGraphReplication",
+            dependencies: ["ObjectGraph", "GraphJournal", "NATSJetStream"],
             swiftSettings: strictSettings + macroSettings
         ),
         .executableTarget(
@@ -123,6 +144,12 @@ let package = Package(
                 "GraphJournal",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // Replication against real nats-server processes on loopback (Tests/ReplicationTests/Support).
+        .testTarget(
+            name: "ReplicationTests",
+            dependencies: ["ObjectGraphReplication", "NATSJetStream", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -179,13 +179,8 @@ public actor AsyncStore {
         return records.count
     }
 
-    /// ``ObjectStore/origin``: where this replica is in its source.
-    public var origin: [UInt8]? { store.origin }
-
-    /// ``ObjectStore/forEachShippedRecord(after:_:)``.
-    public func forEachShippedRecord(after sequence: UInt64, _ body: (ShippedRecord) throws -> Void) throws {
-        try store.forEachShippedRecord(after: sequence, body)
-    }
+    /// The journal, for ``shippingSource``.
+    nonisolated var journalForShipping: Journal { journal }
 
     /// Runs `body` once per element of `batches`, each in its own transaction, and lets other
     /// work on the actor run between batches (a long import that does not shut out other

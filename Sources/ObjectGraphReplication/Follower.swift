@@ -1,0 +1,331 @@
+public import Foundation
+public import ObjectGraph
+import GraphJournal
+import NATSJetStream
+
+/// A read-only replica of a shipping store: it replays the stream into its own local journal,
+/// continuously, and serves reads from snapshots that hold whole transactions of the writer.
+///
+/// ```swift
+/// let follower = try await ObjectStore.follow(at: replicaDirectory, schema: schema, source: target)
+/// let count = try follower.store.snapshot.fetchCount(FetchDescriptor<Package>())
+/// print(follower.status.lagRecords)
+/// try await follower.stop()
+/// ```
+///
+/// A follower resumes after a restart from the last record it applied: the position lives in
+/// its journal, written with each record (``ObjectStore/origin``). A new follower, or one the
+/// stream was trimmed past, starts from the stream's newest base. Saves through its store are
+/// refused (``StoreError`` code `readOnly`).
+public final class Follower: Sendable {
+    /// Where the follower is, for monitoring.
+    public struct Status: Sendable, Hashable {
+        /// The writer's record applied last (its sequence in the writer's journal).
+        public var appliedSequence: UInt64
+        /// The stream message that carried it.
+        public var streamSequence: UInt64
+        /// The stream's last sequence when the follower last looked.
+        public var streamLastSequence: UInt64
+        /// Stream messages not applied yet (`streamLastSequence - streamSequence`).
+        public var lagMessages: UInt64 { streamLastSequence > streamSequence ? streamLastSequence - streamSequence : 0 }
+        /// When the server stored the message applied last.
+        public var appliedMessageTime: Date?
+        /// Records applied since the follower started.
+        public var recordsApplied: Int
+        /// The last error, cleared by the next success.
+        public var lastError: String?
+        /// Set when the follower stopped for good (a record that does not apply, a gap).
+        public var failed: String?
+    }
+
+    /// The replica; reads through ``AsyncStore/snapshot`` and ``AsyncStore/read(_:)``.
+    public let store: AsyncStore
+    let target: ReplicationTarget
+    let client: JetStreamClient
+    private let box: Box
+
+    private final class Box: @unchecked Sendable {
+        // Every field is read and written with `condition` locked.
+        let condition = NSCondition()
+        var status: Status
+        var stopping = false
+        var threadDone = false
+        var batches: AsyncStream<[StoredMessage]>.Continuation?
+        var applierDone = false
+
+        init(status: Status) { self.status = status }
+
+        /// Runs `body` with the condition locked (callable from async code).
+        func locked<R>(_ body: (Box) throws -> R) rethrows -> R {
+            condition.lock()
+            defer { condition.unlock() }
+            return try body(self)
+        }
+    }
+
+    /// Opens (creating if needed) the replica in `directory` and starts following `source`.
+    ///
+    /// - Throws: ``ReplicationError`` (`server`, `unavailable` when a new replica finds neither
+    ///   a base nor the stream's start), ``StoreError`` from opening the local store.
+    public static func start(at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = StoreOptions()) async throws -> Follower {
+        let client: JetStreamClient
+        do {
+            client = try JetStreamClient(servers: source.servers, name: "objectgraph-follower", timeout: source.timeout)
+            try client.ensureStream(source.streamConfiguration)
+        } catch {
+            throw ReplicationError(error, while: "connecting to \(source.servers.joined(separator: ",")) for stream \(source.stream)")
+        }
+        var options = options
+        options.readOnly = true
+        options.autoCompactionRatio = nil
+        try bootstrapIfNeeded(directory, client: client, target: source)
+        let store = AsyncStore(store: try ObjectStore.open(at: directory, schema: schema, options: options))
+        let position = Position(store.shippingSource.origin) ?? Position(recordSequence: 0, streamSequence: 0)
+        return Follower(store: store, target: source, client: client, position: position)
+    }
+
+    private init(store: AsyncStore, target: ReplicationTarget, client: JetStreamClient, position: Position) {
+        self.store = store
+        self.target = target
+        self.client = client
+        self.box = Box(status: Status(
+            appliedSequence: position.recordSequence, streamSequence: position.streamSequence, streamLastSequence: position.streamSequence,
+            appliedMessageTime: nil, recordsApplied: 0, lastError: nil, failed: nil))
+        let (stream, continuation) = AsyncStream<[StoredMessage]>.makeStream(bufferingPolicy: .bufferingOldest(64))
+        box.batches = continuation
+        let schema = store.shippingSource.schema
+        Task { [self] in await self.apply(stream, schema: schema, position: position) }
+        let thread = Thread { [self] in self.read(from: position.streamSequence + 1) }
+        thread.name = "ObjectGraph follower"
+        thread.start()
+    }
+
+    deinit { client.close() }
+
+    /// The follower's position and lag.
+    public var status: Status {
+        box.condition.lock()
+        defer { box.condition.unlock() }
+        return box.status
+    }
+
+    /// Waits until the follower applied the writer's record `sequence`.
+    ///
+    /// - Returns: false when `timeout` passed first or the follower failed.
+    public func waitUntilApplied(_ sequence: UInt64, timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let s = status
+            if s.appliedSequence >= sequence { return true }
+            if s.failed != nil { return false }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return status.appliedSequence >= sequence
+    }
+
+    /// Stops following and closes the replica. It resumes from where it stopped when started again.
+    ///
+    /// - Throws: ``StoreError`` from closing the store.
+    public func stop() async throws {
+        box.locked { b in
+            b.stopping = true
+            b.condition.broadcast()
+        }
+        while true {
+            if box.locked({ $0.threadDone && $0.applierDone }) { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        try await store.close()
+    }
+
+    // MARK: Reading the stream (a thread: libnats calls block)
+
+    private func read(from start: UInt64) {
+        var next = start
+        var reader: JetStreamReader?
+        var backoff = 0.05
+        var lastStateCheck = Date.distantPast
+        defer {
+            reader?.close()
+            box.condition.lock()
+            box.batches?.finish()
+            box.threadDone = true
+            box.condition.broadcast()
+            box.condition.unlock()
+        }
+        while true {
+            box.condition.lock()
+            let stop = box.stopping || box.status.failed != nil
+            box.condition.unlock()
+            if stop { return }
+            do {
+                if reader == nil { reader = try client.reader(stream: target.stream, subject: target.logSubject, from: next) }
+                guard let current = reader else { continue }
+                let batch = try current.next(max: 256, timeout: .milliseconds(100))
+                if Date().timeIntervalSince(lastStateCheck) > 0.5 || batch.isEmpty {
+                    let state = try client.streamState(target.stream)
+                    lastStateCheck = Date()
+                    box.condition.lock()
+                    box.status.streamLastSequence = max(state.lastSequence, batch.last?.sequence ?? 0)
+                    box.condition.unlock()
+                }
+                guard !batch.isEmpty else { continue }
+                next = (batch.last?.sequence ?? next) + 1
+                box.condition.lock()
+                if let last = batch.last?.sequence, last > box.status.streamLastSequence { box.status.streamLastSequence = last }
+                box.status.lastError = nil
+                let continuation = box.batches
+                box.condition.unlock()
+                // Backpressure: the buffer holds 64 batches; wait while it is full.
+                while case .dropped = continuation?.yield(batch) {
+                    Thread.sleep(forTimeInterval: 0.005)
+                    box.condition.lock()
+                    let stop = box.stopping
+                    box.condition.unlock()
+                    if stop { return }
+                }
+                backoff = 0.05
+            } catch {
+                reader?.close()
+                reader = nil
+                box.condition.lock()
+                box.status.lastError = "\(error)"
+                box.condition.unlock()
+                Thread.sleep(forTimeInterval: backoff)
+                backoff = min(backoff * 2, 1)
+            }
+        }
+    }
+
+    // MARK: Applying (a task: the store is an actor)
+
+    private func apply(_ batches: AsyncStream<[StoredMessage]>, schema initial: [UInt8]?, position: Position) async {
+        var assembler = RecordAssembler()
+        var schema = initial
+        var applied = position.recordSequence
+        defer {
+            box.locked { b in
+                b.applierDone = true
+                b.condition.broadcast()
+            }
+        }
+        for await batch in batches {
+            var pending: [(record: ShippedRecord, schema: [UInt8], origin: [UInt8])] = []
+            var lastTime: Date?
+            var lastStream: UInt64 = 0
+            do {
+                for message in batch {
+                    let info = try LogMessageInfo(message)
+                    guard let (record, _) = try assembler.add(message, info) else { continue }
+                    // A record applied already (republished by a restarted writer): skipped.
+                    if record.sequence <= applied { continue }
+                    guard info.previous == applied || applied == 0 && position.streamSequence == 0
+                        || info.previous > applied && baseCovers(before: message.sequence) == info.previous
+                    else {
+                        throw ReplicationError(
+                            .unavailable,
+                            "stream message \(message.sequence) carries record \(record.sequence) after \(info.previous), but this follower applied \(applied) last: records are missing (trimmed below a newer base?); restart it from a base")
+                    }
+                    applied = record.sequence
+                    lastTime = message.time
+                    lastStream = message.sequence
+                    switch record.kind {
+                    case .schema:
+                        schema = try record.payload()
+                    case .transaction:
+                        guard let schema else {
+                            throw ReplicationError(.badMessage, "record \(record.sequence) at stream message \(message.sequence) comes before any schema record")
+                        }
+                        pending.append((record, schema, Position(recordSequence: record.sequence, streamSequence: message.sequence).encoded))
+                    case .base:
+                        throw ReplicationError(.badMessage, "a base record on the log subject at stream message \(message.sequence)")
+                    }
+                }
+                if !pending.isEmpty { try await store.applyShipped(pending) }
+                let count = pending.count
+                box.locked { b in
+                    if lastStream > 0 {
+                        b.status.appliedSequence = applied
+                        b.status.streamSequence = lastStream
+                        b.status.appliedMessageTime = lastTime
+                    }
+                    b.status.recordsApplied += count
+                    b.condition.broadcast()
+                }
+            } catch {
+                box.locked { b in
+                    b.status.failed = "\(error)"
+                    b.condition.broadcast()
+                }
+                return
+            }
+        }
+    }
+
+    // MARK: Bases
+
+    /// What the base that ends right before stream message `sequence` covers, if one does: a
+    /// compaction consumed the sequences between the last log record before it and the first
+    /// after it, and the base holds the same state as those log records.
+    private func baseCovers(before sequence: UInt64) -> UInt64? {
+        guard sequence > 1, let m = try? client.message(stream: target.stream, sequence: sequence - 1), m.subject == target.baseSubject else {
+            return nil
+        }
+        return m.headers[Header.covers].flatMap(UInt64.init)
+    }
+
+    /// A new replica (an empty directory) starts from the stream's newest base, when there is
+    /// one; a replica the stream was trimmed past is rebuilt from it.
+    static func bootstrapIfNeeded(_ directory: URL, client: JetStreamClient, target: ReplicationTarget) throws {
+        let fm = FileManager.default
+        let isNew = !fm.fileExists(atPath: directory.appendingPathComponent("MANIFEST").path)
+        var behind = false
+        if !isNew {
+            let journal = try Journal.open(directory: directory.path)
+            let position = Position(journal.origin)
+            try journal.close()
+            let state: StreamState
+            do { state = try client.streamState(target.stream) } catch { throw ReplicationError(error, while: "reading stream \(target.stream)") }
+            behind = (position?.streamSequence ?? 0) + 1 < state.firstSequence
+        }
+        guard isNew || behind else { return }
+        guard let base = try client.newestBase(target) else {
+            if behind { throw ReplicationError(.unavailable, "the stream was trimmed past this replica and holds no base to restart from") }
+            return
+        }
+        let staging = directory.deletingLastPathComponent().appendingPathComponent(directory.lastPathComponent + ".base-install")
+        try? fm.removeItem(at: staging)
+        try install(base, client: client, target: target, into: staging)
+        if fm.fileExists(atPath: directory.path) {
+            let old = directory.deletingLastPathComponent().appendingPathComponent(directory.lastPathComponent + ".replaced")
+            try? fm.removeItem(at: old)
+            try fm.moveItem(at: directory, to: old)
+            try fm.moveItem(at: staging, to: directory)
+            try? fm.removeItem(at: old)
+        } else {
+            try fm.moveItem(at: staging, to: directory)
+        }
+    }
+
+    /// Writes `base` as a new journal in `directory` (which must not hold one), its origin the
+    /// base's position in the stream.
+    static func install(_ base: BaseLocation, client: JetStreamClient, target: ReplicationTarget, into directory: URL) throws {
+        let (schema, payloads) = try client.readBase(base, target)
+        let journal = try Journal.open(directory: directory.path)
+        defer { try? journal.close() }
+        try journal.compact(
+            base: payloads, schema: schema,
+            origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded, proceed: { true })
+        try journal.close()
+    }
+}
+
+extension ObjectStore {
+    /// Opens (creating if needed) a read-only replica in `directory` that follows `source`
+    /// continuously (``Follower``).
+    ///
+    /// - Throws: as ``Follower/start(at:schema:source:options:)``.
+    public static func follow(at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = StoreOptions()) async throws -> Follower {
+        try await Follower.start(at: directory, schema: schema, source: source, options: options)
+    }
+}

@@ -1,0 +1,157 @@
+public import Foundation
+import GraphJournal
+import ObjectGraph
+import NATSJetStream
+
+/// Point-in-time recovery from a stream: the newest base at or before the target, then the
+/// log records after it up to the target.
+public enum Restore {
+    /// How far to restore.
+    public enum Target: Sendable, Hashable {
+        /// Up to and including the writer's record of this sequence.
+        case sequence(UInt64)
+        /// Up to the last record the servers stored at or before this time.
+        case time(Date)
+        /// Everything the stream holds.
+        case latest
+    }
+
+    /// What a restore did.
+    public struct Report: Sendable, Hashable {
+        /// The writer's sequence the base covered (0: none, replayed from the start).
+        public var baseCovers: UInt64
+        /// Log records applied after the base.
+        public var recordsApplied: Int
+        /// The writer's record applied last.
+        public var lastSequence: UInt64
+        /// Seconds the restore took.
+        public var seconds: Double
+    }
+
+    /// Rebuilds a store in `directory` (which must not exist) from `source` as it was at
+    /// `target`. Needs no model code: the store's schema comes from the stream.
+    ///
+    /// ```swift
+    /// let report = try Restore.run(from: target, to: URL(fileURLWithPath: "/var/lib/pkgd/restored"),
+    ///                              at: .sequence(41_200))
+    /// ```
+    ///
+    /// - Throws: ``ReplicationError``: `unavailable` when no base is at or before the target
+    ///   and the stream no longer starts at the writer's first record; `server`, `badMessage`;
+    ///   ``StoreError`` from the local store. A failed restore removes what it wrote.
+    @discardableResult
+    public static func run(from source: ReplicationTarget, to directory: URL, at target: Target = .latest) throws -> Report {
+        let start = ContinuousClock.now
+        guard !FileManager.default.fileExists(atPath: directory.path) else {
+            throw ReplicationError(.store, "\(directory.path) exists; a restore writes a new store")
+        }
+        let client: JetStreamClient
+        do {
+            client = try JetStreamClient(servers: source.servers, name: "objectgraph-restore", timeout: source.timeout)
+        } catch {
+            throw ReplicationError(error, while: "connecting to \(source.servers.joined(separator: ","))")
+        }
+        defer { client.close() }
+        do {
+            let report = try restore(client, source, directory, target)
+            let elapsed = (ContinuousClock.now - start).components
+            return Report(
+                baseCovers: report.baseCovers, recordsApplied: report.recordsApplied, lastSequence: report.lastSequence,
+                seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    private static func restore(_ client: JetStreamClient, _ source: ReplicationTarget, _ directory: URL, _ target: Target) throws -> Report {
+        // The newest base at or before the target.
+        let bases = try client.allBases(source)
+        let base = bases.last { b in
+            switch target {
+            case .sequence(let s): b.covers <= s
+            case .time(let t): b.time <= t
+            case .latest: true
+            }
+        }
+        var readFrom: UInt64 = 1
+        var applied: UInt64 = 0
+        if let base {
+            try Follower.install(base, client: client, target: source, into: directory)
+            readFrom = base.lastStreamSequence + 1
+            applied = base.covers
+        }
+        let store = try base == nil ? nil : ObjectStore.openDynamic(at: directory, options: restoreOptions)
+        var opened = store
+        defer { try? opened?.close() }
+        var schema: [UInt8]? = opened?.shippingSource.schema
+        var assembler = RecordAssembler()
+        var count = 0
+        let reader: JetStreamReader
+        do { reader = try client.reader(stream: source.stream, subject: source.logSubject, from: readFrom) } catch {
+            throw ReplicationError(error, while: "reading \(source.logSubject) from stream message \(readFrom)")
+        }
+        defer { reader.close() }
+        let last: UInt64
+        do { last = try client.streamState(source.stream).lastSequence } catch { throw ReplicationError(error, while: "reading stream \(source.stream)") }
+        var position = readFrom - 1
+        var first = true
+        reading: while position < last {
+            let batch: [StoredMessage]
+            do { batch = try reader.next(max: 512, timeout: .seconds(1)) } catch { throw ReplicationError(error, while: "reading \(source.logSubject)") }
+            if batch.isEmpty { break }
+            for message in batch {
+                position = message.sequence
+                let info = try LogMessageInfo(message)
+                if case .time(let t) = target, message.time > t { break reading }
+                if case .sequence(let s) = target, info.sequence > s { break reading }
+                guard let (record, _) = try assembler.add(message, info) else { continue }
+                if record.sequence <= applied { continue }
+                if first && base == nil && info.previous != 0 {
+                    throw ReplicationError(
+                        .unavailable,
+                        "stream \(source.stream) holds no base at or before the target, and its log starts at record \(record.sequence), not the first: the records before were trimmed")
+                }
+                first = false
+                switch record.kind {
+                case .schema:
+                    schema = try record.payload()
+                    if opened == nil, let schema {
+                        // No base: the store starts empty, with the stream's first schema.
+                        opened = try openEmpty(at: directory, schema: schema)
+                    }
+                case .transaction:
+                    guard let schema, let store = opened else {
+                        throw ReplicationError(.badMessage, "record \(record.sequence) comes before any schema record")
+                    }
+                    try store.applyShipped(
+                        record, schema: schema, origin: Position(recordSequence: record.sequence, streamSequence: message.sequence).encoded)
+                    count += 1
+                case .base:
+                    throw ReplicationError(.badMessage, "a base record on the log subject at stream message \(message.sequence)")
+                }
+                applied = record.sequence
+            }
+        }
+        guard opened != nil else {
+            throw ReplicationError(.unavailable, "stream \(source.stream) holds nothing at or before the target")
+        }
+        try opened?.close()
+        opened = nil
+        return Report(baseCovers: base?.covers ?? 0, recordsApplied: count, lastSequence: applied, seconds: 0)
+    }
+
+    private static var restoreOptions: StoreOptions {
+        var options = StoreOptions(durability: .none)
+        options.autoCompactionRatio = nil
+        return options
+    }
+
+    /// A new store holding only `schema`'s record, opened without model code.
+    private static func openEmpty(at directory: URL, schema: [UInt8]) throws -> ObjectStore {
+        let journal = try Journal.open(directory: directory.path)
+        try journal.compact(base: [], schema: schema, origin: nil, proceed: { true })
+        try journal.close()
+        return try ObjectStore.openDynamic(at: directory, options: restoreOptions)
+    }
+}
