@@ -6,14 +6,15 @@ public struct JetStreamError: Error, Sendable, CustomStringConvertible {
     public enum Code: Sendable, Hashable {
         /// No server is reachable, the connection is reconnecting, or the client was closed.
         case connectionFailed
-        /// No answer in time: the server is down, or a clustered stream has no leader or quorum.
-        /// A publish that timed out may still have been stored.
+        /// No answer in time, or nobody to answer: the server is down, a clustered stream has no
+        /// leader or quorum (the server then answers "no responders" at once), or no stream
+        /// listens on the subject published to. A publish that timed out may still have been
+        /// stored.
         case timeout
         /// The stream's last sequence was not the expected one (JetStream error 10071); nothing
         /// was stored.
         case wrongLastSequence
-        /// The stream, the consumer or the message does not exist, or no stream listens on the
-        /// subject published to.
+        /// The stream, the consumer or the message does not exist.
         case notFound
         /// Any other error the JetStream API returned; `message` carries its code.
         case server
@@ -60,13 +61,15 @@ public struct JetStreamError: Error, Sendable, CustomStringConvertible {
         default: break
         }
         switch status {
-        case NATS_TIMEOUT:
+        // "No responders": no stream leader listens on the subject, which a cluster without
+        // quorum and a subject without stream cannot be told apart by; both are waited out.
+        case NATS_TIMEOUT, NATS_NO_RESPONDERS:
             return .timeout
         case NATS_CONNECTION_CLOSED, NATS_NO_SERVER, NATS_CONNECTION_DISCONNECTED, NATS_NOT_YET_CONNECTED,
             NATS_IO_ERROR, NATS_STALE_CONNECTION, NATS_INSUFFICIENT_BUFFER, NATS_SYS_ERROR,
             NATS_CONNECTION_AUTH_FAILED, NATS_SECURE_CONNECTION_REQUIRED:
             return .connectionFailed
-        case NATS_NOT_FOUND, NATS_NO_RESPONDERS:
+        case NATS_NOT_FOUND:
             return .notFound
         case NATS_INVALID_ARG, NATS_INVALID_SUBJECT, NATS_INVALID_TIMEOUT, NATS_MAX_PAYLOAD:
             return .invalidArgument

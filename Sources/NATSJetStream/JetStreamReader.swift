@@ -71,6 +71,10 @@ public final class JetStreamReader: Sendable {
                 }
             }
             if gap { try resubscribe(&state) }
+            // The server drops pull requests for a consumer it no longer has (deleted after
+            // inactivity, or gone with a restart of the server that held it in memory) without
+            // an answer, so that nothing came can also mean that: asked once nothing came.
+            if messages.isEmpty && !gap { try Self.requireConsumer(state.consumer, stream: stream, client: client, action: action) }
             return messages
         }
     }
@@ -105,6 +109,19 @@ public final class JetStreamReader: Sendable {
             var jsCode = jsErrCode(rawValue: 0)
             _ = js_DeleteConsumer(client.handles.context, stream, consumer, nil, &jsCode)
         }
+    }
+
+    /// Throws `notFound` when the consumer does not exist any more, or the error of asking.
+    private static func requireConsumer(_ consumer: String, stream: String, client: JetStreamClient, action: String) throws(JetStreamError) {
+        var infoPointer: UnsafeMutablePointer<jsConsumerInfo>? = nil
+        var jsCode = jsErrCode(rawValue: 0)
+        let status = js_GetConsumerInfo(&infoPointer, client.handles.context, stream, consumer, nil, &jsCode)
+        defer { if let infoPointer { jsConsumerInfo_Destroy(infoPointer) } }
+        if status == NATS_OK { return }
+        if status == NATS_NOT_FOUND || jsCode == JSConsumerNotFoundErr {
+            throw JetStreamError(.notFound, "\(action): the consumer \(consumer) no longer exists (deleted after inactivity, or gone with the server that held it); make a new reader")
+        }
+        throw JetStreamError(status: status, jsCode: jsCode, action: "\(action): consumer info of \(consumer)")
     }
 
     /// Creates the consumer and a pull subscription bound to it.
@@ -166,6 +183,9 @@ public final class JetStreamReader: Sendable {
         defer { natsMsgList_Destroy(&list) }
         // 404 (nothing stored for a no-wait request) and 408 (the request expired) mean no message.
         if status == NATS_TIMEOUT || status == NATS_NOT_FOUND { return }
+        if status == NATS_NO_RESPONDERS {
+            throw JetStreamError(.notFound, "\(action): the consumer \(state.consumer) no longer exists (deleted after inactivity, or gone with the server that held it); make a new reader")
+        }
         guard status == NATS_OK else { throw JetStreamError(status: status, action: action) }
         messages.reserveCapacity(messages.count + Int(list.Count))
         for index in 0..<Int(list.Count) {

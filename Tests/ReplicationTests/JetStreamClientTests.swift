@@ -34,6 +34,9 @@ struct JetStreamClientTests {
             #expect(other == state)
             #expect(try client.streamState("JOURNAL") == state)
             #expect(client.maxPayload == 1_048_576)
+            // No stream listens on the subject: nobody answers.
+            let unheard = #expect(throws: JetStreamError.self) { try client.publish(subject: "elsewhere.records", payload: [1]) }
+            #expect(unheard?.code == .timeout)
         }
     }
 
@@ -241,7 +244,10 @@ struct JetStreamClientTests {
             let state = try client.streamState("JOURNAL")
             #expect(state.messages == 3 && state.lastSequence == 3)
             #expect(try client.publish(subject: "journal.records", payload: [4], expectedLastSequence: 3).sequence == 4)
-            // The caller makes a new reader from its last sequence + 1.
+            // The reader's consumer lived in the server's memory and is gone: the reader throws,
+            // and the caller makes a new reader from its last sequence + 1.
+            let gone = #expect(throws: JetStreamError.self) { try reader.next(max: 10, timeout: .seconds(1)) }
+            print("JetStream reader after a server restart: \(String(describing: gone))")
             reader.close()
             let again = try client.reader(stream: "JOURNAL", from: 4)
             defer { again.close() }
@@ -291,6 +297,21 @@ struct JetStreamClientTests {
             sequences += try reader.next(max: 10, timeout: .seconds(1)).map(\.sequence)
         }
         #expect(sequences == [1, 2, 3])
+
+        // Without a quorum (two of three members down) the stream has no leader: a publish fails
+        // with `timeout` within its timeout (at once: the server answers "no responders").
+        cluster.kill(1)
+        cluster.kill(2)
+        let clock = ContinuousClock()
+        var noQuorum: JetStreamError?
+        let waited = clock.measure {
+            do throws(JetStreamError) {
+                _ = try memberClient.publish(subject: "replicated.records", payload: [4], expectedLastSequence: 3, timeout: .seconds(1))
+            } catch { noQuorum = error }
+        }
+        #expect(noQuorum?.code == .timeout, "\(String(describing: noQuorum))")
+        #expect(waited < .milliseconds(1500), "failed after \(waited)")
+        print("JetStream cluster without quorum: \(String(describing: noQuorum)) after \(waited)")
     }
 
     /// Calls `body` until it returns or `duration` has passed, then rethrows its last error.
