@@ -332,7 +332,8 @@ public final class Journal: Sendable {
             let schemaSequence = tail.nextSequence
             if let newSchema { Self.appendSchemaRecord(newSchema, to: &buffer, seed: seed, tail: &tail) }
             let schemaEnd = buffer.count
-            if let origin {
+            // A leftover origin record (a torn shipped append) must not describe this record.
+            if let origin = origin ?? (tail.pendingOrigin == nil ? nil : []) {
                 let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin)
                 tail.add(rawBytes: origin.count, storedBytes: stored)
                 tail.noteOrigin(type: JournalFormat.RecordType.origin.rawValue, payload: origin)
@@ -685,15 +686,22 @@ struct Tail: Sendable, Hashable {
     }
 
     /// Tracks origins: an origin record is pending until a base or transaction record follows
-    /// it (a schema record may come between); a second origin record replaces a pending one,
-    /// so that one left by a torn append is never taken for the record after it.
+    /// it (a schema record may come between), which it then describes; a second origin record
+    /// replaces a pending one. An empty origin says the record after it has none: a writer
+    /// puts one before a record without origin when an origin record is pending (left by a
+    /// torn append), so that the leftover is never taken for that record.
     mutating func noteOrigin(type: UInt8, payload: @autoclosure () -> [UInt8]?) {
         switch JournalFormat.RecordType(rawValue: type) {
-        case .origin: pendingOrigin = payload()
-        case .transaction, .base:
-            if let p = pendingOrigin { origin = p; pendingOrigin = nil }
+        case .origin: pendingOrigin = payload() ?? []
+        case .transaction, .base: settleOrigin()
         case .schema, nil: break
         }
+    }
+
+    /// A pending origin becomes the origin (an empty one changes nothing).
+    mutating func settleOrigin() {
+        if let p = pendingOrigin, !p.isEmpty { origin = p }
+        pendingOrigin = nil
     }
 }
 

@@ -204,7 +204,8 @@ import Testing
         defer { removeDirectory(directory) }
         try writeSmallJournal(directory, count: 2)
         let segment = try liveSegments(directory)[0]
-        try appendHandMadeRecord(segment, type: 0x80, payload: Array("from the future".utf8))
+        // 0x80 is the origin record; 0x81 has no meaning yet.
+        try appendHandMadeRecord(segment, type: 0x81, payload: Array("from the future".utf8))
         let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none))
         let sequence = try journal.append([42])
         try journal.close()
@@ -212,7 +213,7 @@ import Testing
         let records = try recordsAfterReopen(directory)
         #expect(records.map(\.sequence) == [1, 2, 3, 5])
         let report = try Journal.inspect(directory: directory)
-        #expect(report.entries.map(\.type) == [3, 1, 1, 0x80, 1])
+        #expect(report.entries.map(\.type) == [3, 1, 1, 0x81, 1])
         #expect(report.entries[3].kind == nil)
     }
 

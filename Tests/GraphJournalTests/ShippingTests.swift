@@ -350,7 +350,7 @@ import Testing
         try journal.close()
     }
 
-    @Test(.disabled("needs a fix in Sources: a base without base records leaves its origin record pending"))
+    @Test
     func compactionWithAnEmptyBaseKeepsTheOrigin() throws {
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
@@ -504,7 +504,7 @@ import Testing
         try journal.close()
     }
 
-    @Test(.disabled("needs a fix in Sources: the origin record a torn append leaves is taken by the next transaction without an origin"))
+    @Test
     func aPlainAppendAfterATornShippedAppendDoesNotTakeItsOrigin() throws {
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }

@@ -152,6 +152,8 @@ extension Journal {
                 buffer.removeAll(keepingCapacity: true)
             }
         }
+        // A base is written whole: its origin holds even with no base record after it.
+        tail.settleOrigin()
         try fs.write(fd, path, buffer, at: offset)
         offset += Int64(buffer.count)
         try fs.fsync(fd, path)

@@ -271,6 +271,9 @@ struct JournalOpener {
                     continue
                 }
             }
+            // A base is written whole (fsynced before MANIFEST lists it): its origin holds even
+            // with no base record after it.
+            if header.kind == .base { running.settleOrigin() }
             tail = running
             tail.end = Int64(scan.validEnd)
             return scan
