@@ -124,6 +124,7 @@ let package = Package(
             dependencies: [
                 "ObjectGraph",
                 "GraphJournal",
+                "ObjectGraphReplication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/GraphJournal",
@@ -149,7 +150,7 @@ let package = Package(
         // Replication against real nats-server processes on loopback (Tests/ReplicationTests/Support).
         .testTarget(
             name: "ReplicationTests",
-            dependencies: ["ObjectGraphReplication", "NATSJetStream", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport"],
+            dependencies: ["ObjectGraphReplication", "NATSJetStream", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport", "graph-journal"],
             swiftSettings: strictSettings
         ),
         .testTarget(
