@@ -4,6 +4,7 @@
 #   make bench  the benchmark package (release mode)
 #   make bench-mapping   JSON mapping against JSONDecoder + GRDB (Tools/Benchmarks/Results/mapping.md)
 #   make fuzz   longer property runs, then the journal reader's libFuzzer target (FUZZ_SECONDS)
+#   make replication-test   the replication suites against real nats-server processes, with 20 kill rounds
 #   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases, then make tsan
 #   make tsan   the concurrency tests built with the thread sanitizer
 #   make bench-concurrency   snapshot readers during an import, and group commit against SQLite (Tools/Benchmarks/Results/concurrency.md)
@@ -16,7 +17,7 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 DEPS := Tools/install-deps.sh
 
-.PHONY: all deps build demo test fuzz soak tsan bench bench-concurrency bench-peers bench-mapping bench-http example fixture install clean
+.PHONY: all deps build demo test replication-test fuzz soak tsan bench bench-concurrency bench-peers bench-mapping bench-http example fixture install clean
 
 all: build
 
@@ -46,6 +47,12 @@ fuzz: deps
 	bash Tools/Fuzz/build.sh
 	mkdir -p .build/fuzz/corpus
 	.build/fuzz/journal-reader-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=.build/fuzz/ .build/fuzz/corpus Tools/Fuzz/corpus
+
+# The replication suites (Tests/ReplicationTests) start their own nats-server processes on
+# loopback (Debian's, installed by Tools/install-deps.sh) and stop them. `make test` runs them
+# with 4 kill rounds; this runs them with 20, about 2 minutes.
+replication-test: deps
+	OBJECTGRAPH_REPLICATION_KILL_ROUNDS=20 $(SWIFT) test --filter ReplicationTests
 
 soak: deps
 	OBJECTGRAPH_CRASH_ROUNDS=200 $(SWIFT) test --filter Crash

@@ -118,6 +118,13 @@ let package = Package(
             path: "Tools/CrashWriter",
             swiftSettings: strictSettings
         ),
+        // The child process of the replication kill tests: a shipping writer or a follower.
+        .executableTarget(
+            name: "objectgraph-replication-child",
+            dependencies: ["ObjectGraph", "ObjectGraphReplication"],
+            path: "Tools/ReplicationChild",
+            swiftSettings: strictSettings + macroSettings
+        ),
         // The operators' tool: stats, verify, dump, repair and compact a store without app code.
         .executableTarget(
             name: "graph-journal",
@@ -150,7 +157,8 @@ let package = Package(
         // Replication against real nats-server processes on loopback (Tests/ReplicationTests/Support).
         .testTarget(
             name: "ReplicationTests",
-            dependencies: ["ObjectGraphReplication", "NATSJetStream", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport", "graph-journal"],
+            dependencies: ["ObjectGraphReplication", "NATSJetStream", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport", "graph-journal",
+                           "objectgraph-replication-child"],
             swiftSettings: strictSettings
         ),
         .testTarget(
