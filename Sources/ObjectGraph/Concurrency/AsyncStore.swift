@@ -144,14 +144,17 @@ public actor AsyncStore {
             // A body that saved before it threw: that save stands, so it is made durable and
             // published like any other before the error is passed on.
             if let committer, let snapshot = publisher.takeBuilt() {
+                let unconfirmed = store.door.takeUnconfirmed()
                 try await committer.waitDurable(publishing: snapshot)
-                try? store.door.confirmPendingSave()
+                try? store.door.confirm(unconfirmed)
             }
             throw error
         }
         if let committer, let snapshot = publisher.takeBuilt() {
+            // Taken before the wait: other transactions save meanwhile.
+            let unconfirmed = store.door.takeUnconfirmed()
             try await committer.waitDurable(publishing: snapshot)
-            try store.door.confirmPendingSave()
+            try store.door.confirm(unconfirmed)
         }
         return result
     }

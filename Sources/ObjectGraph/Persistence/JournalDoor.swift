@@ -145,13 +145,20 @@ final class JournalDoor: PersistenceDoor {
 
     func confirmSave() throws {
         guard !defersConfirmation else { return }
-        try confirmPendingSave()
+        try confirm(takeUnconfirmed())
     }
 
-    /// Runs ``StoreOptions/saveConfirmation`` for the last save's record, once.
-    func confirmPendingSave() throws {
-        guard let sequence = unconfirmed else { return }
-        unconfirmed = nil
+    /// The last save's record that awaits its confirmation, handed over once (an
+    /// ``AsyncStore`` with group commit takes it before it waits for the shared sync, during
+    /// which other transactions save).
+    func takeUnconfirmed() -> UInt64? {
+        defer { unconfirmed = nil }
+        return unconfirmed
+    }
+
+    /// Runs ``StoreOptions/saveConfirmation`` for `sequence` (nil: nothing to confirm).
+    func confirm(_ sequence: UInt64?) throws {
+        guard let sequence else { return }
         try options.saveConfirmation?(sequence)
     }
 
