@@ -8,7 +8,7 @@ import NATSJetStream
 /// with its sequence as message ID (a retried publish is stored once) and the stream's
 /// expected last sequence (a second writer, or a writer restored from an older copy, is
 /// refused instead of forking the history). Bases that compaction writes ship on the base
-/// subject (``ReplicatedStore/compact(progress:)``).
+/// subject (``ReplicatedStore/compact(timeout:progress:)``).
 ///
 /// A shipper runs one background thread. Attach it to a store opened with the options it
 /// prepared:
@@ -91,7 +91,7 @@ public final class JournalShipper: Sendable {
 
     /// Sets the options a shipping store needs: the durable-record feed, the save confirmation
     /// of the synchronous policy, and no automatic compaction (a base must ship with it:
-    /// ``ReplicatedStore/compact(progress:)``).
+    /// ``ReplicatedStore/compact(timeout:progress:)``).
     public func prepare(_ options: inout StoreOptions) {
         let box = self.box
         let maxBacklog = target.maxBacklogBytes
@@ -220,12 +220,23 @@ public final class JournalShipper: Sendable {
         try waitShipped(through: lastSequence, timeout: timeout)
     }
 
-    /// Asks the thread to ship the journal's current base (after a compaction) and waits.
-    func shipBase(timeout: Duration) throws(ReplicationError) {
+    /// Ships the base the journal now starts with, after a compaction, and waits until the
+    /// stream stored it. ``ReplicatedStore/compact(timeout:progress:)`` calls it; a daemon with an
+    /// ``AsyncStore`` calls it after `waitShipped(through:)` and `compact()`:
+    ///
+    /// ```swift
+    /// try shipper.waitShipped(through: store.stats.lastSequence, timeout: .seconds(30))
+    /// try await store.compact()
+    /// try shipper.shipBase(timeout: .seconds(30))
+    /// ```
+    ///
+    /// - Throws: ``ReplicationError``: `notAcknowledged` when the base did not ship within
+    ///   `timeout` (it ships when the servers answer), `diverged`.
+    public func shipBase(timeout: Duration) throws(ReplicationError) {
         box.condition.lock()
         box.baseRequested = true
         box.condition.broadcast()
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         while box.baseRequested {
             if let diverged = box.status.diverged { box.condition.unlock(); throw ReplicationError(.diverged, diverged) }
             if !box.condition.wait(until: deadline) {
