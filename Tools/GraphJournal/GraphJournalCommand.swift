@@ -7,17 +7,19 @@ import Foundation
 struct GraphJournalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "graph-journal",
-        abstract: "Inspects, checks, dumps, repairs and compacts an ObjectGraph store without the application's code.",
+        abstract: "Inspects, checks, dumps, repairs and compacts an ObjectGraph store, restores one from its JetStream stream and follows one, without the application's code.",
         discussion: """
             The read-only commands (stats, verify, dump) take no lock and never write, so they are \
             safe on a store another process has open. repair and compact take the store's write \
             lock; repair never deletes bytes (what it cuts is saved beside the segment) and asks \
-            before acting.
+            before acting. restore and follow read the JetStream stream a store ships its journal \
+            to (ObjectGraphReplication): restore rebuilds the store in a new directory as of a \
+            record or a time, follow keeps a read-only replica up to date.
 
             \(ToolExit.helpText)
             """,
         version: "1.0.0",
-        subcommands: [Stats.self, Verify.self, Dump.self, Repair.self, Compact.self]
+        subcommands: [Stats.self, Verify.self, Dump.self, Repair.self, Compact.self, RestoreCommand.self, FollowCommand.self]
     )
 
     /// The subcommands' names, for the message about one that does not exist.

@@ -1,0 +1,105 @@
+public import Foundation
+public import ObjectGraph
+import GraphJournal
+import NATSJetStream
+
+extension Follower {
+    /// Opens (creating if needed) the replica in `directory` and starts following `source`
+    /// without the application's model code: every object is a ``DynamicObject``, as with
+    /// ``ObjectStore/openDynamic(at:options:)``. For tools (`graph-journal follow`).
+    ///
+    /// The schema is the one the replica will hold once opened: an existing replica's own (the
+    /// source's schema record in force when it stopped); for a new replica, the schema of the
+    /// stream's newest base, which it starts from, or, when the stream holds no base, the first
+    /// schema record of the log.
+    ///
+    /// ```swift
+    /// let follower = try await Follower.start(at: replicaDirectory, source: target)
+    /// ```
+    ///
+    /// The schema stays the one it started with: a transaction the writer ships under a later
+    /// schema record that names an entity or an attribute this one lacks does not apply, and
+    /// the follower stops (``Status/failed``).
+    ///
+    /// - Throws: ``ReplicationError``: `server`; `unavailable` when the stream does not exist,
+    ///   or holds neither a base nor a schema record yet (the writer shipped nothing);
+    ///   `JournalError` when the replica's journal is locked by another process or damaged; as
+    ///   ``start(at:schema:source:options:)`` otherwise.
+    public static func start(at directory: URL, source: ReplicationTarget, options: StoreOptions = StoreOptions()) async throws -> Follower {
+        let schema = try dynamicSchema(for: directory, source: source)
+        return try await start(at: directory, schema: schema, source: source, options: options)
+    }
+
+    /// The schema a replica in `directory` opens with, the directory made ready first (a new
+    /// replica, or one the stream was trimmed past, gets the stream's newest base).
+    static func dynamicSchema(for directory: URL, source: ReplicationTarget) throws -> Schema {
+        let servers = source.servers.joined(separator: ",")
+        let client: JetStreamClient
+        do {
+            client = try JetStreamClient(servers: source.servers, name: "objectgraph-follower", timeout: source.timeout)
+        } catch {
+            throw ReplicationError(error, while: "connecting to \(servers) for stream \(source.stream)")
+        }
+        defer { client.close() }
+        // A follower of the application creates a missing stream and waits for its writer; one
+        // without model code has no schema until the writer shipped one.
+        do {
+            _ = try client.streamState(source.stream)
+        } catch where error.code == .notFound {
+            throw ReplicationError(.unavailable, "no stream \(source.stream) on \(servers): nothing to follow")
+        } catch {
+            throw ReplicationError(error, while: "reading stream \(source.stream)")
+        }
+        try bootstrapIfNeeded(directory, client: client, target: source)
+        let bytes: [UInt8]
+        if let local = try localSchema(directory) {
+            bytes = local
+        } else if let first = try firstLogSchema(client, source) {
+            bytes = first
+        } else {
+            throw ReplicationError(
+                .unavailable,
+                "stream \(source.stream) holds no base and no schema record on \(source.logSubject) yet (its writer shipped nothing): there is no schema to open the replica with")
+        }
+        do {
+            return try Schema(dynamic: try StoredSchema.decode(bytes))
+        } catch {
+            throw ReplicationError(.badMessage, "the schema of stream \(source.stream) does not decode: \(error)")
+        }
+    }
+
+    /// The schema recorded in the replica's journal, or nil when there is no journal yet, or
+    /// one without a schema record.
+    private static func localSchema(_ directory: URL) throws -> [UInt8]? {
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("MANIFEST").path) else { return nil }
+        let journal = try Journal.open(directory: directory.path)
+        let schema = journal.schema
+        try? journal.close()
+        return schema
+    }
+
+    /// The payload of the first schema record on the log subject, or nil when the log holds
+    /// none.
+    private static func firstLogSchema(_ client: JetStreamClient, _ source: ReplicationTarget) throws -> [UInt8]? {
+        let reader: JetStreamReader
+        do { reader = try client.reader(stream: source.stream, subject: source.logSubject, from: 1) } catch {
+            throw ReplicationError(error, while: "reading \(source.logSubject)")
+        }
+        defer { reader.close() }
+        var assembler = RecordAssembler()
+        while true {
+            let batch: [StoredMessage]
+            do { batch = try reader.next(max: 256, timeout: .milliseconds(300)) } catch {
+                throw ReplicationError(error, while: "reading \(source.logSubject)")
+            }
+            if batch.isEmpty { return nil }
+            for message in batch {
+                let info = try LogMessageInfo(message)
+                guard let (record, _) = try assembler.add(message, info), record.kind == .schema else { continue }
+                do { return try record.payload() } catch {
+                    throw ReplicationError(.badMessage, "the schema record \(record.sequence) at stream message \(message.sequence): \(error)")
+                }
+            }
+        }
+    }
+}

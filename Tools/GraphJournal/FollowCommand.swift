@@ -1,0 +1,207 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import ObjectGraph
+import ObjectGraphReplication
+import Synchronization
+
+/// `graph-journal follow --servers URLS --stream NAME DIR`: a read-only replica kept up to date
+/// from a shipping store's stream, without the application's code.
+struct FollowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "follow",
+        abstract: "Follows the JetStream stream a store ships to into a read-only replica, until interrupted or --until-seq is applied.",
+        discussion: """
+            A new replica (DIR missing or empty) starts from the stream's newest base, or from \
+            the start of the log when the stream holds no base; an existing one resumes after \
+            the last record it applied. The schema comes from the stream, or from the replica's \
+            own journal: no application code is needed, and the replica opens with the \
+            application as any store does (read-only while a follower has it).
+
+            Every --status-interval seconds a status line goes to standard error: the writer's \
+            record applied last and the stream message that carried it, the lag in stream \
+            messages, the records applied since the start, and the servers' last error while \
+            they are away. When standard error is a terminal the line is redrawn in place. \
+            SIGINT (Ctrl-C) or SIGTERM stops the follower cleanly, as does --until-seq N once \
+            record N is applied; either way it ends with a one-line summary on standard output \
+            and exit code 0. A follower that cannot go on (a record that does not apply, records \
+            missing from the stream) exits 1 with the reason.
+
+            \(ToolExit.helpText)
+            """
+    )
+
+    @OptionGroup var source: StreamSourceOptions
+
+    @Argument(help: "The replica's directory (created when missing).", completion: .directory)
+    var directory: String
+
+    @Option(name: .customLong("until-seq"), help: ArgumentHelp("Stop once the writer's record of this sequence is applied.", valueName: "n"))
+    var untilSequence: UInt64?
+
+    @Option(name: .customLong("status-interval"), help: ArgumentHelp("Seconds between two status lines.", valueName: "s"))
+    var statusInterval: Double = 5
+
+    func validate() throws {
+        guard statusInterval.isFinite, statusInterval > 0 else {
+            throw ValidationError("--status-interval must be a positive number of seconds")
+        }
+    }
+
+    func run() throws {
+        var path = directory
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        let session = FollowSession(
+            target: source.target, label: source.label, directory: path, untilSequence: untilSequence,
+            interval: .milliseconds(Int64(statusInterval * 1000)))
+        try runReporting {
+            StopSignal.install()
+            try waitFor { try await session.run() }
+        }
+    }
+}
+
+/// What `follow` does once its arguments are read.
+private struct FollowSession: Sendable {
+    let target: ReplicationTarget
+    let label: String
+    let directory: String
+    let untilSequence: UInt64?
+    let interval: Duration
+
+    func run() async throws {
+        let start = ContinuousClock.now
+        let follower: Follower
+        do {
+            follower = try await Follower.start(at: URL(fileURLWithPath: directory), source: target)
+        } catch let error as ReplicationError {
+            throw ToolFailure(.failure, "cannot follow stream \(target.stream): \(error.message)")
+        }
+        let first = follower.status
+        var out = StandardOutput()
+        out.text("following \(label) into \(directory) from record \(first.appliedSequence) (stream message \(first.streamSequence))\n")
+        try out.flush()
+        let line = StatusLine()
+        var lastShown = ContinuousClock.now
+        let ending: String
+        while true {
+            let status = follower.status
+            if let failed = status.failed {
+                try? await follower.stop()
+                line.finish()
+                throw ToolFailure(.failure, "the follower of \(label) stopped at record \(status.appliedSequence): \(failed)")
+            }
+            if let untilSequence, status.appliedSequence >= untilSequence {
+                ending = "reached --until-seq \(untilSequence)"
+                break
+            }
+            if let name = StopSignal.received {
+                ending = "stopped by \(name)"
+                break
+            }
+            if ContinuousClock.now - lastShown >= interval {
+                line.show(Self.describe(status, stream: target.stream))
+                lastShown = ContinuousClock.now
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let status = follower.status
+        do {
+            try await follower.stop()
+        } catch {
+            line.finish()
+            throw ToolFailure(.failure, "stopping the follower of \(label): \(error)")
+        }
+        line.finish()
+        let elapsed = (ContinuousClock.now - start).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        out.text("followed \(label) into \(directory): applied record \(status.appliedSequence) (stream message \(status.streamSequence)), \(status.recordsApplied) records applied, \(String(format: "%.2f", seconds)) s; \(ending)\n")
+        try out.flush()
+    }
+
+    /// `follow PKGD: applied record 57 (stream message 60), lag 0 messages, 12 records applied`.
+    static func describe(_ status: Follower.Status, stream: String) -> String {
+        var text = "follow \(stream): applied record \(status.appliedSequence) (stream message \(status.streamSequence)), lag \(status.lagMessages) messages, \(status.recordsApplied) records applied"
+        if let error = status.lastError { text += "; servers: \(error)" }
+        return text
+    }
+}
+
+/// The status line on standard error: redrawn in place on a terminal (a carriage return, the
+/// line cut to the terminal's width, "erase to the end of the line"), one line each time
+/// otherwise.
+private final class StatusLine: Sendable {
+    private let inPlace = isTerminal(STDERR_FILENO) && ProcessInfo.processInfo.environment["TERM"] != "dumb"
+    private let visible = Mutex(false)
+
+    func show(_ text: String) {
+        if inPlace {
+            var size = winsize()
+            let width = ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 80
+            write("\r" + String(text.prefix(max(width - 1, 1))) + "\u{1B}[K")
+            visible.withLock { $0 = true }
+        } else {
+            write(text + "\n")
+        }
+    }
+
+    /// Erases the line, if one is drawn in place.
+    func finish() {
+        if visible.withLock({ v in defer { v = false }; return v }) { write("\r\u{1B}[K") }
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}
+
+/// SIGINT and SIGTERM, turned into a flag the follow loop polls.
+private enum StopSignal {
+    /// The signal received, 0 before any.
+    static let number = Atomic<Int32>(0)
+
+    /// Installs the handler and unblocks both signals on the calling thread (the main one,
+    /// before the follower starts its threads): a process started by one whose thread blocks
+    /// them, as Foundation's `Process` may be, inherits that mask and would never see them.
+    static func install() {
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for signal in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in StopSignal.number.store(number, ordering: .relaxed) }
+            sigemptyset(&action.sa_mask)
+            sigaction(signal, &action, nil)
+            sigaddset(&unblock, signal)
+        }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    }
+
+    /// `SIGINT` or `SIGTERM` once one was received.
+    static var received: String? {
+        switch number.load(ordering: .relaxed) {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        default: nil
+        }
+    }
+}
+
+/// Runs `work` on the concurrency pool and blocks the calling thread until it ends: the
+/// commands are synchronous, the follower's API is async.
+private func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let result = Outcome<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
+        result.value.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return try result.value.withLock { $0! }.get()
+}
+
+/// The result ``waitFor(_:)`` hands from the task to the waiting thread.
+private final class Outcome<T: Sendable>: Sendable {
+    let value = Mutex<Result<T, any Error>?>(nil)
+}
