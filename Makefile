@@ -8,6 +8,7 @@
 #   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases, then make tsan
 #   make tsan   the concurrency tests built with the thread sanitizer
 #   make bench-concurrency   snapshot readers during an import, and group commit against SQLite (Tools/Benchmarks/Results/concurrency.md)
+#   make bench-replication   journal shipping to a local nats-server: writer cost, follower lag, restore (Tools/Benchmarks/Results/replication.md)
 #   make install   build graph-journal (release, Swift runtime linked statically) and install it to $(PREFIX)/bin
 #   make example   the HTTP service of Tools/PackageService: its tests, then one curl of each endpoint
 #   make bench-http   that service under wrk, ObjectGraph against GRDB (Tools/PackageService/Results/http.md)
@@ -17,7 +18,7 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 DEPS := Tools/install-deps.sh
 
-.PHONY: all deps build demo test replication-test fuzz soak tsan bench bench-concurrency bench-peers bench-mapping bench-http example fixture install clean
+.PHONY: all deps build demo test replication-test fuzz soak tsan bench bench-concurrency bench-replication bench-peers bench-mapping bench-http example fixture install clean
 
 all: build
 
@@ -97,6 +98,22 @@ bench-concurrency: deps
 	  && { echo "Measured at commit $$(git rev-parse --short HEAD), $$(date -u +%Y-%m-%dT%H:%MZ), on $$(nproc) cores."; echo; \
 	       $$bin/concurrency-comparison; echo; $$bin/commit-comparison; } > Results/concurrency.md
 	cat Tools/Benchmarks/Results/concurrency.md
+
+# Journal shipping to NATS JetStream against a nats-server the benchmark starts on a free
+# loopback port (Debian's, which `deps` installs): what shipping costs one-record saves, group
+# commit and a 1M-object save; a follower's lag under 5k transactions per second; a restore of a
+# 1M-object store from the stream against a local cold start. Writes
+# Tools/Benchmarks/Results/replication.md stamped with the commit and the load average. About
+# 3 minutes after the release build; macros as for make demo.
+bench-replication: deps
+	$(SWIFT) build --target ObjectGraphMacros
+	cd Tools/Benchmarks && export OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) \
+	  && $(SWIFT) build -c release --product replication-comparison \
+	  && bin=$$($(SWIFT) build -c release --show-bin-path) \
+	  && { echo "Measured at commit $$(git rev-parse --short HEAD), $$(date -u +%Y-%m-%dT%H:%MZ), on $$(nproc) cores; load average $$(cat /proc/loadavg)."; echo; \
+	       echo "Command: \`make bench-replication\` (\`replication-comparison\`, release build)."; echo; \
+	       $$bin/replication-comparison; } > Results/replication.md
+	cat Tools/Benchmarks/Results/replication.md
 
 # Maps a 1M-record JSON document into a store, against JSONDecoder + GRDB; writes
 # Tools/Benchmarks/Results/mapping.md. About 5 minutes after the release build.

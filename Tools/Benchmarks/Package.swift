@@ -90,6 +90,17 @@ let package = Package(
             dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
             swiftSettings: macroSettings
         ),
+        // Journal shipping to NATS JetStream: the writer's cost, a follower's lag, a restore
+        // against a cold start. `make bench-replication` writes Results/replication.md.
+        .executableTarget(
+            name: "replication-comparison",
+            dependencies: [
+                "PeopleWorkload",
+                .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "ObjectGraphReplication", package: "ObjectGraph"),
+            ],
+            swiftSettings: macroSettings
+        ),
         .executableTarget(
             name: "peer-comparison",
             dependencies: [
