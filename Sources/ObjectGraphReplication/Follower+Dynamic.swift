@@ -79,7 +79,8 @@ extension Follower {
     }
 
     /// The payload of the first schema record on the log subject, or nil when the log holds
-    /// none.
+    /// none. Throws `unavailable` when the log does not start at the writer's first record:
+    /// a replica built from it would lack what was trimmed.
     private static func firstLogSchema(_ client: JetStreamClient, _ source: ReplicationTarget) throws -> [UInt8]? {
         let reader: JetStreamReader
         do { reader = try client.reader(stream: source.stream, subject: source.logSubject, from: 1) } catch {
@@ -87,6 +88,7 @@ extension Follower {
         }
         defer { reader.close() }
         var assembler = RecordAssembler()
+        var first = true
         while true {
             let batch: [StoredMessage]
             do { batch = try reader.next(max: 256, timeout: .milliseconds(300)) } catch {
@@ -95,6 +97,12 @@ extension Follower {
             if batch.isEmpty { return nil }
             for message in batch {
                 let info = try LogMessageInfo(message)
+                if first && info.previous != 0 {
+                    throw ReplicationError(
+                        .unavailable,
+                        "stream \(source.stream) holds no base, and its log starts at record \(info.sequence), not the writer's first: the records before were trimmed; a new replica needs a base (compact the writer)")
+                }
+                first = false
                 guard let (record, _) = try assembler.add(message, info), record.kind == .schema else { continue }
                 do { return try record.payload() } catch {
                     throw ReplicationError(.badMessage, "the schema record \(record.sequence) at stream message \(message.sequence): \(error)")
