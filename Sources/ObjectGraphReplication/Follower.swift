@@ -219,7 +219,7 @@ public final class Follower: Sendable {
                     guard let (record, _) = try assembler.add(message, info) else { continue }
                     // A record applied already (republished by a restarted writer): skipped.
                     if record.sequence <= applied { continue }
-                    guard info.previous == applied || applied == 0 && position.streamSequence == 0
+                    guard info.previous == applied
                         || info.previous > applied && baseCovers(before: message.sequence) == info.previous
                     else {
                         throw ReplicationError(

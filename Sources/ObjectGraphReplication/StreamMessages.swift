@@ -228,11 +228,13 @@ extension JetStreamClient {
     /// The bases in the stream, oldest first (reads their messages).
     func allBases(_ target: ReplicationTarget) throws(ReplicationError) -> [BaseLocation] {
         var bases: [BaseLocation] = []
+        // The newest base's last part ends the walk: no wait for a message that never comes.
+        guard let newest = try newestBase(target) else { return [] }
         do {
             let reader = try self.reader(stream: target.stream, subject: target.baseSubject, from: 1)
             defer { reader.close() }
-            while true {
-                let batch = try reader.next(max: 64, timeout: .milliseconds(300))
+            while bases.last?.lastStreamSequence ?? 0 < newest.lastStreamSequence {
+                let batch = try reader.next(max: 64, timeout: .seconds(2))
                 if batch.isEmpty { break }
                 for m in batch where m.headers[Header.part].flatMap(Int.init).map({ $0 + 1 }) == m.headers[Header.parts].flatMap(Int.init) {
                     bases.append(try baseLocation(endingWith: m, target))
