@@ -134,6 +134,9 @@ final class NATSProcess: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// The server's CPU seconds so far (user + system).
+    var cpuSeconds: Double { replication_comparison.cpuSeconds(stat: "/proc/\(process.processIdentifier)/stat") }
+
     /// Bytes under the server's store directory.
     var storeBytes: Int64 {
         guard let e = FileManager.default.enumerator(at: directory.appendingPathComponent("store"), includingPropertiesForKeys: [.fileSizeKey]) else { return 0 }
