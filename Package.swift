@@ -96,7 +96,9 @@ let package = Package(
         ),
         .target(
             name: "ObjectGraphReplication",
-            dependencies: ["ObjectGraph", "GraphJournal", "NATSJetStream"],
+            dependencies: [
+                "ObjectGraph", "GraphJournal", "NATSJetStream", .product(name: "DequeModule", package: "swift-collections"),
+            ],
             swiftSettings: strictSettings + macroSettings
         ),
         .executableTarget(

@@ -353,9 +353,12 @@ public final class Journal: Sendable {
                             segmentRecord: UnsafeRawBufferPointer(rebasing: b[..<schemaEnd]), sequence: schemaSequence, kind: .schema))
                     }
                 }
-                var wire = Array(buffer[recordStart...])
+                // One copy, resealed in place: a large save's record is tens of megabytes.
+                var wire: [UInt8] = []
+                wire.reserveCapacity(buffer.count - recordStart + blocks.reduce(0) { $0 + $1.count })
+                wire.append(contentsOf: buffer[recordStart...])
                 for block in blocks { wire.append(contentsOf: block) }
-                wire.withUnsafeBytes { s.undelivered.append(ShippedRecord(segmentRecord: $0, sequence: sequence, kind: .transaction)) }
+                s.undelivered.append(ShippedRecord(sealing: wire, sequence: sequence, kind: .transaction))
             }
             return Ticket(sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: isSyncDue(s))
         }

@@ -25,7 +25,7 @@ extension Follower {
     ///   or holds neither a base nor a schema record yet (the writer shipped nothing);
     ///   `JournalError` when the replica's journal is locked by another process or damaged; as
     ///   ``start(at:schema:source:options:)`` otherwise.
-    public static func start(at directory: URL, source: ReplicationTarget, options: StoreOptions = StoreOptions()) async throws -> Follower {
+    public static func start(at directory: URL, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions) async throws -> Follower {
         let schema = try dynamicSchema(for: directory, source: source)
         return try await start(at: directory, schema: schema, source: source, options: options)
     }
@@ -100,10 +100,10 @@ extension Follower {
                 if first && info.previous != 0 {
                     throw ReplicationError(
                         .unavailable,
-                        "stream \(source.stream) holds no base, and its log starts at record \(info.sequence), not the writer's first: the records before were trimmed; a new replica needs a base (compact the writer)")
+                        "stream \(source.stream) holds no base, and its log starts at record \(info.first), not the writer's first: the records before were trimmed; a new replica needs a base (compact the writer)")
                 }
                 first = false
-                guard let (record, _) = try assembler.add(message, info), record.kind == .schema else { continue }
+                guard let batch = try assembler.add(message, info), let record = batch.records.first(where: { $0.kind == .schema }) else { continue }
                 do { return try record.payload() } catch {
                     throw ReplicationError(.badMessage, "the schema record \(record.sequence) at stream message \(message.sequence): \(error)")
                 }

@@ -63,11 +63,17 @@ public final class Follower: Sendable {
         }
     }
 
+    /// A replica's store options by default: `.batched(milliseconds: 50)` durability. A
+    /// replica's durability is its source's: what a power loss takes from its journal it reads
+    /// again from the stream (its position is in the journal too), so it need not sync each
+    /// record it applies.
+    public static var defaultOptions: StoreOptions { StoreOptions(durability: .batched(milliseconds: 50)) }
+
     /// Opens (creating if needed) the replica in `directory` and starts following `source`.
     ///
     /// - Throws: ``ReplicationError`` (`server`, `unavailable` when a new replica finds neither
     ///   a base nor the stream's start), ``StoreError`` from opening the local store.
-    public static func start(at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = StoreOptions()) async throws -> Follower {
+    public static func start(at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions) async throws -> Follower {
         let client: JetStreamClient
         do {
             client = try JetStreamClient(servers: source.servers, name: "objectgraph-follower", timeout: source.timeout)
@@ -209,37 +215,41 @@ public final class Follower: Sendable {
                 b.condition.broadcast()
             }
         }
-        for await batch in batches {
+        for await messages in batches {
             var pending: [(record: ShippedRecord, schema: [UInt8], origin: [UInt8])] = []
             var lastTime: Date?
             var lastStream: UInt64 = 0
             do {
-                for message in batch {
+                for message in messages {
                     let info = try LogMessageInfo(message)
-                    guard let (record, _) = try assembler.add(message, info) else { continue }
-                    // A record applied already (republished by a restarted writer): skipped.
-                    if record.sequence <= applied { continue }
-                    guard info.previous == applied
-                        || info.previous > applied && baseCovers(before: message.sequence) == info.previous
-                    else {
-                        throw ReplicationError(
-                            .unavailable,
-                            "stream message \(message.sequence) carries record \(record.sequence) after \(info.previous), but this follower applied \(applied) last: records are missing (trimmed below a newer base?); restart it from a base")
-                    }
-                    applied = record.sequence
-                    lastTime = message.time
-                    lastStream = message.sequence
-                    switch record.kind {
-                    case .schema:
-                        schema = try record.payload()
-                    case .transaction:
-                        guard let schema else {
-                            throw ReplicationError(.badMessage, "record \(record.sequence) at stream message \(message.sequence) comes before any schema record")
+                    guard let batch = try assembler.add(message, info) else { continue }
+                    for (i, record) in batch.records.enumerated() {
+                        // Applied already (a batch read again after a restart, or published
+                        // again by a restarted writer): skipped.
+                        if record.sequence <= applied { continue }
+                        let previous = i == 0 ? batch.previous : batch.records[i - 1].sequence
+                        guard previous == applied
+                            || i == 0 && previous > applied && baseCovers(before: batch.firstStreamSequence) == previous
+                        else {
+                            throw ReplicationError(
+                                .unavailable,
+                                "stream message \(batch.lastStreamSequence) carries record \(record.sequence) after \(previous), but this follower applied \(applied) last: records are missing (trimmed below a newer base?); restart it from a base")
                         }
-                        pending.append((record, schema, Position(recordSequence: record.sequence, streamSequence: message.sequence).encoded))
-                    case .base:
-                        throw ReplicationError(.badMessage, "a base record on the log subject at stream message \(message.sequence)")
+                        applied = record.sequence
+                        switch record.kind {
+                        case .schema:
+                            schema = try record.payload()
+                        case .transaction:
+                            guard let schema else {
+                                throw ReplicationError(.badMessage, "record \(record.sequence) at stream message \(batch.lastStreamSequence) comes before any schema record")
+                            }
+                            pending.append((record, schema, batch.position(of: i).encoded))
+                        case .base:
+                            throw ReplicationError(.badMessage, "a base record on the log subject at stream message \(batch.lastStreamSequence)")
+                        }
                     }
+                    lastTime = batch.time
+                    lastStream = batch.lastStreamSequence
                 }
                 if !pending.isEmpty { try await store.applyShipped(pending) }
                 let count = pending.count
@@ -310,12 +320,11 @@ public final class Follower: Sendable {
     /// Writes `base` as a new journal in `directory` (which must not hold one), its origin the
     /// base's position in the stream.
     static func install(_ base: BaseLocation, client: JetStreamClient, target: ReplicationTarget, into directory: URL) throws {
-        let (schema, payloads) = try client.readBase(base, target)
+        let records = try client.readBase(base, target)
         let journal = try Journal.open(directory: directory.path)
         defer { try? journal.close() }
-        try journal.compact(
-            base: payloads, schema: schema,
-            origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded, proceed: { true })
+        // The base's records as they came: nothing decompressed or compressed again.
+        try journal.compact(shipped: records, origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded)
         try journal.close()
     }
 }
@@ -325,7 +334,7 @@ extension ObjectStore {
     /// continuously (``Follower``).
     ///
     /// - Throws: as ``Follower/start(at:schema:source:options:)``.
-    public static func follow(at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = StoreOptions()) async throws -> Follower {
+    public static func follow(at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions) async throws -> Follower {
         try await Follower.start(at: directory, schema: schema, source: source, options: options)
     }
 }

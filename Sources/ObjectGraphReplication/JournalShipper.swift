@@ -1,14 +1,17 @@
+import DequeModule
 import Foundation
 import GraphJournal
 public import ObjectGraph
 import NATSJetStream
 
 /// Ships a store's journal to a JetStream stream: every schema and transaction record once
-/// it is durable locally, one message per record (or per part of a large one), in order, each
-/// with its sequence as message ID (a retried publish is stored once) and the stream's
-/// expected last sequence (a second writer, or a writer restored from an older copy, is
-/// refused instead of forking the history). Bases that compaction writes ship on the base
-/// subject (``ReplicatedStore/compact(timeout:progress:)``).
+/// it is durable locally, in order, each message carrying the records `OG-First...OG-Seq`
+/// (one record when saves come one at a time; the records that queued up meanwhile, or within
+/// ``ReplicationTarget/batchDelay``, when they come faster; a record larger than a message in
+/// several parts), with their sequences as message ID (a retried publish is stored once) and
+/// the stream's expected last sequence (a second writer, or a writer restored from an older
+/// copy, is refused instead of forking the history). Bases that compaction writes ship on the
+/// base subject (``ReplicatedStore/compact(timeout:progress:)``).
 ///
 /// A shipper runs one background thread. Attach it to a store opened with the options it
 /// prepared:
@@ -51,18 +54,37 @@ public final class JournalShipper: Sendable {
     private final class Box: @unchecked Sendable {
         // Every field is read and written with `condition` locked (NSCondition is a mutex).
         let condition = NSCondition()
-        var queue: [ShippedRecord] = []
+        /// Durable records not yet shipped, in sequence order.
+        var queue = Deque<ShippedRecord>()
         var queueBytes = 0
+        /// When the oldest queued record arrived (for the batch delay).
+        var firstQueuedAt: ContinuousClock.Instant?
         var status = Status(
             shippedSequence: 0, streamSequence: 0, backlogRecords: 0, backlogBytes: 0, catchingUp: false, lastError: nil,
             diverged: nil, messagesPublished: 0)
         var source: ShippingSource?
         var running = false
         var stopping = false
-        /// Parts of the record at `resumePart.sequence` already in the stream (a writer that died mid-record).
-        var resumePart: (sequence: UInt64, next: Int)?
+        /// A batch cut short in the stream by a crash: its records and the next part to publish.
+        var resume: (first: UInt64, last: UInt64, nextPart: Int)?
         var baseRequested = false
         var threadDone = true
+
+        /// Runs `body` with the condition locked.
+        func locked<R>(_ body: (Box) throws -> R) rethrows -> R {
+            condition.lock()
+            defer { condition.unlock() }
+            return try body(self)
+        }
+
+        /// Drops the queued records at or below the shipped sequence (they are in order).
+        func dropShipped() {
+            while let head = queue.first, head.sequence <= status.shippedSequence {
+                queueBytes -= head.wire.count
+                queue.removeFirst()
+            }
+            if queue.isEmpty { firstQueuedAt = nil }
+        }
     }
 
     /// Connects to the target's servers and makes sure the stream exists.
@@ -99,6 +121,7 @@ public final class JournalShipper: Sendable {
             box.condition.lock()
             defer { box.condition.unlock() }
             guard box.status.diverged == nil else { return }
+            if box.queue.isEmpty { box.firstQueuedAt = .now }
             for r in records where r.sequence > box.status.shippedSequence || !box.running {
                 box.queue.append(r)
                 box.queueBytes += r.wire.count
@@ -107,6 +130,7 @@ public final class JournalShipper: Sendable {
                 // Read again from the journal once the servers answer.
                 box.queue.removeAll()
                 box.queueBytes = 0
+                box.firstQueuedAt = nil
                 box.status.catchingUp = true
             }
             box.condition.broadcast()
@@ -132,13 +156,11 @@ public final class JournalShipper: Sendable {
             throw ReplicationError(error, while: "reading stream \(target.stream)")
         }
         var shipped: UInt64 = 0
-        var resume: (UInt64, Int)?
-        var expectedCRC: UInt32?
+        var resume: (UInt64, UInt64, Int)?
         if let last {
             let info = try LogMessageInfo(last)
             shipped = info.isLastPart ? info.sequence : info.previous
-            if !info.isLastPart { resume = (info.sequence, info.part + 1) }
-            expectedCRC = info.crc
+            if !info.isLastPart { resume = (info.first, info.sequence, info.part + 1) }
             let local = source.lastSequence
             guard info.sequence <= local else {
                 throw ReplicationError(
@@ -153,19 +175,18 @@ public final class JournalShipper: Sendable {
             } catch {
                 throw ReplicationError(.store, "reading the local journal: \(error)")
             }
-            if let localCRC, let expectedCRC, localCRC != expectedCRC {
+            if let localCRC, let expected = info.crc, localCRC != expected {
                 throw ReplicationError(
                     .diverged,
-                    "stream \(target.stream) holds a record \(info.sequence) that differs from this store's (checksum \(String(expectedCRC, radix: 16)) against \(String(localCRC, radix: 16))): another writer ships to this stream; refusing to fork its history")
+                    "stream \(target.stream) holds a record \(info.sequence) that differs from this store's (checksum \(String(expected, radix: 16)) against \(String(localCRC, radix: 16))): another writer ships to this stream; refusing to fork its history")
             }
         }
         box.condition.lock()
         box.source = source
         box.status.shippedSequence = shipped
         box.status.streamSequence = state.lastSequence
-        box.resumePart = resume
-        box.queue.removeAll { $0.sequence <= shipped }
-        box.queueBytes = box.queue.reduce(0) { $0 + $1.wire.count }
+        box.resume = resume
+        box.dropShipped()
         // Whatever the journal holds past the stream's last record is read from the files first.
         box.status.catchingUp = source.lastSequence > shipped
         box.running = true
@@ -201,7 +222,7 @@ public final class JournalShipper: Sendable {
     ///
     /// - Throws: ``ReplicationError``: `notAcknowledged` after `timeout`, `diverged`.
     public func waitShipped(through sequence: UInt64, timeout: Duration) throws(ReplicationError) {
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        let deadline = Date().addingTimeInterval(seconds(timeout))
         box.condition.lock()
         defer { box.condition.unlock() }
         while box.status.shippedSequence < sequence {
@@ -233,128 +254,163 @@ public final class JournalShipper: Sendable {
     /// - Throws: ``ReplicationError``: `notAcknowledged` when the base did not ship within
     ///   `timeout` (it ships when the servers answer), `diverged`.
     public func shipBase(timeout: Duration) throws(ReplicationError) {
+        let deadline = Date().addingTimeInterval(seconds(timeout))
         box.condition.lock()
+        defer { box.condition.unlock() }
         box.baseRequested = true
         box.condition.broadcast()
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         while box.baseRequested {
-            if let diverged = box.status.diverged { box.condition.unlock(); throw ReplicationError(.diverged, diverged) }
-            if !box.condition.wait(until: deadline) {
-                box.condition.unlock()
-                throw ReplicationError(.notAcknowledged, "the base did not ship within \(timeout) (\(status.lastError ?? "no answer")); it ships when the servers answer")
+            if let diverged = box.status.diverged { throw ReplicationError(.diverged, diverged) }
+            if !box.condition.wait(until: deadline), box.baseRequested {
+                throw ReplicationError(
+                    .notAcknowledged, "the base did not ship within \(timeout) (\(box.status.lastError ?? "no answer")); it ships when the servers answer")
             }
         }
-        box.condition.unlock()
     }
 
     // MARK: The thread
 
     fileprivate struct StopWalk: Error {}
 
+    private enum Work {
+        case base
+        case catchUp
+        case batch([ShippedRecord])
+    }
+
     private func run() {
         var backoff = 0.05
+        // A batch taken from the queue stays in hand until it is published: a retry publishes
+        // the same records, under the same message IDs.
+        var inHand: [ShippedRecord] = []
         while true {
-            box.condition.lock()
-            while !box.stopping && box.status.diverged == nil && box.queue.isEmpty && !box.status.catchingUp && !box.baseRequested {
-                box.condition.wait()
-            }
-            if box.stopping || box.status.diverged != nil {
-                box.threadDone = true
-                box.condition.broadcast()
-                box.condition.unlock()
-                return
-            }
-            let catchingUp = box.status.catchingUp
-            let baseRequested = box.baseRequested
-            let batch = catchingUp ? [] : box.queue
-            let source = box.source
-            box.condition.unlock()
+            guard let work = nextWork(holding: &inHand) else { return }
             do {
-                if baseRequested, let source {
-                    try shipCurrentBase(source)
-                    box.condition.lock()
-                    box.baseRequested = false
-                    box.condition.broadcast()
-                    box.condition.unlock()
-                } else if catchingUp, let source {
-                    try catchUp(source)
-                } else {
-                    for r in batch { try ship(r) }
+                switch work {
+                case .base:
+                    if let source = box.locked({ $0.source }) { try shipCurrentBase(source) }
+                    box.locked { b in
+                        b.baseRequested = false
+                        b.condition.broadcast()
+                    }
+                case .catchUp:
+                    if let source = box.locked({ $0.source }) { try catchUp(source) }
+                case .batch(let records):
+                    if try publishLog(records) { inHand = [] } else { inHand = [] }
                 }
                 backoff = 0.05
             } catch let error as ReplicationError where error.code == .diverged {
-                box.condition.lock()
-                box.status.diverged = error.message
-                box.condition.broadcast()
-                box.condition.unlock()
+                box.locked { b in
+                    b.status.diverged = error.message
+                    b.condition.broadcast()
+                }
             } catch {
-                box.condition.lock()
-                box.status.lastError = "\(error)"
-                box.condition.unlock()
+                box.locked { b in b.status.lastError = "\(error)" }
                 Thread.sleep(forTimeInterval: backoff)
                 backoff = min(backoff * 2, 1)
             }
         }
     }
 
-    /// Publishes one log record (each part not yet in the stream) unless it already shipped.
-    /// A gap (records compacted into a base before they shipped) switches to catching up.
-    fileprivate func ship(_ record: ShippedRecord) throws {
+    /// Waits for work; nil when the shipper stops. Under the asynchronous policy a batch waits
+    /// up to the batch delay for more records, unless it already fills a message.
+    private func nextWork(holding inHand: inout [ShippedRecord]) -> Work? {
+        let delay: Duration = if case .asynchronous = target.policy { target.batchDelay } else { .zero }
+        let maxBatch = maxPart
         box.condition.lock()
-        let shipped = box.status.shippedSequence
-        var streamLast = box.status.streamSequence
-        let resume = box.resumePart
-        box.condition.unlock()
-        guard record.sequence > shipped else { return dropShipped() }
-        if record.sequence > shipped + 1, resume?.sequence != record.sequence {
-            box.condition.lock()
-            box.status.catchingUp = true
-            box.condition.unlock()
-            return
+        defer { box.condition.unlock() }
+        while true {
+            if box.stopping || box.status.diverged != nil {
+                box.threadDone = true
+                box.condition.broadcast()
+                return nil
+            }
+            if box.baseRequested { return .base }
+            if box.status.catchingUp { inHand = []; return .catchUp }
+            if !inHand.isEmpty { return .batch(inHand) }
+            box.dropShipped()
+            if let since = box.firstQueuedAt, !box.queue.isEmpty {
+                let due = since + delay
+                if box.queueBytes < maxBatch, ContinuousClock.now < due {
+                    _ = box.condition.wait(until: Date().addingTimeInterval(seconds(due - ContinuousClock.now)))
+                    continue
+                }
+                // The records at the head that fit in one message (at least one).
+                var bytes = 0
+                var taken: [ShippedRecord] = []
+                for r in box.queue {
+                    if !taken.isEmpty, bytes + 4 + r.wire.count > maxBatch { break }
+                    taken.append(r)
+                    bytes += 4 + r.wire.count
+                }
+                inHand = taken
+                return .batch(taken)
+            }
+            box.condition.wait()
         }
-        let outgoing = OutgoingRecord(record, previous: shipped, maxPart: maxPart)
-        let first = resume?.sequence == record.sequence ? resume?.next ?? 0 : 0
-        for part in first..<outgoing.parts.count {
-            streamLast = try publish(
-                subject: target.logSubject, payload: Array(outgoing.parts[part]), headers: outgoing.headers(part: part),
-                id: outgoing.messageID(part: part), after: streamLast)
-        }
-        box.condition.lock()
-        box.status.shippedSequence = record.sequence
-        box.status.streamSequence = streamLast
-        box.status.lastError = nil
-        box.resumePart = nil
-        box.queue.removeAll { $0.sequence <= record.sequence }
-        box.queueBytes = box.queue.reduce(0) { $0 + $1.wire.count }
-        box.condition.broadcast()
-        box.condition.unlock()
     }
 
-    private func dropShipped() {
-        box.condition.lock()
-        let shipped = box.status.shippedSequence
-        box.queue.removeAll { $0.sequence <= shipped }
-        box.queueBytes = box.queue.reduce(0) { $0 + $1.wire.count }
-        box.condition.unlock()
+    /// Publishes a batch of log records that follow the last shipped one. Records at or below
+    /// it are left out; a gap before the first (records compacted into a base before they
+    /// shipped) switches to catching up from the journal instead.
+    ///
+    /// - Returns: whether the batch was handled (published, or found shipped already).
+    @discardableResult
+    fileprivate func publishLog(_ batch: [ShippedRecord], startPart: Int = 0) throws -> Bool {
+        let (shipped, streamLast) = box.locked { ($0.status.shippedSequence, $0.status.streamSequence) }
+        let records = batch.filter { $0.sequence > shipped }
+        guard let first = records.first else { return true }
+        if first.sequence > shipped + 1, startPart == 0 {
+            box.locked { b in
+                b.status.catchingUp = true
+                b.condition.broadcast()
+            }
+            return true
+        }
+        let outgoing = OutgoingBatch(records, previous: shipped, maxPart: maxPart)
+        var last = streamLast
+        for part in startPart..<outgoing.parts.count {
+            switch try publish(
+                subject: target.logSubject, payload: Array(outgoing.parts[part]), headers: outgoing.headers(part: part),
+                id: outgoing.messageID(part: part), after: last)
+            {
+            case .stored(let sequence):
+                last = sequence
+            case .shippedThrough(let record, let sequence):
+                // An earlier attempt of these records (a lost acknowledgement) is in the stream.
+                box.locked { b in
+                    b.status.shippedSequence = record
+                    b.status.streamSequence = sequence
+                    b.dropShipped()
+                    b.condition.broadcast()
+                }
+                return true
+            }
+        }
+        box.locked { b in
+            b.status.shippedSequence = outgoing.last
+            b.status.streamSequence = last
+            b.status.lastError = nil
+            b.resume = nil
+            b.dropShipped()
+            b.condition.broadcast()
+        }
+        return true
     }
 
     /// Ships what the journal holds past the last shipped record: its base first when the
-    /// records right after the last shipped one were compacted into it.
+    /// records right after the last shipped one were compacted into it; a batch a crash cut
+    /// short in the stream is completed first, part by part.
     private func catchUp(_ source: ShippingSource) throws {
-        box.condition.lock()
-        let shipped = box.status.shippedSequence
-        box.condition.unlock()
-        let walk = CatchUpWalk(shipped: shipped)
+        let (shipped, resume) = box.locked { ($0.status.shippedSequence, $0.resume) }
+        let walk = CatchUpWalk(shipped: shipped, resume: resume, maxBatch: maxPart)
         try source.forEachRecord(after: shipped) { r in try walk.take(r, shipper: self) }
-        if !walk.pendingBase.isEmpty { try publishBase(walk.pendingBase) }
-        box.condition.lock()
-        // Records delivered while the files were read are in the queue; older ones are dropped.
-        let done = box.status.shippedSequence
-        box.queue.removeAll { $0.sequence <= done }
-        box.queueBytes = box.queue.reduce(0) { $0 + $1.wire.count }
-        box.status.catchingUp = false
-        box.condition.broadcast()
-        box.condition.unlock()
+        try walk.finish(shipper: self)
+        box.locked { b in
+            b.dropShipped()
+            b.status.catchingUp = false
+            b.condition.broadcast()
+        }
     }
 
     /// Ships the base the journal starts with (after a compaction).
@@ -382,56 +438,94 @@ public final class JournalShipper: Sendable {
     /// Records collected by a walk (a class: the walk's closure appends to it).
     private final class RecordList { var records: [ShippedRecord] = [] }
 
-    /// The catch-up's walk over the journal: a base the journal starts with ships as a base,
-    /// then each record as a log record.
+    /// The catch-up's walk over the journal: a base the journal starts with ships as a base;
+    /// the rest as log batches, the one a crash cut short first, exactly as it was.
     private final class CatchUpWalk {
         let shipped: UInt64
+        let resume: (first: UInt64, last: UInt64, nextPart: Int)?
+        let maxBatch: Int
         var pendingBase: [ShippedRecord] = []
+        var batch: [ShippedRecord] = []
+        var bytes = 0
         var first = true
 
-        init(shipped: UInt64) { self.shipped = shipped }
+        init(shipped: UInt64, resume: (first: UInt64, last: UInt64, nextPart: Int)?, maxBatch: Int) {
+            self.shipped = shipped
+            self.resume = resume
+            self.maxBatch = maxBatch
+        }
 
         func take(_ r: ShippedRecord, shipper: JournalShipper) throws {
-            if first, r.sequence > shipped + 1 || r.kind == .base || (!pendingBase.isEmpty && r.kind == .base) {
+            if first, pendingBase.isEmpty ? (r.sequence > shipped + 1 || r.kind == .base) : r.kind == .base {
                 pendingBase.append(r)
-                if r.kind == .schema || r.kind == .base { return }
+                return
             }
             if !pendingBase.isEmpty {
-                if r.kind == .base { pendingBase.append(r); return }
                 try shipper.publishBase(pendingBase)
                 pendingBase = []
             }
             first = false
-            try shipper.ship(r)
+            if let resume, r.sequence <= resume.last {
+                batch.append(r)
+                if r.sequence == resume.last {
+                    try shipper.publishLog(batch, startPart: resume.nextPart)
+                    batch = []
+                }
+                return
+            }
+            if !batch.isEmpty, bytes + 4 + r.wire.count > maxBatch { try flush(shipper) }
+            batch.append(r)
+            bytes += 4 + r.wire.count
+        }
+
+        func finish(shipper: JournalShipper) throws {
+            if !pendingBase.isEmpty { try shipper.publishBase(pendingBase) }
+            try flush(shipper)
+        }
+
+        private func flush(_ shipper: JournalShipper) throws {
+            guard !batch.isEmpty else { return }
+            try shipper.publishLog(batch)
+            batch = []
+            bytes = 0
         }
     }
 
     /// Publishes a base (its schema record and base records) on the base subject.
     fileprivate func publishBase(_ records: [ShippedRecord]) throws {
         guard let covers = records.last?.sequence else { return }
-        let parts = split(BaseBlob.encode(records), maxPart: maxPart)
-        box.condition.lock()
-        var streamLast = box.status.streamSequence
-        box.condition.unlock()
+        let parts = split(RecordBlob.encode(records), maxPart: maxPart)
+        var last = box.locked { $0.status.streamSequence }
         for (i, part) in parts.enumerated() {
-            streamLast = try publish(
-                subject: target.baseSubject, payload: Array(part),
-                headers: [Header.covers: String(covers), Header.part: String(i), Header.parts: String(parts.count)],
-                id: "base.\(covers).\(i)", after: streamLast)
+            let headers = [Header.covers: String(covers), Header.part: String(i), Header.parts: String(parts.count)]
+            switch try publish(subject: target.baseSubject, payload: Array(part), headers: headers, id: "base.\(covers).\(i)", after: last) {
+            case .stored(let sequence): last = sequence
+            case .shippedThrough: throw ReplicationError(.diverged, "stream \(target.stream) moved while a base was being published")
+            }
         }
-        box.condition.lock()
-        box.status.streamSequence = streamLast
-        if box.status.shippedSequence < covers { box.status.shippedSequence = covers }
-        box.condition.broadcast()
-        box.condition.unlock()
+        box.locked { b in
+            b.status.streamSequence = last
+            if b.status.shippedSequence < covers { b.status.shippedSequence = covers }
+            b.dropShipped()
+            b.condition.broadcast()
+        }
     }
 
     private var maxPart: Int { max(4096, min(target.maxMessageBytes, client.maxPayload) - 4096) }
 
+    private enum Published {
+        /// Stored at this stream sequence.
+        case stored(UInt64)
+        /// The stream already holds a message with these records up to the first value, at the
+        /// stream sequence of the second.
+        case shippedThrough(UInt64, UInt64)
+    }
+
     /// One publish with the expected-last-sequence fence. A refusal by the fence is checked:
-    /// if the stream's last message is this very one (an acknowledgement lost on the way), it
-    /// counts as published; otherwise another writer wrote, and the history has diverged.
-    private func publish(subject: String, payload: [UInt8], headers: [String: String], id: String, after streamLast: UInt64) throws -> UInt64 {
+    /// if the stream's last message is this very one, or an earlier attempt at the same
+    /// records (an acknowledgement lost on the way), it counts as published; otherwise another
+    /// writer wrote, and the history has diverged.
+    private func publish(subject: String, payload: [UInt8], headers: [String: String], id: String, after streamLast: UInt64) throws -> Published {
         let ack: PublishAck
         do {
             ack = try client.publish(
@@ -440,20 +534,29 @@ public final class JournalShipper: Sendable {
             guard error.code == .wrongLastSequence else { throw error }
             return try resolveFence(subject: subject, headers: headers, after: streamLast)
         }
-        box.condition.lock()
-        box.status.messagesPublished += 1
-        box.condition.unlock()
-        return ack.duplicate ? max(ack.sequence, streamLast) : ack.sequence
+        box.locked { $0.status.messagesPublished += 1 }
+        return .stored(ack.duplicate ? max(ack.sequence, streamLast) : ack.sequence)
     }
 
-    private func resolveFence(subject: String, headers: [String: String], after streamLast: UInt64) throws -> UInt64 {
+    private func resolveFence(subject: String, headers: [String: String], after streamLast: UInt64) throws -> Published {
         let state = try client.streamState(target.stream)
         if state.lastSequence > streamLast, let last = try client.message(stream: target.stream, sequence: state.lastSequence),
-           last.subject == subject, last.headers.filter({ $0.key.hasPrefix("OG-") }) == headers {
-            return state.lastSequence
+           last.subject == subject
+        {
+            let ours = last.headers.filter { $0.key.hasPrefix("OG-") }
+            if ours == headers { return .stored(state.lastSequence) }
+            if subject == target.logSubject, let info = try? LogMessageInfo(last), info.isLastPart,
+               String(info.first) == headers[Header.first], headers[Header.part] == "0", info.parts == 1
+            {
+                return .shippedThrough(info.sequence, state.lastSequence)
+            }
         }
         throw ReplicationError(
-                .diverged,
-                "stream \(target.stream) moved to sequence \(state.lastSequence) while this writer expected \(streamLast): another writer ships to it; stopped shipping to keep one history")
+            .diverged,
+            "stream \(target.stream) moved to sequence \(state.lastSequence) while this writer expected \(streamLast): another writer ships to it; stopped shipping to keep one history")
     }
 }
+
+
+/// A duration in seconds, as `Date` arithmetic takes it.
+func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }

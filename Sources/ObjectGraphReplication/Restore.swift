@@ -29,7 +29,10 @@ public enum Restore {
     }
 
     /// Rebuilds a store in `directory` (which must not exist) from `source` as it was at
-    /// `target`. Needs no model code: the store's schema comes from the stream.
+    /// `target`. Needs no model code: the store's schema comes from the stream. The base and
+    /// the records are written to the new journal as they came, each checked by its checksum
+    /// on the way, without decompressing or replaying them: the store's first open replays
+    /// them (`graph-journal verify` checks them without opening).
     ///
     /// ```swift
     /// let report = try Restore.run(from: target, to: URL(fileURLWithPath: "/var/lib/pkgd/restored"),
@@ -76,15 +79,20 @@ public enum Restore {
         }
         var readFrom: UInt64 = 1
         var applied: UInt64 = 0
+        var schema: [UInt8]?
+        // The records are written as they came, with no replay: each was checked (its
+        // checksum) on the way, and the store's first open replays them.
+        var journalOptions = JournalOptions(durability: .none)
+        journalOptions.segmentSize = 256 << 20
+        let journal = try Journal.open(directory: directory.path, options: journalOptions)
+        defer { try? journal.close() }
         if let base {
-            try Follower.install(base, client: client, target: source, into: directory)
+            let records = try client.readBase(base, source)
+            try journal.compact(shipped: records, origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded)
+            schema = journal.schema
             readFrom = base.lastStreamSequence + 1
             applied = base.covers
         }
-        let store = try base == nil ? nil : ObjectStore.openDynamic(at: directory, options: restoreOptions)
-        var opened = store
-        defer { try? opened?.close() }
-        var schema: [UInt8]? = opened?.shippingSource.schema
         var assembler = RecordAssembler()
         var count = 0
         let reader: JetStreamReader
@@ -93,65 +101,56 @@ public enum Restore {
         }
         defer { reader.close() }
         let last: UInt64
-        do { last = try client.streamState(source.stream).lastSequence } catch { throw ReplicationError(error, while: "reading stream \(source.stream)") }
+        do {
+            last = try client.lastMessage(stream: source.stream, subject: source.logSubject)?.sequence ?? 0
+        } catch {
+            throw ReplicationError(error, while: "reading stream \(source.stream)")
+        }
         var position = readFrom - 1
         var first = true
         reading: while position < last {
-            let batch: [StoredMessage]
-            do { batch = try reader.next(max: 512, timeout: .seconds(1)) } catch { throw ReplicationError(error, while: "reading \(source.logSubject)") }
-            if batch.isEmpty { break }
-            for message in batch {
+            let messages: [StoredMessage]
+            do { messages = try reader.next(max: 512, timeout: .seconds(2)) } catch { throw ReplicationError(error, while: "reading \(source.logSubject)") }
+            if messages.isEmpty { break }
+            for message in messages {
                 position = message.sequence
-                let info = try LogMessageInfo(message)
                 if case .time(let t) = target, message.time > t { break reading }
-                if case .sequence(let s) = target, info.sequence > s { break reading }
-                guard let (record, _) = try assembler.add(message, info) else { continue }
-                if record.sequence <= applied { continue }
-                if first && base == nil && info.previous != 0 {
-                    throw ReplicationError(
-                        .unavailable,
-                        "stream \(source.stream) holds no base at or before the target, and its log starts at record \(record.sequence), not the first: the records before were trimmed")
-                }
-                first = false
-                switch record.kind {
-                case .schema:
-                    schema = try record.payload()
-                    if opened == nil, let schema {
-                        // No base: the store starts empty, with the stream's first schema.
-                        opened = try openEmpty(at: directory, schema: schema)
+                let info = try LogMessageInfo(message)
+                guard let batch = try assembler.add(message, info) else { continue }
+                for (i, record) in batch.records.enumerated() {
+                    if case .sequence(let s) = target, record.sequence > s { break reading }
+                    if record.sequence <= applied { continue }
+                    let previous = i == 0 ? batch.previous : batch.records[i - 1].sequence
+                    if first && base == nil && previous != 0 {
+                        throw ReplicationError(
+                            .unavailable,
+                            "stream \(source.stream) holds no base at or before the target, and its log starts at record \(record.sequence), not the first: the records before were trimmed")
                     }
-                case .transaction:
-                    guard let schema, let store = opened else {
-                        throw ReplicationError(.badMessage, "record \(record.sequence) comes before any schema record")
+                    first = false
+                    switch record.kind {
+                    case .schema:
+                        schema = try record.payload()
+                    case .transaction:
+                        guard let schema else {
+                            throw ReplicationError(.badMessage, "record \(record.sequence) comes before any schema record")
+                        }
+                        try journal.append(shipped: record, schema: schema, origin: batch.position(of: i).encoded)
+                        count += 1
+                    case .base:
+                        throw ReplicationError(.badMessage, "a base record on the log subject at stream message \(message.sequence)")
                     }
-                    try store.applyShipped(
-                        record, schema: schema, origin: Position(recordSequence: record.sequence, streamSequence: message.sequence).encoded)
-                    count += 1
-                case .base:
-                    throw ReplicationError(.badMessage, "a base record on the log subject at stream message \(message.sequence)")
+                    applied = record.sequence
                 }
-                applied = record.sequence
             }
         }
-        guard opened != nil else {
+        guard base != nil || count > 0 || schema != nil else {
             throw ReplicationError(.unavailable, "stream \(source.stream) holds nothing at or before the target")
         }
-        try opened?.close()
-        opened = nil
-        return Report(baseCovers: base?.covers ?? 0, recordsApplied: count, lastSequence: applied, seconds: 0)
-    }
-
-    private static var restoreOptions: StoreOptions {
-        var options = StoreOptions(durability: .none)
-        options.autoCompactionRatio = nil
-        return options
-    }
-
-    /// A new store holding only `schema`'s record, opened without model code.
-    private static func openEmpty(at directory: URL, schema: [UInt8]) throws -> ObjectStore {
-        let journal = try Journal.open(directory: directory.path)
-        try journal.compact(base: [], schema: schema, origin: nil, proceed: { true })
+        if base == nil, count == 0, let schema {
+            // Only a schema so far: a store with no object.
+            try journal.compact(base: [], schema: schema, origin: nil, proceed: { true })
+        }
         try journal.close()
-        return try ObjectStore.openDynamic(at: directory, options: restoreOptions)
+        return Report(baseCovers: base?.covers ?? 0, recordsApplied: count, lastSequence: applied, seconds: 0)
     }
 }

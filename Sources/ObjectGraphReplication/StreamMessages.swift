@@ -4,47 +4,86 @@ import NATSJetStream
 
 /// The headers of the stream's messages (`Docs/Replication.md`, "Messages").
 enum Header {
-    /// The record's sequence in the writer's journal (log messages).
+    /// The last record's sequence in the writer's journal (log messages).
     static let sequence = "OG-Seq"
-    /// The sequence of the log record shipped before this one (0 for the first): a follower
-    /// that applied another one last has missed records.
+    /// The first record's sequence (log messages): a message carries the records
+    /// `OG-First...OG-Seq` that shipped one after the other.
+    static let first = "OG-First"
+    /// How many records the message's batch holds.
+    static let count = "OG-Count"
+    /// The sequence of the log record shipped before the first (0 for the writer's first): a
+    /// follower that applied another one last has missed records.
     static let previous = "OG-Prev"
-    /// `schema` or `transaction`.
-    static let kind = "OG-Kind"
-    /// This message's part of the record, from 0.
+    /// This message's part of the batch, from 0.
     static let part = "OG-Part"
-    /// How many parts the record has.
+    /// How many parts the batch has.
     static let parts = "OG-Parts"
-    /// The record's checksum as in its wire form (hex): a restarted writer compares it with its
-    /// own record of that sequence.
+    /// The last record's checksum as in its wire form (hex): a restarted writer compares it
+    /// with its own record of that sequence.
     static let crc = "OG-CRC"
     /// A base's last record's sequence in the writer's journal (base messages): the base holds
     /// the state after every record up to it.
     static let covers = "OG-Covers"
 }
 
-/// One record being published: its wire form cut into parts.
-struct OutgoingRecord {
-    let record: ShippedRecord
+/// Records as one blob: each its wire form preceded by its length (u32 little-endian). A log
+/// message's batch and a base are both shipped so, cut into parts.
+enum RecordBlob {
+    static func encode(_ records: some Collection<ShippedRecord>) -> [UInt8] {
+        var blob: [UInt8] = []
+        blob.reserveCapacity(records.reduce(0) { $0 + 4 + $1.wire.count })
+        for r in records {
+            let n = UInt32(r.wire.count)
+            for i in 0..<4 { blob.append(UInt8(truncatingIfNeeded: n >> (8 * UInt32(i)))) }
+            blob.append(contentsOf: r.wire)
+        }
+        return blob
+    }
+
+    /// The records of a blob, each checked (``ShippedRecord/init(wire:)``).
+    static func decode(_ blob: [UInt8], what: @autoclosure () -> String) throws(ReplicationError) -> [ShippedRecord] {
+        var offset = 0
+        var records: [ShippedRecord] = []
+        while offset < blob.count {
+            guard blob.count - offset >= 4 else { throw ReplicationError(.badMessage, "\(what()): truncated length") }
+            let n = (0..<4).reduce(0) { $0 | Int(blob[offset + $1]) << (8 * $1) }
+            offset += 4
+            guard n <= blob.count - offset else { throw ReplicationError(.badMessage, "\(what()): a record runs past the end") }
+            do {
+                records.append(try ShippedRecord(wire: Array(blob[offset..<offset + n])))
+            } catch {
+                throw ReplicationError(.badMessage, "\(what()): \(error)")
+            }
+            offset += n
+        }
+        return records
+    }
+}
+
+/// A batch being published: consecutive log records, their blob cut into parts.
+struct OutgoingBatch {
+    let records: [ShippedRecord]
     let previous: UInt64
     let parts: [ArraySlice<UInt8>]
 
-    init(_ record: ShippedRecord, previous: UInt64, maxPart: Int) {
-        self.record = record
+    init(_ records: [ShippedRecord], previous: UInt64, maxPart: Int) {
+        self.records = records
         self.previous = previous
-        self.parts = split(record.wire, maxPart: maxPart)
+        self.parts = split(RecordBlob.encode(records), maxPart: maxPart)
     }
+
+    var first: UInt64 { records.first?.sequence ?? 0 }
+    var last: UInt64 { records.last?.sequence ?? 0 }
 
     func headers(part: Int) -> [String: String] {
         [
-            Header.sequence: String(record.sequence), Header.previous: String(previous),
-            Header.kind: record.kind == .schema ? "schema" : "transaction",
-            Header.part: String(part), Header.parts: String(parts.count),
-            Header.crc: String(wireCRC(record.wire), radix: 16),
+            Header.first: String(first), Header.sequence: String(last), Header.count: String(records.count),
+            Header.previous: String(previous), Header.part: String(part), Header.parts: String(parts.count),
+            Header.crc: String(wireCRC(records.last?.wire ?? []), radix: 16),
         ]
     }
 
-    func messageID(part: Int) -> String { "\(record.sequence).\(part)" }
+    func messageID(part: Int) -> String { "\(first)-\(last).\(part)" }
 }
 
 /// Cuts `bytes` into slices of at most `maxPart` bytes (one empty slice for no bytes).
@@ -60,70 +99,90 @@ func wireCRC(_ wire: [UInt8]) -> UInt32 {
 }
 
 /// A log message's header fields, checked.
-struct LogMessageInfo: Sendable {
+struct LogMessageInfo: Sendable, Hashable {
+    var first: UInt64
     var sequence: UInt64
+    var count: Int
     var previous: UInt64
     var part: Int
     var parts: Int
     var crc: UInt32?
 
     init(_ message: StoredMessage) throws(ReplicationError) {
-        guard let s = message.headers[Header.sequence].flatMap(UInt64.init),
-              let p = message.headers[Header.previous].flatMap(UInt64.init),
-              let part = message.headers[Header.part].flatMap(Int.init),
-              let parts = message.headers[Header.parts].flatMap(Int.init), parts >= 1, part >= 0, part < parts
+        let h = message.headers
+        guard let first = h[Header.first].flatMap(UInt64.init), let s = h[Header.sequence].flatMap(UInt64.init),
+              let count = h[Header.count].flatMap(Int.init), let p = h[Header.previous].flatMap(UInt64.init),
+              let part = h[Header.part].flatMap(Int.init), let parts = h[Header.parts].flatMap(Int.init),
+              parts >= 1, part >= 0, part < parts, count >= 1, first <= s, p < first
         else {
             throw ReplicationError(.badMessage, "stream message \(message.sequence) on \(message.subject) lacks the OG- headers a shipper writes")
         }
+        self.first = first
         sequence = s
+        self.count = count
         previous = p
         self.part = part
         self.parts = parts
-        crc = message.headers[Header.crc].flatMap { UInt32($0, radix: 16) }
+        crc = h[Header.crc].flatMap { UInt32($0, radix: 16) }
     }
 
     var isLastPart: Bool { part == parts - 1 }
 }
 
-/// Puts the parts of records back together, in stream order.
-struct RecordAssembler {
-    private var sequence: UInt64 = 0
-    private var expected = 0
-    private var bytes: [UInt8] = []
-    /// The stream sequence of the record's last part, once complete.
-    private(set) var lastStreamSequence: UInt64 = 0
+/// A batch put back together: its records, in order, and where its parts are in the stream.
+struct IncomingBatch {
+    var records: [ShippedRecord]
+    var previous: UInt64
+    var firstStreamSequence: UInt64
+    var lastStreamSequence: UInt64
+    var time: Date
 
-    /// Adds a message; returns the record once its last part arrived. A part 0 starts over
-    /// (a writer that republished a record from its start).
-    mutating func add(_ message: StoredMessage, _ info: LogMessageInfo) throws(ReplicationError) -> (ShippedRecord, LogMessageInfo)? {
+    /// The position to record with the record at `index`: the batch's last message for its
+    /// last record; for the others the message before the batch, so that a replica that stops
+    /// in the middle reads the batch again (and skips what it applied).
+    func position(of index: Int) -> Position {
+        Position(
+            recordSequence: records[index].sequence,
+            streamSequence: index == records.count - 1 ? lastStreamSequence : firstStreamSequence - 1)
+    }
+}
+
+/// Puts the parts of batches back together, in stream order.
+struct RecordAssembler {
+    private var info: LogMessageInfo?
+    private var expected = 0
+    private var firstStreamSequence: UInt64 = 0
+    private var bytes: [UInt8] = []
+
+    /// Adds a message; returns the batch once its last part arrived. A part 0 starts over (a
+    /// writer that published a batch again from its start).
+    mutating func add(_ message: StoredMessage, _ info: LogMessageInfo) throws(ReplicationError) -> IncomingBatch? {
         if info.part == 0 {
-            sequence = info.sequence
+            self.info = info
             expected = 0
+            firstStreamSequence = message.sequence
             bytes.removeAll(keepingCapacity: true)
         }
-        guard info.sequence == sequence, info.part == expected else {
+        guard let current = self.info, info.first == current.first, info.sequence == current.sequence, info.part == expected else {
             throw ReplicationError(
                 .badMessage,
-                "stream message \(message.sequence) is part \(info.part) of record \(info.sequence), expected part \(expected) of record \(sequence)")
+                "stream message \(message.sequence) is part \(info.part) of records \(info.first)...\(info.sequence), expected part \(expected) of \(self.info.map { "\($0.first)...\($0.sequence)" } ?? "a new batch")")
         }
         bytes.append(contentsOf: message.payload)
         expected += 1
         guard info.isLastPart else { return nil }
+        self.info = nil
         expected = 0
-        lastStreamSequence = message.sequence
-        do {
-            let record = try ShippedRecord(wire: bytes)
-            guard record.sequence == info.sequence else {
-                throw ReplicationError(.badMessage, "stream message \(message.sequence) carries record \(record.sequence) under OG-Seq \(info.sequence)")
-            }
-            return (record, info)
-        } catch let error as JournalError {
-            throw ReplicationError(.badMessage, "record \(info.sequence) ending at stream message \(message.sequence): \(error)")
-        } catch let error as ReplicationError {
-            throw error
-        } catch {
-            throw ReplicationError(.badMessage, "\(error)")
+        let records = try RecordBlob.decode(bytes, what: "records \(info.first)...\(info.sequence) ending at stream message \(message.sequence)")
+        guard records.count == info.count, records.first?.sequence == info.first, records.last?.sequence == info.sequence,
+              zip(records, records.dropFirst()).allSatisfy({ $0.sequence < $1.sequence })
+        else {
+            throw ReplicationError(
+                .badMessage, "stream message \(message.sequence): its batch does not hold records \(info.first)...\(info.sequence) (\(info.count) of them)")
         }
+        return IncomingBatch(
+            records: records, previous: info.previous, firstStreamSequence: firstStreamSequence, lastStreamSequence: message.sequence,
+            time: message.time)
     }
 }
 
@@ -149,49 +208,6 @@ struct Position: Sendable, Hashable {
         func u64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) } }
         recordSequence = u64(4)
         streamSequence = u64(12)
-    }
-}
-
-/// A base as shipped: its records (schema first, then base records) in wire form, each
-/// preceded by its length (u32 little-endian), cut into parts.
-enum BaseBlob {
-    static func encode(_ records: [ShippedRecord]) -> [UInt8] {
-        var blob: [UInt8] = []
-        blob.reserveCapacity(records.reduce(0) { $0 + 4 + $1.wire.count })
-        for r in records {
-            let n = UInt32(r.wire.count)
-            for i in 0..<4 { blob.append(UInt8(truncatingIfNeeded: n >> (8 * UInt32(i)))) }
-            blob.append(contentsOf: r.wire)
-        }
-        return blob
-    }
-
-    /// The schema payload and the base payloads of a blob, checked and decompressed.
-    static func decode(_ blob: [UInt8], at streamSequence: UInt64) throws(ReplicationError) -> (schema: [UInt8], base: [[UInt8]]) {
-        var offset = 0
-        var schema: [UInt8]?
-        var base: [[UInt8]] = []
-        while offset < blob.count {
-            guard blob.count - offset >= 4 else { throw ReplicationError(.badMessage, "base at stream message \(streamSequence): truncated length") }
-            let n = (0..<4).reduce(0) { $0 | Int(blob[offset + $1]) << (8 * $1) }
-            offset += 4
-            guard n <= blob.count - offset else { throw ReplicationError(.badMessage, "base at stream message \(streamSequence): a record runs past the end") }
-            do {
-                let record = try ShippedRecord(wire: Array(blob[offset..<offset + n]))
-                switch record.kind {
-                case .schema where schema == nil && base.isEmpty: schema = try record.payload()
-                case .base where schema != nil: base.append(try record.payload())
-                default: throw ReplicationError(.badMessage, "base at stream message \(streamSequence): unexpected \(record.kind) record \(record.sequence)")
-                }
-            } catch let error as ReplicationError {
-                throw error
-            } catch {
-                throw ReplicationError(.badMessage, "base at stream message \(streamSequence): \(error)")
-            }
-            offset += n
-        }
-        guard let schema else { throw ReplicationError(.badMessage, "base at stream message \(streamSequence) holds no schema record") }
-        return (schema, base)
     }
 }
 
@@ -248,20 +264,36 @@ extension JetStreamClient {
         return bases
     }
 
-    /// Reads the base at `location` and decodes it.
-    func readBase(_ location: BaseLocation, _ target: ReplicationTarget) throws(ReplicationError) -> (schema: [UInt8], base: [[UInt8]]) {
+    /// Reads the base at `location`: its schema record, then its base records, checked.
+    func readBase(_ location: BaseLocation, _ target: ReplicationTarget) throws(ReplicationError) -> [ShippedRecord] {
         var blob: [UInt8] = []
-        for seq in location.firstStreamSequence...location.lastStreamSequence {
-            let m: StoredMessage?
-            do { m = try message(stream: target.stream, sequence: seq) } catch {
-                throw ReplicationError(.server, "reading base part at stream message \(seq): \(error)")
+        do {
+            let reader = try self.reader(stream: target.stream, subject: target.baseSubject, from: location.firstStreamSequence)
+            defer { reader.close() }
+            var next = location.firstStreamSequence
+            while next <= location.lastStreamSequence {
+                let batch = try reader.next(max: 16, timeout: .seconds(2))
+                guard let first = batch.first, first.sequence == next else {
+                    throw ReplicationError(.unavailable, "the base ending at stream message \(location.lastStreamSequence) lost its part \(next) (trimmed?)")
+                }
+                for m in batch where m.sequence <= location.lastStreamSequence {
+                    guard m.sequence == next else {
+                        throw ReplicationError(.unavailable, "the base ending at stream message \(location.lastStreamSequence) lost its part \(next) (trimmed?)")
+                    }
+                    blob.append(contentsOf: m.payload)
+                    next += 1
+                }
             }
-            guard let m, m.subject == target.baseSubject else {
-                throw ReplicationError(.unavailable, "the base ending at stream message \(location.lastStreamSequence) lost its part \(seq) (trimmed?)")
-            }
-            blob.append(contentsOf: m.payload)
+        } catch let error as ReplicationError {
+            throw error
+        } catch {
+            throw ReplicationError(.server, "reading the base ending at stream message \(location.lastStreamSequence): \(error)")
         }
-        return try BaseBlob.decode(blob, at: location.lastStreamSequence)
+        let records = try RecordBlob.decode(blob, what: "the base ending at stream message \(location.lastStreamSequence)")
+        guard let schema = records.first, schema.kind == .schema, records.dropFirst().allSatisfy({ $0.kind == .base }) else {
+            throw ReplicationError(.badMessage, "the base ending at stream message \(location.lastStreamSequence) is not a schema record followed by base records")
+        }
+        return records
     }
 }
 

@@ -50,8 +50,9 @@ func syncRound(_ context: ModelContext, round: Int, new: Int = 3) throws {
     try context.save()
 }
 
-/// Every log message of the stream, in order, checked to be one record each (or its parts),
-/// each record once, its OG-Prev the record before it.
+/// Every record on the stream's log subject, in order: each message's batch (`OG-First` to
+/// `OG-Seq`, its parts put together) decoded and checked, each record once, its `OG-Prev` the
+/// record before it.
 func checkLogChain(_ target: ReplicationTarget) throws -> [UInt64] {
     let client = try JetStreamClient(servers: target.servers)
     defer { client.close() }
@@ -59,18 +60,30 @@ func checkLogChain(_ target: ReplicationTarget) throws -> [UInt64] {
     defer { reader.close() }
     var sequences: [UInt64] = []
     var previous: UInt64 = 0
+    var blob: [UInt8] = []
     while true {
         let batch = try reader.next(max: 256, timeout: .milliseconds(300))
         if batch.isEmpty { break }
         for m in batch {
-            guard let seq = m.headers["OG-Seq"].flatMap(UInt64.init), let prev = m.headers["OG-Prev"].flatMap(UInt64.init),
+            guard let first = m.headers["OG-First"].flatMap(UInt64.init), let last = m.headers["OG-Seq"].flatMap(UInt64.init),
+                  let prev = m.headers["OG-Prev"].flatMap(UInt64.init), let count = m.headers["OG-Count"].flatMap(Int.init),
                   let part = m.headers["OG-Part"].flatMap(Int.init), let parts = m.headers["OG-Parts"].flatMap(Int.init)
             else { throw ReplicationError(.badMessage, "message \(m.sequence) lacks headers") }
+            if part == 0 { blob = [] }
+            blob += m.payload
             guard part == parts - 1 else { continue }
-            #expect(prev == previous, "record \(seq) follows \(prev) but \(previous) shipped before it")
-            #expect(seq > previous)
-            previous = seq
-            sequences.append(seq)
+            var records: [UInt64] = []
+            var offset = 0
+            while offset < blob.count {
+                let n = (0..<4).reduce(0) { $0 | Int(blob[offset + $1]) << (8 * $1) }
+                records.append(try ShippedRecord(wire: Array(blob[offset + 4..<offset + 4 + n])).sequence)
+                offset += 4 + n
+            }
+            #expect(records.count == count && records.first == first && records.last == last, "message \(m.sequence)")
+            #expect(prev == previous, "records \(first)...\(last) follow \(prev) but \(previous) shipped before them")
+            #expect(zip(records, records.dropFirst()).allSatisfy { $0 < $1 } && first > previous)
+            previous = last
+            sequences += records
         }
     }
     return sequences
@@ -238,6 +251,35 @@ struct ReplicationTests {
             try Restore.run(from: target, to: restored, at: .sequence(sequence))
             let store = try ObjectStore.open(at: restored, schema: pkgSchema)
             #expect(try state(store.context) == expected, "restored to \(sequence)")
+            try store.close()
+        }
+        try writer.close()
+    }
+
+    @Test func savesThatComeFasterThanMessagesShareThemAndEveryReaderTakesThemApart() async throws {
+        let server = try NATSServer.start()
+        let target = ReplicationTarget(servers: [server.url], stream: freshStream(), batchDelay: .milliseconds(200))
+        let writer = try ReplicatedStore.open(at: replicationDirectory(), schema: pkgSchema, target: target)
+        var states: [UInt64: [String: String]] = [:]
+        for round in 0..<30 {
+            try syncRound(writer.context, round: round)
+            states[writer.store.stats.lastSequence] = try state(writer.context)
+        }
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(5))
+        // 31 records (a schema and 30 transactions) in a few messages.
+        let published = writer.shipper.status.messagesPublished
+        #expect(published < 10, "\(published) messages for 31 records")
+        #expect(try checkLogChain(target) == Array(1...writer.store.stats.lastSequence))
+        let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(try state(follower.store.snapshot) == state(writer.context))
+        try await follower.stop()
+        // A restore stops inside a message's batch, at the record asked for.
+        for sequence in [UInt64(5), 17, 29] {
+            let restored = replicationDirectory()
+            try Restore.run(from: target, to: restored, at: .sequence(sequence))
+            let store = try ObjectStore.open(at: restored, schema: pkgSchema)
+            #expect(try state(store.context) == states[sequence], "restored to \(sequence)")
             try store.close()
         }
         try writer.close()

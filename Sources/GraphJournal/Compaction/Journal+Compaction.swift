@@ -52,7 +52,33 @@ extension Journal {
             try state.withLock { (s) throws(JournalError) in
                 try s.checkUsable()
                 try applyPendingTruncation(&s)
-                return try compact(&s, &g, base: base, schema: schema, origin: origin ?? s.tail.origin, proceed: proceed)
+                return try compact(&s, &g, base: .payloads(AnySequence(base)), schema: schema, origin: origin ?? s.tail.origin, proceed: proceed)
+            }
+        }
+    }
+
+    /// Replaces the whole history by a base shipped from another journal (a replica starting
+    /// from its source's base): `records` are the base's schema record then its base records,
+    /// in wire form (``ShippedRecord``), written as they are (stored payloads not decompressed
+    /// nor compressed again), numbered in this journal's sequence. Otherwise as
+    /// ``compact(base:schema:origin:proceed:)``.
+    ///
+    /// - Parameter records: a schema record, then base records.
+    /// - Parameter origin: where the base came from, at most 1 KiB; nil keeps the current origin.
+    /// - Throws: ``JournalError``: `corrupt` when `records` is not a schema record followed by
+    ///   base records, or the schema does not decompress; otherwise as ``compact(base:schema:)``.
+    public func compact(shipped records: [ShippedRecord], origin: [UInt8]?) throws(JournalError) {
+        guard (origin?.count ?? 0) <= 1024 else { throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes") }
+        guard let first = records.first, first.kind == .schema, records.dropFirst().allSatisfy({ $0.kind == .base }) else {
+            throw JournalError(.corrupt, "a shipped base is a schema record followed by base records")
+        }
+        let schema = try first.payload()
+        defer { deliverDurable() }
+        _ = try gate.withLock { (g) throws(JournalError) in
+            try state.withLock { (s) throws(JournalError) in
+                try s.checkUsable()
+                try applyPendingTruncation(&s)
+                return try compact(&s, &g, base: .shipped(Array(records.dropFirst())), schema: schema, origin: origin ?? s.tail.origin, proceed: { true })
             }
         }
     }
@@ -61,7 +87,7 @@ extension Journal {
     ///
     /// - Returns: false when `proceed` abandoned the compaction before the switch.
     private func compact(
-        _ s: inout WriterState, _ g: inout SyncGate, base: some Sequence<[UInt8]>, schema: [UInt8], origin: [UInt8]?,
+        _ s: inout WriterState, _ g: inout SyncGate, base: BaseRecords, schema: [UInt8], origin: [UInt8]?,
         proceed: () -> Bool
     ) throws(JournalError) -> Bool {
         // Everything acknowledged so far is durable in the old files.
@@ -102,7 +128,7 @@ extension Journal {
     /// - Parameter created: the new files so far; ends with the base.
     /// - Returns: the tail after the base's records; its `end` is the base's size.
     private func writeBase(
-        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: some Sequence<[UInt8]>, created: inout [String]
+        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: BaseRecords, created: inout [String]
     ) throws(JournalError) -> Tail {
         let basePath = path(fileName(header.number, .base))
         let temporary = basePath + JournalFormat.temporarySuffix
@@ -126,7 +152,7 @@ extension Journal {
     ///
     /// - Returns: the tail after the records; its `end` is the bytes written.
     private func writeBaseRecords(
-        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: some Sequence<[UInt8]>, to fd: Int32, path: String
+        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: BaseRecords, to fd: Int32, path: String
     ) throws(JournalError) -> Tail {
         let seed = header.seed
         var tail = Tail(end: 0, nextSequence: header.firstSequence)
@@ -139,12 +165,22 @@ extension Journal {
             tail.add(rawBytes: origin.count, storedBytes: stored)
             tail.noteOrigin(type: JournalFormat.RecordType.origin.rawValue, payload: origin)
         }
-        for payload in base {
-            guard payload.count <= JournalFormat.maxPayloadSize else {
-                throw JournalError(.payloadTooLarge, "a base payload exceeds \(JournalFormat.maxPayloadSize) bytes")
+        let records = base.makeIterator()
+        while let next = records.next() {
+            switch next {
+            case .payload(let payload):
+                guard payload.count <= JournalFormat.maxPayloadSize else {
+                    throw JournalError(.payloadTooLarge, "a base payload exceeds \(JournalFormat.maxPayloadSize) bytes")
+                }
+                let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .base, payload: payload)
+                tail.add(rawBytes: payload.count, storedBytes: stored)
+            case .shipped(let record):
+                let start = buffer.count
+                buffer.append(contentsOf: record.wire)
+                buffer.storeLittleEndian(tail.nextSequence, at: start + JournalFormat.RecordHeaderField.sequence)
+                RecordCodec.reseal(&buffer, at: start, seed: seed)
+                tail.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
             }
-            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .base, payload: payload)
-            tail.add(rawBytes: payload.count, storedBytes: stored)
             tail.noteOrigin(type: JournalFormat.RecordType.base.rawValue, payload: nil)
             if buffer.count >= 1 << 20 {
                 try fs.write(fd, path, buffer, at: offset)
@@ -230,5 +266,32 @@ extension Journal {
             do throws(JournalError) { try fs.unlink(path(name)) } catch { log("could not remove \(path(name)) after compaction: \(error)") }
         }
         do throws(JournalError) { try fs.syncDirectory(directory) } catch { log("directory fsync after removing old segments failed: \(error)") }
+    }
+}
+
+/// What a base segment's base records come from: payloads to compress, or shipped records
+/// written as they are.
+enum BaseRecords {
+    case payloads(AnySequence<[UInt8]>)
+    case shipped([ShippedRecord])
+
+    enum Element {
+        case payload([UInt8])
+        case shipped(ShippedRecord)
+    }
+
+    func makeIterator() -> AnyIterator<Element> {
+        switch self {
+        case .payloads(let payloads):
+            let i = payloads.makeIterator()  // an AnyIterator: a reference to its state
+            return AnyIterator { i.next().map(Element.payload) }
+        case .shipped(let records):
+            var i = 0
+            return AnyIterator {
+                guard i < records.count else { return nil }
+                defer { i += 1 }
+                return .shipped(records[i])
+            }
+        }
     }
 }

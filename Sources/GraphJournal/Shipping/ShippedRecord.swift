@@ -55,6 +55,16 @@ public struct ShippedRecord: Sendable, Hashable {
         self.wire = wire
     }
 
+    /// Makes the wire form of a record whose bytes `wire` holds (checksummed with any seed),
+    /// resealing them in place.
+    init(sealing wire: [UInt8], sequence: UInt64, kind: JournalRecord.Kind) {
+        var wire = wire
+        RecordCodec.reseal(&wire, at: 0, seed: Self.wireSeed)
+        self.sequence = sequence
+        self.kind = kind
+        self.wire = wire
+    }
+
     /// The payload's length after decompression.
     public var rawLength: Int {
         Int(wire.withUnsafeBytes { $0.littleEndian(at: JournalFormat.RecordHeaderField.rawLength, as: UInt32.self) })
