@@ -353,12 +353,9 @@ public final class Journal: Sendable {
                             segmentRecord: UnsafeRawBufferPointer(rebasing: b[..<schemaEnd]), sequence: schemaSequence, kind: .schema))
                     }
                 }
-                // One copy, resealed in place: a large save's record is tens of megabytes.
-                var wire: [UInt8] = []
-                wire.reserveCapacity(buffer.count - recordStart + blocks.reduce(0) { $0 + $1.count })
-                wire.append(contentsOf: buffer[recordStart...])
-                for block in blocks { wire.append(contentsOf: block) }
-                s.undelivered.append(ShippedRecord(sealing: wire, sequence: sequence, kind: .transaction))
+                // The bytes just written, shared, not copied: the record is put together on the
+                // shipper's thread (a large save's record is tens of megabytes).
+                s.undelivered.append(ShippedRecord(pieces: [buffer[recordStart...]] + blocks.map { $0[...] }, sequence: sequence, kind: .transaction))
             }
             return Ticket(sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: isSyncDue(s))
         }

@@ -77,13 +77,21 @@ public final class JournalShipper: Sendable {
             return try body(self)
         }
 
-        /// Drops the queued records at or below the shipped sequence (they are in order).
+        /// Drops the queued records at or below the shipped sequence (they are in order). The
+        /// records left (they arrived while the dropped ones were on their way) start a new
+        /// batch delay.
         func dropShipped() {
+            var dropped = false
             while let head = queue.first, head.sequence <= status.shippedSequence {
-                queueBytes -= head.wire.count
+                queueBytes -= head.byteCount
                 queue.removeFirst()
+                dropped = true
             }
-            if queue.isEmpty { firstQueuedAt = nil }
+            if queue.isEmpty {
+                firstQueuedAt = nil
+            } else if dropped {
+                firstQueuedAt = .now
+            }
         }
     }
 
@@ -124,7 +132,7 @@ public final class JournalShipper: Sendable {
             if box.queue.isEmpty { box.firstQueuedAt = .now }
             for r in records where r.sequence > box.status.shippedSequence || !box.running {
                 box.queue.append(r)
-                box.queueBytes += r.wire.count
+                box.queueBytes += r.byteCount
             }
             if box.queueBytes > maxBacklog {
                 // Read again from the journal once the servers answer.
@@ -339,9 +347,9 @@ public final class JournalShipper: Sendable {
                 var bytes = 0
                 var taken: [ShippedRecord] = []
                 for r in box.queue {
-                    if !taken.isEmpty, bytes + 4 + r.wire.count > maxBatch { break }
+                    if !taken.isEmpty, bytes + 4 + r.byteCount > maxBatch { break }
                     taken.append(r)
-                    bytes += 4 + r.wire.count
+                    bytes += 4 + r.byteCount
                 }
                 inHand = taken
                 return .batch(taken)
@@ -473,9 +481,9 @@ public final class JournalShipper: Sendable {
                 }
                 return
             }
-            if !batch.isEmpty, bytes + 4 + r.wire.count > maxBatch { try flush(shipper) }
+            if !batch.isEmpty, bytes + 4 + r.byteCount > maxBatch { try flush(shipper) }
             batch.append(r)
-            bytes += 4 + r.wire.count
+            bytes += 4 + r.byteCount
         }
 
         func finish(shipper: JournalShipper) throws {

@@ -31,7 +31,7 @@ enum Header {
 enum RecordBlob {
     static func encode(_ records: some Collection<ShippedRecord>) -> [UInt8] {
         var blob: [UInt8] = []
-        blob.reserveCapacity(records.reduce(0) { $0 + 4 + $1.wire.count })
+        blob.reserveCapacity(records.reduce(0) { $0 + 4 + $1.byteCount })
         for r in records {
             let n = UInt32(r.wire.count)
             for i in 0..<4 { blob.append(UInt8(truncatingIfNeeded: n >> (8 * UInt32(i)))) }

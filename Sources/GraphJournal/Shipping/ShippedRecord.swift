@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One journal record in the form it travels to another machine: the record's bytes exactly as
 /// its segment holds them (header, then the payload as stored, compressed or not), except that
 /// the checksum is seeded with salt 0 instead of the segment's salt, so that a receiver can
@@ -17,8 +19,16 @@ public struct ShippedRecord: Sendable, Hashable {
     public let sequence: UInt64
     /// What the record holds.
     public let kind: JournalRecord.Kind
+    /// The wire form's length in bytes.
+    public let byteCount: Int
+    /// The wire form, or the pieces it is made of until someone asks for it.
+    private let storage: WireStorage
+
     /// The wire form: the 24-byte record header and the stored payload.
-    public let wire: [UInt8]
+    ///
+    /// A record handed out by ``JournalOptions/onDurable`` is put together (and its checksum
+    /// re-seeded) on the first access, on the thread that asks, not in the save that wrote it.
+    public var wire: [UInt8] { storage.wire }
 
     /// The checksum seed of the wire form: CRC32C of a salt of 0 (8 zero bytes).
     static let wireSeed = CRC32C.seed(salt: 0)
@@ -42,7 +52,8 @@ public struct ShippedRecord: Sendable, Hashable {
         }
         self.sequence = record.sequence
         self.kind = kind
-        self.wire = wire
+        self.byteCount = wire.count
+        self.storage = WireStorage(wire: wire)
     }
 
     /// Makes the wire form of a record found in a segment (`bytes[range]`, checksummed with any
@@ -52,17 +63,27 @@ public struct ShippedRecord: Sendable, Hashable {
         RecordCodec.reseal(&wire, at: 0, seed: Self.wireSeed)
         self.sequence = sequence
         self.kind = kind
-        self.wire = wire
+        self.byteCount = wire.count
+        self.storage = WireStorage(wire: wire)
     }
 
-    /// Makes the wire form of a record whose bytes `wire` holds (checksummed with any seed),
-    /// resealing them in place.
-    init(sealing wire: [UInt8], sequence: UInt64, kind: JournalRecord.Kind) {
-        var wire = wire
-        RecordCodec.reseal(&wire, at: 0, seed: Self.wireSeed)
+    /// The wire form of a record written as `pieces` (its header and payload, checksummed with
+    /// any seed), put together and resealed on first access.
+    init(pieces: [ArraySlice<UInt8>], sequence: UInt64, kind: JournalRecord.Kind) {
         self.sequence = sequence
         self.kind = kind
-        self.wire = wire
+        self.byteCount = pieces.reduce(0) { $0 + $1.count }
+        self.storage = WireStorage(pieces: pieces, count: byteCount)
+    }
+
+    public static func == (a: ShippedRecord, b: ShippedRecord) -> Bool {
+        a.sequence == b.sequence && a.kind == b.kind && a.wire == b.wire
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(sequence)
+        hasher.combine(kind)
+        hasher.combine(wire)
     }
 
     /// The payload's length after decompression.
@@ -71,7 +92,7 @@ public struct ShippedRecord: Sendable, Hashable {
     }
 
     /// The payload as stored (possibly compressed).
-    public var storedLength: Int { wire.count - JournalFormat.recordHeaderSize }
+    public var storedLength: Int { byteCount - JournalFormat.recordHeaderSize }
 
     /// The payload, decompressed.
     ///
@@ -83,6 +104,35 @@ public struct ShippedRecord: Sendable, Hashable {
             throw JournalError(.corrupt, "shipped record \(sequence) no longer checks")
         }
         return try RecordCodec.payload(of: record, in: wire, file: "shipped record \(sequence)").get()
+    }
+}
+
+/// A record's wire form, made from its pieces once, on the first access, under a lock.
+final class WireStorage: Sendable {
+    private enum State {
+        case wire([UInt8])
+        case pieces([ArraySlice<UInt8>], count: Int)
+    }
+
+    private let state: Mutex<State>
+
+    init(wire: [UInt8]) { state = Mutex(.wire(wire)) }
+    init(pieces: [ArraySlice<UInt8>], count: Int) { state = Mutex(.pieces(pieces, count: count)) }
+
+    var wire: [UInt8] {
+        state.withLock { s in
+            switch s {
+            case .wire(let wire):
+                return wire
+            case .pieces(let pieces, let count):
+                var wire: [UInt8] = []
+                wire.reserveCapacity(count)
+                for p in pieces { wire.append(contentsOf: p) }
+                RecordCodec.reseal(&wire, at: 0, seed: ShippedRecord.wireSeed)
+                s = .wire(wire)
+                return wire
+            }
+        }
     }
 }
 
