@@ -276,6 +276,33 @@ public final class JournalShipper: Sendable {
         }
     }
 
+    /// Removes from the stream everything older than the `keepingBases`-th newest base: the
+    /// log records and bases before it. Followers and restores then start from a kept base;
+    /// restores to points before it are no longer possible (``ReplicationError`` code
+    /// `unavailable`), and a follower the stream was trimmed past is rebuilt from the newest
+    /// base when it starts again.
+    ///
+    /// ```swift
+    /// try replicated.compact()                          // a new base in the stream
+    /// try replicated.shipper.trim(keepingBases: 2)      // keep the last two bases and what follows
+    /// ```
+    ///
+    /// - Returns: the first stream sequence kept, or nil when the stream holds fewer bases
+    ///   (nothing was removed).
+    /// - Throws: ``ReplicationError`` with code `server`.
+    @discardableResult
+    public func trim(keepingBases count: Int = 1) throws(ReplicationError) -> UInt64? {
+        let bases = try client.allBases(target)
+        guard count >= 1, bases.count >= count else { return nil }
+        let kept = bases[bases.count - count]
+        do {
+            try client.purge(stream: target.stream, below: kept.firstStreamSequence)
+        } catch {
+            throw ReplicationError(error, while: "trimming stream \(target.stream) below message \(kept.firstStreamSequence)")
+        }
+        return kept.firstStreamSequence
+    }
+
     // MARK: The thread
 
     fileprivate struct StopWalk: Error {}

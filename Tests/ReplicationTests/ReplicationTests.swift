@@ -285,6 +285,45 @@ struct ReplicationTests {
         try writer.close()
     }
 
+    @Test func trimmingBelowABaseKeepsFollowersAndLaterRestoresWorking() async throws {
+        let server = try NATSServer.start()
+        let target = ReplicationTarget(servers: [server.url], stream: freshStream())
+        let writer = try ReplicatedStore.open(at: replicationDirectory(), schema: pkgSchema, target: target)
+        for round in 0..<10 { try syncRound(writer.context, round: round) }
+        let early = writer.store.stats.lastSequence
+        let replica = replicationDirectory()
+        let behind = try await ObjectStore.follow(at: replica, schema: pkgSchema, source: target)
+        #expect(await behind.waitUntilApplied(early))
+        try await behind.stop()
+        try writer.compact()
+        for round in 10..<20 { try syncRound(writer.context, round: round) }
+        let covered = writer.store.stats.lastSequence
+        try writer.compact()
+        for round in 20..<25 { try syncRound(writer.context, round: round) }
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(5))
+        // Nothing to trim while fewer bases than asked for exist.
+        #expect(try writer.shipper.trim(keepingBases: 3) == nil)
+        let kept = try #require(try writer.shipper.trim(keepingBases: 1))
+        let client = try JetStreamClient(servers: target.servers)
+        #expect(try client.streamState(target.stream).firstSequence == kept)
+        client.close()
+        // The follower the stream was trimmed past is rebuilt from the kept base.
+        let resumed = try await ObjectStore.follow(at: replica, schema: pkgSchema, source: target)
+        #expect(await resumed.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(try state(resumed.store.snapshot) == state(writer.context))
+        try await resumed.stop()
+        // A restore before the kept base is no longer possible; one after it is.
+        let refused = #expect(throws: ReplicationError.self) { try Restore.run(from: target, to: replicationDirectory(), at: .sequence(early)) }
+        #expect(refused?.code == .unavailable)
+        let restored = replicationDirectory()
+        try Restore.run(from: target, to: restored, at: .latest)
+        let store = try ObjectStore.open(at: restored, schema: pkgSchema)
+        #expect(try state(store.context) == state(writer.context))
+        try store.close()
+        #expect(covered > early)
+        try writer.close()
+    }
+
     @Test func aClusterMemberKilledWhileTheWriterSavesLosesNothingAcknowledged() async throws {
         let cluster = try NATSCluster.start()
         let target = ReplicationTarget(

@@ -45,7 +45,7 @@ struct Options {
     var asyncRounds = 5
     var asyncTasks = 8
     var asyncCommits = 1_000
-    var bulkRounds = 3
+    var bulkRounds = 9
     var lagSeconds = 12.0
     var lagRates = [5_000.0, 1_000.0]
     var lagWorkers = 16
