@@ -192,8 +192,29 @@ public final class Journal: Sendable {
     public func forEachRecord(
         progress: (_ bytesDone: Int64, _ bytesTotal: Int64) throws -> Void, _ body: (JournalRecord) throws -> Void
     ) throws {
+        let total = state.withLock { s in s.files.reduce(Int64(0)) { $0 + $1.size } }
+        try walkLiveRecords { record, bytes, path, fileStart in
+            guard let kind = JournalRecord.Kind(recordType: record.type) else { return }
+            switch RecordCodec.payload(of: record, in: bytes, file: path) {
+            case .success(let payload):
+                try body(JournalRecord(sequence: record.sequence, kind: kind, payload: payload))
+                try progress(fileStart + Int64(record.end), total)
+            case .failure(var error):
+                error.sequence = record.sequence
+                throw error
+            }
+        }
+    }
+
+    /// Reads each live segment whole and calls `visit` with each of its valid records, the
+    /// segment's bytes, its path and where it starts among the segments. A segment that no
+    /// longer scans as `open` checked it is an error (it changed after open).
+    ///
+    /// - Throws: what `visit` throws (the walk stops), or ``JournalError``.
+    func walkLiveRecords(
+        _ visit: (_ record: ScannedRecord, _ bytes: UnsafeRawBufferPointer, _ path: String, _ fileStart: Int64) throws -> Void
+    ) throws {
         let files = state.withLock { s in s.files }
-        let total = files.reduce(Int64(0)) { $0 + $1.size }
         var fileStart: Int64 = 0
         for file in files {
             defer { fileStart += file.size }
@@ -206,22 +227,15 @@ public final class Journal: Sendable {
             fs.closeQuietly(fd)
             let bytes = try bytesResult.get()
             var failure: (any Error)?
-            let scan = RecordCodec.scan(bytes, header: file.header, end: bytes.count) { record in
-                guard let kind = JournalRecord.Kind(recordType: record.type) else { return true }
-                switch RecordCodec.payload(of: record, in: bytes, file: path) {
-                case .success(let payload):
+            let scan = bytes.withUnsafeBytes { raw in
+                RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
                     do {
-                        try body(JournalRecord(sequence: record.sequence, kind: kind, payload: payload))
-                        try progress(fileStart + Int64(record.end), total)
+                        try visit(record, raw, path, fileStart)
                     } catch {
                         failure = error
                         return false
                     }
                     return true
-                case .failure(var error):
-                    error.sequence = record.sequence
-                    failure = error
-                    return false
                 }
             }
             if failure == nil, let damage = scan.damage {

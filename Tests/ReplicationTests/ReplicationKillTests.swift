@@ -54,7 +54,7 @@ struct ReplicationKillTests {
         #expect(try writer.context.fetchCount(FetchDescriptor<Pkg>()) >= acknowledged)
         #expect(try checkLogChain(target) == Array(1...writer.store.stats.lastSequence))
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: .seconds(30)))
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: .seconds(60)), "\(follower.status)")
         #expect(try state(follower.store.snapshot) == state(writer.context))
         try await follower.stop()
         try writer.close()
@@ -83,7 +83,7 @@ struct ReplicationKillTests {
         try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(20))
         print("replication kill test: followers killed after applying \(killedAt.joined(separator: ", ")) of \(writer.store.stats.lastSequence)")
         let follower = try await ObjectStore.follow(at: replica, schema: pkgSchema, source: target)
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: .seconds(30)))
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: .seconds(60)), "\(follower.status)")
         #expect(try state(follower.store.snapshot) == state(writer.context))
         try await follower.stop()
         // Every transaction of the writer is in the replica's journal exactly once: a replayed

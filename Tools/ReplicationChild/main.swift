@@ -3,7 +3,8 @@
 //   objectgraph-replication-child write DIR SERVERS STREAM MAX-MESSAGE-BYTES
 //       opens DIR as a store shipping to STREAM (comma-separated SERVERS), then saves forever:
 //       each save N inserts one Pkg with a 20 KB value (several messages at a small
-//       MAX-MESSAGE-BYTES, so that a kill lands mid-record) and prints "saved N SEQ".
+//       MAX-MESSAGE-BYTES, so that a kill lands mid-record), prints "saved N SEQ", and
+//       pauses 2 ms.
 //   objectgraph-replication-child follow DIR SERVERS STREAM
 //       follows STREAM into DIR and prints "applied SEQ" as it goes, until killed.
 //
@@ -46,6 +47,8 @@ do {
             try store.context.save()
             say("saved \(n) \(store.store.stats.lastSequence)")
             n += 1
+            // A pace a test can follow on a loaded machine: a few hundred saves a second.
+            usleep(2_000)
         }
     case "follow":
         let follower = try await ObjectStore.follow(at: directory, schema: schema, source: target)

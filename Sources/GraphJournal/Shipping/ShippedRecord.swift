@@ -159,34 +159,10 @@ extension Journal {
     /// - Throws: what `body` throws, or ``JournalError`` if a file cannot be read or no longer
     ///   matches what `open` checked.
     public func forEachShippedRecord(after sequence: UInt64, _ body: (ShippedRecord) throws -> Void) throws {
-        let files = state.withLock { s in s.files }
-        for file in files {
-            let path = self.path(file.name)
-            let fd = try fs.open(path, .readOnly)
-            let bytesResult: Result<[UInt8], JournalError>
-            do throws(JournalError) { bytesResult = .success(try fs.read(fd, path, count: Int(file.size), at: 0)) } catch {
-                bytesResult = .failure(error)
-            }
-            fs.closeQuietly(fd)
-            let bytes = try bytesResult.get()
-            var failure: (any Error)?
-            let scan = bytes.withUnsafeBytes { raw in
-                RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
-                    guard record.sequence > sequence, let kind = JournalRecord.Kind(recordType: record.type) else { return true }
-                    do {
-                        try body(ShippedRecord(
-                            segmentRecord: UnsafeRawBufferPointer(rebasing: raw[record.offset..<record.end]), sequence: record.sequence, kind: kind))
-                    } catch {
-                        failure = error
-                        return false
-                    }
-                    return true
-                }
-            }
-            if failure == nil, let damage = scan.damage {
-                failure = JournalError(.corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset))
-            }
-            if let failure { throw failure }
+        try walkLiveRecords { record, bytes, _, _ in
+            guard record.sequence > sequence, let kind = JournalRecord.Kind(recordType: record.type) else { return }
+            try body(ShippedRecord(
+                segmentRecord: UnsafeRawBufferPointer(rebasing: bytes[record.offset..<record.end]), sequence: record.sequence, kind: kind))
         }
     }
 }
