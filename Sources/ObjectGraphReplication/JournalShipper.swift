@@ -66,7 +66,7 @@ public final class JournalShipper: Sendable {
         var running = false
         var stopping = false
         /// A batch cut short in the stream by a crash: its records and the next part to publish.
-        var resume: (first: UInt64, last: UInt64, nextPart: Int)?
+        var resume: Resume?
         var baseRequested = false
         var threadDone = true
         /// The shipper waits with nothing to do (no deadline): a new record must wake it. While
@@ -169,11 +169,12 @@ public final class JournalShipper: Sendable {
             throw ReplicationError(error, while: "reading stream \(target.stream)")
         }
         var shipped: UInt64 = 0
-        var resume: (UInt64, UInt64, Int)?
+        var resume: Resume?
         if let last {
             let info = try LogMessageInfo(last)
             shipped = info.isLastPart ? info.sequence : info.previous
-            if !info.isLastPart { resume = (info.first, info.sequence, info.part + 1) }
+            // A part before the last is full: its size is the one the batch was cut with.
+            if !info.isLastPart { resume = Resume(first: info.first, last: info.sequence, nextPart: info.part + 1, partSize: last.payload.count) }
             let local = source.lastSequence
             guard info.sequence <= local else {
                 throw ReplicationError(
@@ -312,6 +313,15 @@ public final class JournalShipper: Sendable {
 
     fileprivate struct StopWalk: Error {}
 
+    /// A batch a crash cut short in the stream: its records, the next part to publish, and the
+    /// part size it was cut with (the same parts again, whatever the target says now).
+    struct Resume {
+        var first: UInt64
+        var last: UInt64
+        var nextPart: Int
+        var partSize: Int
+    }
+
     private enum Work {
         case base
         case catchUp
@@ -398,7 +408,7 @@ public final class JournalShipper: Sendable {
     ///
     /// - Returns: whether the batch was handled (published, or found shipped already).
     @discardableResult
-    fileprivate func publishLog(_ batch: [ShippedRecord], startPart: Int = 0) throws -> Bool {
+    fileprivate func publishLog(_ batch: [ShippedRecord], startPart: Int = 0, partSize: Int? = nil) throws -> Bool {
         let (shipped, streamLast) = box.locked { ($0.status.shippedSequence, $0.status.streamSequence) }
         let records = batch.filter { $0.sequence > shipped }
         guard let first = records.first else { return true }
@@ -409,7 +419,7 @@ public final class JournalShipper: Sendable {
             }
             return true
         }
-        let outgoing = OutgoingBatch(records, previous: shipped, maxPart: maxPart)
+        let outgoing = OutgoingBatch(records, previous: shipped, maxPart: partSize ?? maxPart)
         var last = streamLast
         for part in startPart..<outgoing.parts.count {
             switch try publish(
@@ -484,14 +494,14 @@ public final class JournalShipper: Sendable {
     /// the rest as log batches, the one a crash cut short first, exactly as it was.
     private final class CatchUpWalk {
         let shipped: UInt64
-        let resume: (first: UInt64, last: UInt64, nextPart: Int)?
+        let resume: Resume?
         let maxBatch: Int
         var pendingBase: [ShippedRecord] = []
         var batch: [ShippedRecord] = []
         var bytes = 0
         var first = true
 
-        init(shipped: UInt64, resume: (first: UInt64, last: UInt64, nextPart: Int)?, maxBatch: Int) {
+        init(shipped: UInt64, resume: Resume?, maxBatch: Int) {
             self.shipped = shipped
             self.resume = resume
             self.maxBatch = maxBatch
@@ -510,7 +520,7 @@ public final class JournalShipper: Sendable {
             if let resume, r.sequence <= resume.last {
                 batch.append(r)
                 if r.sequence == resume.last {
-                    try shipper.publishLog(batch, startPart: resume.nextPart)
+                    try shipper.publishLog(batch, startPart: resume.nextPart, partSize: resume.partSize)
                     batch = []
                 }
                 return
