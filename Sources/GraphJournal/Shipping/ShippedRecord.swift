@@ -76,10 +76,12 @@ public struct ShippedRecord: Sendable, Hashable {
         self.storage = WireStorage(pieces: pieces, count: byteCount)
     }
 
+    /// Records are equal when their sequences, kinds and wire forms are.
     public static func == (a: ShippedRecord, b: ShippedRecord) -> Bool {
         a.sequence == b.sequence && a.kind == b.kind && a.wire == b.wire
     }
 
+    /// Hashes the sequence, kind and wire form.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(sequence)
         hasher.combine(kind)
