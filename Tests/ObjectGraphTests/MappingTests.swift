@@ -416,6 +416,85 @@ struct MappingTests {
         try context.save()
     }
 
+    @Test func aDocumentLargeEnoughForTheLookaheadMapsAsASmallOneDoes() throws {
+        // With an index of 128k buckets or more, a run maps each source a few places behind its
+        // walk over the array and prefetches for the sources ahead (IdentificationLookahead).
+        // Duplicates inside and outside that window, sources without an ID, keys in another
+        // order, re-runs in both orders and errors must come out as without it.
+        let n = 70_000
+        let context = try newsContext()
+        let m = try articles()
+        var sources: [String] = []
+        sources.reserveCapacity(n)
+        for i in 0..<n {
+            switch i % 1000 {
+            case 5: sources.append(#"{"title": "no id"}"#)
+            case 7: sources.append(#"{"title": "t\#(i)", "body": null, "articleID": \#(i)}"#)
+            case 11: sources.append(#"{"articleID": \#(i - 3), "title": "again \#(i)"}"#)
+            case 40: sources.append(#"{"articleID": \#(i - 30), "title": "again \#(i)"}"#)
+            default: sources.append(#"{"articleID": \#(i), "title": "t\#(i)"}"#)
+            }
+        }
+        let r = try context.map(json("[" + sources.joined(separator: ",") + "]"), with: m)
+        #expect(r.counts.inserted == n / 1000 * 997 && r.counts.skippedWithoutIdentification == n / 1000)
+        #expect(r.sourceCount == n && r.objects.count == n - n / 1000)
+        #expect(try context.count(of: Article.self) == n / 1000 * 997)
+        for block in [0, 34, 69] {
+            let b = block * 1000
+            let byID = { (id: Int) in try context.object(Article.self, where: \.articleID, equals: Int64(id)) }
+            #expect(try byID(b + 8)?.title == "again \(b + 11)" && byID(b + 10)?.title == "again \(b + 40)")
+            #expect(try byID(b + 7)?.title == "t\(b + 7)" && byID(b + 999)?.title == "t\(b + 999)")
+        }
+        try context.save()
+
+        // Re-runs: shuffled (the guess of the next row misses, so the lookahead prefetches the
+        // rows it updates), then in storage order with new objects at the end.
+        let ids = (0..<n).filter { $0 % 1000 != 5 && $0 % 1000 != 11 && $0 % 1000 != 40 }
+        var rng = SystemRandomNumberGenerator()
+        let shuffled = ids.shuffled(using: &rng).map { #"{"articleID": \#($0), "title": "v2 \#($0)"}"# }
+        let s = try context.map(json("[" + shuffled.joined(separator: ",") + "]"), with: m)
+        #expect(s.counts.inserted == 0 && s.counts.updated == ids.count)
+        let ordered = (ids + (n..<(n + 100))).map { #"{"articleID": \#($0), "title": "v3 \#($0)"}"# }
+        let o = try context.map(json("[" + ordered.joined(separator: ",") + "]"), with: m)
+        #expect(o.counts.inserted == 100 && o.counts.updated == ids.count)
+        #expect(try context.objects(of: Article.self).allSatisfy { $0.title == "v3 \($0.articleID)" })
+        try context.save()
+
+        // An error in the middle of the walk and one in its last window name their sources and
+        // change nothing.
+        for bad in [n / 2, ordered.count - 3] {
+            var failing = ordered
+            failing[bad] = #"{"articleID": 1, "words": "many"}"#
+            do {
+                try context.map(json("[" + failing.joined(separator: ",") + "]"), with: m)
+                Issue.record("expected an error")
+            } catch let e as MappingError {
+                #expect(e.code == .untransformableValue && e.sourceIndex == bad)
+            }
+            #expect(!context.hasChanges)
+        }
+    }
+
+    @Test func aLargeDocumentIdentifiedByAStringMapsAsASmallOneDoes() throws {
+        // The lookahead hashes a string key from the document's bytes.
+        let context = ModelContext(schema: try Schema(FixturePackage.self, FixtureMaintainer.self))
+        var m = EntityMapping(FixturePackage.self)
+        try m.map("name", "version")
+        try m.identify(by: "name")
+        let n = 70_000
+        let first = (0..<n).map { i in
+            i % 100 == 50 ? #"{"name": "p\#(i - 20)", "version": "dup"}"# : #"{"name": "p\#(i)", "version": "1"}"#
+        }
+        let r = try context.map(json("[" + first.joined(separator: ",") + "]"), with: m)
+        #expect(r.counts.inserted == n - n / 100 && r.objects[50] === r.objects[30] && r.objects[30].version == "dup")
+        var rng = SystemRandomNumberGenerator()
+        let names = (0..<n).filter { $0 % 100 != 50 }
+        let second = names.shuffled(using: &rng).map { #"{"name": "p\#($0)", "version": "2"}"# }
+        let s = try context.map(json("[" + second.joined(separator: ",") + "]"), with: m)
+        #expect(s.counts.inserted == 0 && s.counts.updated == names.count)
+        #expect(try context.objects(of: FixturePackage.self).allSatisfy { $0.version == "2" })
+    }
+
     @Test func aSourceWithoutItsIdentificationValueIsSkippedNotInsertedWithADefaultKey() throws {
         let context = try newsContext()
         var w = EntityMapping(Writer.self)

@@ -81,6 +81,11 @@ final class MappingPlan {
     /// The row identification found last, for the guess that the next source names the next
     /// row.
     @exclusivity(unchecked) var lastFound = -2
+    /// How well that guess has been doing lately: up by one for a hit, down by four for a miss
+    /// (a source whose object was not at the guessed row, or no guess), within 0...32. A run
+    /// prefetches the identification's index lines for the sources ahead only while it is low
+    /// (``IdentificationLookahead``).
+    @exclusivity(unchecked) var guessScore = 0
     /// Identification without a unique index: key → row, built on first use.
     var identities: [IdentityKey: Int32]?
 

@@ -47,6 +47,21 @@ protocol MappingSource {
     /// The node as JSON text with sorted keys, for a `Codable` attribute; `nil` when the node
     /// cannot be written as JSON.
     func json(_ node: Node) -> Data?
+    /// Whether ``peekField(_:_:hint:)`` is cheap and may find a field: a run then looks at the
+    /// sources ahead to prefetch what their identification will read.
+    static var peeksFields: Bool { get }
+    /// The value of `key` in the object `node` if it is where `hint` says the key was found
+    /// last time, else nil; no search. A guess for prefetching only.
+    func peekField(_ node: Node, _ key: MappingKey, hint: Int) -> Node?
+    /// Prefetches what the sources after the object `node` are read from, for sources whose
+    /// storage is larger than the caches; nothing for others.
+    func prefetchPast(_ node: Node)
+}
+
+extension MappingSource {
+    static var peeksFields: Bool { false }
+    func peekField(_ node: Node, _ key: MappingKey, hint: Int) -> Node? { nil }
+    func prefetchPast(_ node: Node) {}
 }
 
 extension MappingSource {
@@ -92,6 +107,17 @@ struct JSONSource: MappingSource {
 
     func forEachElement(_ node: Int, _ body: (Int) throws -> Void) rethrows {
         try document.forEachElement(node, body)
+    }
+
+    static var peeksFields: Bool { true }
+
+    @inline(__always) func prefetchPast(_ node: Int) {
+        if document.kind(node) == .object { document.prefetchPast(node) }
+    }
+
+    @inline(__always) func peekField(_ node: Int, _ key: MappingKey, hint: Int) -> Int? {
+        guard document.kind(node) == .object else { return nil }
+        return key.bytes.withUnsafeBytes { document.field(node, named: $0, atPosition: hint) }
     }
 
     func count(_ node: Int) -> Int { document.count(node) }

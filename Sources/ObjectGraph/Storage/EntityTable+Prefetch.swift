@@ -70,6 +70,15 @@ final class RowPrefetcher {
         }
     }
 
+    /// Stage 2 for a probe that only compares keys (a mapping into an entity that was empty):
+    /// the key cell at `slot` and the null bits of the rows the chain at `hash` names.
+    func keys(hash: Int, slot: Int) {
+        UniqueIndex.forEachRow(in: index.buckets, chainOf: hash, limit: Self.chainLimit) { row in
+            values.read(row * rowBytes + slot * 8)
+            nulls.read(row * maskBytes + (slot >> 6) * 8)
+        }
+    }
+
     /// Stage 3: the instances of the rows the chain at `hash` names (read without retaining)
     /// and the arena bytes their variable-length cells point to.
     func instancesAndStrings(hash: Int) {

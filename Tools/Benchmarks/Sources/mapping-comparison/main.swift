@@ -9,7 +9,7 @@
 //      workload) mapped into an empty store, then one durable save;
 //  (b) re-run: the same document with 10% of the records changed (a greater `score`), mapped
 //      into the store of (a) with `score` as the modification attribute, then one durable save;
-//  (c) per-record cost of (a) at 10k records against N;
+//  (c) per-record cost of (a) at 10k, 100k and N records, each run in a fresh process;
 //  (d) `Codable` values upserted with `ModelContext.upsert(_:as:)` against a hand-written loop
 //      of `insert` and typed sets, in memory.
 // Writes <out>/mapping.md.
@@ -87,14 +87,30 @@ func peopleMapping() throws -> EntityMapping<UniquePerson> {
     return m
 }
 
-struct Phases { var parse = 0.0, map = 0.0, save = 0.0; var total: Double { parse + map + save } }
+struct Phases {
+    var parse = 0.0, map = 0.0, save = 0.0
+    /// The page faults and the system CPU seconds of parse + map (from `getrusage`).
+    var faults = 0, systemSeconds = 0.0
+    var total: Double { parse + map + save }
+}
+
+/// This process's minor page faults and system CPU seconds so far.
+func faultsAndSystemTime() -> (Int, Double) {
+    var u = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &u)
+    return (u.ru_minflt, Double(u.ru_stime.tv_sec) + Double(u.ru_stime.tv_usec) / 1e6)
+}
 
 /// Maps `document` into `store` and saves: the three phases, and the run's result.
 func mapAndSave(_ store: ObjectStore, _ document: Data, _ mapping: EntityMapping<UniquePerson>) throws -> (Phases, MappingResult<UniquePerson>) {
     var p = Phases()
+    let (faults, system) = faultsAndSystemTime()
     let r = try store.context.map(document, with: mapping)
+    let (faultsAfter, systemAfter) = faultsAndSystemTime()
     p.parse = r.parseSeconds
     p.map = r.mapSeconds
+    p.faults = faultsAfter - faults
+    p.systemSeconds = systemAfter - system
     let t = now()
     try store.context.save()
     p.save = now() - t
@@ -336,15 +352,28 @@ func sqliteSync(_ initial: Data, _ payload: Data) throws -> Double {
 
 // MARK: Run
 
-// `--profile N`: only ObjectGraph's first run, N times, for perf and callgrind.
+// `--profile N`: only ObjectGraph's first run and re-run, N times, for perf and callgrind;
+// with `--shuffled`, the re-run's records in a random order.
 if let rounds = option("--profile").flatMap(Int.init) {
     let doc = document(records)
-    let changed = document(records, changedEvery: 10)
+    let changed = document(records, changedEvery: 10, shuffled: arguments.contains("--shuffled"))
     for _ in 0..<rounds {
         let (a, b) = try objectGraphRun(doc, changed)
         print(String(format: "first: parse %.3f  map %.3f  save %.3f   re-run: parse %.3f  map %.3f  save %.3f",
                      a.parse, a.map, a.save, b?.parse ?? 0, b?.map ?? 0, b?.save ?? 0))
     }
+    exit(0)
+}
+
+// `--first-run`: one first run (parse, map, save) of `--records` records, the measurement of
+// the per-record scaling; `firstRunInFreshProcess` starts this binary with it once per size and
+// round. With `--warm-up N`, N records are mapped into another store first, in the same process.
+// Prints the seconds of the three phases, then the page faults and system seconds of parse + map.
+if arguments.contains("--first-run") {
+    if let n = option("--warm-up").flatMap(Int.init), n > 0 { _ = try objectGraphRun(document(n), nil) }
+    let doc = document(records)
+    let (a, _) = try objectGraphRun(doc, nil)
+    print(String(format: "%.6f %.6f %.6f %d %.3f", a.parse, a.map, a.save, a.faults, a.systemSeconds))
     exit(0)
 }
 
@@ -379,16 +408,49 @@ if let rounds = option("--profile-sync").flatMap(Int.init) {
     exit(0)
 }
 
+/// The first run of `n` records in a new process of this binary (`--first-run`), after a warm-up
+/// of `warmUp` records in that process.
+func firstRunInFreshProcess(_ n: Int, warmUp: Int) throws -> Phases {
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    child.arguments = ["--first-run", "--records", "\(n)", "--warm-up", "\(warmUp)"]
+    let pipe = Pipe()
+    child.standardOutput = pipe
+    try child.run()
+    let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    child.waitUntilExit()
+    let f = out.split(whereSeparator: \.isWhitespace)
+    guard child.terminationStatus == 0, f.count == 5, let parse = Double(f[0]), let map = Double(f[1]), let save = Double(f[2]),
+          let faults = Int(f[3]), let system = Double(f[4]) else { throw BenchError("--first-run \(n): \(out)") }
+    return Phases(parse: parse, map: map, save: save, faults: faults, systemSeconds: system)
+}
+
 let loadBefore = loadAverage()
+
+// (c) first, while this process holds no documents: each size in a fresh process, the sizes one
+// after the other in each round, so that each round measures them under the same conditions.
+// Each process first maps 100 records into a scratch store, which pays the process's one-time
+// costs (code pages, lazy binding, type metadata) without handing its freed memory to the
+// measured run: every size then pays the page faults of its own fresh memory, as 1M must.
+let scalingSizes = Set([10_000, 100_000, records].filter { $0 <= records }).sorted()
+let scalingRounds = max(repeats, 5)
+let scalingWarmUp = 100
+let scaling = try { () throws -> [Int: [Phases]] in
+    var runs: [Int: [Phases]] = [:]
+    for round in 0..<scalingRounds {
+        FileHandle.standardError.write(Data("per-record scaling, round \(round + 1)/\(scalingRounds)\n".utf8))
+        for n in scalingSizes { runs[n, default: []].append(try firstRunInFreshProcess(n, warmUp: scalingWarmUp)) }
+    }
+    return runs
+}()
+
 FileHandle.standardError.write(Data("generating documents (\(records) records)…\n".utf8))
 let first = document(records)
 let second = document(records, changedEvery: 10)
 let shuffledSecond = document(records, changedEvery: 10, shuffled: true)
-let small = document(10_000)
 
 var og: [(Phases, Phases)] = []
 var sql: [(Phases, Phases)] = []
-var ogSmall: [Phases] = []
 var ogShuffled: [Phases] = []
 var codable: [(Double, Double)] = []
 var mirror: [Double] = []
@@ -401,7 +463,6 @@ for round in 0..<repeats {
     og.append((a, b ?? Phases()))
     let (c, d) = try sqliteRun(first, second)
     sql.append((c, d ?? Phases()))
-    ogSmall.append(try objectGraphRun(small, nil).0)
     ogShuffled.append(try objectGraphRun(first, shuffledSecond).1 ?? Phases())
     codable.append(try codableRun(records))
     mirror.append(try mirrorRun(100_000))
@@ -417,11 +478,21 @@ func row(_ title: String, _ o: [Phases], _ s: [Phases]) -> String {
     return "| \(title) | \(String(format: "%.3f", m(\.parse, o))) + \(String(format: "%.3f", m(\.map, o))) + \(String(format: "%.3f", m(\.save, o))) = **\(String(format: "%.3f", ot))** | "
         + "\(String(format: "%.3f", m(\.parse, s))) + \(String(format: "%.3f", m(\.map, s))) = **\(String(format: "%.3f", st))** | **\(String(format: "%.1f", st / ot))×** |"
 }
-let perRecordSmall = m(\.total, ogSmall) / 10_000
-let perRecordLarge = m(\.total, ogA) / Double(records)
 let parseMap = { (p: Phases) in p.parse + p.map }
-let perRecordSmallPM = m(parseMap, ogSmall) / 10_000
-let perRecordLargePM = m(parseMap, ogA) / Double(records)
+/// Microseconds per record of `f` at `n` records (median over the rounds).
+func perRecord(_ n: Int, _ f: (Phases) -> Double) -> Double { m(f, scaling[n] ?? []) / Double(n) * 1e6 }
+/// The median over the rounds of the per-round ratio of `f` per record at `records` to at 10k.
+func roundRatio(_ f: (Phases) -> Double) -> Double {
+    guard let small = scaling[10_000], let large = scaling[records] else { return .nan }
+    return median(zip(small, large).map { f($1) / Double(records) / (f($0) / 10_000) })
+}
+let smallPM = perRecord(10_000, parseMap), largePM = perRecord(records, parseMap)
+let smallTotal = perRecord(10_000, \.total), largeTotal = perRecord(records, \.total)
+let scalingLine = scalingSizes.map { n in
+    "\(n >= 1_000_000 ? "\(n / 1_000_000)M" : "\(n / 1000)k") \(String(format: "%.3f", perRecord(n, parseMap)))"
+}.joined(separator: ", ")
+let faultsLine = scalingSizes.map { n in String(format: "%.3f", m({ Double($0.faults) }, scaling[n] ?? []) / Double(n)) }.joined(separator: ", ")
+let scalingRatio = "per-record cost, parse + map, \(scalingLine) µs: \(String(format: "%.2f", largePM / smallPM))× (10k → \(records))"
 let codableMedian = median(codable.map(\.0)), typedMedian = median(codable.map(\.1))
 
 let report = """
@@ -450,11 +521,14 @@ let report = """
       each object at the row after the last one (a check of that row before the index probe). The same re-run
       with the records shuffled: \(String(format: "%.3f", m(\.parse, ogShuffled))) + \(String(format: "%.3f", m(\.map, ogShuffled))) + \(String(format: "%.3f", m(\.save, ogShuffled))) = \(String(format: "%.3f", m(\.total, ogShuffled))) s,
       **\(String(format: "%.2f", m(\.total, ogShuffled) / m(\.total, ogA)))×** the first run.
-    - Per-record cost of the first run, parse + map: \(String(format: "%.2f", perRecordSmallPM * 1e6)) µs at 10k records,
-      \(String(format: "%.2f", perRecordLargePM * 1e6)) µs at \(records): **\(String(format: "%.2f", perRecordLargePM / perRecordSmallPM))×**;
-      with the save: \(String(format: "%.2f", perRecordSmall * 1e6)) and \(String(format: "%.2f", perRecordLarge * 1e6)) µs,
-      **\(String(format: "%.2f", perRecordLarge / perRecordSmall))×** (at 1M the store's automatic compaction runs after
-      the first save, rewriting the journal as a base; at 10k the journal is below its 8 MiB threshold).
+    - Per-record cost of the first run, parse + map, each size in a fresh process (\(scalingRounds) rounds, the
+      sizes one after the other in each round, medians; each process maps \(scalingWarmUp) records into a scratch store
+      first, so that its one-time costs are not charged to the small run, without lending it memory):
+      \(scalingLine) µs: **\(String(format: "%.2f", largePM / smallPM))×** from 10k to \(records)
+      (median of the rounds' own ratios: \(String(format: "%.2f", roundRatio(parseMap)))×). Page faults per record:
+      \(faultsLine). With the save: \(String(format: "%.2f", smallTotal)) and \(String(format: "%.2f", largeTotal)) µs,
+      **\(String(format: "%.2f", largeTotal / smallTotal))×** (at 1M the store's automatic compaction runs after the first
+      save, rewriting the journal as a base; at 10k the journal is below its 8 MiB threshold).
     - `Codable` values, in memory: `upsert(_:as:)` of \(records) `PersonRecord`s \(String(format: "%.3f", codableMedian)) s,
       a hand-written loop of `insert` and six typed sets \(String(format: "%.3f", typedMedian)) s:
       **\(String(format: "%.2f", codableMedian / typedMedian))×**.
@@ -472,3 +546,5 @@ let report = """
 try FileManager.default.createDirectory(at: outDirectory, withIntermediateDirectories: true)
 try report.write(to: outDirectory.appendingPathComponent("mapping.md"), atomically: true, encoding: .utf8)
 print(report)
+print("")
+print(scalingRatio)
