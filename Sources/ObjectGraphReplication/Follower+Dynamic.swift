@@ -50,7 +50,7 @@ extension Follower {
         } catch {
             throw ReplicationError(error, while: "reading stream \(source.stream)")
         }
-        try bootstrapIfNeeded(directory, client: client, target: source)
+        try installNewestBaseIfNew(directory, client: client, target: source)
         let bytes: [UInt8]
         if let local = try localSchema(directory) {
             bytes = local
@@ -71,7 +71,7 @@ extension Follower {
     /// The schema recorded in the replica's journal, or nil when there is no journal yet, or
     /// one without a schema record.
     private static func localSchema(_ directory: URL) throws -> [UInt8]? {
-        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("MANIFEST").path) else { return nil }
+        guard hasJournal(directory) else { return nil }
         let journal = try Journal.open(directory: directory.path)
         let schema = journal.schema
         try? journal.close()

@@ -84,8 +84,10 @@ public final class Follower: Sendable {
         var options = options
         options.readOnly = true
         options.autoCompactionRatio = nil
-        try bootstrapIfNeeded(directory, client: client, target: source)
-        let store = AsyncStore(store: try ObjectStore.open(at: directory, schema: schema, options: options))
+        let opened = try openReplica(directory, client: client, target: source) {
+            try ObjectStore.open(at: directory, schema: schema, options: options)
+        }
+        let store = AsyncStore(store: opened)
         let position = Position(store.shippingSource.origin) ?? Position(recordSequence: 0, streamSequence: 0)
         return Follower(store: store, target: source, client: client, position: position)
     }
@@ -284,25 +286,45 @@ public final class Follower: Sendable {
         return m.headers[Header.covers].flatMap(UInt64.init)
     }
 
-    /// A new replica (an empty directory) starts from the stream's newest base, when there is
-    /// one; a replica the stream was trimmed past is rebuilt from it.
-    static func bootstrapIfNeeded(_ directory: URL, client: JetStreamClient, target: ReplicationTarget) throws {
-        let fm = FileManager.default
-        let isNew = !fm.fileExists(atPath: directory.appendingPathComponent("MANIFEST").path)
-        var behind = false
-        if !isNew {
-            let journal = try Journal.open(directory: directory.path)
-            let position = Position(journal.origin)
-            try journal.close()
-            let state: StreamState
-            do { state = try client.streamState(target.stream) } catch { throw ReplicationError(error, while: "reading stream \(target.stream)") }
-            behind = (position?.streamSequence ?? 0) + 1 < state.firstSequence
+    /// Opens the replica with `open`, its journal read once, by `open`. A new replica (no
+    /// journal yet) first gets the stream's newest base, when there is one; a replica the
+    /// stream was trimmed past is closed, rebuilt from that base and opened again.
+    static func openReplica(
+        _ directory: URL, client: JetStreamClient, target: ReplicationTarget, open: () throws -> ObjectStore
+    ) throws -> ObjectStore {
+        guard hasJournal(directory) else {
+            try installNewestBaseIfNew(directory, client: client, target: target)
+            return try open()
         }
-        guard isNew || behind else { return }
+        let store = try open()
+        let state: StreamState
+        do { state = try client.streamState(target.stream) } catch {
+            try? store.close()
+            throw ReplicationError(error, while: "reading stream \(target.stream)")
+        }
+        guard (Position(store.origin)?.streamSequence ?? 0) + 1 < state.firstSequence else { return store }
+        try store.close()
         guard let base = try client.newestBase(target) else {
-            if behind { throw ReplicationError(.unavailable, "the stream was trimmed past this replica and holds no base to restart from") }
-            return
+            throw ReplicationError(.unavailable, "the stream was trimmed past this replica and holds no base to restart from")
         }
+        try installReplacing(directory, with: base, client: client, target: target)
+        return try open()
+    }
+
+    /// Whether `directory` holds a journal.
+    static func hasJournal(_ directory: URL) -> Bool {
+        FileManager.default.fileExists(atPath: directory.appendingPathComponent("MANIFEST").path)
+    }
+
+    /// A new replica (no journal yet) starts from the stream's newest base, when there is one.
+    static func installNewestBaseIfNew(_ directory: URL, client: JetStreamClient, target: ReplicationTarget) throws {
+        guard !hasJournal(directory), let base = try client.newestBase(target) else { return }
+        try installReplacing(directory, with: base, client: client, target: target)
+    }
+
+    /// Writes `base` into a staging directory, then puts it in place of `directory`.
+    private static func installReplacing(_ directory: URL, with base: BaseLocation, client: JetStreamClient, target: ReplicationTarget) throws {
+        let fm = FileManager.default
         let staging = directory.deletingLastPathComponent().appendingPathComponent(directory.lastPathComponent + ".base-install")
         try? fm.removeItem(at: staging)
         try install(base, client: client, target: target, into: staging)

@@ -250,11 +250,6 @@ public final class JournalShipper: Sendable {
         }
     }
 
-    /// Waits until everything durable so far shipped (used before a compaction and a close).
-    func drain(timeout: Duration, lastSequence: UInt64) throws(ReplicationError) {
-        try waitShipped(through: lastSequence, timeout: timeout)
-    }
-
     /// Ships the base the journal now starts with, after a compaction, and waits until the
     /// stream stored it. ``ReplicatedStore/compact(timeout:progress:)`` calls it; a daemon with an
     /// ``AsyncStore`` calls it after `waitShipped(through:)` and `compact()`:

@@ -58,7 +58,7 @@ public final class ReplicatedStore {
     ///   ship in time (nothing was compacted) or the base does not (the store is compacted; the
     ///   base ships when the servers answer); ``StoreError`` from the compaction.
     public func compact(timeout: Duration = .seconds(30), progress: ProgressHandler? = nil) throws {
-        try shipper.drain(timeout: timeout, lastSequence: store.stats.lastSequence)
+        try shipper.waitShipped(through: store.stats.lastSequence, timeout: timeout)
         try store.compact(progress: progress)
         try shipper.shipBase(timeout: timeout)
     }
@@ -68,7 +68,7 @@ public final class ReplicatedStore {
     ///
     /// - Throws: ``StoreError`` from the close.
     public func close(timeout: Duration = .seconds(5)) throws {
-        try? shipper.drain(timeout: timeout, lastSequence: store.stats.lastSequence)
+        try? shipper.waitShipped(through: store.stats.lastSequence, timeout: timeout)
         shipper.stop()
         try store.close()
     }

@@ -51,18 +51,18 @@ struct FollowCommand: ParsableCommand {
     func run() throws {
         var path = directory
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
-        let session = FollowSession(
+        let run = FollowRun(
             target: source.target, label: source.label, directory: path, untilSequence: untilSequence,
             interval: .milliseconds(Int64(statusInterval * 1000)))
         try runReporting {
             StopSignal.install()
-            try waitFor { try await session.run() }
+            try waitFor { try await run.run() }
         }
     }
 }
 
 /// What `follow` does once its arguments are read.
-private struct FollowSession: Sendable {
+private struct FollowRun: Sendable {
     let target: ReplicationTarget
     let label: String
     let directory: String
