@@ -131,8 +131,9 @@ public macro Unique<T>(_ keyPaths: [PartialKeyPath<T>]..., onCollision: UniqueCo
 public macro _PersistedRelationship(index: Int) = #externalMacro(module: "ObjectGraphMacros", type: "PersistedRelationshipMacro")
 
 /// Declares a relationship of an `@Entity` class: `T?` is a to-one, `[T]` a to-many (set
-/// semantics), and `inverse` names the property on `T` that points back. Setting either side
-/// updates the other.
+/// semantics, or an ordered list with `ordered: true`), and `inverse` names the property on
+/// `T` that points back. Setting either side updates the other. Both sides may be to-manys
+/// (a many-to-many relationship).
 ///
 /// ```swift
 /// @Entity final class Folder {
@@ -143,12 +144,24 @@ public macro _PersistedRelationship(index: Int) = #externalMacro(module: "Object
 ///     var name: String
 ///     @Relationship(inverse: "files") var folder: Folder?
 /// }
+/// @Entity final class Package {
+///     var name: String
+///     @Relationship(inverse: "dependents") var depends: [Package]     // many-to-many
+///     @Relationship(inverse: "depends") var dependents: [Package]
+/// }
+/// @Entity final class Playlist {
+///     @Relationship(inverse: "playlists", ordered: true) var tracks: [Track]
+/// }
 /// ```
+///
+/// To add, remove or move one member of a large to-many without reading the whole list, use
+/// ``ModelContext/add(_:to:of:at:)``, ``ModelContext/remove(_:from:of:)`` and
+/// ``ModelContext/move(in:of:from:to:)``.
 ///
 /// A relationship set on an object not inserted yet is applied when it is inserted (SwiftData
 /// style); an object assigned to a relationship of an inserted object joins its context. See
 /// ``RelationshipDescription`` for how relationships are stored and ``DeleteRule`` for what
 /// deleting does.
 @attached(peer)
-public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: String) =
+public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: String, ordered: Bool = false) =
     #externalMacro(module: "ObjectGraphMacros", type: "RelationshipMacro")

@@ -164,6 +164,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             ("inverse", Make.string(r.inverse)),
         ]
         if let rule = r.deleteRule { arguments.append(("deleteRule", rule)) }
+        if let ordered = r.ordered, r.isToMany { arguments.append(("ordered", ordered)) }
         return Make.call(Make.member(nil, r.isToMany ? "toMany" : "toOne"), arguments)
     }
 

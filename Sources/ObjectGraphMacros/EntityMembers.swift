@@ -37,6 +37,8 @@ struct PersistedRelationship {
     let deleteRule: ExprSyntax?
     /// Whether the declaration has an initializer (`= []`, `= nil`), which the accessors ignore.
     let hasInitializer: Bool
+    /// The `ordered:` argument, if given.
+    var ordered: ExprSyntax? = nil
 }
 
 /// What one member declaration of an entity class means to the macros.
@@ -193,6 +195,7 @@ extension EntityMembers {
     ) -> MemberRole {
         var inverse: String?
         var deleteRule: ExprSyntax?
+        var ordered: ExprSyntax?
         if case .argumentList(let arguments) = attribute.arguments {
             for argument in arguments {
                 switch argument.label?.text {
@@ -207,6 +210,8 @@ extension EntityMembers {
                     }
                 case "deleteRule":
                     deleteRule = argument.expression.trimmed
+                case "ordered":
+                    ordered = argument.expression.trimmed
                 default:
                     break
                 }
@@ -218,7 +223,7 @@ extension EntityMembers {
         if !isOptional, let array = declaredType.as(ArrayTypeSyntax.self) {
             return .relationship(PersistedRelationship(
                 name: name, destinationType: array.element.trimmed, isToMany: true, inverse: inverse, deleteRule: deleteRule,
-                hasInitializer: hasInitializer))
+                hasInitializer: hasInitializer, ordered: ordered))
         }
         guard isOptional, !valueType.is(ArrayTypeSyntax.self) else {
             return .invalid([Diagnostic(node: typeNode, message: EntityDiagnostic.relationshipType)])

@@ -1,3 +1,4 @@
+internal import HashTreeCollections
 import Synchronization
 
 /// The latest published snapshot, shared between the writer and every reader.
@@ -106,7 +107,50 @@ final class SnapshotPublisher {
             tables.append(table)
         }
         self.tables = tables
-        hub = SnapshotHub(StoreSnapshot(version: 0, schema: context.schema, tables: tables))
+        links = context.links.map { l in
+            l.collectsTouched = true
+            l.touched = [[], []]
+            var s = SnapshotLinks()
+            for side in 0..<2 {
+                let t = l.table(side)
+                for row in 0..<min(l.lists[side].count, t.rowCount) where !l.lists[side][row].members.isEmpty && t.isVisible(row: row) {
+                    s.refresh(side, row: row, of: l)
+                }
+            }
+            return s
+        }
+        hub = SnapshotHub(StoreSnapshot(version: 0, schema: context.schema, tables: tables, links: links))
+    }
+
+    /// Per link table of the context: its lists as of the last publication.
+    private var links: [SnapshotLinks]
+
+    /// Copies the lists the last transaction changed into the snapshot's links: the owners its
+    /// link changes touched and the partners of the objects it deleted (`deleted`: per entity,
+    /// the serials and, while they are not freed yet, the rows). Returns whether any changed.
+    private func publishLinks(_ context: ModelContext, deleted: [(entity: Int, serials: [UInt64], rows: [Int])]) -> Bool {
+        var changed = false
+        for (k, l) in context.links.enumerated() {
+            for side in 0..<2 {
+                let entity = l.link.entities[side]
+                for d in deleted where d.entity == entity {
+                    for serial in d.serials where links[k].sides[side][serial] != nil {
+                        links[k].sides[side][serial] = nil
+                        changed = true
+                    }
+                    for row in d.rows { for m in l.members(side, row) { l.touched[1 - side].insert(m) } }
+                }
+            }
+            for side in 0..<2 {
+                let t = l.table(side)
+                for r in l.touched[side] where Int(r) < t.rowCount && t.isVisible(row: Int(r)) {
+                    links[k].refresh(side, row: Int(r), of: l)
+                    changed = true
+                }
+            }
+            l.touched = [[], []]
+        }
+        return changed
     }
 
     /// Publishes the state a save just committed: `pending` lists each table's inserted,
@@ -119,6 +163,12 @@ final class SnapshotPublisher {
             for row in p.inserts { tables[i].upsert(t.serial(ofRow: row), from: t, row: row, generation: generation) }
             for row in p.updates { tables[i].upsert(t.serial(ofRow: row), from: t, row: row, generation: generation) }
             for row in p.deletes { tables[i].remove(t.serial(ofRow: row), generation: generation) }
+        }
+        if !context.links.isEmpty {
+            let deleted = zip(context.tables, pending).enumerated().compactMap { i, tp in
+                tp.1.deletes.isEmpty ? nil : (i, tp.1.deletes.map { tp.0.serial(ofRow: $0) }, tp.1.deletes)
+            }
+            if publishLinks(context, deleted: deleted) { changed = true }
         }
         if changed { finish(start) }
     }
@@ -138,12 +188,19 @@ final class SnapshotPublisher {
             }
             for serial in c.deletedSerials { tables[i].remove(serial, generation: generation) }
         }
+        if !context.links.isEmpty {
+            // The deleted objects' rows are freed already; their partners were noted then.
+            let deleted = changes.entities.compactMap { c in
+                c.deletedSerials.isEmpty ? nil : context.schema.indexByName[c.entityName].map { ($0, c.deletedSerials, [Int]()) }
+            }
+            if publishLinks(context, deleted: deleted) { changed = true }
+        }
         if changed { finish(start) }
     }
 
     private func finish(_ start: ContinuousClock.Instant) {
         version += 1
-        let snapshot = StoreSnapshot(version: version, schema: schema, tables: tables)
+        let snapshot = StoreSnapshot(version: version, schema: schema, tables: tables, links: links)
         generation += 1
         if defersPublication {
             built = snapshot
@@ -151,5 +208,19 @@ final class SnapshotPublisher {
         } else {
             hub.publish(snapshot, took: ContinuousClock.now - start)
         }
+    }
+}
+
+/// One link table's lists in a snapshot: per side, each object's related objects by serial, in
+/// order for an ordered side. Persistent: a publication copies the lists that changed.
+struct SnapshotLinks: Sendable {
+    var sides: [TreeDictionary<UInt64, [UInt64]>] = [[:], [:]]
+
+    /// Copies `row`'s visible list on `side` from the context's link table.
+    mutating func refresh(_ side: Int, row: Int, of l: LinkTable) {
+        let other = l.table(1 - side)
+        let serial = l.table(side).serialOfRow[row]
+        let members = l.visibleMembers(side, row).map { other.serialOfRow[$0] }
+        sides[side][serial] = members.isEmpty ? nil : members
     }
 }

@@ -31,11 +31,14 @@ public final class StoreSnapshot: Sendable {
     /// The schema of the store.
     public let schema: Schema
     let tables: [SnapshotTable]
+    /// Per link table of the schema: its lists.
+    let links: [SnapshotLinks]
 
-    init(version: UInt64, schema: Schema, tables: [SnapshotTable]) {
+    init(version: UInt64, schema: Schema, tables: [SnapshotTable], links: [SnapshotLinks] = []) {
         self.version = version
         self.schema = schema
         self.tables = tables
+        self.links = links
     }
 
     func table<T: Entity>(for type: T.Type) throws(ObjectGraphError) -> Int {
@@ -223,6 +226,10 @@ final class SnapshotObject {
         let rs = resolved
         guard rs.indices.contains(relationship) else { return nil }
         let r = rs[relationship]
+        if r.isLinked {
+            guard snapshot.links.indices.contains(r.link), let first = snapshot.links[r.link].sides[r.linkSide][serial]?.first else { return nil }
+            return snapshot.instance(table: r.destination, serial: first)
+        }
         guard r.slot >= 0, !page.isNull(self.r, r.slot) else { return nil }
         return snapshot.instance(table: r.destination, serial: page.cell(self.r, r.slot))
     }
@@ -232,6 +239,10 @@ final class SnapshotObject {
         let rs = resolved
         guard rs.indices.contains(relationship) else { return [] }
         let r = rs[relationship]
+        if r.isLinked {
+            guard snapshot.links.indices.contains(r.link), let members = snapshot.links[r.link].sides[r.linkSide][serial] else { return [] }
+            return members.compactMap { snapshot.instance(table: r.destination, serial: $0) }
+        }
         let destination = snapshot.tables[r.destination]
         guard r.inverseSlot >= 0, let k = destination.layout.referenceSlots.firstIndex(of: r.inverseSlot),
               let sources = destination.references[k][serial]

@@ -8,11 +8,18 @@ public struct ChangeSet: Sendable, Hashable {
     /// The changes of each entity that changed, in schema order.
     public var entities: [EntityChanges]
 
+    /// The changes of the relationships stored as links (many-to-many and ordered), one entry
+    /// per relationship that changed.
+    public var links: [LinkChanges] = []
+
     /// Creates a change set.
-    public init(entities: [EntityChanges] = []) { self.entities = entities }
+    public init(entities: [EntityChanges] = [], links: [LinkChanges] = []) {
+        self.entities = entities
+        self.links = links
+    }
 
     /// Whether nothing changed.
-    public var isEmpty: Bool { entities.allSatisfy(\.isEmpty) }
+    public var isEmpty: Bool { entities.allSatisfy(\.isEmpty) && links.allSatisfy(\.isEmpty) }
 
     /// The total number of inserted, updated and deleted objects.
     public var objectCount: Int {
@@ -84,4 +91,78 @@ public struct EntityChanges: Sendable, Hashable {
 public protocol PersistenceBackend: AnyObject {
     /// Records one save's changes durably (as durably as the backend promises), or throws.
     func persist(_ changes: ChangeSet) throws
+}
+
+/// The changes of one relationship stored as links (a many-to-many, or an ordered to-many with
+/// its inverse) in one save, named by its two sides.
+///
+/// Applied after the entities' changes: ``removed``, then ``added`` (each appended to the end
+/// of both objects' lists), then ``orders``. The links of a deleted object are not listed: the
+/// deletion removes them.
+public struct LinkChanges: Sendable, Hashable {
+    /// Two related objects: the serial of side 0's object and of side 1's.
+    public struct Pair: Sendable, Hashable {
+        /// The serial of side 0's object.
+        public var serial0: UInt64
+        /// The serial of side 1's object.
+        public var serial1: UInt64
+        /// Creates a pair.
+        public init(_ serial0: UInt64, _ serial1: UInt64) {
+            self.serial0 = serial0
+            self.serial1 = serial1
+        }
+    }
+
+    /// Rearranges one object's ordered list: each member named is taken out, then put back at
+    /// its index, in ascending index order; the other members keep their relative order.
+    public struct Order: Sendable, Hashable {
+        /// The side (0 or 1) the list is on.
+        public var side: Int
+        /// The serial of the object whose list it is.
+        public var owner: UInt64
+        /// The members that move, in ascending index order.
+        public var placements: [Placement]
+        /// Creates an order edit.
+        public init(side: Int, owner: UInt64, placements: [Placement]) {
+            self.side = side
+            self.owner = owner
+            self.placements = placements
+        }
+    }
+
+    /// One member of an ``Order`` and where it ends up.
+    public struct Placement: Sendable, Hashable {
+        /// The member's serial.
+        public var member: UInt64
+        /// Its index in the list afterwards.
+        public var index: Int
+        /// Creates a placement.
+        public init(member: UInt64, index: Int) {
+            self.member = member
+            self.index = index
+        }
+    }
+
+    /// Per side: the entity's name.
+    public var entityNames: [String]
+    /// Per side: the relationship's name.
+    public var relationshipNames: [String]
+    /// The links removed.
+    public var removed: [Pair]
+    /// The links added, in the order they are appended.
+    public var added: [Pair]
+    /// The order edits of ordered lists.
+    public var orders: [Order]
+
+    /// Creates the changes of one relationship.
+    public init(entityNames: [String], relationshipNames: [String], removed: [Pair] = [], added: [Pair] = [], orders: [Order] = []) {
+        self.entityNames = entityNames
+        self.relationshipNames = relationshipNames
+        self.removed = removed
+        self.added = added
+        self.orders = orders
+    }
+
+    /// Whether nothing changed.
+    public var isEmpty: Bool { removed.isEmpty && added.isEmpty && orders.isEmpty }
 }

@@ -29,7 +29,13 @@ extension ModelContext {
             guard t.isVisible(row: r) else { continue }  // the hook may have deleted it itself
             for rel in t.relationships {
                 let d = t.destinationTable(rel)
-                if rel.isToMany {
+                if rel.isLinked {
+                    // Links to a deleted object read as absent at once and go when the deletion
+                    // is saved; only a cascade has work to do now.
+                    if rel.deleteRule == .cascade {
+                        for member in t.toManyDestinations(row: r, rel) { work.append((d, member)) }
+                    }
+                } else if rel.isToMany {
                     switch rel.deleteRule {
                     case .cascade:
                         for child in t.toManyDestinations(row: r, rel) { work.append((d, child)) }

@@ -20,8 +20,68 @@ extension ModelContext {
             throw error
         }
         // Replayed changes are committed state: no before-images, no pending lists.
+        for l in links { l.commit() }
         for t in tables { t.commit() }
         snapshotPublisher?.publish(self, changes: changes)
+    }
+
+    /// A link block as the public ``LinkChanges``.
+    func linkChanges(_ b: LinkBlock) -> LinkChanges {
+        let l = schema.links[b.link]
+        return LinkChanges(
+            entityNames: l.entities.map { schema.entities[$0].name }, relationshipNames: l.names,
+            removed: b.removed.map { .init($0.0, $0.1) }, added: b.added.map { .init($0.0, $0.1) },
+            orders: (0..<2).flatMap { side in
+                b.orders[side].map { o in
+                    LinkChanges.Order(side: side, owner: o.owner, placements: o.placements.map { .init(member: $0.0, index: $0.1) })
+                }
+            })
+    }
+
+    /// Applies one relationship's link changes (after the entities' changes, before commit).
+    private func applyLinks(_ c: LinkChanges) throws(ObjectGraphError) {
+        func fail(_ message: String) -> ObjectGraphError {
+            ObjectGraphError(.inconsistentChangeSet, message, entity: c.entityNames.first, key: c.relationshipNames.first)
+        }
+        guard c.entityNames.count == 2, c.relationshipNames.count == 2 else { throw fail("link changes name \(c.entityNames.count) sides") }
+        var found: (LinkTable, Bool)?
+        for l in links {
+            let names = (0..<2).map { tables[l.link.entities[$0]].entity.name }
+            if names == c.entityNames && l.link.names == c.relationshipNames { found = (l, false) }
+            if names == c.entityNames.reversed() && l.link.names == c.relationshipNames.reversed() { found = (l, true) }
+        }
+        guard let (l, swapped) = found else {
+            throw fail(
+                "change set names the links \(c.entityNames[0]).\(c.relationshipNames[0]) ↔ \(c.entityNames[1]).\(c.relationshipNames[1]), "
+                    + "which this schema does not store as links")
+        }
+        func row(_ side: Int, _ serial: UInt64) throws(ObjectGraphError) -> Int {
+            let t = l.table(side)
+            guard let r = t.row(ofSerial: serial), t.isVisible(row: r) else { throw fail("link of \(t.entity.name)/\(serial), which does not exist") }
+            return r
+        }
+        for (pairs, removing) in [(c.removed, true), (c.added, false)] {
+            for p in pairs {
+                let (s0, s1) = swapped ? (p.serial1, p.serial0) : (p.serial0, p.serial1)
+                let a = try row(0, s0), b = try row(1, s1)
+                if removing {
+                    guard l.unlink(a, b) else { throw fail("unlink of \(s0) and \(s1), which are not linked") }
+                } else {
+                    guard l.link(a, b) else { throw fail("link of \(s0) and \(s1), which are linked already") }
+                }
+            }
+        }
+        for o in c.orders {
+            guard o.side == 0 || o.side == 1 else { throw fail("order edit of side \(o.side)") }
+            let side = swapped ? 1 - o.side : o.side
+            guard l.link.ordered[side] else { continue }
+            let owner = try row(side, o.owner)
+            var placing: [(Int32, Int)] = []
+            for p in o.placements { placing.append((Int32(try row(1 - side, p.member)), p.index)) }
+            guard l.reorderLogged(side, owner, placing: placing) else {
+                throw fail("order edit of \(l.table(side).entity.name)/\(o.owner) names a member it does not have or an index past its end")
+            }
+        }
     }
 
     private func applyUnchecked(_ changes: ChangeSet) throws(ObjectGraphError) {
@@ -73,6 +133,7 @@ extension ModelContext {
                 t.delete(row: row)
             }
         }
+        for c in changes.links where !c.isEmpty { try applyLinks(c) }
     }
 
     private func store(_ value: AttributeValue?, table t: EntityTable, row: Int, slot: Int) throws(ObjectGraphError) {

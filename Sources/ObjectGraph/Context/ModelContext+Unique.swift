@@ -116,7 +116,9 @@ extension ModelContext {
                     // destinations and to-many members now belong to the existing object.
                     for r in t.relationships {
                         let d = t.destinationTable(r)
-                        if r.isToMany {
+                        if r.isLinked {
+                            for member in t.toManyDestinations(row: row, r) { t.addLink(row: owner, r, member) }
+                        } else if r.isToMany {
                             for member in t.toManyDestinations(row: row, r) { d.setToOne(row: member, d.relationships[r.inverse], to: owner) }
                         } else if let target = t.toOneDestination(row: row, r, visibleOnly: true) {
                             t.setToOne(row: owner, r, to: target)

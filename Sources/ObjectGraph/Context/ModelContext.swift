@@ -38,6 +38,9 @@ public final class ModelContext {
     var observers: ContextObservers?
 
     var tables: [EntityTable] = []
+    /// One table per relationship stored as links (many-to-many and ordered), in the order of
+    /// ``Schema/links``.
+    var links: [LinkTable] = []
     /// How many savepoints are open (imports, transactions, a save in progress).
     var savepointDepth = 0
     /// Whether the context keeps the JSON parser's buffers between mapping runs (default
@@ -67,6 +70,15 @@ public final class ModelContext {
         self.schema = schema
         self.door = backend.map { BackendDoor($0) }
         tables = schema.entities.enumerated().map { EntityTable(entity: $1, index: $0, context: self) }
+        makeLinkTables()
+    }
+
+    /// Creates a link table per relationship stored as links and tells each side's table.
+    func makeLinkTables() {
+        links = schema.links.enumerated().map { LinkTable(index: $0, link: $1, context: self) }
+        for l in links {
+            for side in 0..<2 { tables[l.link.entities[side]].linkSides.append((l, side)) }
+        }
     }
 
     deinit {
@@ -234,7 +246,7 @@ public final class ModelContext {
     // MARK: Pending changes
 
     /// Whether anything was inserted, updated or deleted since the last save.
-    public var hasChanges: Bool { tables.contains { $0.hasPendingChanges } }
+    public var hasChanges: Bool { tables.contains { $0.hasPendingChanges } || links.contains { $0.hasChanges } }
 
     /// The objects inserted since the last save, in insertion order per entity.
     public var insertedObjects: [any Entity] {
@@ -262,6 +274,8 @@ public final class ModelContext {
     /// Discards every change since the last save: inserted objects are removed (and detached),
     /// deleted objects restored, attribute values restored (Docs/Semantics.md, rule 8).
     public func rollback() {
+        // Links first: their undo needs the rows a table rollback frees.
+        for l in links { l.rollback() }
         for t in tables { t.rollback() }
         savepointDepth = 0
     }
@@ -312,6 +326,7 @@ public final class ModelContext {
         }
         let observed = changesForObservers(pending)
         let saved = changedRows(pending)
+        for l in links { l.commit() }
         for t in tables { t.commit(deferringDeleted: true) }
         savepointDepth = 0
         // Before didSave, which may start the next transaction: the snapshot is the save's state.
@@ -387,12 +402,14 @@ public final class ModelContext {
     /// pending changes made before it. Savepoints nest; a save releases them all.
     func beginSavepoint() {
         for t in tables { t.beginSavepoint() }
+        for l in links { l.beginSavepoint() }
         savepointDepth += 1
     }
 
     /// Undoes everything since the innermost savepoint, and ends it.
     func rollbackToSavepoint() {
         guard savepointDepth > 0 else { return }
+        for l in links { l.rollbackToSavepoint() }
         for t in tables { t.rollbackToSavepoint() }
         savepointDepth -= 1
     }
@@ -401,6 +418,7 @@ public final class ModelContext {
     func releaseSavepoint() {
         guard savepointDepth > 0 else { return }
         for t in tables { t.releaseSavepoint() }
+        for l in links { l.releaseSavepoint() }
         savepointDepth -= 1
     }
 
@@ -495,6 +513,7 @@ public final class ModelContext {
             c.deletedSerials = p.deletes.map { t.serial(ofRow: $0) }
             if !c.isEmpty { result.entities.append(c) }
         }
+        result.links = TransactionCodec.pendingLinkBlocks(self).map { linkChanges($0) }
         return result
     }
 }

@@ -404,8 +404,7 @@ struct MappingRun<Source: MappingSource> {
             }
             var seen = Set<Int>()
             targets = targets.filter { $0 >= 0 && seen.insert($0).inserted }
-            let before = table.toManyDestinations(row: row, r)
-            guard before != targets.sorted() else { return false }
+            guard !table.toManyHolds(row: row, r, exactly: targets) else { return false }
             table.setToMany(row: row, r, to: targets)
             return true
         }
@@ -417,7 +416,7 @@ struct MappingRun<Source: MappingSource> {
             guard mapped >= 0 else { return false }  // skipped: the relationship stays as it is
             target = mapped
         }
-        if table.toOneDestination(row: row, r) == target && (target != nil || table.isNull(row: row, slot: r.slot)) { return false }
+        if table.toOneDestination(row: row, r) == target && (target != nil || table.toOneIsEmpty(row: row, r)) { return false }
         table.setToOne(row: row, r, to: target)
         return true
     }
@@ -472,7 +471,7 @@ struct MappingRun<Source: MappingSource> {
                     plan.counts.unresolvedConnections += 1
                     clear(c, row: row, table)
                 } else if c.relationship.isToMany {
-                    if table.toManyDestinations(row: row, c.relationship) != targets.sorted() {
+                    if !table.toManyHolds(row: row, c.relationship, exactly: targets) {
                         table.setToMany(row: row, c.relationship, to: targets)
                     }
                 } else if table.toOneDestination(row: row, c.relationship) != targets[0] {
@@ -485,7 +484,7 @@ struct MappingRun<Source: MappingSource> {
     private func clear(_ c: MappingPlan.Connection, row: Int, _ table: EntityTable) {
         if c.relationship.isToMany {
             if !table.toManyDestinations(row: row, c.relationship).isEmpty { table.setToMany(row: row, c.relationship, to: []) }
-        } else if !table.isNull(row: row, slot: c.relationship.slot) {
+        } else if !table.toOneIsEmpty(row: row, c.relationship) {
             table.setToOne(row: row, c.relationship, to: nil)
         }
     }

@@ -101,6 +101,27 @@ extension ContextChanges {
                 }
             }
         }
+        // Relationships stored as links: the saved objects whose lists the transaction changed,
+        // and the partners of deleted objects (whose links go with them).
+        if let context = tables.first?.context {
+            for l in context.links {
+                for side in 0..<2 {
+                    let t = l.table(side)
+                    let key = l.link.names[side]
+                    func touch(_ row: Int) {
+                        guard t.flags[row] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted | EntityTable.Flags.vanished) == 0,
+                              t.flags[row] & EntityTable.Flags.live != 0
+                        else { return }
+                        extra[ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)), default: []].insert(key)
+                    }
+                    for row in l.changedOwners(side) { touch(row) }
+                    let other = l.table(1 - side)
+                    for row in pending[other.entityIndex].deletes {
+                        for m in l.members(1 - side, row) { touch(Int(m)) }
+                    }
+                }
+            }
+        }
         if !extra.isEmpty {
             for i in updated.indices {
                 if let keys = extra.removeValue(forKey: updated[i].objectID) {

@@ -33,10 +33,25 @@ protocol PayloadVisitor {
 
     /// The block is read whole.
     mutating func endBlock()
+
+    /// The changes of the stored link `link` (``StoredSchema/links``) follow.
+    mutating func beginLinks(link: Int) throws(PayloadReader.Failure)
+
+    /// One link removed (`removed`) or added, between the objects `serial0` (side 0) and
+    /// `serial1` (side 1); read at payload offset `offset`. Removals come before additions.
+    mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure)
+
+    /// The order of `owner`'s list on the ordered side `side`, after the additions (appended
+    /// in their order): each of `placements` is taken out, then put back at its index, in
+    /// ascending index order.
+    mutating func linkOrder(side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure)
 }
 
 extension PayloadVisitor {
     mutating func endBlock() {}
+    mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {}
+    mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {}
+    mutating func linkOrder(side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {}
 }
 
 /// The one decoder of the transaction payload (the format is in `TransactionCodec`'s
@@ -50,7 +65,9 @@ enum PayloadDecoder {
         _ r: inout PayloadReader, stored: StoredSchema, into visitor: inout Visitor
     ) throws(PayloadReader.Failure) {
         let version = try r.byte()
-        guard version == TransactionCodec.version else { throw PayloadReader.malformed(0, "transaction payload version \(version)") }
+        guard version == TransactionCodec.version || version == TransactionCodec.linkVersion else {
+            throw PayloadReader.malformed(0, "transaction payload version \(version)")
+        }
         let entities = stored.entities.count
         var bitmap: [UInt8] = []
         for _ in 0..<(try r.count(limit: entities)) {
@@ -77,9 +94,53 @@ enum PayloadDecoder {
             try visitor.deletedSerials(&r)
             visitor.endBlock()
         }
+        if version == TransactionCodec.linkVersion { try decodeLinks(&r, stored: stored, into: &visitor) }
         // Bytes after the last block mean a length or a count is wrong: the payload is not what
         // its writer wrote.
         guard r.isAtEnd else { throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the last block") }
+    }
+
+    /// The link section of a version 2 payload.
+    private static func decodeLinks<Visitor: PayloadVisitor>(
+        _ r: inout PayloadReader, stored: StoredSchema, into visitor: inout Visitor
+    ) throws(PayloadReader.Failure) {
+        guard !stored.links.isEmpty else { throw PayloadReader.malformed(r.offset, "link changes, but the schema has no links") }
+        var previous = -1
+        for _ in 0..<(try r.count(limit: stored.links.count)) {
+            let offset = r.offset
+            let k = try r.count(limit: stored.links.count - 1)
+            guard k > previous else { throw PayloadReader.malformed(offset, "link \(k) out of order") }
+            previous = k
+            try visitor.beginLinks(link: k)
+            for removed in [true, false] {
+                var serial0: Int64 = 0
+                for _ in 0..<(try r.count(limit: r.count)) {
+                    let at = r.offset
+                    serial0 &+= try r.signed()
+                    let serial1 = try r.varint()
+                    guard serial0 > 0, serial1 > 0 else { throw PayloadReader.malformed(at, "link of serial 0") }
+                    try visitor.linkPair(removed: removed, UInt64(serial0), serial1, at: at)
+                }
+            }
+            var placements: [(member: UInt64, index: Int)] = []
+            for side in 0..<2 where stored.links[k].ordered[side] {
+                for _ in 0..<(try r.count(limit: r.count)) {
+                    let at = r.offset
+                    let owner = try r.varint()
+                    placements.removeAll(keepingCapacity: true)
+                    var last = -1
+                    for _ in 0..<(try r.count(limit: r.count)) {
+                        let member = try r.varint()
+                        let indexOffset = r.offset
+                        let index = try r.count(limit: Int(Int32.max))
+                        guard index > last else { throw PayloadReader.malformed(indexOffset, "order index \(index) after \(last)") }
+                        last = index
+                        placements.append((member, index))
+                    }
+                    try visitor.linkOrder(side: side, owner: owner, placements: placements, at: at)
+                }
+            }
+        }
     }
 
     /// ``decode(_:stored:into:)`` on a whole payload in one buffer, its failure as a

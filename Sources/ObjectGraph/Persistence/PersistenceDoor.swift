@@ -33,8 +33,8 @@ struct PendingChanges {
         self.rows = rows
     }
 
-    /// Whether no table has a pending row.
-    var isEmpty: Bool { !rows.contains { !$0.isEmpty } }
+    /// Whether no table has a pending row and no link changed.
+    var isEmpty: Bool { !rows.contains { !$0.isEmpty } && !context.links.contains { $0.hasChanges } }
 
     /// The journal payload of these changes (``TransactionCodec``), encoded from the tables
     /// and compressed as it goes.

@@ -2,12 +2,15 @@
 /// can be read, dumped and compacted without the application's model code.
 ///
 /// ```
-/// payload   := u8 version(1, or 2 when a relationship slot is present) varint entityCount entity*
+/// payload   := u8 version entityCount entity*  [varint linkCount link* if version 3]
+///              version: 1; 2 when a relationship slot is present; 3 when a link is present
 /// entity    := string name  varint attributeCount attribute*
 /// attribute := string name  string type  string valueKind  string swiftType  u8 flags
 ///              [value default if flags & 2]  [string originalName if flags & 4]
-///              [string destinationEntity if flags & 8, version 2 only: a to-one relationship slot]
+///              [string destinationEntity if flags & 8, version ≥ 2 only: a to-one relationship slot]
 /// flags     := 1 optional | 2 has default | 4 has original name | 8 to-one relationship
+/// link      := side side        (a relationship stored as links; side 0, then its inverse)
+/// side      := varint entity (index above)  string relationship  u8 (1 ordered | 2 to-one)
 /// string    := varint length + UTF-8 bytes
 /// ```
 public struct StoredSchema: Sendable, Hashable {
@@ -22,14 +25,45 @@ public struct StoredSchema: Sendable, Hashable {
     /// The entities in the order their transaction blocks refer to them.
     public var entities: [Entity]
 
+    /// One relationship stored as links (a many-to-many, or an ordered to-many with its
+    /// inverse): its two sides, side 0 first.
+    public struct Link: Sendable, Hashable {
+        /// Per side: the entity's index in ``StoredSchema/entities``.
+        public var entities: [Int]
+        /// Per side: the relationship's name on that entity.
+        public var names: [String]
+        /// Per side: whether its lists keep an order.
+        public var ordered: [Bool]
+        /// Per side: whether it is a to-one (a list of at most one object).
+        public var toOne: [Bool]
+
+        /// "Entity.name ↔ Other.inverse", for messages and tools.
+        public func describe(in schema: StoredSchema) -> String {
+            func side(_ s: Int) -> String {
+                let e = schema.entities.indices.contains(entities[s]) ? schema.entities[entities[s]].name : "#\(entities[s])"
+                return "\(e).\(names[s])\(toOne[s] ? "" : ordered[s] ? " (ordered)" : " (set)")"
+            }
+            return side(0) + " ↔ " + side(1)
+        }
+    }
+
+    /// The relationships stored as links, in the order transaction payloads refer to them.
+    public var links: [Link] = []
+
     /// The payload format version this code writes for a schema without relationships; version
     /// 1 readers can read it.
     static let version: UInt8 = 1
     /// The version written when a to-one relationship slot is present: its attribute flags carry
     /// bit 8 and the destination entity's name follows.
     static let relationshipVersion: UInt8 = 2
+    /// The version written when the schema has relationships stored as links: the link list
+    /// follows the entities.
+    static let linkVersion: UInt8 = 3
 
-    init(entities: [Entity]) { self.entities = entities }
+    init(entities: [Entity], links: [Link] = []) {
+        self.entities = entities
+        self.links = links
+    }
 
     /// The stored form of a live schema.
     public init(_ schema: Schema) {
@@ -40,13 +74,14 @@ public struct StoredSchema: Sendable, Hashable {
             }
             return Entity(name: e.name, attributes: attributes)
         }
+        links = schema.links.map { Link(entities: $0.entities, names: $0.names, ordered: $0.ordered, toOne: $0.toOne) }
     }
 
     /// Encodes the schema payload.
     public func encoded() -> [UInt8] {
         var w = ByteWriter()
         let references = entities.contains { $0.attributes.contains { $0.destinationEntity != nil } }
-        w.byte(references ? Self.relationshipVersion : Self.version)
+        w.byte(!links.isEmpty ? Self.linkVersion : references ? Self.relationshipVersion : Self.version)
         w.varint(entities.count)
         for e in entities {
             w.string(e.name)
@@ -64,6 +99,16 @@ public struct StoredSchema: Sendable, Hashable {
                 if let d = a.destinationEntity { w.string(d) }
             }
         }
+        if !links.isEmpty {
+            w.varint(links.count)
+            for l in links {
+                for side in 0..<2 {
+                    w.varint(l.entities[side])
+                    w.string(l.names[side])
+                    w.byte((l.ordered[side] ? 1 : 0) | (l.toOne[side] ? 2 : 0))
+                }
+            }
+        }
         return w.bytes
     }
 
@@ -74,9 +119,9 @@ public struct StoredSchema: Sendable, Hashable {
         do throws(PayloadReader.Failure) {
             return try PayloadReader.read(bytes) { r throws(PayloadReader.Failure) -> StoredSchema in
                 let version = try r.byte()
-                guard version == Self.version || version == Self.relationshipVersion else {
+                guard version >= Self.version && version <= Self.linkVersion else {
                     throw PayloadReader.malformed(
-                        0, "schema payload version \(version) is not supported (this build reads \(Self.version) and \(Self.relationshipVersion))")
+                        0, "schema payload version \(version) is not supported (this build reads \(Self.version) to \(Self.linkVersion))")
                 }
                 var entities: [Entity] = []
                 for _ in 0..<(try r.count(limit: 1 << 20)) {
@@ -106,7 +151,31 @@ public struct StoredSchema: Sendable, Hashable {
                     }
                     entities.append(Entity(name: name, attributes: attributes))
                 }
-                return StoredSchema(entities: entities)
+                var links: [Link] = []
+                if version >= Self.linkVersion {
+                    for _ in 0..<(try r.count(limit: 1 << 20)) {
+                        var link = Link(entities: [], names: [], ordered: [], toOne: [])
+                        for _ in 0..<2 {
+                            let offset = r.offset
+                            let entity = try r.count(limit: 1 << 20)
+                            guard entity < entities.count else {
+                                throw PayloadReader.malformed(offset, "link side names entity \(entity); the schema has \(entities.count)")
+                            }
+                            link.entities.append(entity)
+                            link.names.append(try r.string())
+                            let flagsOffset = r.offset
+                            let flags = try r.byte()
+                            guard flags & ~3 == 0, flags != 3 else { throw PayloadReader.malformed(flagsOffset, "link side flags \(flags)") }
+                            link.ordered.append(flags & 1 != 0)
+                            link.toOne.append(flags & 2 != 0)
+                        }
+                        guard !(link.toOne[0] && link.toOne[1]) else {
+                            throw PayloadReader.malformed(r.offset - 1, "a link with two to-one sides")
+                        }
+                        links.append(link)
+                    }
+                }
+                return StoredSchema(entities: entities, links: links)
             }
         } catch {
             switch error {
@@ -123,6 +192,13 @@ struct SchemaMapping {
     var entity: [Int?]
     /// Per stored entity, per stored attribute: the current slot, or -1 when dropped.
     var slots: [[Int]]
+    /// Per stored link: the current link table and whether its sides are swapped, or nil when
+    /// the relationship was removed.
+    var links: [(link: Int, swapped: Bool)?] = []
+    /// Per stored entity, per stored attribute: for a to-one slot whose relationship is now
+    /// stored as links, the current link and this entity's side (a migration: each stored
+    /// value becomes that object's only link).
+    var slotLinks: [[(link: Int, side: Int)?]] = []
 
     /// Matches entities by name and attributes by name or declared original name.
     ///
@@ -156,11 +232,47 @@ struct SchemaMapping {
             }
             slots.append(map)
         }
+        // Relationships stored as links: matched by their two (entity, name) sides.
+        func currentLink(_ entityName: String, _ name: String) -> (link: Int, side: Int)? {
+            guard let e = current.indexByName[entityName] else { return nil }
+            for (k, l) in current.links.enumerated() {
+                for side in 0..<2 where l.entities[side] == e && l.names[side] == name { return (k, side) }
+            }
+            return nil
+        }
+        var links: [(link: Int, swapped: Bool)?] = []
+        for l in stored.links {
+            let names = (0..<2).map { stored.entities[l.entities[$0]].name }
+            if let (k, side) = currentLink(names[0], l.names[0]),
+               let (k1, side1) = currentLink(names[1], l.names[1]), k1 == k, side1 == 1 - side {
+                links.append((k, side == 1))
+                continue
+            }
+            // Still declared, no longer as links: refused, not dropped.
+            for s in 0..<2 {
+                if let e = current.entity(named: names[s]), e.relationships.contains(where: { $0.name == l.names[s] }) {
+                    problems.append(
+                        "\(names[s]).\(l.names[s]) was stored as links (\(l.describe(in: stored))) and is now a relationship of another kind; "
+                            + "changing a many-to-many or ordered relationship into a to-one or an unordered one-to-many is not migrated")
+                }
+            }
+            links.append(nil)
+        }
+        var slotLinks: [[(link: Int, side: Int)?]] = []
+        for (i, e) in stored.entities.enumerated() {
+            var row: [(link: Int, side: Int)?] = Array(repeating: nil, count: e.attributes.count)
+            for (j, a) in e.attributes.enumerated() where a.destinationEntity != nil && slots[i][j] < 0 {
+                row[j] = currentLink(e.name, a.name)
+            }
+            slotLinks.append(row)
+        }
         guard problems.isEmpty else {
             throw StoreError(.incompatibleSchema, "incompatible schema change: " + problems.joined(separator: "; "))
         }
         self.entity = entity
         self.slots = slots
+        self.links = links
+        self.slotLinks = slotLinks
     }
 
     /// Whether every value of `stored` type is a value of `current` type.

@@ -50,6 +50,24 @@ struct ChangeSetVisitor: PayloadVisitor {
     }
 
     mutating func endBlock() { result.entities.append(current) }
+
+    mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {
+        let l = stored.links[link]
+        result.links.append(LinkChanges(entityNames: l.entities.map { stored.entities[$0].name }, relationshipNames: l.names))
+    }
+
+    mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {
+        if removed {
+            result.links[result.links.count - 1].removed.append(.init(serial0, serial1))
+        } else {
+            result.links[result.links.count - 1].added.append(.init(serial0, serial1))
+        }
+    }
+
+    mutating func linkOrder(side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {
+        result.links[result.links.count - 1].orders.append(
+            .init(side: side, owner: owner, placements: placements.map { .init(member: $0.member, index: $0.index) }))
+    }
 }
 
 /// Checks a payload without building its values, listing the serials it touches in a

@@ -6,9 +6,12 @@ extension TransactionCodec {
         _ payload: UnsafeRawBufferPointer, stored: StoredSchema, mapping: SchemaMapping, into context: ModelContext,
         orphans: inout [Int: Set<UInt64>]
     ) throws(StoreError) {
-        var visitor = ReplayVisitor(tables: context.tables, mapping: mapping, orphans: orphans)
+        var visitor = ReplayVisitor(tables: context.tables, links: context.links, mapping: mapping, orphans: orphans)
         defer { orphans = visitor.orphans }
+        for l in context.links { l.tracking = false }
+        defer { for l in context.links { l.tracking = true } }
         try PayloadDecoder.decode(payload, stored: stored, into: &visitor)
+        try visitor.finish()
     }
 }
 
@@ -35,15 +38,85 @@ struct ReplayVisitor: PayloadVisitor {
     /// The row of the object whose fields are being updated.
     private var updatedRow = 0
 
-    init(tables: [EntityTable], mapping: SchemaMapping, orphans: [Int: Set<UInt64>]) {
+    let links: [LinkTable]
+    /// The block's to-one slots whose relationship is now stored as links, by stored attribute.
+    private var slotLinks: [(link: Int, side: Int)?] = []
+    /// Stored to-one values bound for links (a migration), applied at the end of the payload,
+    /// when every object it inserts exists: (link, side, row, destination serial or 0 for none).
+    private var migrated: [(link: Int, side: Int, row: Int, destination: UInt64)] = []
+    /// The current link table of the link block being read, and whether its sides are swapped.
+    private var linkTable: LinkTable?
+    private var linkSwapped = false
+
+    init(tables: [EntityTable], links: [LinkTable], mapping: SchemaMapping, orphans: [Int: Set<UInt64>]) {
         self.tables = tables
+        self.links = links
         self.mapping = mapping
         self.orphans = orphans
+    }
+
+    /// Applies what waited for the whole payload (migrated to-one values).
+    mutating func finish() throws(StoreError) {
+        for m in migrated {
+            let l = links[m.link]
+            let owner = m.row
+            for old in l.members(m.side, owner) { _ = m.side == 0 ? l.unlink(owner, Int(old)) : l.unlink(Int(old), owner) }
+            guard m.destination != 0 else { continue }
+            guard let target = l.table(1 - m.side).row(ofSerial: m.destination) else {
+                throw StoreError(.corruptPayload, "\(l.link.names[m.side]) points at \(l.table(1 - m.side).entity.name)/\(m.destination), which does not exist")
+            }
+            _ = m.side == 0 ? l.link(owner, target) : l.link(target, owner)
+        }
+        migrated.removeAll()
+    }
+
+    mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {
+        if let (k, swapped) = mapping.links[link] ?? nil {
+            linkTable = links[k]
+            linkSwapped = swapped
+        } else {
+            linkTable = nil
+        }
+    }
+
+    /// The row of `serial` on `side` of the current link table.
+    private func linkRow(_ side: Int, _ serial: UInt64, _ offset: Int) throws(PayloadReader.Failure) -> Int {
+        guard let l = linkTable else { return -1 }
+        let t = l.table(side)
+        guard let row = t.row(ofSerial: serial) else {
+            throw PayloadReader.malformed(offset, "link of \(t.entity.name)/\(serial), which does not exist")
+        }
+        return row
+    }
+
+    mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {
+        guard let l = linkTable else { return }
+        let (s0, s1) = linkSwapped ? (serial1, serial0) : (serial0, serial1)
+        let a = try linkRow(0, s0, offset), b = try linkRow(1, s1, offset)
+        let names = "\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)"
+        if removed {
+            guard l.unlink(a, b) else { throw PayloadReader.malformed(offset, "unlink of \(names), which are not linked") }
+        } else {
+            guard l.link(a, b) else { throw PayloadReader.malformed(offset, "link of \(names), which are linked already") }
+        }
+    }
+
+    mutating func linkOrder(side storedSide: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {
+        guard let l = linkTable else { return }
+        let side = linkSwapped ? 1 - storedSide : storedSide
+        guard l.link.ordered[side] else { return }  // no longer ordered: the order is dropped
+        let row = try linkRow(side, owner, offset)
+        var rows: [Int32] = []
+        for p in placements { rows.append(Int32(try linkRow(1 - side, p.member, offset))) }
+        guard l.reorder(side, row, placing: Array(zip(rows, placements.map(\.index)))) else {
+            throw PayloadReader.malformed(offset, "order of \(l.table(side).entity.name)/\(owner) names a member it does not have or an index past its end")
+        }
     }
 
     mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
         self.entity = entity
         slots = mapping.slots[entity]
+        slotLinks = mapping.slotLinks.indices.contains(entity) ? mapping.slotLinks[entity] : []
         table = mapping.entity[entity].map { tables[$0] }
         if let t = table, nextSerial > t.nextSerial { t.nextSerial = nextSerial }
     }
@@ -79,6 +152,13 @@ struct ReplayVisitor: PayloadVisitor {
         _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, rows count: Int, nulls: NullBitmap?
     ) throws(PayloadReader.Failure) {
         let slot = slots[attribute]
+        if table != nil, slot < 0, slotLinks.indices.contains(attribute), let (link, side) = slotLinks[attribute] {
+            for (i, row) in rows.enumerated() {
+                let destination = nulls?.isNull(i) == true ? 0 : try r.varint()
+                migrated.append((link, side, row, destination))
+            }
+            return
+        }
         guard let t = table, slot >= 0 else {
             try r.skipValues(encoding, count: count - (nulls?.nullCount ?? 0))
             return
@@ -140,6 +220,10 @@ struct ReplayVisitor: PayloadVisitor {
         _ r: inout PayloadReader, attribute: Int, encoding: PayloadEncoding, isNull: Bool
     ) throws(PayloadReader.Failure) {
         let slot = slots[attribute]
+        if table != nil, slot < 0, slotLinks.indices.contains(attribute), let (link, side) = slotLinks[attribute] {
+            migrated.append((link, side, updatedRow, isNull ? 0 : try r.varint()))
+            return
+        }
         guard let t = table, slot >= 0 else {
             if !isNull { try r.skipValues(encoding, count: 1) }
             return

@@ -7,6 +7,7 @@ internal import GraphJournal
 ///
 /// ```
 /// payload    := u8 version(=1) varint blockCount block*   (nothing after the last block)
+///             | u8 version(=2) varint blockCount block* links   (TransactionCodec+Links.swift)
 /// block      := varint entity (index in the journal's schema) varint nextSerial inserts updates deletes
 /// inserts    := varint n  signed-varint serialDelta × n  column × attributeCount
 /// column     := u8 hasNulls (0 or 1)  [bitmap of n bits, 1 = nil, if hasNulls]  value × (non-nil count)
@@ -37,8 +38,10 @@ enum TransactionCodec {
             let changed = p.inserts.count + p.updates.count
             estimate += 32 + changed * (4 + t.stride * 3) + p.deletes.count * 4 + max(0, t.arena.count - t.committedArenaCount)
         }
+        let links = pendingLinkBlocks(context)
+        for b in links { estimate += (b.added.count + b.removed.count) * 8 }
         var w = ByteWriter(streaming: estimate)
-        w.byte(version)
+        w.byte(links.isEmpty ? version : linkVersion)
         w.varint(blocks.count)
         for (t, inserted, updated, deleted) in blocks {
             w.varint(t.entityIndex)
@@ -61,6 +64,7 @@ enum TransactionCodec {
             }
             writeSerials(deleted.map { t.serial(ofRow: $0) }.sorted(), into: &w)
         }
+        if !links.isEmpty { writeLinks(links, into: &w) }
         return w.finish()
     }
 
@@ -71,8 +75,9 @@ enum TransactionCodec {
     static func encodeSnapshot(
         _ context: ModelContext, afterColumn: (_ table: EntityTable, _ rows: Int, _ columns: Int) throws -> Void
     ) rethrows -> [UInt8] {
+        let links = snapshotLinkBlocks(context)
         var w = ByteWriter(capacity: 1 << 16)
-        w.byte(version)
+        w.byte(links.isEmpty ? version : linkVersion)
         w.varint(context.tables.count)
         for t in context.tables {
             w.varint(t.entityIndex)
@@ -88,6 +93,7 @@ enum TransactionCodec {
             w.varint(0)  // updates
             w.varint(0)  // deletes
         }
+        if !links.isEmpty { writeLinks(links, into: &w) }
         return w.bytes
     }
 

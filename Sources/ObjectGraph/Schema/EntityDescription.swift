@@ -48,14 +48,40 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     ///   - uniqueConstraints: Compound unique constraints (`#Unique`); single-attribute ones
     ///     can also come from an attribute's options.
     ///   - relationships: The relationships, each with its inverse declared on the destination.
-    public init(
+    public convenience init(
         name: String, type: any Entity.Type, attributes declared: [AttributeDescription], keyPaths: [AnyKeyPath] = [],
         uniqueConstraints: [UniqueConstraint] = [], relationships: [RelationshipDescription] = []
+    ) {
+        self.init(
+            name: name, type: type, attributes: declared, keyPaths: keyPaths, uniqueConstraints: uniqueConstraints,
+            relationships: relationships, linkedToOnes: [])
+    }
+
+    /// The same entity with no slot for the to-ones in `linkedToOnes` (the inverses of ordered
+    /// to-manys, stored as links): what a ``Schema`` holds for it.
+    func withoutSlots(for linkedToOnes: Set<String>) -> EntityDescription {
+        EntityDescription(
+            name: name, type: type, attributes: Array(attributes.prefix(declaredCount)), keyPaths: declaredKeyPaths,
+            uniqueConstraints: declaredConstraints, relationships: relationships, linkedToOnes: linkedToOnes)
+    }
+
+    /// The attributes declared (the to-one slots follow them).
+    let declaredCount: Int
+    nonisolated(unsafe) let declaredKeyPaths: [AnyKeyPath]
+    let declaredConstraints: [UniqueConstraint]
+
+    init(
+        name: String, type: any Entity.Type, attributes declared: [AttributeDescription], keyPaths: [AnyKeyPath],
+        uniqueConstraints: [UniqueConstraint], relationships: [RelationshipDescription], linkedToOnes: Set<String>
     ) {
         self.name = name
         self.type = type
         self.relationships = relationships
-        let attributes = declared + relationships.filter { !$0.isToMany }.map { AttributeDescription(toOne: $0.name) }
+        declaredCount = declared.count
+        declaredKeyPaths = keyPaths
+        declaredConstraints = uniqueConstraints
+        let attributes = declared
+            + relationships.filter { !$0.isToMany && !linkedToOnes.contains($0.name) }.map { AttributeDescription(toOne: $0.name) }
         self.attributes = attributes
         var slots: [String: Int] = [:]
         var problems: [String] = []
@@ -75,7 +101,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
             problems.append("entity '\(name)' lists \(keyPaths.count) key paths for \(declared.count) attributes")
         }
         var names = Set(attributes.map(\.name))
-        for r in relationships where r.isToMany {
+        for r in relationships where r.isToMany || linkedToOnes.contains(r.name) {
             if !names.insert(r.name).inserted { problems.append("entity '\(name)' declares '\(r.name)' twice") }
         }
         let constraints = attributes.compactMap { a in a.uniquePolicy.map { UniqueConstraint([a.name], onCollision: $0) } } + uniqueConstraints
@@ -125,6 +151,8 @@ public struct Schema: Sendable {
     let indexByType: [ObjectIdentifier: Int]
     /// Per entity, its relationships resolved against this schema.
     let relationships: [[ResolvedRelationship]]
+    /// The relationships stored as links (many-to-many and ordered), one table each.
+    let links: [ResolvedLink]
 
     /// Creates a schema of the given entity types.
     ///
@@ -155,13 +183,18 @@ public struct Schema: Sendable {
             byType[ObjectIdentifier(type)] = entities.count
             entities.append(d)
         }
-        let (relationships, relationshipProblems) = problems.isEmpty ? Self.resolveRelationships(entities, byType: byType) : ([], [])
+        if problems.isEmpty {
+            for (index, names) in Self.linkedToOnes(entities, byType: byType) { entities[index] = entities[index].withoutSlots(for: names) }
+        }
+        let (relationships, links, relationshipProblems) =
+            problems.isEmpty ? Self.resolveRelationships(entities, byType: byType) : ([], [], [])
         problems += relationshipProblems
         guard problems.isEmpty else { throw SchemaError(message: problems.joined(separator: "; ")) }
         self.entities = entities
         self.indexByName = byName
         self.indexByType = byType
         self.relationships = relationships
+        self.links = links
     }
 
     /// A schema rebuilt from the one a journal records, with ``DynamicObject`` standing in for
@@ -183,6 +216,11 @@ public struct Schema: Sendable {
         self.indexByName = byName
         self.indexByType = [:]
         self.relationships = entities.map { _ in [] }
+        // The links as recorded; a dynamic context stores, replays and compacts them without
+        // knowing the relationships' classes.
+        self.links = stored.links.map {
+            ResolvedLink(entities: $0.entities, relationships: [-1, -1], names: $0.names, ordered: $0.ordered, toOne: $0.toOne)
+        }
     }
 
     /// Creates a schema of the given entity types.

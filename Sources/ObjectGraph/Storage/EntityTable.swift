@@ -100,6 +100,8 @@ final class EntityTable {
     let referenceIndexOfSlot: [ReferenceIndex?]
     /// The slots that have a reference index.
     let referenceSlots: [Int]
+    /// The link tables this entity is a side of (relationships stored as links), with its side.
+    var linkSides: [(LinkTable, Int)] = []
     /// Bit `s` for each slot `s` below 64 that no unique index keys and no reference index
     /// tracks: on a row inserted since the innermost savepoint, a set of such a slot needs only
     /// the write (``setCell(row:slot:_:primitive:)``).
@@ -308,6 +310,7 @@ final class EntityTable {
 
     /// Frees a row: its serial is retired for good, its instance reference dropped.
     func releaseRow(_ row: Int) {
+        for (links, side) in linkSides { links.drop(side, row) }
         let serial = serialOfRow[row]
         if serial >= 1, Int(serial) <= rowOfSerial.count { rowOfSerial[Int(serial - 1)] = -1 }
         serialOfRow[row] = 0
