@@ -261,4 +261,112 @@ struct LinkTests {
         #expect(back == ["mix"])
         try await store.close()
     }
+
+    @Test func fetchPredicatesOverManyToMany() throws {
+        let c = ModelContext(schema: linkSchema)
+        let swift = try c.insert(Tag.self) { $0.label = "swift" }
+        let linux = try c.insert(Tag.self) { $0.label = "linux" }
+        for i in 0..<6 {
+            try c.insert(Post.self) { p in
+                p.title = "p\(i)"
+                p.tags = i == 0 ? [] : i % 2 == 0 ? [swift, linux] : [swift]
+            }
+        }
+        let untagged = try c.fetch(FetchDescriptor<Post>(predicate: #Predicate { $0.tags.isEmpty }))
+        #expect(untagged.map(\.title) == ["p0"])
+        #expect(try c.fetchCount(FetchDescriptor<Post>(predicate: #Predicate { $0.tags.count > 1 })) == 2)
+        let aboutLinux = try c.fetch(FetchDescriptor<Post>(
+            predicate: #Predicate { $0.tags.contains { $0.label == "linux" } }, sortBy: [SortDescriptor(\.title)]))
+        #expect(aboutLinux.map(\.title) == ["p2", "p4"])
+        let popular = try c.fetch(FetchDescriptor<Tag>(predicate: #Predicate { $0.posts.count >= 5 }))
+        #expect(popular.map(\.label) == ["swift"])
+    }
+
+    @Test func observersSeeLinkChangesOnBothSidesWithTheirKeys() throws {
+        let c = ModelContext(schema: linkSchema)
+        let a = try c.insert(Post.self), b = try c.insert(Post.self)
+        let t = try c.insert(Tag.self)
+        a.tags = [t]
+        try c.save()
+        var seen: [ContextChanges] = []
+        let token = c.observe { seen.append($0) }
+        defer { token.cancel() }
+        try c.add(t, to: "tags", of: b)
+        try c.save()
+        let changes = try #require(seen.last)
+        #expect(changes.changedKeys(of: try #require(b.objectID)) == ["tags"])
+        #expect(changes.changedKeys(of: try #require(t.objectID)) == ["posts"])
+        #expect(changes.changedKeys(of: try #require(a.objectID)) == nil)
+        c.delete(b)  // t loses b with the deletion
+        try c.save()
+        let last = try #require(seen.last)
+        #expect(last.changedKeys(of: try #require(t.objectID)) == ["posts"])
+        #expect(t.posts.map(ObjectIdentifier.init) == [ObjectIdentifier(a)])
+    }
+
+    @Test func aToOneStoredAsLinksReadsFromSnapshotsAndReportsItsChanges() async throws {
+        let dir = temporaryStoreDirectory()
+        let store = try AsyncStore(at: dir, schema: linkSchema)
+        try await store.perform { c in
+            let m = try c.insert(Manuscript.self) { $0.title = "guide" }
+            m.chapters = try (0..<2).map { i in try c.insert(Chapter.self) { $0.heading = "c\(i)" } }
+        }
+        let owners = try store.snapshot.objects(of: Chapter.self).map { $0.manuscript?.title }
+        #expect(owners == ["guide", "guide"])
+        try await store.perform { c in
+            let first = try #require(try c.objects(of: Chapter.self).first)
+            first.manuscript = nil
+            #expect(first.changedValues()["manuscript"] != nil)
+            guard case .object(let id)?? = try first.committedValues(forKeys: ["manuscript"])["manuscript"] else {
+                Issue.record("no committed manuscript")
+                return
+            }
+            #expect(id.entityName == "Manuscript")
+        }
+        let after = try store.snapshot.objects(of: Chapter.self).map { $0.manuscript?.title }
+        #expect(after == [nil, "guide"])
+        try await store.close()
+    }
+
+    @Test func aToOneBecomesLinksWhenItsInverseBecomesOrdered() throws {
+        // Stored with an unordered one-to-many (a slot on the to-one side), read with the
+        // to-many declared ordered (links): each chapter keeps its manuscript.
+        final class M1: Entity {
+            var _backing = ObjectBacking(entity: M1.entityDescription)
+            static let entityDescription = EntityDescription(
+                name: "Manuscript", type: M1.self, attributes: [.attribute("title", String.self)],
+                relationships: [.toMany("chapters", C1.self, inverse: "manuscript")])
+            init(_backing: ObjectBacking) { self._backing = _backing }
+        }
+        final class C1: Entity {
+            var _backing = ObjectBacking(entity: C1.entityDescription)
+            static let entityDescription = EntityDescription(
+                name: "Chapter", type: C1.self, attributes: [.attribute("heading", String.self)],
+                relationships: [.toOne("manuscript", M1.self, inverse: "chapters")])
+            init(_backing: ObjectBacking) { self._backing = _backing }
+        }
+        let dir = temporaryStoreDirectory()
+        do {
+            let store = try ObjectStore.open(at: dir, schema: try Schema(M1.self, C1.self))
+            let c = store.context
+            let m = try c.insert(M1.self)
+            try m.setValue("guide", forKey: "title")
+            for i in 0..<3 {
+                let ch = try c.insert(C1.self)
+                try ch.setValue("c\(i)", forKey: "heading")
+                try ch.setValue(m, forKey: "manuscript")
+            }
+            try c.save()
+            let last = try #require(try c.objects(of: C1.self).last)
+            try last.setValue(nil, forKey: "manuscript")  // a later record updates the slot
+            try c.save()
+            try store.close()
+        }
+        let store = try ObjectStore.open(at: dir, schema: try Schema(Manuscript.self, Chapter.self))
+        defer { try? store.close() }
+        let m = try #require(try store.context.objects(of: Manuscript.self).first)
+        #expect(m.chapters.map(\.heading) == ["c0", "c1"])
+        let loose = try store.context.objects(of: Chapter.self).filter { $0.manuscript == nil }
+        #expect(loose.map(\.heading) == ["c2"])
+    }
 }
