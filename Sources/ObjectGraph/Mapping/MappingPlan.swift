@@ -97,7 +97,9 @@ final class MappingPlan {
     /// its nested mappings to `plans`.
     init(_ definition: MappingDefinition, context: ModelContext, plans: inout [MappingPlan]) throws(MappingError) {
         let entity = definition.entity
-        guard let table = context.table(named: entity.name), table.entity === entity else {
+        // The same class, not the same description: a schema rebuilds the description of an
+        // entity whose to-one is stored as links (the inverse of an ordered to-many).
+        guard let table = context.table(named: entity.name), ObjectIdentifier(table.entity.type) == ObjectIdentifier(entity.type) else {
             throw MappingError(.unknownEntity, "\(entity.name) is not an entity of this context's schema", entity: entity.name)
         }
         self.definition = definition
