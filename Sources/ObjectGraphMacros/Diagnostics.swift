@@ -28,6 +28,12 @@ struct EntityDiagnostic: DiagnosticMessage {
         message: "a relationship is declared as T? (to-one) or [T] (to-many)"
     )
 
+    /// `@Relationship(ordered:)` on a to-one.
+    static let orderedToOne = EntityDiagnostic(
+        id: "orderedToOne",
+        message: "ordered: applies to a to-many ([T]); a to-one follows the order its inverse keeps"
+    )
+
     /// A persisted attribute was declared with `let`.
     static let letAttribute = EntityDiagnostic(
         id: "letAttribute",

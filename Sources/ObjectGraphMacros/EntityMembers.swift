@@ -196,6 +196,7 @@ extension EntityMembers {
         var inverse: String?
         var deleteRule: ExprSyntax?
         var ordered: ExprSyntax?
+        var orderedArgument: Syntax?
         if case .argumentList(let arguments) = attribute.arguments {
             for argument in arguments {
                 switch argument.label?.text {
@@ -212,6 +213,7 @@ extension EntityMembers {
                     deleteRule = argument.expression.trimmed
                 case "ordered":
                     ordered = argument.expression.trimmed
+                    orderedArgument = Syntax(argument)
                 default:
                     break
                 }
@@ -227,6 +229,9 @@ extension EntityMembers {
         }
         guard isOptional, !valueType.is(ArrayTypeSyntax.self) else {
             return .invalid([Diagnostic(node: typeNode, message: EntityDiagnostic.relationshipType)])
+        }
+        if let ordered, let orderedArgument, ordered.description != "false" {
+            return .invalid([Diagnostic(node: orderedArgument, message: EntityDiagnostic.orderedToOne)])
         }
         return .relationship(PersistedRelationship(
             name: name, destinationType: valueType, isToMany: false, inverse: inverse, deleteRule: deleteRule,

@@ -852,4 +852,42 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
             ]
         )
     }
+
+    @Test func orderedOnAToOneIsRejected() {
+        assertExpansion(
+            """
+            @Entity final class Chapter {
+                @Relationship(inverse: "chapters", ordered: true) var book: Book?
+            }
+            """,
+            expandedSource: """
+                final class Chapter {
+                    var book: Book?
+
+                    @exclusivity(unchecked) public var _backing = ObjectGraph.ObjectBacking(entity: Chapter.entityDescription)
+
+                    public static let entityDescription = ObjectGraph.EntityDescription(
+                        name: "Chapter",
+                        type: Chapter.self,
+                        attributes: [],
+                        keyPaths: [],
+                        uniqueConstraints: []
+                    )
+
+                    public required init(_backing: ObjectGraph.ObjectBacking) {
+                        self._backing = _backing
+                    }
+
+                    public init() {
+                    }
+                }
+
+                extension Chapter: ObjectGraph.Entity {
+                }
+                """,
+            diagnostics: [
+                DiagnosticSpec(message: "ordered: applies to a to-many ([T]); a to-one follows the order its inverse keeps", line: 2, column: 40),
+            ]
+        )
+    }
 }
