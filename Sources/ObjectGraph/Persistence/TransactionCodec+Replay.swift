@@ -55,8 +55,31 @@ struct ReplayVisitor: PayloadVisitor {
         self.orphans = orphans
     }
 
-    /// Applies what waited for the whole payload (migrated to-one values).
+    /// The current link block's additions, linked together when the block's additions end
+    /// (``flushAdditions()``).
+    private var additions: [(Int32, Int32)] = []
+    /// Where the first addition of the block was read, for an error.
+    private var additionsOffset = 0
+
+    /// Links the block's additions read so far.
+    private mutating func flushAdditions() throws(PayloadReader.Failure) {
+        guard let l = linkTable, !additions.isEmpty else { return }
+        defer { additions.removeAll(keepingCapacity: true) }
+        if let (a, b) = l.linkMany(additions) {
+            let s0 = l.table(0).serialOfRow[Int(a)], s1 = l.table(1).serialOfRow[Int(b)]
+            throw PayloadReader.malformed(
+                additionsOffset, "link of \(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1), which are linked already")
+        }
+    }
+
+    /// Applies what waited for the whole payload (the last link block's additions, migrated
+    /// to-one values).
     mutating func finish() throws(StoreError) {
+        do throws(PayloadReader.Failure) {
+            try flushAdditions()
+        } catch {
+            throw StoreError(payload: error)
+        }
         for m in migrated {
             let l = links[m.link]
             let owner = m.row
@@ -71,6 +94,7 @@ struct ReplayVisitor: PayloadVisitor {
     }
 
     mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {
+        try flushAdditions()
         if let (k, swapped) = mapping.links[link] ?? nil {
             linkTable = links[k]
             linkSwapped = swapped
@@ -93,16 +117,20 @@ struct ReplayVisitor: PayloadVisitor {
         guard let l = linkTable else { return }
         let (s0, s1) = linkSwapped ? (serial1, serial0) : (serial0, serial1)
         let a = try linkRow(0, s0, offset), b = try linkRow(1, s1, offset)
-        let names = "\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)"
         if removed {
-            guard l.unlink(a, b) else { throw PayloadReader.malformed(offset, "unlink of \(names), which are not linked") }
+            guard l.unlink(a, b) else {
+                throw PayloadReader.malformed(
+                    offset, "unlink of \(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1), which are not linked")
+            }
         } else {
-            guard l.link(a, b) else { throw PayloadReader.malformed(offset, "link of \(names), which are linked already") }
+            if additions.isEmpty { additionsOffset = offset }
+            additions.append((Int32(a), Int32(b)))
         }
     }
 
     mutating func linkOrder(side storedSide: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {
         guard let l = linkTable else { return }
+        try flushAdditions()
         let side = linkSwapped ? 1 - storedSide : storedSide
         guard l.link.ordered[side] else { return }  // no longer ordered: the order is dropped
         let row = try linkRow(side, owner, offset)

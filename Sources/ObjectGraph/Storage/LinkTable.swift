@@ -184,6 +184,61 @@ final class LinkTable {
         }
     }
 
+    /// Links many pairs (rows: side 0, side 1) at once, as a replay does, without logging:
+    /// each list grows once to its final size. Returns the first pair that is linked already
+    /// (then the pairs before it are linked and the rest are not), or nil.
+    ///
+    /// A pair is checked against the lists by position lookups only when one of its lists
+    /// held members before the batch or the batch stops listing side 0's pairs grouped by
+    /// object (a compaction writes them grouped); otherwise a duplicate can only be a repeat
+    /// within its object's run, which one stamp per side-1 row catches.
+    func linkMany(_ pairs: [(Int32, Int32)]) -> (Int32, Int32)? {
+        if link.toOne[0] || link.toOne[1] || pairs.count < 256 {
+            for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
+            return nil
+        }
+        let rows0 = table(0).rowCount, rows1 = table(1).rowCount
+        if lists[0].count < rows0 { lists[0].append(contentsOf: repeatElement(LinkList(), count: rows0 - lists[0].count)) }
+        if lists[1].count < rows1 { lists[1].append(contentsOf: repeatElement(LinkList(), count: rows1 - lists[1].count)) }
+        var added0 = [Int32](repeating: 0, count: lists[0].count)
+        var added1 = [Int32](repeating: 0, count: lists[1].count)
+        for (a, b) in pairs {
+            added0[Int(a)] += 1
+            added1[Int(b)] += 1
+        }
+        // Rows whose list was not empty before: their pairs are checked by lookup.
+        var prior0 = [Bool](repeating: false, count: lists[0].count)
+        var prior1 = [Bool](repeating: false, count: lists[1].count)
+        for row in 0..<lists[0].count where added0[row] > 0 {
+            let n = lists[0][row].members.count
+            prior0[row] = n > 0
+            lists[0][row].members.reserveCapacity(n + Int(added0[row]))
+        }
+        for row in 0..<lists[1].count where added1[row] > 0 {
+            let n = lists[1][row].members.count
+            prior1[row] = n > 0
+            lists[1][row].members.reserveCapacity(n + Int(added1[row]))
+        }
+        var lastOwner = [Int32](repeating: -1, count: lists[1].count)
+        var started = [Bool](repeating: false, count: lists[0].count)
+        var grouped = true
+        var previous: Int32 = -1
+        for (a, b) in pairs {
+            if a != previous {
+                if started[Int(a)] { grouped = false }
+                started[Int(a)] = true
+                previous = a
+            }
+            let duplicate = grouped && !prior0[Int(a)] && !prior1[Int(b)] ? lastOwner[Int(b)] == a : contains(Int(a), Int(b))
+            if duplicate { return (a, b) }
+            lastOwner[Int(b)] = a
+            _ = insert(b, side: 0, owner: Int(a), at: nil)
+            _ = insert(a, side: 1, owner: Int(b), at: nil)
+            count += 1
+        }
+        return nil
+    }
+
     /// Applies a journal's order edit to `row`'s ordered list on `side`: takes the `placing`
     /// members out, then puts each back at its index, in the given (ascending) order. Not
     /// logged. Returns `false`, changing nothing, when a member is not in the list or an index
