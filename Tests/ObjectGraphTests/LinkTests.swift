@@ -369,4 +369,38 @@ struct LinkTests {
         let loose = try store.context.objects(of: Chapter.self).filter { $0.manuscript == nil }
         #expect(loose.map(\.heading) == ["c2"])
     }
+
+    @Test func manyLinksReplayTogetherFromLogsAndFromABase() throws {
+        let dir = temporaryStoreDirectory()
+        var expected: [String: [String]] = [:]
+        do {
+            let store = try ObjectStore.open(at: dir, schema: linkSchema)
+            let c = store.context
+            let tags = try (0..<30).map { i in try c.insert(Tag.self) { $0.label = "l\(i)" } }
+            var posts: [Post] = []
+            for i in 0..<60 {
+                posts.append(try c.insert(Post.self) { p in
+                    p.title = "p\(i)"
+                    p.tags = (0..<12).map { tags[(i * 7 + $0 * 5) % 30] }
+                })
+            }
+            try c.save()
+            // A second record whose additions interleave objects (not grouped by post).
+            for k in 0..<300 { try c.add(tags[(k * 11) % 30], to: "tags", of: posts[(k * 13) % 60]) }
+            for p in posts where p.title.hasSuffix("7") { try c.remove(p.tags[0], from: "tags", of: p) }
+            try c.save()
+            for p in posts { expected[p.title] = labels(p.tags) }
+            try store.close()
+        }
+        for round in 0..<2 {
+            let store = try ObjectStore.open(at: dir, schema: linkSchema)
+            var found: [String: [String]] = [:]
+            for p in try store.context.objects(of: Post.self) { found[p.title] = labels(p.tags) }
+            #expect(found == expected, "round \(round)")
+            let total = try store.context.objects(of: Tag.self).reduce(0) { $0 + $1.posts.count }
+            #expect(total == expected.values.reduce(0) { $0 + $1.count })
+            if round == 0 { try store.compact() }
+            try store.close()
+        }
+    }
 }
