@@ -3,6 +3,7 @@
 #   make test   every test (a short, bounded property/fuzz pass included)
 #   make bench  the benchmark package (release mode)
 #   make bench-mapping   JSON mapping against JSONDecoder + GRDB (Tools/Benchmarks/Results/mapping.md)
+#   make bench-links   many-to-many and ordered relationships against to-one slots: build, open, memory, removal (Tools/Benchmarks/Results/links.md)
 #   make fuzz   longer property runs, then the journal reader's libFuzzer target (FUZZ_SECONDS)
 #   make replication-test   the replication suites against real nats-server processes, with 20 kill rounds
 #   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases, then make tsan
@@ -120,6 +121,15 @@ bench-replication: deps
 bench-mapping: deps
 	@bash Tools/Benchmarks/install-peers.sh
 	cd Tools/Benchmarks && $(SWIFT) run -c release mapping-comparison
+
+# Relationships stored as links (many-to-many, ordered to-many) against to-one slots over the same
+# 100k owners and 1M members: build and durable save, open, heap per link, single removals from
+# 1k, 10k and 100k members; each measurement in a fresh process. Writes
+# Tools/Benchmarks/Results/links.md. About 2 minutes after the release build; macros as for make demo.
+.PHONY: bench-links
+bench-links: deps
+	$(SWIFT) build --target ObjectGraphMacros
+	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release links-comparison
 
 # Tools/PackageService, a separate package with its own .build (Hummingbird, GRDB): builds it
 # in debug, runs its tests (each starts the service on a free loopback port and sends it real

@@ -101,6 +101,13 @@ let package = Package(
             ],
             swiftSettings: macroSettings
         ),
+        // Many-to-many and ordered to-many relationships (links) against to-one slots: build and
+        // save, open, memory, removal. `make bench-links` writes Results/links.md.
+        .executableTarget(
+            name: "links-comparison",
+            dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
+        ),
         .executableTarget(
             name: "peer-comparison",
             dependencies: [
