@@ -14,7 +14,7 @@
 //      relates the same objects in the same pairs through a to-one slot.
 //  (b) open: the store of (a) opened in a new process (replay of the objects' record and the
 //      relationships' record), then compacted, then opened again (replay of a base); the heap
-//      in use (glibc `mallinfo2`) and the resident set after each open.
+//      in use (glibc `malloc_info`'s totals) and the resident set after each open.
 //  (c) removal: one owner with 1k, 10k, 100k members; `context.remove` of single random
 //      members, each timed alone, and one removal followed by a save.
 // Writes <out>/links.md.
@@ -336,8 +336,10 @@ func removal<O: BenchOwner>(_ type: O.Type, n: Int) throws {
         m.n = i
         members.append(m)
     }
+    let heapBefore = heapInUse()
     owner.members = members
     try context.save()
+    let heapPerMember = (heapInUse() - heapBefore) / Double(n)
     var rng = SplitMix(seed: UInt64(n))
     let order = members.shuffled(using: &rng)
     let single = 256, saved = 32
@@ -371,6 +373,7 @@ func removal<O: BenchOwner>(_ type: O.Type, n: Int) throws {
     emit([
         "coldNs": median(cold), "coldMeanNs": cold.reduce(0, +) / Double(cold.count), "removeNs": median(times),
         "removeMeanNs": times.reduce(0, +) / Double(times.count), "removeSaveUs": median(removeAndSave), "saveUs": median(saves),
+        "heapPerMember": heapPerMember,
     ])
 }
 
@@ -384,6 +387,44 @@ func measuredRemovals<O: BenchOwner>(_ members: [O.Member], _ owner: O, _ contex
     }
 }
 
+// MARK: A reference for the link table's replay
+
+/// The same pairs as `m2m-array` (rows: owner j, member j × per + k) turned into flat per-side
+/// lists, compressed-sparse-row style: a count pass, a prefix sum, a scatter pass per side.
+/// Prints the seconds and the bytes (offsets and members of both sides): what a replay that
+/// builds the committed lists in bulk, instead of one array per object, would pay for them.
+func flatListsChild() {
+    let rows0 = owners, rows1 = owners * per
+    var a: [Int32] = [], b: [Int32] = []
+    a.reserveCapacity(rows1)
+    b.reserveCapacity(rows1)
+    for j in 0..<owners {
+        for k in 0..<per {
+            a.append(Int32(j))
+            b.append(Int32(j * per + k))
+        }
+    }
+    let t = now()
+    func flat(_ from: [Int32], _ to: [Int32], rows: Int) -> (offsets: [Int32], members: [Int32]) {
+        var offsets = [Int32](repeating: 0, count: rows + 1)
+        for r in from { offsets[Int(r) + 1] += 1 }
+        for i in 0..<rows { offsets[i + 1] += offsets[i] }
+        var next = offsets
+        var members = [Int32](repeating: 0, count: from.count)
+        for (r, m) in zip(from, to) {
+            members[Int(next[Int(r)])] = m
+            next[Int(r)] += 1
+        }
+        return (offsets, members)
+    }
+    let side0 = flat(a, b, rows: rows0)
+    let side1 = flat(b, a, rows: rows1)
+    let seconds = now() - t
+    let bytes = Double((side0.offsets.count + side0.members.count + side1.offsets.count + side1.members.count) * 4)
+    guard side0.members.count == rows1, side1.offsets[rows1] == Int32(rows1) else { return }
+    emit(["flat": seconds, "bytes": bytes])
+}
+
 // MARK: Child modes
 
 if let name = option("--build") {
@@ -394,6 +435,10 @@ if let name = option("--build") {
 if let name = option("--open") {
     guard let config = Config(rawValue: name), let dir = option("--dir") else { throw BenchError("--open \(name)") }
     try openChild(config, URL(fileURLWithPath: dir), compact: arguments.contains("--compact"))
+    exit(0)
+}
+if arguments.contains("--flat-lists") {
+    flatListsChild()
     exit(0)
 }
 if let name = option("--remove") {
@@ -447,6 +492,7 @@ var builds: [Config: [[String: Double]]] = [:]
 var opens: [Config: [[String: Double]]] = [:]
 var baseOpens: [Config: [[String: Double]]] = [:]
 var removals: [String: [[String: Double]]] = [:]
+var flatLists: [[String: Double]] = []
 let only = option("--only").map { Set($0.split(separator: ",").map(String.init)) }
 for round in 0..<rounds {
     FileHandle.standardError.write(Data("round \(round + 1)/\(rounds)\n".utf8))
@@ -460,6 +506,7 @@ for round in 0..<rounds {
         baseOpens[config, default: []].append(try child(["--open", config.rawValue, "--dir", dir.path]))
         FileHandle.standardError.write(Data("  \(config.rawValue): build \(builds[config]!.last!) open \(opens[config]!.last!) base \(baseOpens[config]!.last!)\n".utf8))
     }
+    flatLists.append(try child(["--flat-lists"]))
     guard only == nil || only!.contains("remove") else { continue }
     let kinds = RemovalKind.allCases
     let rotatedKinds = Array(kinds[(round % kinds.count)...] + kinds[..<(round % kinds.count)])
@@ -521,7 +568,8 @@ for kind in RemovalKind.allCases {
     }
     guard removals["\(kind.rawValue) \(removalSizes[0])"] != nil else { continue }
     let growth = m(removals["\(kind.rawValue) \(removalSizes.last!)"], "removeNs") / m(removals["\(kind.rawValue) \(removalSizes[0])"], "removeNs")
-    removalRows.append("| `\(kind.rawValue)` | \(cells.joined(separator: " | ")) | \(s1(growth))× |")
+    let heap = m(removals["\(kind.rawValue) \(removalSizes.last!)"], "heapPerMember")
+    removalRows.append("| `\(kind.rawValue)` | \(cells.joined(separator: " | ")) | \(s1(growth))× | \(s1(heap)) |")
 }
 
 let report = """
@@ -555,9 +603,13 @@ let report = """
     The store of each row above opened in a new process: first as written (the objects' record, then the
     relationships' record), then compacted and opened again (a base). Page cache warm for every row. Ratios:
     the median of the rounds' open / the same round's open of the same objects without relationships
-    (`objects`; `self-objects` for the nodes), target ≤ 1.5×. Memory: heap in use (glibc `mallinfo2`, after
+    (`objects`; `self-objects` for the nodes), target ≤ 1.5×. Memory: heap in use (glibc `malloc_info`'s totals, after
     `malloc_trim`) and the resident set after the open of the base minus before it, and per relationship the
     difference to the same objects without relationships.
+
+    For reference, the same \(owners * per) pairs (as rows) turned into flat lists per side in one process,
+    compressed-sparse-row style (a count pass, a prefix sum and a scatter per side; `--flat-lists`):
+    \(s3(m(flatLists, "flat"))) s and \(s1(m(flatLists, "bytes") / links)) bytes per link, both sides' offsets included.
 
     | store | open journal s | / objects | open base s | / objects | compact s | base MB | heap MB | heap B/rel. | RSS B/rel. |
     |---|---|---|---|---|---|---|---|---|---|
@@ -570,10 +622,12 @@ let report = """
     the pass rolled back and repeated 20 times: median (mean) nanoseconds of the last pass (warm), and the median
     of the first (cold: each member's lists touched for the first time since the build); then one removal
     followed by `save()` (durability `.none`: the CPU of the save, not the disk's sync), median µs of 32.
-    Growth: the warm median at n = \(removalSizes.last!) / at n = \(removalSizes[0]) (×100 members).
+    Growth: the warm median at n = \(removalSizes.last!) / at n = \(removalSizes[0]) (×100 members). Heap: bytes the
+    context holds after setting and saving the \(removalSizes.last!) members, per member (both sides' lists, and
+    for an unordered list of 64 or more its position index; the to-one: its slots were there before).
 
-    | relationship | \(removalSizes.map { "n = \($0)" }.joined(separator: " | ")) | growth |
-    |---|\(removalSizes.map { _ in "---|" }.joined())---|
+    | relationship | \(removalSizes.map { "n = \($0)" }.joined(separator: " | ")) | growth | heap B/member |
+    |---|\(removalSizes.map { _ in "---|" }.joined())---|---|
     \(removalRows.joined(separator: "\n"))
     """
 try FileManager.default.createDirectory(at: outDirectory, withIntermediateDirectories: true)
