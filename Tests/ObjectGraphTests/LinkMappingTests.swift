@@ -230,8 +230,7 @@ struct LinkMappingTests {
     }
 
     /// An object mapped by a top-level source and named in a nested array of the same entity is
-    /// one object, and the documented counts count it once. They count it once per mapping: the
-    /// run's counts for the entity add the nested mapping's to the top-level one's.
+    /// one object, and the run's counts for the entity count it once, across both mappings.
     @Test func anObjectNamedTopLevelAndNestedIsCountedOnce() throws {
         let context = ModelContext(schema: try linkMappingSchema)
         var byName = EntityMapping(LMUnit.self)
@@ -382,8 +381,8 @@ struct LinkMappingTests {
         #expect(codes(try student("emmy", in: context).courses) == ["cs101", "cs102"])
     }
 
-    /// The result counts as updated an object whose relationships changed; a connection that
-    /// changes an object's relationship and nothing else leaves it counted as unchanged.
+    /// The result counts as updated an object whose relationships changed, a connection's
+    /// included.
     @Test func anObjectWhoseConnectionChangedIsCountedAsUpdated() throws {
         let context = ModelContext(schema: try linkMappingSchema)
         var people = try students()
@@ -420,6 +419,24 @@ struct LinkMappingTests {
         // A connection that no longer matches clears the song's albums, and the album's side.
         try context.map(json(#"[{"songID": 5, "albumTitle": "Gone"}]"#), with: m)
         #expect(songIDs(try album(1, in: context)) == [6])
+    }
+
+    @Test func aConnectionFillsAnOrderedToManyInStorageOrder() throws {
+        let context = ModelContext(schema: try linkMappingSchema)
+        var s = try songs()
+        try s.map("albumTitle")
+        try context.map(json(#"[{"songID": 8, "albumTitle": "Blue"}, {"songID": 2, "albumTitle": "Red"}, {"songID": 5, "albumTitle": "Blue"}]"#), with: s)
+        var m = EntityMapping(LMAlbum.self)
+        try m.map("albumID", "title")
+        try m.identify(by: "albumID")
+        try m.connect("songs", by: ["title": "albumTitle"])
+        let document = json(#"[{"albumID": 1, "title": "Blue"}, {"albumID": 2, "title": "Red"}]"#)
+        try context.map(document, with: m)
+        #expect(songIDs(try album(1, in: context)) == [8, 5])
+        #expect(songIDs(try album(2, in: context)) == [2])
+        try context.save()
+        #expect(try context.map(document, with: m).counts.unchanged == 2)
+        #expect(!context.hasChanges)
     }
 
     @Test func aConnectionFillsTheToOneSideOfAnOrderedToMany() throws {
