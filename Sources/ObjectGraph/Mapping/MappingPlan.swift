@@ -251,6 +251,37 @@ final class MappingPlan {
         outcome[row] = 0
     }
 
+    /// The counts of each entity the plans map. Plans of one entity (a top-level mapping and a
+    /// nested one, say) may map the same object: it counts once, with the strongest outcome
+    /// (inserted, then updated, then unchanged, then skipped); the other counts add up.
+    static func countsByEntity(_ plans: [MappingPlan]) -> [String: MappingCounts] {
+        var byEntity: [String: MappingCounts] = [:]
+        var shared: [String: [MappingPlan]] = [:]
+        for plan in plans { shared[plan.table.entity.name, default: []].append(plan) }
+        for (name, group) in shared {
+            var total = group.reduce(MappingCounts()) { $0 + $1.counts }
+            if group.count > 1 {
+                total.inserted = 0
+                total.updated = 0
+                total.unchanged = 0
+                total.skippedUnmodified = 0
+                var strongest: [UInt8] = []
+                for plan in group {
+                    if strongest.count < plan.outcome.count {
+                        strongest.append(contentsOf: repeatElement(0, count: plan.outcome.count - strongest.count))
+                    }
+                    // Outcome raw values rise from inserted (1) to skipped (4); 0 is none.
+                    for (row, o) in plan.outcome.enumerated() where o != 0 && (strongest[row] == 0 || o < strongest[row]) {
+                        strongest[row] = o
+                    }
+                }
+                for o in strongest where o != 0 { if let outcome = Outcome(rawValue: o) { total.add(outcome) } }
+            }
+            byEntity[name] = total
+        }
+        return byEntity
+    }
+
     /// Records what happened to `row`.
     @inline(__always)
     func note(_ row: Int, _ new: Outcome) {

@@ -453,7 +453,7 @@ struct MappingRun<Source: MappingSource> {
                 let row = Int(r)
                 guard table.isVisible(row: row) else { continue }
                 if c.mySlots.contains(where: { table.isNull(row: row, slot: $0) }) {
-                    clear(c, row: row, table)
+                    if clear(c, row: row, table) { plan.note(row, .updated) }
                     continue
                 }
                 var targets: [Int] = []
@@ -467,26 +467,33 @@ struct MappingRun<Source: MappingSource> {
                     let key = withRowCells(table, row: row, slots: c.mySlots) { IdentityKey($0) }
                     targets = (lookup?[key] ?? []).map(Int.init)
                 }
+                // A connection that changes an object's relationship counts it as updated.
                 if targets.isEmpty {
                     plan.counts.unresolvedConnections += 1
-                    clear(c, row: row, table)
+                    if clear(c, row: row, table) { plan.note(row, .updated) }
                 } else if c.relationship.isToMany {
                     if !table.toManyHolds(row: row, c.relationship, exactly: targets) {
                         table.setToMany(row: row, c.relationship, to: targets)
+                        plan.note(row, .updated)
                     }
                 } else if table.toOneDestination(row: row, c.relationship) != targets[0] {
                     table.setToOne(row: row, c.relationship, to: targets[0])
+                    plan.note(row, .updated)
                 }
             }
         }
     }
 
-    private func clear(_ c: MappingPlan.Connection, row: Int, _ table: EntityTable) {
+    /// Empties the connection's relationship of `row`; returns whether it held anything.
+    private func clear(_ c: MappingPlan.Connection, row: Int, _ table: EntityTable) -> Bool {
         if c.relationship.isToMany {
-            if !table.toManyDestinations(row: row, c.relationship).isEmpty { table.setToMany(row: row, c.relationship, to: []) }
-        } else if !table.toOneIsEmpty(row: row, c.relationship) {
-            table.setToOne(row: row, c.relationship, to: nil)
+            guard !table.toManyDestinations(row: row, c.relationship).isEmpty else { return false }
+            table.setToMany(row: row, c.relationship, to: [])
+            return true
         }
+        guard !table.toOneIsEmpty(row: row, c.relationship) else { return false }
+        table.setToOne(row: row, c.relationship, to: nil)
+        return true
     }
 
     /// The visible destination rows by their connection attributes (a connection without a

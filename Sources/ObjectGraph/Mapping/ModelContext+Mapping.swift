@@ -138,8 +138,7 @@ extension ModelContext {
             try run.progress.checkCancellation()
             let discarded = try run.finish()
             activeSync?.noteMapped(run.plans)
-            var byEntity: [String: MappingCounts] = [:]
-            for plan in run.plans { byEntity[plan.table.entity.name] = (byEntity[plan.table.entity.name] ?? MappingCounts()) + plan.counts }
+            let byEntity = MappingPlan.countsByEntity(run.plans)
             run.progress.finish()
             return (rows, byEntity, discarded, run.top.table)
         }
