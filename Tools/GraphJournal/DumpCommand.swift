@@ -15,8 +15,21 @@ struct Dump: ParsableCommand {
             records are {"seq":1,"kind":"schema","entities":[{"entity":"Person","attributes":\
             [{"name":"id","type":"int64","optional":false}]}]}.
 
+            Relationships stored as links (many-to-many, ordered to-many): the schema line \
+            lists them, "links":[{"relationship":"Playlist.tracks (ordered) ↔ Track.playlists \
+            (set)","sides":[{"entity":"Playlist","relationship":"tracks","ordered":true,\
+            "toOne":false},{...}]}]; a record that changes them has "links":[{"relationship":\
+            ...,"removed":[[{"entity":"Playlist","serial":1},{"entity":"Track","serial":4}]],\
+            "added":[...],"orders":[{"side":0,"entity":"Playlist","serial":1,"relationship":\
+            "tracks","placements":[{"entity":"Track","serial":3,"index":0}]}]}], applied in that \
+            order: removals, additions appended to both lists, then each order edit takes the \
+            members it names out and puts them back at their index. A deleted object's links \
+            are not listed: they go with it.
+
             Objects (--objects): {"entity":"Person","serial":1,"attributes":{...}}, by entity \
-            then serial.
+            then serial; an entity with relationships stored as links adds "links":{"tracks":\
+            [3,1,2]}: the serials of the related objects, in order on an ordered side, by serial \
+            otherwise; a to-one side is one serial or null.
 
             Values are JSON natives: strings, numbers, booleans, null; data as base64, dates as \
             ISO 8601 in UTC, UUIDs and URLs as strings; NaN and infinities as the strings "NaN", \
@@ -80,8 +93,8 @@ struct Dump: ParsableCommand {
                 case .schema:
                     if let schema { writeSchema(schema, sequence: sequence, to: &out.json) }
                 case .transaction, .base:
-                    if let changes {
-                        try writeChanges(changes, sequence: sequence, kind: record.entry.kind.label, to: &out) { fraction in
+                    if let changes, let schema {
+                        try writeChanges(changes, schema: schema, sequence: sequence, kind: record.entry.kind.label, to: &out) { fraction in
                             progress?.within(record.entry, fraction: fraction)
                         }
                     }
@@ -102,7 +115,7 @@ struct Dump: ParsableCommand {
                 progress?.bar.phase("writing objects", total: tables.reduce(Int64(0)) { $0 + Int64($1.count) }, unit: .items("objects"))
                 var written: Int64 = 0
                 for table in tables {
-                    try writeObjects(table, to: &out) { count in
+                    try writeObjects(table, links: replay.links, to: &out) { count in
                         written += Int64(count)
                         progress?.bar.update(done: written)
                     }
@@ -136,6 +149,7 @@ struct Dump: ParsableCommand {
     private func writeSchema(_ schema: StoredSchema, sequence: UInt64, to w: inout JSONWriter) {
         let entities = schema.entities.filter { entity == nil || $0.name == entity }
         if entity != nil && entities.isEmpty { return }
+        let links = schema.links.filter { l in entity == nil || l.entities.contains { schema.entities[$0].name == entity } }
         w.raw("{\"seq\":"); w.uint(sequence)
         w.raw(",\"kind\":\"schema\",\"entities\":[")
         for (i, e) in entities.enumerated() {
@@ -155,16 +169,30 @@ struct Dump: ParsableCommand {
             }
             w.raw("]}")
         }
-        w.raw("]}\n")
+        w.raw("]")
+        if !links.isEmpty {
+            // The relationships stored as links, in the order the records' link changes name them.
+            w.raw(",\"links\":[")
+            for (i, l) in links.enumerated() {
+                if i > 0 { w.raw(",") }
+                w.raw("{\"relationship\":"); w.string(l.describe(in: schema))
+                w.raw(",\"sides\":")
+                writeSides(l.entities.map { schema.entities[$0].name }, l, to: &w)
+                w.raw("}")
+            }
+            w.raw("]")
+        }
+        w.raw("}\n")
     }
 
     /// Writes one record's changes as a line. A record of many inserts is written with
     /// `out` flushed as it fills (a save of a million objects is one record), and `advance` is
     /// told the fraction of the inserts written so far, every ``progressStep`` of them.
-    private func writeChanges(_ changes: ChangeSet, sequence: UInt64, kind: String, to out: inout StandardOutput,
+    private func writeChanges(_ changes: ChangeSet, schema: StoredSchema, sequence: UInt64, kind: String, to out: inout StandardOutput,
                               advance: (Double) -> Void) throws {
         let blocks = changes.entities.filter { entity == nil || $0.entityName == entity }
-        if entity != nil && blocks.isEmpty { return }
+        let links = changes.links.filter { entity == nil || $0.entityNames.contains(entity ?? "") }
+        if entity != nil && blocks.isEmpty && links.isEmpty { return }
         let inserts = blocks.reduce(0) { $0 + $1.insertedSerials.count }
         var insertsWritten = 0
         out.json.raw("{\"seq\":"); out.json.uint(sequence)
@@ -218,7 +246,66 @@ struct Dump: ParsableCommand {
             }
             out.json.raw("]}")
         }
-        out.json.raw("]}\n")
+        out.json.raw("]")
+        if !links.isEmpty {
+            out.json.raw(",\"links\":[")
+            for (i, l) in links.enumerated() {
+                if i > 0 { out.json.raw(",") }
+                try writeLinkChanges(l, schema: schema, to: &out)
+            }
+            out.json.raw("]")
+        }
+        out.json.raw("}\n")
+    }
+
+    /// Writes one relationship's link changes: its two sides (as the schema line describes
+    /// them), the pairs removed and added (each object as entity and serial, side 0 first),
+    /// and the order edits; `out` is flushed as it fills (a base record holds every link).
+    private func writeLinkChanges(_ l: LinkChanges, schema: StoredSchema, to out: inout StandardOutput) throws {
+        let stored = schema.links.first { link in
+            link.names == l.relationshipNames && link.entities.map { schema.entities[$0].name } == l.entityNames
+        }
+        out.json.raw("{\"relationship\":")
+        out.json.string(stored?.describe(in: schema) ?? "\(l.entityNames[0]).\(l.relationshipNames[0]) ↔ \(l.entityNames[1]).\(l.relationshipNames[1])")
+        func object(_ side: Int, _ serial: UInt64, to w: inout JSONWriter) {
+            w.raw("{\"entity\":"); w.string(l.entityNames[side])
+            w.raw(",\"serial\":"); w.uint(serial)
+            w.raw("}")
+        }
+        for (key, pairs) in [("removed", l.removed), ("added", l.added)] {
+            out.json.raw(",")
+            out.json.key(key)
+            out.json.raw("[")
+            for (i, p) in pairs.enumerated() {
+                if i > 0 { out.json.raw(",") }
+                out.json.raw("[")
+                object(0, p.serial0, to: &out.json)
+                out.json.raw(",")
+                object(1, p.serial1, to: &out.json)
+                out.json.raw("]")
+                if i % Self.progressStep == Self.progressStep - 1 { try out.flushIfFull() }
+            }
+            out.json.raw("]")
+        }
+        out.json.raw(",\"orders\":[")
+        for (i, o) in l.orders.filter({ (0..<2).contains($0.side) }).enumerated() {
+            try out.flushIfFull()
+            if i > 0 { out.json.raw(",") }
+            out.json.raw("{\"side\":"); out.json.int(Int64(o.side))
+            out.json.raw(",\"entity\":"); out.json.string(l.entityNames[o.side])
+            out.json.raw(",\"serial\":"); out.json.uint(o.owner)
+            out.json.raw(",\"relationship\":"); out.json.string(l.relationshipNames[o.side])
+            out.json.raw(",\"placements\":[")
+            for (j, p) in o.placements.enumerated() {
+                if j > 0 { out.json.raw(",") }
+                out.json.raw("{\"entity\":"); out.json.string(l.entityNames[1 - o.side])
+                out.json.raw(",\"serial\":"); out.json.uint(p.member)
+                out.json.raw(",\"index\":"); out.json.int(Int64(p.index))
+                out.json.raw("}")
+            }
+            out.json.raw("]}")
+        }
+        out.json.raw("]}")
     }
 
     /// How many objects `dump` writes between two reports of its progress.
@@ -226,7 +313,16 @@ struct Dump: ParsableCommand {
 
     /// Writes the live objects of one table, by serial; `advance` is told how many were
     /// written since it was last told, every ``progressStep`` objects and at the end.
-    private func writeObjects(_ table: JournalReplay.Table, to out: inout StandardOutput, advance: (Int) -> Void) throws {
+    private func writeObjects(_ table: JournalReplay.Table, links: [LinkState], to out: inout StandardOutput, advance: (Int) -> Void) throws {
+        // The relationships stored as links this entity is a side of, by name: each object's
+        // list (serials of the other side), a to-one side as one serial or null.
+        let sides: [(link: Int, side: Int, key: [UInt8])] = table.inSchema ? links.indices.flatMap { k in
+            (0..<2).filter { links[k].entityNames[$0] == table.name }.map { side in
+                var key = JSONWriter(capacity: 32)
+                key.key(links[k].link.names[side])
+                return (k, side, key.bytes)
+            }
+        } : []
         var prefix = JSONWriter(capacity: 64)
         prefix.raw("{\"entity\":"); prefix.string(table.name); prefix.raw(",\"serial\":")
         let names: [[UInt8]] = table.attributes.map { a in
@@ -245,7 +341,27 @@ struct Dump: ParsableCommand {
                 out.json.bytes.append(contentsOf: names[j])
                 out.json.value(value)
             }
-            out.json.raw("}}\n")
+            out.json.raw("}")
+            if !sides.isEmpty {
+                out.json.raw(",\"links\":{")
+                for (i, s) in sides.enumerated() {
+                    if i > 0 { out.json.raw(",") }
+                    out.json.bytes.append(contentsOf: s.key)
+                    let members = links[s.link].members(s.side, serial)
+                    if links[s.link].link.toOne[s.side] {
+                        if let m = members.first { out.json.uint(m) } else { out.json.raw("null") }
+                        continue
+                    }
+                    out.json.raw("[")
+                    for (j, m) in members.enumerated() {
+                        if j > 0 { out.json.raw(",") }
+                        out.json.uint(m)
+                    }
+                    out.json.raw("]")
+                }
+                out.json.raw("}")
+            }
+            out.json.raw("}\n")
             try out.flushIfFull()
             sinceAdvance += 1
             if sinceAdvance == Self.progressStep {

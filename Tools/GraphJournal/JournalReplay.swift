@@ -9,7 +9,8 @@ import ObjectGraph
 ///
 /// It checks what opening the store would check beyond the framing: a transaction follows a
 /// schema record and decodes against it, inserts a serial that is not live, updates and deletes
-/// serials that are.
+/// serials that are; and for the relationships stored as links (``LinkState``), links and
+/// orders objects that are live, removes pairs that are linked, adds pairs that are not.
 struct JournalReplay {
     /// The live objects of one entity.
     struct Table {
@@ -158,6 +159,13 @@ struct JournalReplay {
     private(set) var schema: StoredSchema?
     private(set) var tables: [Table] = []
     private var tableIndex: [String: Int] = [:]
+    /// The relationships the schema in force stores as links, in its order, with their links.
+    /// Kept only when objects are tracked.
+    private(set) var links: [LinkState] = []
+    /// ``links`` by ``linkKey(_:_:)`` of the schema in force's sides.
+    private var linkIndex: [String: Int] = [:]
+    /// Per entity name: the links it is a side of, with the side.
+    private var linkSides: [String: [(link: Int, side: Int)]] = [:]
     private(set) var problems: [Problem] = []
     /// Problems not kept once ``problemLimit`` were kept.
     private(set) var problemsNotShown = 0
@@ -210,7 +218,10 @@ struct JournalReplay {
                 report(record, "\(record.entry.kind.label) does not decode against the schema in force: \(error.message)")
                 return nil
             }
-            if trackObjects { for entity in changes.entities { apply(entity, record) } }
+            if trackObjects {
+                for entity in changes.entities { apply(entity, record) }
+                for l in changes.links { apply(l, record.entry) }
+            }
             return changes
         case nil:
             skippedRecords += 1
@@ -226,6 +237,9 @@ struct JournalReplay {
     /// A payload whose pieces end early (a chunk that does not decompress) is ignored as if it
     /// had never been lent: the journal reports it, as it reports the payloads it cannot
     /// decompress before lending them.
+    ///
+    /// Under a schema with relationships stored as links the outline is not enough (it does
+    /// not list link changes): each payload is read whole and decoded as ``apply(_:)`` does.
     mutating func check(_ entry: JournalReport.Entry, payload: JournalPayload, outline: inout TransactionOutline) {
         precondition(!keepValues, "check(_:payload:outline:) tracks serials only")
         switch entry.kind {
@@ -233,6 +247,14 @@ struct JournalReplay {
             guard let bytes = payload.readRest() else { return }
             applySchema(bytes, entry)
         case .transaction, .base:
+            if let schema, !schema.links.isEmpty, trackObjects {
+                // The outline does not list link changes: a payload of a schema with links is
+                // decoded in full, once it is known to decompress.
+                guard let bytes = payload.readRest() else { return }
+                let record = JournalReadRecord(entry: entry, payload: bytes)
+                apply(record, decoded: decode(record, schema: schema))
+                return
+            }
             // Nothing is counted or reported before the whole payload is known to decompress.
             var malformed: StoreError?
             if let schema {
@@ -326,8 +348,10 @@ struct JournalReplay {
             newIndex[old.name] = newTables.count
             newTables.append(orphan)
         }
+        let oldTables = tables
         tables = newTables
         tableIndex = newIndex
+        if trackObjects { installLinks(stored, oldTables: oldTables) }
     }
 
     /// Applies one entity's changes to its live-serial bitmap (serials below 2^32; larger ones
@@ -349,6 +373,7 @@ struct JournalReplay {
         for serial in tables[t].removeBits(deleted) {
             report(entry, "deletes \(name)/\(serial), which does not exist")
         }
+        dropLinks(of: name, deleted)
     }
 
     private mutating func apply(_ changes: EntityChanges, _ record: JournalReadRecord) {
@@ -379,6 +404,7 @@ struct JournalReplay {
         for serial in changes.deletedSerials where tables[t].objects.removeValue(forKey: serial) == nil {
             report(record, "deletes \(name)/\(serial), which does not exist")
         }
+        dropLinks(of: name, changes.deletedSerials)
     }
 }
 
@@ -469,6 +495,130 @@ struct ParallelReplay {
         for (record, decoded) in zip(records, results) {
             let changes = replay.apply(record, decoded: decoded)
             try emit(record, changes, replay.schema)
+        }
+    }
+}
+
+// MARK: Links
+
+extension JournalReplay.Table {
+    /// Whether `serial` is live in the bitmap (when the replay keeps no values).
+    func hasBit(_ serial: UInt64) -> Bool {
+        let word = Int(serial >> 6)
+        return serial < 1 << 32 && word < liveBits.count && liveBits[word] & (UInt64(1) << (serial & 63)) != 0
+    }
+}
+
+extension JournalReplay {
+    /// Whether the object `serial` of `entity` is live.
+    private func isLive(_ entity: String, _ serial: UInt64) -> Bool {
+        guard let t = tableIndex[entity] else { return false }
+        return keepValues ? tables[t].objects[serial] != nil : tables[t].hasBit(serial)
+    }
+
+    /// Makes the links of `stored` those in force: a relationship an earlier schema stored as
+    /// links keeps its links (matched by its two sides, in either order), one that was a to-one
+    /// relationship before takes its values as links (as the library migrates it), and those
+    /// `stored` no longer has are dropped (the library no longer reads them).
+    private mutating func installLinks(_ stored: StoredSchema, oldTables: [Table]) {
+        var old = links
+        var taken = Set<Int>()
+        var newLinks: [LinkState] = []
+        for l in stored.links {
+            let fresh = LinkState(link: l, in: stored)
+            let key = Self.linkKey(fresh.entityNames, l.names)
+            let swapped = Self.linkKey(fresh.entityNames.reversed(), l.names.reversed())
+            if let i = old.indices.first(where: { !taken.contains($0) && [key, swapped].contains(Self.linkKey(old[$0].entityNames, old[$0].link.names)) }) {
+                taken.insert(i)
+                var state = old[i]
+                if Self.linkKey(state.entityNames, state.link.names) != key { state.swapSides() }
+                state.setOrdered(l.ordered)
+                state.link = l
+                state.entityNames = fresh.entityNames
+                state.description = fresh.description
+                newLinks.append(state)
+                continue
+            }
+            var state = fresh
+            migrateToOne(into: &state, stored: stored, oldTables: oldTables)
+            newLinks.append(state)
+        }
+        old.removeAll()
+        links = newLinks
+        linkIndex = [:]
+        linkSides = [:]
+        for (k, state) in links.enumerated() {
+            linkIndex[Self.linkKey(state.entityNames, state.link.names)] = k
+            for side in 0..<2 { linkSides[state.entityNames[side], default: []].append((k, side)) }
+        }
+    }
+
+    /// A relationship new to the links whose side was a to-one slot of the previous schema: each
+    /// object's value becomes its link, in the order of the objects' serials. Without values
+    /// (`verify`) the links are not known: the relationship is marked inexact.
+    private func migrateToOne(into state: inout LinkState, stored: StoredSchema, oldTables: [Table]) {
+        for side in 0..<2 {
+            let entity = state.entityNames[side], name = state.link.names[side]
+            guard let old = oldTables.first(where: { $0.name == entity && $0.inSchema }),
+                  let j = old.attributes.firstIndex(where: { $0.name == name && $0.destinationEntity != nil }),
+                  stored.entities[state.link.entities[side]].attributes.contains(where: { $0.name == name }) == false
+            else { continue }
+            guard keepValues else {
+                if old.count > 0 { state.exact = false }
+                continue
+            }
+            for serial in old.objects.keys.sorted() {
+                let destination: UInt64
+                switch old.objects[serial]?[j] {
+                case .uint(let v)?: destination = v
+                case .int(let v)? where v > 0: destination = UInt64(v)
+                default: continue
+                }
+                guard isLive(state.entityNames[1 - side], destination) else { continue }
+                if side == 0 { state.add(serial, destination) } else { state.add(destination, serial) }
+            }
+        }
+    }
+
+    /// Takes the deleted objects `serials` of `entity` out of every list.
+    private mutating func dropLinks(of entity: String, _ serials: some Sequence<UInt64>) {
+        guard let sides = linkSides[entity] else { return }
+        for serial in serials {
+            for (k, side) in sides { links[k].drop(side, serial) }
+        }
+    }
+
+    /// Applies one relationship's link changes of a record, as the library's replay does,
+    /// reporting what the library refuses: a link of an object that does not exist, the removal
+    /// of a pair that is not linked, the addition of one that is, an order edit of a member the
+    /// list does not have or past its end.
+    private mutating func apply(_ changes: LinkChanges, _ entry: JournalReport.Entry) {
+        guard let k = linkIndex[Self.linkKey(changes.entityNames, changes.relationshipNames)] else {
+            report(entry, "changes the links of \(changes.entityNames[0]).\(changes.relationshipNames[0]), which the schema in force does not store as links")
+            return
+        }
+        links[k].pairsRemoved += changes.removed.count
+        links[k].pairsAdded += changes.added.count
+        links[k].orderEdits += changes.orders.count
+        let names = links[k].entityNames, prefix = links[k].shortName + ": ", exact = links[k].exact
+        /// Whether `serial` of `side` is live; reports it when not.
+        func exists(_ side: Int, _ serial: UInt64) -> Bool {
+            if isLive(names[side], serial) { return true }
+            report(entry, prefix + "link of \(names[side])/\(serial), which does not exist")
+            return false
+        }
+        func pair(_ p: LinkChanges.Pair) -> String { "\(names[0])/\(p.serial0) and \(names[1])/\(p.serial1)" }
+        for p in changes.removed where exists(0, p.serial0) && exists(1, p.serial1) {
+            if !links[k].remove(p.serial0, p.serial1) && exact { report(entry, prefix + "unlink of \(pair(p)), which are not linked") }
+        }
+        for p in changes.added where exists(0, p.serial0) && exists(1, p.serial1) {
+            if !links[k].add(p.serial0, p.serial1) && exact { report(entry, prefix + "link of \(pair(p)), which are linked already") }
+        }
+        for o in changes.orders where (0..<2).contains(o.side) {
+            guard exists(o.side, o.owner), o.placements.allSatisfy({ exists(1 - o.side, $0.member) }) else { continue }
+            if !links[k].reorder(o.side, o.owner, o.placements) && exact {
+                report(entry, prefix + "order of \(names[o.side])/\(o.owner) names a member it does not have or an index past its end")
+            }
         }
     }
 }

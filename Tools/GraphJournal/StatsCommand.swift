@@ -11,8 +11,11 @@ struct Stats: ParsableCommand {
             live objects. "live bytes" estimates what a compaction would write: the live objects \
             in the journal's encoding, compressed at the journal's overall compression ratio, plus \
             the segment and record headers and the schema record. "superseded bytes" is the rest \
-            of the bytes on disk: history a compaction would drop. On a damaged journal the \
-            figures cover the valid prefix and the health line says what is wrong.
+            of the bytes on disk: history a compaction would drop. Each relationship stored as \
+            links (many-to-many, ordered to-many) is listed with its two sides, its links after \
+            the replay, and the pairs added and removed and the order edits its records hold. On \
+            a damaged journal the figures cover the valid prefix and the health line says what \
+            is wrong.
 
             \(ToolExit.helpText)
             """
@@ -50,6 +53,9 @@ struct StatsFigures {
     var lastSequence: UInt64
     var formatVersion: Int
     var entities: [(name: String, live: Int, inSchema: Bool)]
+    /// The relationships stored as links in the schema in force: their sides, their links
+    /// after the replay, and what the records held.
+    var links: [LinkState]
     var liveBytesEstimate: Int64
     var health: String
 
@@ -68,10 +74,11 @@ struct StatsFigures {
         formatVersion = report.formatVersion
         let tables = replay.liveTables
         entities = tables.map { ($0.name, $0.count, $0.inSchema) }
+        links = replay.links
         // What a compaction writes: a base segment (header, schema record, one snapshot record)
         // and an empty log segment.
         let ratio = storedPayloadBytes > 0 ? Double(rawPayloadBytes) / Double(storedPayloadBytes) : 1
-        let snapshotRaw = 2 + tables.reduce(Int64(0)) { $0 + $1.estimatedSnapshotBytes }
+        let snapshotRaw = 2 + tables.reduce(Int64(0)) { $0 + $1.estimatedSnapshotBytes } + links.reduce(Int64(links.isEmpty ? 0 : 1)) { $0 + $1.estimatedSnapshotBytes }
         let snapshotStored = snapshotRaw < 64 ? snapshotRaw : min(snapshotRaw, Int64((Double(snapshotRaw) / max(ratio, 1)).rounded()))
         let schemaStored = report.entries.last { $0.kind == .schema }.map { Int64($0.storedLength) } ?? 0
         liveBytesEstimate = tables.isEmpty && schemaStored == 0 ? 48 : 48 + 24 + schemaStored + 24 + snapshotStored + 48
@@ -107,6 +114,15 @@ struct StatsFigures {
             out.text("  " + e.name.padding(toLength: width, withPad: " ", startingAt: 0)
                      + "\(e.live) live object\(e.live == 1 ? "" : "s")" + (e.inSchema ? "" : " (not in the latest schema)") + "\n")
         }
+        if !links.isEmpty {
+            out.text("links\n")
+            let width = (links.map(\.description.count).max() ?? 0) + 2
+            for l in links {
+                out.text("  " + l.description.padding(toLength: width, withPad: " ", startingAt: 0)
+                         + "\(l.count) link\(l.count == 1 ? "" : "s") (records: \(l.pairsAdded) added, \(l.pairsRemoved) removed, "
+                         + "\(l.orderEdits) order edit\(l.orderEdits == 1 ? "" : "s"))\n")
+            }
+        }
         out.text("health".padding(toLength: 18, withPad: " ", startingAt: 0) + health + "\n")
     }
 
@@ -135,7 +151,38 @@ struct StatsFigures {
             w.raw(",\"inSchema\":"); w.bool(e.inSchema)
             w.raw("}")
         }
-        w.raw("],\"health\":"); w.string(String(health.prefix { $0 != " " }))
+        w.raw("]")
+        if !links.isEmpty {
+            w.raw(",\"links\":[")
+            for (i, l) in links.enumerated() {
+                if i > 0 { w.raw(",") }
+                w.raw("{\"relationship\":"); w.string(l.description)
+                w.raw(",\"sides\":")
+                writeSides(l.entityNames, l.link, to: &w)
+                w.raw(",\"links\":"); w.int(Int64(l.count))
+                w.raw(",\"pairsAdded\":"); w.int(Int64(l.pairsAdded))
+                w.raw(",\"pairsRemoved\":"); w.int(Int64(l.pairsRemoved))
+                w.raw(",\"orderEdits\":"); w.int(Int64(l.orderEdits))
+                w.raw("}")
+            }
+            w.raw("]")
+        }
+        w.raw(",\"health\":"); w.string(String(health.prefix { $0 != " " }))
         w.raw("}\n")
     }
+}
+
+/// Writes a relationship's two sides as a JSON array: side 0 (the relationship met first in
+/// schema order), then its inverse, each with its entity, relationship name and kind.
+func writeSides(_ entityNames: [String], _ link: StoredSchema.Link, to w: inout JSONWriter) {
+    w.raw("[")
+    for side in 0..<2 {
+        if side > 0 { w.raw(",") }
+        w.raw("{\"entity\":"); w.string(entityNames[side])
+        w.raw(",\"relationship\":"); w.string(link.names[side])
+        w.raw(",\"ordered\":"); w.bool(link.ordered[side])
+        w.raw(",\"toOne\":"); w.bool(link.toOne[side])
+        w.raw("}")
+    }
+    w.raw("]")
 }
