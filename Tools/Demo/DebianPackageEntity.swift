@@ -18,11 +18,18 @@ import ObjectGraph
     var details: String = ""
     /// Set by a sync's tombstone: the API says the package was removed.
     var isRemoved: Bool = false
-    /// Names of the packages it depends on (first alternative of each clause).
-    var depends: [String] = []
+    /// Names of the packages it depends on, as the index lists them (first alternative of each
+    /// clause). Virtual packages and packages outside the slice have no object of their own.
+    var dependsNames: [String] = []
     var sha256: String
     /// The maintainer (team) as an object; `maintainer` keeps the field as the index spells it.
     @Relationship(inverse: "packages") var maintainedBy: DebianMaintainer?
+    /// The packages of the slice it depends on: a many-to-many of packages with themselves,
+    /// whose inverse is `dependents`. Deleting a package removes it from its dependents' lists
+    /// (delete rule nullify, the default, both ways).
+    @Relationship(inverse: "dependents") var depends: [DebianPackage]
+    /// The packages of the slice that depend on it.
+    @Relationship(inverse: "depends") var dependents: [DebianPackage]
 }
 
 /// A maintainer or team, one per distinct `Maintainer:` field. It cannot be deleted while it
@@ -61,7 +68,22 @@ extension DebianPackage {
         let lines = record.description.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
         summary = lines.first.map(String.init) ?? ""
         details = lines.count > 1 ? String(lines[1]) : ""
-        depends = record.depends
+        dependsNames = record.depends
         sha256 = record.sha256
+    }
+
+    /// Points `depends` at the packages `names` names (its `Depends` field, as `dependsNames`
+    /// holds it), each found through the unique index on `name`, and returns how many names
+    /// have no package. Assigning the same set again changes nothing. The names come from the
+    /// caller: reading `dependsNames` back decodes its JSON text on every read.
+    @discardableResult
+    func linkDepends(to names: [String], in context: ModelContext) throws -> Int {
+        var targets: [DebianPackage] = []
+        targets.reserveCapacity(names.count)
+        for name in names {
+            if let p = try context.object(DebianPackage.self, where: \.name, equals: name) { targets.append(p) }
+        }
+        depends = targets
+        return names.count - targets.count
     }
 }

@@ -45,6 +45,8 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
     }
     for name in tombstoned.sorted() { newerObjects.append(Data(#"{"name": "\#(name)", "removed": true}"#.utf8)) }
     let newer = jsonArray(newerObjects)
+    // Both snapshots list a package's dependencies as the fixture does.
+    let dependsByName = Dictionary(sorted.map { ($0.name, $0.depends) }, uniquingKeysWith: { first, _ in first })
     print("           older snapshot: \(sorted.count - heldBack.count) packages, \(older.count / 1024) KiB of JSON; newer: "
         + "\(newerObjects.count - tombstoned.count) packages (\(heldBack.subtracting(obsolete).count) new, "
         + "\(teamNames.subtracting(obsolete).count) at a new version, \(obsolete.subtracting(heldBack).count) gone) "
@@ -55,8 +57,8 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
     try maintainers.identify(by: "name")
     var packages = EntityMapping(DebianPackage.self)
     try packages.map("name", "version", "architecture", "section", "priority", "installedSize", "size", "maintainer",
-                     "homepage", "depends", "sha256")
-    try packages.map(["description": "summary", "removed": "isRemoved"])
+                     "homepage", "sha256")
+    try packages.map(["description": "summary", "removed": "isRemoved", "depends": "dependsNames"])
     try packages.identify(by: "name")
     try packages.useModificationAttribute("version")       // unchanged versions are skipped
     try packages.connect("maintainedBy", by: ["maintainer": "name"])
@@ -70,6 +72,13 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
             try store.context.sync([DebianPackage.self, DebianMaintainer.self]) { sync in
                 try sync.map(document, with: maintainers)
                 try sync.map(document, with: packages)
+                // The API names dependencies; a mapping connects a to-many by one attribute's
+                // value, not by an array of names, so the names become links here, inside the
+                // sync: the sweep that follows drops the links of what it removes, and the sync's
+                // one journal record holds them all.
+                for p in try store.context.objects(of: DebianPackage.self) {
+                    try p.linkDepends(to: dependsByName[p.name] ?? [], in: store.context)
+                }
             }
         }
         print("\(ms(time))  synced the \(label) snapshot (parse, map, mark, sweep, durable save):")
@@ -91,10 +100,14 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
         p.version == (original[p.name] ?? "") + (teamNames.contains(p.name) ? "+deb12u1" : "")
     }.count
     let connected = mirrored.allSatisfy { $0.maintainedBy?.name == $0.maintainer }
+    let present = Set(mirrored.map(\.name))
+    let linked = mirrored.allSatisfy { p in Set(p.depends.map(\.name)) == Set(p.dependsNames.filter(present.contains)) }
+    let links = mirrored.reduce(0) { $0 + $1.depends.count }
     print("\(ms(reopenTime))  reopened: \(mirrored.count) packages (expected \(expected)), \(asListed) at the newer snapshot's version, "
         + "every one connected to its maintainer: \(connected)")
+    print("           \(links) Depends links, every package linked to the packages it names that the mirror holds: \(linked)")
     print("           journal: \(stats.records) records (the schema, then one per sync), \(bytes(stats.bytesOnDisk)) on disk")
-    guard mirrored.count == expected, asListed == expected, connected else {
+    guard mirrored.count == expected, asListed == expected, connected, linked else {
         throw DemoFailure(description: "the mirror differs from the newer snapshot")
     }
     try store.close()

@@ -1,5 +1,6 @@
 // objectgraph-demo: loads a slice of Debian's package index into an object graph and shows
-// change tracking, rollback and saves on real data, with timings.
+// change tracking, rollback, saves, and the Depends many-to-many (a query and a delete) on real
+// data, with timings.
 //
 //   swift run -c release objectgraph-demo [Fixtures/debian-packages.jsonl.lz4]
 
@@ -24,15 +25,22 @@ func bytes(_ n: Int64) -> String {
     n >= 1 << 20 ? String(format: "%.2f MiB", Double(n) / 1048576) : String(format: "%.1f KiB", Double(n) / 1024)
 }
 
-/// A digest of every object's values, to show that replay gives back the same graph.
+/// A digest of every object's values and relationships, to show that replay gives back the
+/// same graph.
 func fingerprint(_ packages: [DebianPackage]) -> String {
     var hasher = Hasher()
     for p in packages.sorted(by: { $0.name < $1.name }) {
         hasher.combine(p.name); hasher.combine(p.version); hasher.combine(p.section); hasher.combine(p.installedSize)
-        hasher.combine(p.homepage); hasher.combine(p.depends); hasher.combine(p.sha256)
+        hasher.combine(p.homepage); hasher.combine(p.dependsNames); hasher.combine(p.sha256)
         hasher.combine(p.maintainedBy?.name)
+        hasher.combine(p.depends.map(\.name).sorted()); hasher.combine(p.dependents.map(\.name).sorted())
     }
     return String(UInt64(bitPattern: Int64(hasher.finalize())), radix: 16)
+}
+
+/// The number of `Depends` links between the context's packages.
+func dependsLinks(_ context: ModelContext) throws -> Int {
+    try context.objects(of: DebianPackage.self).reduce(0) { $0 + $1.depends.count }
 }
 
 func run() throws {
@@ -63,6 +71,18 @@ func run() throws {
         return try context.count(of: DebianMaintainer.self)
     }
     print("\(ms(linkTime))  linked the packages to \(maintainerCount) maintainers (to-one set, to-many derived)")
+
+    // Dependencies: each package's `Depends` names become links to the packages of the slice,
+    // found through the unique index on `name`; setting `depends` fills each target's
+    // `dependents` (a many-to-many of packages with themselves).
+    let names = records.reduce(0) { $0 + $1.depends.count }
+    let dependsByName = Dictionary(records.map { ($0.name, $0.depends) }, uniquingKeysWith: { first, _ in first })
+    let (unresolved, dependsTime) = try measure {
+        try imported.reduce(0) { try $0 + $1.linkDepends(to: dependsByName[$1.name] ?? [], in: context) }
+    }
+    let links = try dependsLinks(context)
+    print("\(ms(dependsTime))  linked \(links) Depends between packages (many-to-many depends/dependents, unique-index lookups); "
+        + "\(unresolved) of the \(names) names are virtual or outside the slice")
 
     let (_, saveTime) = try measure { try context.save() }
     let stats = store.stats
@@ -100,7 +120,7 @@ func run() throws {
     let obsolete = packages.filter { $0.section == "oldlibs" || $0.name.hasSuffix("-dbg") }
     for p in obsolete { context.delete(p) }
     print("           deleted \(obsolete.count) packages (section oldlibs or -dbg), pending: "
-        + "\(context.updatedObjects.count) updated, \(context.deletedObjects.count) deleted")
+        + "\(context.updatedObjects.count) updated, \(context.deletedObjects.count) deleted; Depends links \(links) -> \(try dependsLinks(context))")
 
     // Deleting the maintainer is refused by its deny rule when the save validates.
     context.delete(maintainer)
@@ -113,20 +133,16 @@ func run() throws {
 
     let (_, rollbackTime) = measure { context.rollback() }
     print("\(ms(rollbackTime))  rollback: updated \(context.updatedObjects.count), deleted \(context.deletedObjects.count), "
-        + "hasChanges \(context.hasChanges), objects \(try context.count(of: DebianPackage.self))")
+        + "hasChanges \(context.hasChanges), objects \(try context.count(of: DebianPackage.self)), Depends links \(try dependsLinks(context))")
     if let sample = team.value.first { print("           \(sample.name) is back to \(String(reflecting: sample.version))") }
 
     // Importing the same index again finds every package by name in O(1) and changes nothing.
     let (again, reimportTime) = try measure { try context.importUniqueObjects(DebianPackage.self, sourceArray: records) }
     print("\(ms(reimportTime))  re-imported \(again.count) records: \(try context.count(of: DebianPackage.self)) objects, "
         + "hasChanges \(context.hasChanges) (equal values change nothing)")
-
-    // Dependencies resolved through the graph, by name.
-    let resolvable = try packages.reduce(0) { count, p in
-        try count + p.depends.filter { try context.object(DebianPackage.self, where: \.name, equals: $0) != nil }.count
-    }
-    let edges = packages.reduce(0) { $0 + $1.depends.count }
-    print("           \(edges) Depends edges, \(resolvable) resolve inside the slice (unique-index lookups)")
+    // Linking the same names again finds the same sets: nothing changes either.
+    let relinked = try measure { try packages.reduce(0) { try $0 + $1.linkDepends(to: dependsByName[$1.name] ?? [], in: context) } }.1
+    print("\(ms(relinked))  re-linked the Depends of \(packages.count) packages: hasChanges \(context.hasChanges) (the same sets change nothing)")
 
     // A second save: the security update for real, and a homepage for packages without one.
     let (_, secondSaveTime) = try measure {
@@ -144,14 +160,55 @@ func run() throws {
     context = store.context
     packages = try context.objects(of: DebianPackage.self)
     let same = fingerprint(packages) == before
-    print("\(ms(reopenTime))  reopened: replayed \(store.stats.records) records into \(packages.count) objects; "
-        + "values \(same ? "identical" : "DIFFERENT") to before close")
+    print("\(ms(reopenTime))  reopened: replayed \(store.stats.records) records into \(packages.count) objects and \(try dependsLinks(context)) Depends links; "
+        + "values and links \(same ? "identical" : "DIFFERENT") to before close")
     guard same else { throw DemoFailure(description: "replay did not restore the saved graph") }
+
+    // A query over the links: the packages most others depend on.
+    let ((dependedOn, top), queryTime) = try measure {
+        let found = try context.fetch(FetchDescriptor<DebianPackage>(predicate: #Predicate { !$0.dependents.isEmpty }))
+        let counted = found.map { ($0, $0.dependents.count) }.sorted { ($0.1, $1.0.name) > ($1.1, $0.0.name) }
+        return (found.count, Array(counted.prefix(10)))
+    }
+    print("\(ms(queryTime))  \(dependedOn) packages have dependents (#Predicate { !$0.dependents.isEmpty }); the 10 most depended on:")
+    for row in stride(from: 0, to: top.count, by: 5) {
+        print("           " + top[row..<min(row + 5, top.count)].map { "\($0.0.name) \($0.1)" }.joined(separator: ", "))
+    }
+
+    // Deleting a package: the delete rule (nullify) takes it out of every dependent's `depends`
+    // at once, and the save frees the links. The package chosen is the one most depended on.
+    guard let (removed, dependentCount) = top.first, let example = removed.dependents.min(by: { $0.name < $1.name }) else {
+        throw DemoFailure(description: "no package has dependents")
+    }
+    let removedName = removed.name
+    let linksBefore = try dependsLinks(context)
+    let exampleBefore = example.depends.count
+    let (_, deleteTime) = measure { context.delete(removed) }
+    let listing = try context.fetchCount(FetchDescriptor<DebianPackage>(predicate: #Predicate { $0.depends.contains { $0.name == removedName } }))
+    print("\(ms(deleteTime))  deleted \(removedName): \(dependentCount) packages listed it in depends, \(listing) do now; "
+        + "Depends links \(linksBefore) -> \(try dependsLinks(context))")
+    print("           e.g. \(example.name) depends on \(exampleBefore) -> \(example.depends.count) packages")
+    let bytesBeforeDelete = store.stats.bytesOnDisk
+    let (_, deleteSaveTime) = try measure { try context.save() }
+    print("\(ms(deleteSaveTime))  saved the deletion: one journal record of \(store.stats.bytesOnDisk - bytesBeforeDelete) bytes "
+        + "(the links of a deleted object go with it)")
+    let afterDelete = fingerprint(try context.objects(of: DebianPackage.self))
 
     // Compact: the live objects become the new base.
     let bytesBefore = store.stats.bytesOnDisk
     let (_, compactTime) = try measure { try store.compact() }
     print("\(ms(compactTime))  compacted: \(bytes(bytesBefore)) -> \(bytes(store.stats.bytesOnDisk)) in \(store.stats.segments) segment(s)")
+    try store.close()
+
+    // Reopen the compacted store: its base holds every link.
+    let (compacted, compactedOpenTime) = try measure { try ObjectStore.open(at: storeURL, schema: schema) }
+    store = compacted
+    context = store.context
+    let sameAfterCompaction = fingerprint(try context.objects(of: DebianPackage.self)) == afterDelete
+    print("\(ms(compactedOpenTime))  reopened the compacted store: \(try context.count(of: DebianPackage.self)) objects, "
+        + "\(try dependsLinks(context)) Depends links, \(removedName) \(try context.object(DebianPackage.self, where: \.name, equals: removedName) == nil ? "gone" : "STILL THERE"); "
+        + "values and links \(sameAfterCompaction ? "identical" : "DIFFERENT")")
+    guard sameAfterCompaction else { throw DemoFailure(description: "the compacted store differs from the one before compaction") }
     try store.close()
     print("           the store is in \(storeURL.path)/")
 
