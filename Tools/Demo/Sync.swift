@@ -101,7 +101,7 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
     }.count
     let connected = mirrored.allSatisfy { $0.maintainedBy?.name == $0.maintainer }
     let present = Set(mirrored.map(\.name))
-    let linked = mirrored.allSatisfy { p in Set(p.depends.map(\.name)) == Set(p.dependsNames.filter(present.contains)) }
+    let linked = mirrored.allSatisfy { p in Set(p.depends.map(\.name)) == Set((dependsByName[p.name] ?? []).filter(present.contains)) }
     let links = mirrored.reduce(0) { $0 + $1.depends.count }
     print("\(ms(reopenTime))  reopened: \(mirrored.count) packages (expected \(expected)), \(asListed) at the newer snapshot's version, "
         + "every one connected to its maintainer: \(connected)")

@@ -33,7 +33,7 @@ func fingerprint(_ packages: [DebianPackage]) -> String {
         hasher.combine(p.name); hasher.combine(p.version); hasher.combine(p.section); hasher.combine(p.installedSize)
         hasher.combine(p.homepage); hasher.combine(p.dependsNames); hasher.combine(p.sha256)
         hasher.combine(p.maintainedBy?.name)
-        hasher.combine(p.depends.map(\.name).sorted()); hasher.combine(p.dependents.map(\.name).sorted())
+        hasher.combine(p.depends.map(\.name).sorted())
     }
     return String(UInt64(bitPattern: Int64(hasher.finalize())), radix: 16)
 }
