@@ -564,7 +564,10 @@ struct ToolLinkTests {
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined(separator: " ") }
 
     @Test func theWorkedExampleHasTheBytesTheFormatDocumentShows() throws {
-        let records = try Self.payloads(try Self.writeWorkedExample())
+        let dir = try Self.writeWorkedExample()
+        let entries = try Journal.inspect(directory: dir.path).entries
+        #expect(entries.map { "\($0.offset) \($0.rawLength) \($0.storedLength) \($0.compressed)" } == ["48 104 80 true", "152 39 39 false", "215 11 11 false"])
+        let records = try Self.payloads(dir)
         #expect(records.map(\.kind) == [.schema, .transaction, .transaction])
         #expect(Self.hex(records[0].payload) == """
             03 02 08 50 6c 61 79 6c 69 73 74 01 04 6e 61 6d 65 06 73 74 72 69 6e 67 09 70 72 69 6d 69 74 69 76 65 06 53 74 72 69 6e \
