@@ -113,7 +113,7 @@ final class SnapshotPublisher {
             var s = SnapshotLinks()
             for side in 0..<2 {
                 let t = l.table(side)
-                for row in 0..<min(l.lists[side].count, t.rowCount) where !l.lists[side][row].members.isEmpty && t.isVisible(row: row) {
+                for row in l.rowsWithLinks(side) where row < t.rowCount && t.isVisible(row: row) {
                     s.refresh(side, row: row, of: l)
                 }
             }

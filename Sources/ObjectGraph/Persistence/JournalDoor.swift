@@ -108,6 +108,7 @@ final class JournalDoor: PersistenceDoor {
                     .joined(separator: "; "))
         }
         for t in context.tables { t.committedArenaCount = t.arena.count; t.committedGarbage = t.arena.garbage }
+        for l in context.links { l.flattenIfWorthIt() }
     }
 
     /// The error of an open whose task was cancelled.

@@ -146,13 +146,18 @@ extension LinkTable {
     /// The order edits of `side`'s owners whose lists the transaction rearranged beyond what
     /// removing `removed` and appending `added` does.
     private func pendingOrders(_ side: Int, added: [(Int32, Int32)], removed: [(Int32, Int32)]) -> [(owner: UInt64, placements: [(UInt64, Int)])] {
-        // Only appends on this side: the replay's appends rebuild every list as it is.
-        let rearranged = midInserted[side] || log.contains { c in
+        // Removals keep the others' order and additions are appended, which the replay does
+        // too; only an insert before the end, a move, or a pair unlinked and linked again (back
+        // at the end, not where it was) rearranges a list.
+        var rearranged = midInserted[side]
+        var unlinked = Set<UInt64>()
+        for c in log where !rearranged {
+            let key = UInt64(UInt32(bitPattern: c.a)) << 32 | UInt64(UInt32(bitPattern: c.b))
             switch c.kind {
-            case .unlink: return true
-            case .move0: return side == 0
-            case .move1: return side == 1
-            case .link: return false
+            case .unlink: unlinked.insert(key)
+            case .link: if unlinked.contains(key) { rearranged = true }
+            case .move0: if side == 0 { rearranged = true }
+            case .move1: if side == 1 { rearranged = true }
             }
         }
         guard rearranged else { return [] }
@@ -190,7 +195,7 @@ extension LinkTable {
     func committedBlock() -> LinkBlock {
         var block = LinkBlock(link: index)
         block.ordered = link.ordered
-        guard count > 0 else { return block }
+        guard count > 0 || !log.isEmpty else { return block }
         var byOwner: [[Int32: [LinkChange]]] = [[:], [:]]
         for c in log {
             switch c.kind {
@@ -207,8 +212,8 @@ extension LinkTable {
         }
         let t0 = table(0), t1 = table(1)
         var owners: [Int] = []
-        for row in 0..<min(lists[0].count, t0.rowCount) where wasSaved(0, Int32(row)) {
-            if !lists[0][row].members.isEmpty || byOwner[0][Int32(row)] != nil { owners.append(row) }
+        for row in 0..<min(max(rowCount(0), (byOwner[0].keys.max().map { Int($0) + 1 } ?? 0)), t0.rowCount) where wasSaved(0, Int32(row)) {
+            if listCount(0, row) > 0 || byOwner[0][Int32(row)] != nil { owners.append(row) }
         }
         owners.sort { t0.serialOfRow[$0] < t0.serialOfRow[$1] }
         var added: [Int32: [Int32]] = [:]  // side 1 owner -> members in the order appended

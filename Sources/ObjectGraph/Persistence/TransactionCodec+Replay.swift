@@ -80,6 +80,7 @@ struct ReplayVisitor: PayloadVisitor {
         } catch {
             throw StoreError(payload: error)
         }
+        rowsBySerial = [[], []]  // no copy of the tables' arrays outlives the link section
         for m in migrated {
             let l = links[m.link]
             let owner = m.row
@@ -98,26 +99,33 @@ struct ReplayVisitor: PayloadVisitor {
         if let (k, swapped) = mapping.links[link] ?? nil {
             linkTable = links[k]
             linkSwapped = swapped
+            rowsBySerial = [links[k].table(0).rowOfSerial, links[k].table(1).rowOfSerial]
         } else {
             linkTable = nil
+            rowsBySerial = [[], []]
         }
     }
 
+    /// Per side of the current link table, its entity's rows by serial (`rowOfSerial`, which
+    /// the link section does not change): looked up per pair without going through the tables.
+    private var rowsBySerial: [[Int32]] = [[], []]
+
     /// The row of `serial` on `side` of the current link table.
+    @inline(__always)
     private func linkRow(_ side: Int, _ serial: UInt64, _ offset: Int) throws(PayloadReader.Failure) -> Int {
-        guard let l = linkTable else { return -1 }
-        let t = l.table(side)
-        guard let row = t.row(ofSerial: serial) else {
-            throw PayloadReader.malformed(offset, "link of \(t.entity.name)/\(serial), which does not exist")
+        if serial >= 1, serial <= UInt64(rowsBySerial[side].count) {
+            let row = rowsBySerial[side][Int(serial - 1)]
+            if row >= 0 { return Int(row) }
         }
-        return row
+        let name = linkTable.map { $0.table(side).entity.name } ?? "?"
+        throw PayloadReader.malformed(offset, "link of \(name)/\(serial), which does not exist")
     }
 
     mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {
-        guard let l = linkTable else { return }
+        guard linkTable != nil else { return }
         let (s0, s1) = linkSwapped ? (serial1, serial0) : (serial0, serial1)
         let a = try linkRow(0, s0, offset), b = try linkRow(1, s1, offset)
-        if removed {
+        if removed, let l = linkTable {
             guard l.unlink(a, b) else {
                 throw PayloadReader.malformed(
                     offset, "unlink of \(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1), which are not linked")

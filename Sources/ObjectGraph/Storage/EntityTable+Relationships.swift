@@ -18,11 +18,9 @@ extension EntityTable {
     /// `visibleOnly`; one released by a save, or never saved, reads as `nil`.
     func toOneDestination(row: Int, _ r: ResolvedRelationship, visibleOnly: Bool = false) -> Int? {
         if r.isLinked {
+            // A link to a deleted object reads as absent at once, whatever `visibleOnly`.
             let d = destinationTable(r)
-            for m in context.links[r.link].members(r.linkSide, row) {
-                let target = Int(m)
-                if visibleOnly ? d.isVisible(row: target) : d.flags[target] & (Flags.live | Flags.vanished) == Flags.live { return target }
-            }
+            for m in context.links[r.link].members(r.linkSide, row) where d.isVisible(row: Int(m)) { return Int(m) }
             return nil
         }
         guard let serial = reference(row: row, slot: r.slot) else { return nil }

@@ -1,8 +1,8 @@
 // Relationships stored as links: many-to-many relationships, and ordered to-manys with their
 // to-one inverse (Docs/Relationships.md).
 
-/// One object's list on one side of a link table: the rows of the related objects on the other
-/// side, in order for an ordered side, in no particular order otherwise.
+/// An object's list once a transaction changed it (see ``LinkTable``): the rows of the related
+/// objects on the other side, in order for an ordered side, in no particular order otherwise.
 ///
 /// An unordered list of 64 members or more also keeps each member's position, so that finding
 /// and removing one member is O(1) whatever the list's length (a swap with the last member);
@@ -14,6 +14,13 @@ struct LinkList {
 
     static let indexedFrom = 64
     static let unindexedBelow = 32
+}
+
+/// Where one object's list on one side is: `count` members at `start` in the side's flat
+/// array when `count` ≥ 0, else its own ``LinkList`` number `-count - 1`.
+struct LinkHead {
+    var start: Int32 = 0
+    var count: Int32 = 0
 }
 
 /// One change to a link table in the pending transaction, with the positions it happened at,
@@ -40,21 +47,36 @@ struct LinkChange {
 }
 
 /// The links of one relationship stored as links (``ResolvedLink``) in one context: per row of
-/// each side's entity, its ``LinkList``; and the pending transaction's changes, in order, which
-/// rollback (to the last save or to a savepoint) undoes and a save encodes.
+/// each side's entity, the rows of the related objects on the other side; and the pending
+/// transaction's changes, in order, which rollback (to the last save or to a savepoint) undoes
+/// and a save encodes.
+///
+/// Storage: each side keeps its lists **flat**, one `Int32` array holding every object's list
+/// one after another, with a ``LinkHead`` (8 bytes) per row saying where its list is. An object
+/// whose list a transaction changes gets a ``LinkList`` of its own (a copy of its flat slice),
+/// which it keeps; ``flattenIfWorthIt()`` folds the own lists back into the flat arrays after a
+/// save or an open once they are many. So a store opens without an allocation per object (a
+/// replay of a compaction's links fills the flat arrays directly), and one link costs 8 bytes
+/// (4 per side) plus the heads of the objects that have links.
 ///
 /// A link joins two rows. Deleting an object does not touch its links: readers skip members
 /// that are not visible (deleted or vanished), and the links go when the row is freed (save or
 /// replay; see ``EntityTable/releaseRow(_:)``). So rolling back a delete brings its links
 /// back, and a save's journal record leaves the links of deleted objects implicit.
-///
-/// Memory: 4 bytes per member on each side (8 per link), plus one array per object with links
-/// on each side; a list of 64 members or more adds its position index.
 final class LinkTable {
     let index: Int
     let link: ResolvedLink
     unowned let context: ModelContext
-    @exclusivity(unchecked) var lists: [[LinkList]] = [[], []]
+    /// Per side, per row: where the row's list is.
+    @exclusivity(unchecked) var heads: [[LinkHead]] = [[], []]
+    /// Per side: the flat lists.
+    @exclusivity(unchecked) var flat: [[Int32]] = [[], []]
+    /// Per side: the lists of objects changed since the flat arrays were built.
+    @exclusivity(unchecked) var owned: [[LinkList]] = [[], []]
+    /// Per side: the numbers of ``owned`` lists free for reuse.
+    var freeOwned: [[Int32]] = [[], []]
+    /// Per side: flat entries no head points at any more.
+    var flatGarbage = [0, 0]
     /// The pending transaction's changes, oldest first.
     @exclusivity(unchecked) var log: [LinkChange] = []
     /// The log's length at each open savepoint.
@@ -83,10 +105,26 @@ final class LinkTable {
 
     // MARK: Reading
 
+    /// The number of rows of `side` that have a head (rows past it have no links).
+    @inline(__always)
+    func rowCount(_ side: Int) -> Int { heads[side].count }
+
+    /// The length of `row`'s raw list on `side`.
+    @inline(__always)
+    func listCount(_ side: Int, _ row: Int) -> Int {
+        guard row < heads[side].count else { return 0 }
+        let h = heads[side][row]
+        return h.count >= 0 ? Int(h.count) : owned[side][Int(-h.count - 1)].members.count
+    }
+
     /// The raw list of `row` on `side`, members not visible included.
     @inline(__always)
     func members(_ side: Int, _ row: Int) -> [Int32] {
-        row < lists[side].count ? lists[side][row].members : []
+        guard row < heads[side].count else { return [] }
+        let h = heads[side][row]
+        if h.count < 0 { return owned[side][Int(-h.count - 1)].members }
+        if h.count == 0 { return [] }
+        return Array(flat[side][Int(h.start)..<Int(h.start + h.count)])
     }
 
     /// The rows related to `row` on `side` that are visible (not deleted, not vanished), in the
@@ -102,17 +140,33 @@ final class LinkTable {
 
     /// The position of `member` in `owner`'s list on `side`, if it is there.
     func position(of member: Int32, side: Int, owner: Int) -> Int? {
-        guard owner < lists[side].count else { return nil }
-        if let p = lists[side][owner].positions { return p[member].map(Int.init) }
-        return lists[side][owner].members.firstIndex(of: member)
+        guard owner < heads[side].count else { return nil }
+        let h = heads[side][owner]
+        if h.count < 0 {
+            let list = owned[side][Int(-h.count - 1)]
+            if let p = list.positions { return p[member].map(Int.init) }
+            return list.members.firstIndex(of: member)
+        }
+        var i = Int(h.start)
+        let end = i + Int(h.count)
+        while i < end {
+            if flat[side][i] == member { return i - Int(h.start) }
+            i += 1
+        }
+        return nil
     }
 
     /// Whether rows `a` (side 0) and `b` (side 1) are linked; looks in the shorter list.
     func contains(_ a: Int, _ b: Int) -> Bool {
-        if members(0, a).count <= members(1, b).count {
+        if listCount(0, a) <= listCount(1, b) {
             return position(of: Int32(b), side: 0, owner: a) != nil
         }
         return position(of: Int32(a), side: 1, owner: b) != nil
+    }
+
+    /// Every row of `side` that has a non-empty list.
+    func rowsWithLinks(_ side: Int) -> [Int] {
+        (0..<heads[side].count).filter { heads[side][$0].count != 0 }
     }
 
     // MARK: Changing
@@ -147,11 +201,12 @@ final class LinkTable {
     /// the raw list, `to` counted after the removal). Returns `false` when nothing moved.
     @discardableResult
     func move(side: Int, owner: Int, from: Int, to: Int) -> Bool {
-        guard owner < lists[side].count, from != to else { return false }
-        let n = lists[side][owner].members.count
+        guard from != to else { return false }
+        let n = listCount(side, owner)
         guard from >= 0, from < n, to >= 0, to < n else { return false }
-        let m = lists[side][owner].members.remove(at: from)
-        lists[side][owner].members.insert(m, at: to)
+        let o = ownedIndex(side, owner)
+        let m = owned[side][o].members.remove(at: from)
+        owned[side][o].members.insert(m, at: to)
         if tracking {
             let (a, b) = side == 0 ? (Int32(owner), m) : (m, Int32(owner))
             log.append(LinkChange(kind: side == 0 ? .move0 : .move1, a: a, b: b, posA: Int32(from), posB: Int32(to)))
@@ -184,58 +239,83 @@ final class LinkTable {
         }
     }
 
-    /// Links many pairs (rows: side 0, side 1) at once, as a replay does, without logging:
-    /// each list grows once to its final size. Returns the first pair that is linked already
-    /// (then the pairs before it are linked and the rest are not), or nil.
+    /// Links many pairs (rows: side 0, side 1) at once, as a replay does, without logging.
+    /// Returns the first pair that is linked already (then the pairs before it are linked and
+    /// the rest are not), or nil.
     ///
-    /// A pair is checked against the lists by position lookups only when one of its lists
-    /// held members before the batch or the batch stops listing side 0's pairs grouped by
-    /// object (a compaction writes them grouped); otherwise a duplicate can only be a repeat
-    /// within its object's run, which one stamp per side-1 row catches.
+    /// Into a table with no links (a store's first record with links, typically a
+    /// compaction's), the pairs go straight into the flat arrays: counted, then placed, with no
+    /// allocation per object. A duplicate pair is caught by one stamp per side-1 row while side
+    /// 0's pairs come grouped by object (a compaction and a save write them so); otherwise, and
+    /// into a table that has links, each pair is linked on its own.
     func linkMany(_ pairs: [(Int32, Int32)]) -> (Int32, Int32)? {
-        if link.toOne[0] || link.toOne[1] || pairs.count < 256 {
-            for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
-            return nil
+        if count == 0, heads[0].allSatisfy({ $0.count == 0 }), pairs.count >= 256, !link.toOne[0], !link.toOne[1] {
+            return buildFlat(pairs)
         }
+        for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
+        return nil
+    }
+
+    /// Fills the flat arrays of an empty table with `pairs`; returns the first duplicate pair,
+    /// as ``linkMany(_:)`` does (the pairs before it linked one by one, the general path's
+    /// outcome), or nil. Pairs not grouped by side-0 object are linked one by one.
+    private func buildFlat(_ pairs: [(Int32, Int32)]) -> (Int32, Int32)? {
         let rows0 = table(0).rowCount, rows1 = table(1).rowCount
-        if lists[0].count < rows0 { lists[0].append(contentsOf: repeatElement(LinkList(), count: rows0 - lists[0].count)) }
-        if lists[1].count < rows1 { lists[1].append(contentsOf: repeatElement(LinkList(), count: rows1 - lists[1].count)) }
-        var added0 = [Int32](repeating: 0, count: lists[0].count)
-        var added1 = [Int32](repeating: 0, count: lists[1].count)
-        for (a, b) in pairs {
-            added0[Int(a)] += 1
-            added1[Int(b)] += 1
-        }
-        // Rows whose list was not empty before: their pairs are checked by lookup.
-        var prior0 = [Bool](repeating: false, count: lists[0].count)
-        var prior1 = [Bool](repeating: false, count: lists[1].count)
-        for row in 0..<lists[0].count where added0[row] > 0 {
-            let n = lists[0][row].members.count
-            prior0[row] = n > 0
-            lists[0][row].members.reserveCapacity(n + Int(added0[row]))
-        }
-        for row in 0..<lists[1].count where added1[row] > 0 {
-            let n = lists[1][row].members.count
-            prior1[row] = n > 0
-            lists[1][row].members.reserveCapacity(n + Int(added1[row]))
-        }
-        var lastOwner = [Int32](repeating: -1, count: lists[1].count)
-        var started = [Bool](repeating: false, count: lists[0].count)
+        var count0 = [Int32](repeating: 0, count: rows0)
+        var count1 = [Int32](repeating: 0, count: rows1)
         var grouped = true
         var previous: Int32 = -1
         for (a, b) in pairs {
             if a != previous {
-                if started[Int(a)] { grouped = false }
-                started[Int(a)] = true
+                if count0[Int(a)] != 0 { grouped = false }
                 previous = a
             }
-            let duplicate = grouped && !prior0[Int(a)] && !prior1[Int(b)] ? lastOwner[Int(b)] == a : contains(Int(a), Int(b))
-            if duplicate { return (a, b) }
-            lastOwner[Int(b)] = a
-            _ = insert(b, side: 0, owner: Int(a), at: nil)
-            _ = insert(a, side: 1, owner: Int(b), at: nil)
-            count += 1
+            count0[Int(a)] += 1
+            count1[Int(b)] += 1
         }
+        // The stamp check: within each side-0 object's run, a side-1 row seen twice.
+        var lastOwner = [Int32](repeating: -1, count: rows1)
+        if grouped {
+            for (a, b) in pairs {
+                if lastOwner[Int(b)] == a {
+                    for (x, y) in pairs {
+                        if x == a && y == b { break }
+                        _ = link(Int(x), Int(y))
+                    }
+                    return (a, b)
+                }
+                lastOwner[Int(b)] = a
+            }
+        } else {
+            for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
+            return nil
+        }
+        var h0 = [LinkHead](repeating: LinkHead(), count: rows0)
+        var h1 = [LinkHead](repeating: LinkHead(), count: rows1)
+        var next = Int32(0)
+        for r in 0..<rows0 where count0[r] > 0 {
+            h0[r] = LinkHead(start: next, count: 0)
+            next += count0[r]
+        }
+        next = 0
+        for r in 0..<rows1 where count1[r] > 0 {
+            h1[r] = LinkHead(start: next, count: 0)
+            next += count1[r]
+        }
+        var f0 = [Int32](repeating: 0, count: pairs.count)
+        var f1 = [Int32](repeating: 0, count: pairs.count)
+        for (a, b) in pairs {
+            f0[Int(h0[Int(a)].start + h0[Int(a)].count)] = b
+            h0[Int(a)].count += 1
+            f1[Int(h1[Int(b)].start + h1[Int(b)].count)] = a
+            h1[Int(b)].count += 1
+        }
+        heads = [h0, h1]
+        flat = [f0, f1]
+        owned = [[], []]
+        freeOwned = [[], []]
+        flatGarbage = [0, 0]
+        count = pairs.count
         return nil
     }
 
@@ -244,9 +324,9 @@ final class LinkTable {
     /// logged. Returns `false`, changing nothing, when a member is not in the list or an index
     /// is past the end.
     func reorder(_ side: Int, _ row: Int, placing: [(Int32, Int)]) -> Bool {
-        guard row < lists[side].count else { return placing.isEmpty }
+        guard row < heads[side].count else { return placing.isEmpty }
         let moving = Set(placing.map(\.0))
-        var list = lists[side][row].members
+        var list = members(side, row)
         let before = list.count
         list.removeAll { moving.contains($0) }
         guard before - list.count == placing.count, moving.count == placing.count else { return false }
@@ -254,22 +334,37 @@ final class LinkTable {
             guard index <= list.count else { return false }
             list.insert(member, at: index)
         }
-        lists[side][row].members = list
+        owned[side][ownedIndex(side, row)].members = list
         return true
     }
 
     /// ``reorder(_:_:placing:)`` as logged moves (a change set applied as a transaction, which
-    /// a failure rolls back): each placed member moves to the end, then to its index.
+    /// a failure rolls back): each placed member moves to the end, then to its index. Indexes
+    /// count visible members only: members deleted in the same transaction are still in the
+    /// list until it commits.
     func reorderLogged(_ side: Int, _ row: Int, placing: [(Int32, Int)]) -> Bool {
-        guard row < lists[side].count else { return placing.isEmpty }
-        guard Set(placing.map(\.0)).count == placing.count else { return false }
+        guard row < heads[side].count else { return placing.isEmpty }
+        let placed = Set(placing.map(\.0))
+        guard placed.count == placing.count else { return false }
         for (member, _) in placing {
             guard let from = position(of: member, side: side, owner: row) else { return false }
-            move(side: side, owner: row, from: from, to: lists[side][row].members.count - 1)
+            move(side: side, owner: row, from: from, to: listCount(side, row) - 1)
         }
+        let other = table(1 - side)
+        var waiting = placed
         for (member, index) in placing {
-            guard index < lists[side][row].members.count, let from = position(of: member, side: side, owner: row) else { return false }
-            move(side: side, owner: row, from: from, to: index)
+            // The raw position of the `index`-th visible member not waiting at the tail.
+            let list = members(side, row)
+            var seen = 0
+            var target = list.count
+            for (i, m) in list.enumerated() where !waiting.contains(m) && other.isVisible(row: Int(m)) {
+                if seen == index { target = i; break }
+                seen += 1
+            }
+            guard seen == index || target < list.count, let from = position(of: member, side: side, owner: row) else { return false }
+            if target == list.count { target = list.count - waiting.count }
+            if from != target { move(side: side, owner: row, from: from, to: target) }
+            waiting.remove(member)
         }
         return true
     }
@@ -277,40 +372,76 @@ final class LinkTable {
     /// Takes `row` out of every list, without logging: the row is being freed (its object's
     /// deletion was saved or replayed, or it never existed past a rollback).
     func drop(_ side: Int, _ row: Int) {
-        guard row < lists[side].count, !lists[side][row].members.isEmpty else { return }
-        for m in lists[side][row].members {
+        guard row < heads[side].count, heads[side][row].count != 0 else { return }
+        for m in members(side, row) {
             _ = remove(Int32(row), side: 1 - side, owner: Int(m))
             count -= 1
             if collectsTouched { touched[1 - side].insert(m) }
         }
-        lists[side][row] = LinkList()
+        release(side, row)
     }
 
-    @inline(__always)
-    private func ensure(_ side: Int, _ row: Int) {
-        if row >= lists[side].count {
-            lists[side].append(contentsOf: repeatElement(LinkList(), count: max(row + 1, table(side).rowCount) - lists[side].count))
+    /// Empties `row`'s head on `side`, freeing its own list or its flat slice.
+    private func release(_ side: Int, _ row: Int) {
+        let h = heads[side][row]
+        if h.count < 0 {
+            let o = Int(-h.count - 1)
+            owned[side][o] = LinkList()
+            freeOwned[side].append(Int32(o))
+        } else {
+            flatGarbage[side] += Int(h.count)
         }
+        heads[side][row] = LinkHead()
+    }
+
+    /// The number of `row`'s own list on `side`, made from its flat slice if it has none yet.
+    @inline(__always)
+    private func ownedIndex(_ side: Int, _ row: Int) -> Int {
+        if row >= heads[side].count {
+            heads[side].append(contentsOf: repeatElement(LinkHead(), count: max(row + 1, table(side).rowCount) - heads[side].count))
+        }
+        let h = heads[side][row]
+        if h.count < 0 { return Int(-h.count - 1) }
+        var list = LinkList()
+        if h.count > 0 {
+            list.members = Array(flat[side][Int(h.start)..<Int(h.start + h.count)])
+            flatGarbage[side] += Int(h.count)
+            if !link.ordered[side] && list.members.count >= LinkList.indexedFrom { list.positions = Self.positions(of: list.members) }
+        }
+        let o: Int
+        if let free = freeOwned[side].popLast() {
+            o = Int(free)
+            owned[side][o] = list
+        } else {
+            o = owned[side].count
+            owned[side].append(list)
+        }
+        heads[side][row] = LinkHead(start: 0, count: Int32(-o - 1))
+        return o
+    }
+
+    private static func positions(of members: [Int32]) -> [Int32: Int32] {
+        var p: [Int32: Int32] = [:]
+        p.reserveCapacity(members.count * 2)
+        for (i, m) in members.enumerated() { p[m] = Int32(i) }
+        return p
     }
 
     /// Puts `member` into `owner`'s list: at `position` on an ordered side, else at the end.
     /// Returns where it went.
     private func insert(_ member: Int32, side: Int, owner: Int, at position: Int?) -> Int {
-        ensure(side, owner)
-        let n = lists[side][owner].members.count
+        let o = ownedIndex(side, owner)
+        let n = owned[side][o].members.count
         if link.ordered[side], let position, position < n {
             if tracking { midInserted[side] = true }
-            lists[side][owner].members.insert(member, at: max(0, position))
+            owned[side][o].members.insert(member, at: max(0, position))
             return max(0, position)
         }
-        lists[side][owner].members.append(member)
-        if lists[side][owner].positions != nil {
-            lists[side][owner].positions![member] = Int32(n)
+        owned[side][o].members.append(member)
+        if owned[side][o].positions != nil {
+            owned[side][o].positions![member] = Int32(n)
         } else if !link.ordered[side] && n + 1 >= LinkList.indexedFrom {
-            var p: [Int32: Int32] = [:]
-            p.reserveCapacity(n * 2)
-            for (i, m) in lists[side][owner].members.enumerated() { p[m] = Int32(i) }
-            lists[side][owner].positions = p
+            owned[side][o].positions = Self.positions(of: owned[side][o].members)
         }
         return n
     }
@@ -318,20 +449,59 @@ final class LinkTable {
     /// Takes `member` out of `owner`'s list and returns where it was; `nil` when absent.
     private func remove(_ member: Int32, side: Int, owner: Int) -> Int? {
         guard let i = position(of: member, side: side, owner: owner) else { return nil }
+        let o = ownedIndex(side, owner)
         if link.ordered[side] {
-            lists[side][owner].members.remove(at: i)
-            return i
-        }
-        let last = lists[side][owner].members.removeLast()
-        if i < lists[side][owner].members.count {
-            lists[side][owner].members[i] = last
-            lists[side][owner].positions?[last] = Int32(i)
-        }
-        if lists[side][owner].positions != nil {
-            lists[side][owner].positions![member] = nil
-            if lists[side][owner].members.count < LinkList.unindexedBelow { lists[side][owner].positions = nil }
+            owned[side][o].members.remove(at: i)
+        } else {
+            let last = owned[side][o].members.removeLast()
+            if i < owned[side][o].members.count {
+                owned[side][o].members[i] = last
+                owned[side][o].positions?[last] = Int32(i)
+            }
+            if owned[side][o].positions != nil {
+                owned[side][o].positions![member] = nil
+                if owned[side][o].members.count < LinkList.unindexedBelow { owned[side][o].positions = nil }
+            }
         }
         return i
+    }
+
+    /// Folds the own lists back into the flat arrays when they hold a quarter of the links or
+    /// more, or the flat arrays are mostly garbage (after a save or an open; never while
+    /// changes are pending, whose log names positions in the lists, which folding keeps).
+    func flattenIfWorthIt() {
+        guard log.isEmpty else { return }
+        for side in 0..<2 {
+            let ownedLists = owned[side].count - freeOwned[side].count
+            guard ownedLists >= 1024 || flatGarbage[side] >= 1 << 16 else { continue }
+            let ownedMembers = count - (flat[side].count - flatGarbage[side])
+            guard ownedMembers * 4 >= count || flatGarbage[side] * 2 >= flat[side].count else { continue }
+            flatten(side)
+        }
+    }
+
+    /// Rebuilds `side`'s flat array from every list, in row order, and drops the own lists.
+    func flatten(_ side: Int) {
+        var total = 0
+        for row in 0..<heads[side].count { total += listCount(side, row) }
+        var fresh: [Int32] = []
+        fresh.reserveCapacity(total)
+        for row in 0..<heads[side].count {
+            let h = heads[side][row]
+            if h.count == 0 { continue }
+            let start = fresh.count
+            if h.count < 0 {
+                fresh.append(contentsOf: owned[side][Int(-h.count - 1)].members)
+            } else {
+                fresh.append(contentsOf: flat[side][Int(h.start)..<Int(h.start + h.count)])
+            }
+            let n = fresh.count - start
+            heads[side][row] = n == 0 ? LinkHead() : LinkHead(start: Int32(start), count: Int32(n))
+        }
+        flat[side] = fresh
+        owned[side] = []
+        freeOwned[side] = []
+        flatGarbage[side] = 0
     }
 
     // MARK: Transactions
@@ -364,6 +534,7 @@ final class LinkTable {
         log.removeAll()
         marks.removeAll()
         midInserted = [false, false]
+        flattenIfWorthIt()
     }
 
     /// Undoes the logged changes after the first `mark`, newest first.
@@ -383,20 +554,27 @@ final class LinkTable {
                 _ = insert(c.a, side: 1, owner: b, at: link.ordered[1] ? Int(c.posB) : nil)
                 count += 1
             case .move0:
-                let m = lists[0][a].members.remove(at: Int(c.posB))
-                lists[0][a].members.insert(m, at: Int(c.posA))
+                let o = ownedIndex(0, a)
+                let m = owned[0][o].members.remove(at: Int(c.posB))
+                owned[0][o].members.insert(m, at: Int(c.posA))
             case .move1:
-                let m = lists[1][b].members.remove(at: Int(c.posB))
-                lists[1][b].members.insert(m, at: Int(c.posA))
+                let o = ownedIndex(1, b)
+                let m = owned[1][o].members.remove(at: Int(c.posB))
+                owned[1][o].members.insert(m, at: Int(c.posA))
             }
         }
     }
 
     /// Removes `member` from an ordered list at `position` where it was put, or by value.
     private func takeOut(_ member: Int32, side: Int, owner: Int, at position: Int) {
-        if link.ordered[side], position < lists[side][owner].members.count, lists[side][owner].members[position] == member {
-            lists[side][owner].members.remove(at: position)
-        } else {
+        if link.ordered[side], position < listCount(side, owner) {
+            let o = ownedIndex(side, owner)
+            if owned[side][o].members[position] == member {
+                owned[side][o].members.remove(at: position)
+                return
+            }
+        }
+        do {
             _ = remove(member, side: side, owner: owner)
         }
     }
