@@ -57,9 +57,21 @@ extension ObjectBacking {
         let t = relationshipTable(relationship)
         let r = t.relationships[relationship]
         let d = t.destinationTable(r)
-        let rows = value.map { t.context.managedRow(of: $0, expecting: d, relationship: "\(t.entity.name).\(r.name)") }
-        var seen = Set<Int>()
-        t.setToMany(row: Int(row), r, to: rows.filter { seen.insert($0).inserted })
+        var rows: [Int] = []
+        rows.reserveCapacity(value.count)
+        for object in value { rows.append(t.context.managedRow(of: object, expecting: d, relationship: "\(t.entity.name).\(r.name)")) }
+        if rows.count > 1 {
+            // Duplicates count once; a short list is checked without hashing.
+            if rows.count <= 16 {
+                var unique: [Int] = []
+                for row in rows where !unique.contains(row) { unique.append(row) }
+                rows = unique
+            } else {
+                var seen = Set<Int>(minimumCapacity: rows.count)
+                rows = rows.filter { seen.insert($0).inserted }
+            }
+        }
+        t.setToMany(row: Int(row), r, to: rows)
     }
 
     private func relationshipTable(_ relationship: Int) -> EntityTable {

@@ -3,16 +3,16 @@ import Foundation
 extension ModelContext {
     /// The row of `object` in `table`'s destination context, inserting an object that is not in
     /// any context yet (SwiftData does the same when an unmanaged object joins a relationship).
-    func managedRow<T: Entity>(of object: T, expecting table: EntityTable, relationship: String) -> Int {
+    func managedRow<T: Entity>(of object: T, expecting table: EntityTable, relationship: @autoclosure () -> String) -> Int {
         if object._backing.managedTable == nil {
             do {
                 try insert(object)
             } catch {
-                preconditionFailure("\(relationship): cannot insert \(T.self): \(error)")
+                preconditionFailure("\(relationship()): cannot insert \(T.self): \(error)")
             }
         }
         guard let t = object._backing.managedTable, t === table else {
-            preconditionFailure("\(relationship): the object belongs to another context or entity than \(table.entity.name)")
+            preconditionFailure("\(relationship()): the object belongs to another context or entity than \(table.entity.name)")
         }
         return object._backing.rowIndex
     }

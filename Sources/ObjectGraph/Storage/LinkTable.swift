@@ -219,9 +219,12 @@ final class LinkTable {
     /// new ones linked, and an ordered list is then rearranged with the fewest moves.
     func setMembers(_ side: Int, _ row: Int, to wanted: [Int]) {
         let current = visibleMembers(side, row)
-        let wantedSet = Set(wanted)
-        for m in current where !wantedSet.contains(m) { _ = side == 0 ? unlink(row, m) : unlink(m, row) }
+        if !current.isEmpty {
+            let wantedSet = Set(wanted)
+            for m in current where !wantedSet.contains(m) { _ = side == 0 ? unlink(row, m) : unlink(m, row) }
+        }
         for m in wanted { _ = side == 0 ? link(row, m) : link(m, row) }
+        if current.isEmpty { return }  // appended in `wanted`'s order
         guard link.ordered[side], visibleMembers(side, row) != wanted else { return }
         // Visible members are now exactly `wanted`; move each into place, front to back.
         let other = table(1 - side)
