@@ -513,7 +513,12 @@ extension JournalReplay {
     /// Whether the object `serial` of `entity` is live.
     private func isLive(_ entity: String, _ serial: UInt64) -> Bool {
         guard let t = tableIndex[entity] else { return false }
-        return keepValues ? tables[t].objects[serial] != nil : tables[t].hasBit(serial)
+        return isLive(table: t, serial)
+    }
+
+    /// Whether the object `serial` of the entity of `tables[t]` is live.
+    private func isLive(table t: Int, _ serial: UInt64) -> Bool {
+        keepValues ? tables[t].objects[serial] != nil : tables[t].hasBit(serial)
     }
 
     /// Makes the links of `stored` those in force: a relationship an earlier schema stored as
@@ -601,9 +606,10 @@ extension JournalReplay {
         links[k].pairsAdded += changes.added.count
         links[k].orderEdits += changes.orders.count
         let names = links[k].entityNames, prefix = links[k].shortName + ": ", exact = links[k].exact
+        let sideTables = names.map { tableIndex[$0] }
         /// Whether `serial` of `side` is live; reports it when not.
         func exists(_ side: Int, _ serial: UInt64) -> Bool {
-            if isLive(names[side], serial) { return true }
+            if let t = sideTables[side], isLive(table: t, serial) { return true }
             report(entry, prefix + "link of \(names[side])/\(serial), which does not exist")
             return false
         }

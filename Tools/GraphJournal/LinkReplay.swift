@@ -1,12 +1,63 @@
 import GraphJournal
 import ObjectGraph
 
-/// One object's list on one side of a relationship stored as links, as a replay keeps it.
+/// One object's list on one side of a relationship stored as links, as a replay keeps it: the
+/// members' serials in the order the library keeps them (on an unordered side, in the order
+/// they were added, a removed member's place taken by the last one).
+///
+/// An unordered list of 64 members or more also keeps each member's position, so that finding
+/// and removing one is O(1) whatever the list's length; shorter lists are scanned, and so are
+/// ordered lists, whose removals shift the members after it anyway (as the library's lists).
 struct LinkMembers {
-    /// The members' serials, in the list's order; kept on an ordered side only.
     var order: [UInt64] = []
-    /// The members' serials.
-    var set: Set<UInt64> = []
+    var positions: [UInt64: Int]?
+
+    static let indexedFrom = 64
+    static let unindexedBelow = 32
+
+    /// Where `member` is in the list.
+    func index(of member: UInt64) -> Int? {
+        if let positions { return positions[member] }
+        return order.firstIndex(of: member)
+    }
+
+    /// Appends `member`; an unordered list (`ordered` false) is indexed from 64 members.
+    mutating func append(_ member: UInt64, ordered: Bool) {
+        order.append(member)
+        if positions != nil {
+            positions?[member] = order.count - 1
+        } else if !ordered && order.count >= Self.indexedFrom {
+            var p: [UInt64: Int] = [:]
+            p.reserveCapacity(order.count * 2)
+            for (i, m) in order.enumerated() { p[m] = i }
+            positions = p
+        }
+    }
+
+    /// Takes `member` out: on an ordered side the members after it close up, on an unordered
+    /// one the last member takes its place. Returns false when it was not there.
+    mutating func remove(_ member: UInt64, ordered: Bool) -> Bool {
+        guard let i = index(of: member) else { return false }
+        if ordered {
+            order.remove(at: i)
+        } else {
+            let last = order.removeLast()
+            if i < order.count {
+                order[i] = last
+                positions?[last] = i
+            }
+        }
+        positions?[member] = nil
+        if order.count < Self.unindexedBelow { positions = nil }
+        return true
+    }
+
+    /// Replaces the order with `order`, the same members rearranged (an ordered list: not
+    /// indexed).
+    mutating func reorder(_ order: [UInt64]) {
+        self.order = order
+        positions = nil
+    }
 }
 
 /// The links of one relationship stored as links (``StoredSchema/Link``), replayed from the
@@ -14,8 +65,8 @@ struct LinkMembers {
 /// additions appended to both objects' lists (a to-one side's previous link is removed
 /// first), then the order edits; a deleted object's links go with it.
 ///
-/// An unordered side keeps a set per object (its lists are written sorted by serial); an
-/// ordered side also keeps the order.
+/// Memory: 8 bytes per member on each side (16 per link), an array per object with links on
+/// each side, and a position index per list of 64 members or more.
 struct LinkState {
     /// The relationship as the schema in force (or the last schema that had it) stores it.
     var link: StoredSchema.Link
@@ -46,15 +97,17 @@ struct LinkState {
     /// "Playlist.tracks ↔ Track.playlists", for messages.
     var shortName: String { "\(entityNames[0]).\(link.names[0]) ↔ \(entityNames[1]).\(link.names[1])" }
 
-    /// Whether the objects `serial0` (side 0) and `serial1` (side 1) are linked.
+    /// Whether the objects `serial0` (side 0) and `serial1` (side 1) are linked; looks in the
+    /// shorter list.
     func contains(_ serial0: UInt64, _ serial1: UInt64) -> Bool {
-        lists[0][serial0]?.set.contains(serial1) ?? false
+        guard let a = lists[0][serial0], let b = lists[1][serial1] else { return false }
+        return a.order.count <= b.order.count ? a.index(of: serial1) != nil : b.index(of: serial0) != nil
     }
 
     /// `owner`'s list on `side`: in order on an ordered side, by serial otherwise.
     func members(_ side: Int, _ owner: UInt64) -> [UInt64] {
         guard let m = lists[side][owner] else { return [] }
-        return link.ordered[side] ? m.order : m.set.sorted()
+        return link.ordered[side] ? m.order : m.order.sorted()
     }
 
     /// Links `serial0` and `serial1`, appending each to the other's list; on a to-one side the
@@ -63,10 +116,10 @@ struct LinkState {
     @discardableResult
     mutating func add(_ serial0: UInt64, _ serial1: UInt64) -> Bool {
         guard !contains(serial0, serial1) else { return false }
-        if link.toOne[0] { for old in lists[0][serial0]?.set ?? [] { remove(serial0, old) } }
-        if link.toOne[1] { for old in lists[1][serial1]?.set ?? [] { remove(old, serial1) } }
-        append(serial1, side: 0, owner: serial0)
-        append(serial0, side: 1, owner: serial1)
+        if link.toOne[0] { for old in lists[0][serial0]?.order ?? [] { remove(serial0, old) } }
+        if link.toOne[1] { for old in lists[1][serial1]?.order ?? [] { remove(old, serial1) } }
+        lists[0][serial0, default: LinkMembers()].append(serial1, ordered: link.ordered[0])
+        lists[1][serial1, default: LinkMembers()].append(serial0, ordered: link.ordered[1])
         count += 1
         return true
     }
@@ -85,35 +138,32 @@ struct LinkState {
     /// (changing nothing) when a member is not in the list or an index is past its end.
     mutating func reorder(_ side: Int, _ owner: UInt64, _ placements: [LinkChanges.Placement]) -> Bool {
         guard link.ordered[side] else { return true }  // no longer ordered: the order is dropped
-        guard var list = lists[side][owner] else { return placements.isEmpty }
+        guard let list = lists[side][owner] else { return placements.isEmpty }
         let moving = Set(placements.map(\.member))
-        guard moving.count == placements.count, moving.isSubset(of: list.set) else { return false }
+        guard moving.count == placements.count, moving.allSatisfy({ list.index(of: $0) != nil }) else { return false }
         var order = list.order.filter { !moving.contains($0) }
         for p in placements {
             guard p.index <= order.count else { return false }
             order.insert(p.member, at: p.index)
         }
-        list.order = order
-        lists[side][owner] = list
+        lists[side][owner]?.reorder(order)
         return true
     }
 
     /// Takes the object `serial` of `side` out of every list: it was deleted.
     mutating func drop(_ side: Int, _ serial: UInt64) {
         guard let list = lists[side].removeValue(forKey: serial) else { return }
-        for other in list.set {
+        for other in list.order {
             _ = take(serial, side: 1 - side, owner: other)
             count -= 1
         }
     }
 
     /// Makes the sides' order follow `ordered` (a new schema): a side that becomes ordered
-    /// starts in serial order, one that no longer is drops its order.
+    /// keeps its lists' order as they are, without their position index.
     mutating func setOrdered(_ ordered: [Bool]) {
-        for side in 0..<2 where ordered[side] != link.ordered[side] {
-            for (owner, list) in lists[side] {
-                lists[side][owner]?.order = ordered[side] ? list.set.sorted() : []
-            }
+        for side in 0..<2 where ordered[side] && !link.ordered[side] {
+            for owner in Array(lists[side].keys) { lists[side][owner]?.positions = nil }
         }
         link.ordered = ordered
     }
@@ -128,18 +178,11 @@ struct LinkState {
         link.toOne.swapAt(0, 1)
     }
 
-    private mutating func append(_ member: UInt64, side: Int, owner: UInt64) {
-        let ordered = link.ordered[side]
-        if lists[side][owner] == nil { lists[side][owner] = LinkMembers() }
-        lists[side][owner]?.set.insert(member)
-        if ordered { lists[side][owner]?.order.append(member) }
-    }
-
     /// Takes `member` out of `owner`'s list on `side`; false when it was not there.
     private mutating func take(_ member: UInt64, side: Int, owner: UInt64) -> Bool {
-        guard lists[side][owner]?.set.remove(member) != nil else { return false }
-        if link.ordered[side], let i = lists[side][owner]?.order.firstIndex(of: member) { lists[side][owner]?.order.remove(at: i) }
-        if lists[side][owner]?.set.isEmpty == true { lists[side][owner] = nil }
+        let ordered = link.ordered[side]
+        guard lists[side][owner]?.remove(member, ordered: ordered) == true else { return false }
+        if lists[side][owner]?.order.isEmpty == true { lists[side][owner] = nil }
         return true
     }
 
@@ -153,7 +196,7 @@ struct LinkState {
         for owner in lists[0].keys.sorted() {
             let delta = Int64(bitPattern: owner) &- previous
             previous = Int64(bitPattern: owner)
-            let members = lists[0][owner]?.set ?? []
+            let members = lists[0][owner]?.order ?? []
             total += Int64(Self.varintSize(UInt64(bitPattern: (delta << 1) ^ (delta >> 63))))
             total += Int64(members.count - 1)  // the next pairs of the same owner: delta 0, one byte
             for m in members { total += Int64(Self.varintSize(m)) }
