@@ -9,8 +9,9 @@ struct Compact: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Writes the live objects as a new base segment and switches the store to it atomically.",
         discussion: """
-            The store is replayed with the schema its journal records, its live objects are \
-            written to a new base segment (temporary file, fsync, rename), and MANIFEST is \
+            The store is replayed with the schema its journal records, its live objects (and \
+            the links of its many-to-many and ordered relationships, every list in its order) \
+            are written to a new base segment (temporary file, fsync, rename), and MANIFEST is \
             replaced atomically; only then are the old segments removed. A crash at any moment \
             leaves a store that opens with nothing lost. compact refuses while another process \
             holds the store's write lock, and on a damaged journal (run repair first). It ends \
