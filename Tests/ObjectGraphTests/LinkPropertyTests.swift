@@ -210,6 +210,10 @@ indirect enum LpAction: CustomStringConvertible, Sendable {
     case move(link: Int, side: Int, owner: Int, from: Int, to: Int, valid: Bool)
     case setToOne(link: Int, side: Int, owner: Int, target: Int?, dynamic: Bool)
     case save, rollback, reopen, compact
+    /// The in-memory context's backend fails the save: every change stays pending.
+    case failedSave
+    /// `reset()`: a rollback that also forgets the object instances.
+    case reset
     case transaction(throwing: Bool, [LpAction])
 
     var description: String {
@@ -226,6 +230,8 @@ indirect enum LpAction: CustomStringConvertible, Sendable {
         case .rollback: "rollback"
         case .reopen: "rollback, close and reopen"
         case .compact: "compact"
+        case .failedSave: "a save the backend fails"
+        case .reset: "reset"
         case .transaction(let t, let inner): "transaction\(t ? " that throws" : "") { \(inner.map(\.description).joined(separator: "; ")) }"
         }
     }
@@ -370,8 +376,8 @@ final class LpRun {
     func decide(_ code: Int, _ m: LpModel, depth: Int) -> LpAction? {
         // Weights out of 40: insert 8, delete 2, set a list 6, add 6, remove 3, move 3, set the
         // to-one 2, save 2, rollback 1, transaction 3, reopen 1, compact 1, many members 1,
-        // nested transaction 1 (inside a transaction only).
-        let op = depth == 0 ? code % 40 : [Int](0..<30)[code % 31 == 30 ? 0 : code % 31] + (code % 31 == 30 ? 39 : 0)
+        // nested transaction 1 (inside a transaction only), a failed save 1, reset 1.
+        let op = depth == 0 ? code % 42 : [Int](0..<30)[code % 31 == 30 ? 0 : code % 31] + (code % 31 == 30 ? 39 : 0)
         var arg = code / 40
         func next(_ n: Int) -> Int {
             defer { arg /= max(n, 1) }
@@ -386,7 +392,17 @@ final class LpRun {
             return .insert(kind, id: newID(kind))
         case 8, 9:
             let kind = LpKind.allCases[next(LpKind.allCases.count)]
-            return pick(kind, next(1 << 20), in: m).map { .delete(id: $0) }
+            guard let id = pick(kind, next(1 << 20), in: m) else { return nil }
+            if depth == 2, let outerLive {
+                // A nested transaction that deletes (or cascades to) an object its outer
+                // transaction inserted, then returns, crashes the outer one's rollback
+                // (`nestedTransactionDeletingAnOuterInsertRollsBack`): not decided.
+                var after = m
+                after.delete(id, kinds: kinds)
+                let doomed = zip(m.live, after.live).flatMap { $0.subtracting($1) }
+                if doomed.contains(where: { id in !outerLive.contains { $0.contains(id) } }) { return nil }
+            }
+            return .delete(id: id)
         case 10..<16:
             guard let owner = pick(spec.kinds[side], next(1 << 10), in: m) else { return nil }
             let candidates = m.live[spec.kinds[1 - side].rawValue].sorted()
@@ -446,6 +462,8 @@ final class LpRun {
             guard next(2) == 0, let owner = pick(spec.kinds[side], next(1 << 10), in: m) else { return nil }
             let kind = spec.kinds[1 - side]
             return .bulk(link: l, side: side, owner: owner, kind: kind, ids: (0..<(64 + next(8))).map { _ in newID(kind) })
+        case 40 where depth == 0: return .failedSave
+        case 41 where depth == 0: return .reset
         default:
             // A transaction inside a transaction (one level deep): it never saves.
             guard depth == 1 else { return nil }
@@ -453,7 +471,12 @@ final class LpRun {
         }
     }
 
+    /// While an outermost transaction's steps are decided: the objects live when it began.
+    var outerLive: [Set<Int>]?
+
     func transaction(from arg: Int, _ m: LpModel, depth: Int) -> LpAction {
+        if depth == 0 { outerLive = m.live }
+        defer { if depth == 0 { outerLive = nil } }
         var stream = Stream(state: UInt64(arg) &+ 0x9E37_79B9)
         var scratch = m
         var inner: [LpAction] = []
@@ -490,8 +513,8 @@ final class LpRun {
                 for x in m.members(l, side, owner) { m.unlink(l, LpModel.pair(side, owner: owner, member: x)) }
             }
         case .save: if depth == 0 { committed = m }
-        case .rollback, .reopen: m = committed
-        case .compact: break
+        case .rollback, .reopen, .reset: m = committed
+        case .compact, .failedSave: break
         case .transaction(let throwing, let inner):
             guard !throwing else { return }
             for i in inner { update(&m, i, depth: depth + 1) }
@@ -562,6 +585,17 @@ final class LpRun {
             }
         case .compact:
             if ci == 1 { try store.compact() }
+        case .failedSave:
+            guard ci == 0 else { return }
+            backend.failNext = true
+            defer { backend.failNext = false }
+            do {
+                // A save with nothing to write (changes that cancel out) does not reach the backend.
+                try c.save()
+                if model != committed { fail("\(what): a save with changes did not reach the backend") }
+            } catch is RecordingBackend.InjectedFailure {}
+        case .reset:
+            c.reset()
         case .transaction(let throwing, let inner):
             do {
                 try c.transaction { _ in
@@ -752,6 +786,28 @@ struct LinkSingleCaseTests {
         #expect(try page.value(forKey: "binder") == nil)
         try c.save()
         #expect(page.binder == nil)
+    }
+
+    /// A transaction inside a transaction deletes an object the outer one inserted and
+    /// returns; the outer one then throws: everything is undone. (Run in a child process:
+    /// the rollback traps on an arithmetic overflow, `EntityTable.rollbackToSavepoint`
+    /// restoring the vanished row of an object whose row it had just freed.)
+    @Test func nestedTransactionDeletingAnOuterInsertRollsBack() async {
+        await #expect(processExitsWith: .success) {
+            struct Stop: Error {}
+            let c = ModelContext(schema: try lpSchema())
+            let article = try c.insert(LpArticle.self)
+            try c.save()
+            do {
+                try c.transaction { _ in
+                    let label = try c.insert(LpLabel.self)
+                    article.labels = [label]
+                    try c.transaction { _ in c.delete(label) }
+                    throw Stop()
+                }
+            } catch is Stop {}
+            guard try c.count(of: LpLabel.self) == 0, article.labels.isEmpty, !c.hasChanges else { throw Stop() }
+        }
     }
 
     /// Compaction writes the committed links; pending changes stay pending. When every link
