@@ -78,8 +78,14 @@ extension EntityTable {
             releaseRow(Int(r))
         }
         for r in vanishedRows[mark.vanishedCount...] where isNew(Int(r)) { releaseRow(Int(r)) }
-        // Everything else is in the undo log, newest first.
+        // Everything else is in the undo log, newest first. Entries of rows new since the mark
+        // are skipped: those rows were just freed (an inner savepoint, released into this one,
+        // may have logged the vanishing of a row this one inserted).
         for entry in undo[mark.undoCount...].reversed() {
+            switch entry {
+            case .cell(let r, _, _, _), .delete(let r), .vanish(let r, _):
+                if isNew(Int(r)) { continue }
+            }
             switch entry {
             case .cell(let r, let s, let bits, let wasNull):
                 let row = Int(r), slot = Int(s)
