@@ -37,6 +37,9 @@ protocol PayloadVisitor {
     /// The changes of the stored link `link` (``StoredSchema/links``) follow.
     mutating func beginLinks(link: Int) throws(PayloadReader.Failure)
 
+    /// `count` pairs removed (`removed`) or added follow (a visitor may reserve room for them).
+    mutating func linkPairs(removed: Bool, count: Int)
+
     /// One link removed (`removed`) or added, between the objects `serial0` (side 0) and
     /// `serial1` (side 1); read at payload offset `offset`. Removals come before additions.
     mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure)
@@ -50,6 +53,7 @@ protocol PayloadVisitor {
 extension PayloadVisitor {
     mutating func endBlock() {}
     mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {}
+    mutating func linkPairs(removed: Bool, count: Int) {}
     mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {}
     mutating func linkOrder(side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {}
 }
@@ -114,7 +118,10 @@ enum PayloadDecoder {
             try visitor.beginLinks(link: k)
             for removed in [true, false] {
                 var serial0: Int64 = 0
-                for _ in 0..<(try r.count(limit: r.count)) {
+                // Each pair takes at least two bytes.
+                let n = try r.count(limit: (r.count - r.offset) / 2)
+                visitor.linkPairs(removed: removed, count: n)
+                for _ in 0..<n {
                     let at = r.offset
                     serial0 &+= try r.signed()
                     let serial1 = try r.varint()

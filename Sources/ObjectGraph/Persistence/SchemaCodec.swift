@@ -175,6 +175,7 @@ public struct StoredSchema: Sendable, Hashable {
                         links.append(link)
                     }
                 }
+                guard r.isAtEnd else { throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the schema") }
                 return StoredSchema(entities: entities, links: links)
             }
         } catch {

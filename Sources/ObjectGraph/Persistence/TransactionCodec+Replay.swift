@@ -80,7 +80,8 @@ struct ReplayVisitor: PayloadVisitor {
         } catch {
             throw StoreError(payload: error)
         }
-        rowsBySerial = [[], []]  // no copy of the tables' arrays outlives the link section
+        rows0 = []  // no copy of the tables' arrays outlives the link section
+        rows1 = []
         for m in migrated {
             let l = links[m.link]
             let owner = m.row
@@ -99,26 +100,36 @@ struct ReplayVisitor: PayloadVisitor {
         if let (k, swapped) = mapping.links[link] ?? nil {
             linkTable = links[k]
             linkSwapped = swapped
-            rowsBySerial = [links[k].table(0).rowOfSerial, links[k].table(1).rowOfSerial]
+            rows0 = links[k].table(0).rowOfSerial
+            rows1 = links[k].table(1).rowOfSerial
         } else {
             linkTable = nil
-            rowsBySerial = [[], []]
+            rows0 = []
+            rows1 = []
         }
     }
 
     /// Per side of the current link table, its entity's rows by serial (`rowOfSerial`, which
     /// the link section does not change): looked up per pair without going through the tables.
-    private var rowsBySerial: [[Int32]] = [[], []]
+    private var rows0: [Int32] = []
+    private var rows1: [Int32] = []
 
     /// The row of `serial` on `side` of the current link table.
     @inline(__always)
     private func linkRow(_ side: Int, _ serial: UInt64, _ offset: Int) throws(PayloadReader.Failure) -> Int {
-        if serial >= 1, serial <= UInt64(rowsBySerial[side].count) {
-            let row = rowsBySerial[side][Int(serial - 1)]
-            if row >= 0 { return Int(row) }
-        }
+        let row = side == 0 ? Self.row(rows0, serial) : Self.row(rows1, serial)
+        if row >= 0 { return row }
         let name = linkTable.map { $0.table(side).entity.name } ?? "?"
         throw PayloadReader.malformed(offset, "link of \(name)/\(serial), which does not exist")
+    }
+
+    @inline(__always)
+    private static func row(_ rows: [Int32], _ serial: UInt64) -> Int {
+        serial >= 1 && serial <= UInt64(rows.count) ? Int(rows[Int(serial &- 1)]) : -1
+    }
+
+    mutating func linkPairs(removed: Bool, count: Int) {
+        if !removed, linkTable != nil { additions.reserveCapacity(additions.count + count) }
     }
 
     mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {

@@ -79,6 +79,9 @@ final class LinkTable {
     var flatGarbage = [0, 0]
     /// The pending transaction's changes, oldest first.
     @exclusivity(unchecked) var log: [LinkChange] = []
+    /// Bumped by every change of ``log``: what ``hasChanges`` caches its answer against.
+    private var logVersion: UInt64 = 0
+    private var netChange: (version: UInt64, changed: Bool)?
     /// The log's length at each open savepoint.
     var marks: [Int] = []
     /// The number of links.
@@ -183,7 +186,10 @@ final class LinkTable {
         let posA = insert(Int32(b), side: 0, owner: a, at: atA)
         let posB = insert(Int32(a), side: 1, owner: b, at: atB)
         count += 1
-        if tracking { log.append(LinkChange(kind: .link, a: Int32(a), b: Int32(b), posA: Int32(posA), posB: Int32(posB))) }
+        if tracking {
+            log.append(LinkChange(kind: .link, a: Int32(a), b: Int32(b), posA: Int32(posA), posB: Int32(posB)))
+            logVersion &+= 1
+        }
         return true
     }
 
@@ -193,7 +199,10 @@ final class LinkTable {
         guard let posA = remove(Int32(b), side: 0, owner: a) else { return false }
         let posB = remove(Int32(a), side: 1, owner: b) ?? 0
         count -= 1
-        if tracking { log.append(LinkChange(kind: .unlink, a: Int32(a), b: Int32(b), posA: Int32(posA), posB: Int32(posB))) }
+        if tracking {
+            log.append(LinkChange(kind: .unlink, a: Int32(a), b: Int32(b), posA: Int32(posA), posB: Int32(posB)))
+            logVersion &+= 1
+        }
         return true
     }
 
@@ -210,6 +219,7 @@ final class LinkTable {
         if tracking {
             let (a, b) = side == 0 ? (Int32(owner), m) : (m, Int32(owner))
             log.append(LinkChange(kind: side == 0 ? .move0 : .move1, a: a, b: b, posA: Int32(from), posB: Int32(to)))
+            logVersion &+= 1
         }
         return true
     }
@@ -252,7 +262,7 @@ final class LinkTable {
     /// 0's pairs come grouped by object (a compaction and a save write them so); otherwise, and
     /// into a table that has links, each pair is linked on its own.
     func linkMany(_ pairs: [(Int32, Int32)]) -> (Int32, Int32)? {
-        if count == 0, heads[0].allSatisfy({ $0.count == 0 }), pairs.count >= 256, !link.toOne[0], !link.toOne[1] {
+        if count == 0, heads[0].allSatisfy({ $0.count == 0 }), pairs.count >= 256 {
             return buildFlat(pairs)
         }
         for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
@@ -276,20 +286,13 @@ final class LinkTable {
             count0[Int(a)] += 1
             count1[Int(b)] += 1
         }
-        // The stamp check: within each side-0 object's run, a side-1 row seen twice.
-        var lastOwner = [Int32](repeating: -1, count: rows1)
-        if grouped {
-            for (a, b) in pairs {
-                if lastOwner[Int(b)] == a {
-                    for (x, y) in pairs {
-                        if x == a && y == b { break }
-                        _ = link(Int(x), Int(y))
-                    }
-                    return (a, b)
-                }
-                lastOwner[Int(b)] = a
-            }
-        } else {
+        // A to-one side holds one link per object: a second one replaces the first, which the
+        // general path does.
+        if (link.toOne[0] && count0.contains { $0 > 1 }) || (link.toOne[1] && count1.contains { $0 > 1 }) {
+            for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
+            return nil
+        }
+        if !grouped {
             for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
             return nil
         }
@@ -307,11 +310,27 @@ final class LinkTable {
         }
         var f0 = [Int32](repeating: 0, count: pairs.count)
         var f1 = [Int32](repeating: 0, count: pairs.count)
+        // Side 1's list of `b` ends with the side-0 object placed last: within a side-0 run (the
+        // pairs are grouped), a side-1 row placed twice is a repeated pair.
+        var duplicate: (Int32, Int32)?
         for (a, b) in pairs {
+            let end1 = h1[Int(b)].start + h1[Int(b)].count
+            if h1[Int(b)].count > 0, f1[Int(end1 - 1)] == a {
+                duplicate = (a, b)
+                break
+            }
             f0[Int(h0[Int(a)].start + h0[Int(a)].count)] = b
             h0[Int(a)].count += 1
-            f1[Int(h1[Int(b)].start + h1[Int(b)].count)] = a
+            f1[Int(end1)] = a
             h1[Int(b)].count += 1
+        }
+        if let duplicate {
+            // The general path's outcome: the pairs before the repeat linked, one by one.
+            for (a, b) in pairs {
+                if a == duplicate.0 && b == duplicate.1 && contains(Int(a), Int(b)) { break }
+                _ = link(Int(a), Int(b))
+            }
+            return duplicate
         }
         heads = [h0, h1]
         flat = [f0, f1]
@@ -509,7 +528,16 @@ final class LinkTable {
 
     // MARK: Transactions
 
-    var hasChanges: Bool { !log.isEmpty }
+    /// Whether the pending transaction changed any link or order: a pair linked and unlinked
+    /// again, or a member moved back, is no change (as an attribute set back to its saved
+    /// value). Worked out from the log once per change of it.
+    var hasChanges: Bool {
+        if log.isEmpty { return false }
+        if let n = netChange, n.version == logVersion { return n.changed }
+        let changed = !pendingBlock().isEmpty
+        netChange = (logVersion, changed)
+        return changed
+    }
 
     func beginSavepoint() { marks.append(log.count) }
 
@@ -535,6 +563,7 @@ final class LinkTable {
             }
         }
         log.removeAll()
+        logVersion &+= 1
         marks.removeAll()
         midInserted = [false, false]
         flattenIfWorthIt()
@@ -545,6 +574,7 @@ final class LinkTable {
         let wasTracking = tracking
         tracking = false
         defer { tracking = wasTracking }
+        if log.count > mark { logVersion &+= 1 }
         while log.count > mark, let c = log.popLast() {
             let a = Int(c.a), b = Int(c.b)
             switch c.kind {
