@@ -646,8 +646,19 @@ final class LpRun {
                         fail("\(at): \(kind.name)/\(serial).\(spec.keys[side]) reaches a deleted object")
                         return
                     }
+                    guard let saved else { continue }
+                    // changedValues() names the relationship when its members (or their order)
+                    // differ from the committed ones; for an inserted object, when it has any.
+                    let wasSaved = saved.live[kind.rawValue].contains(id)
+                    let committedList = wasSaved ? mapped(saved.members(l, side, id)) : []
+                    let differs = spec.ordered[side] ? committedList != expected : committedList.sorted() != expected.sorted()
+                    let changed = o.changedValues()[spec.keys[side]]
+                    guard (changed != nil) == (wasSaved ? differs : !expected.isEmpty) else {
+                        fail("\(at): \(kind.name)/\(serial).\(spec.keys[side]) (#\(id)) changedValues \(String(describing: changed)); committed \(committedList), current \(expected)")
+                        return
+                    }
                     // The committed list, for objects that were saved.
-                    guard let saved, saved.live[kind.rawValue].contains(id) else { continue }
+                    guard wasSaved else { continue }
                     let committedValue = try? o.committedValues(forKeys: [spec.keys[side]])[spec.keys[side]]
                     let committedSerials: [UInt64]
                     switch committedValue {
