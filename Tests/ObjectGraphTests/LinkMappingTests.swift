@@ -460,19 +460,29 @@ struct LinkMappingTests {
         #expect(!context.hasChanges, "a to-one stored as links that already holds the match is left alone")
     }
 
-    /// RestKit connects a to-many by an array of keys (`IN`); here an array attribute is one
-    /// value, compared whole with the destination's attribute, so it matches nothing (what
-    /// Docs/Mapping.md says, with the ways around it).
-    @Test func anArrayOfKeysIsComparedAsOneValue() throws {
+    /// RestKit connects a to-many by an array of keys (`IN`): each element names a member, in
+    /// the array's order; a name that matches nothing is skipped.
+    @Test func anArrayOfKeysConnectsEveryObjectItNames() throws {
         let context = ModelContext(schema: try linkMappingSchema)
         var units = EntityMapping(LMUnit.self)
         try units.map("name")
         try units.map(["depends": "dependsNames"])
         try units.identify(by: "name")
         try units.connect("depends", by: ["dependsNames": "name"])
-        let r = try context.map(json(#"[{"name": "curl", "depends": ["libc6"]}, {"name": "libc6", "depends": []}]"#), with: units)
-        #expect(r.counts.unresolvedConnections == 2)
-        #expect(try #require(try context.object(LMUnit.self, where: \.name, equals: "curl")).depends.isEmpty)
+        let document = json(#"""
+            [{"name": "curl", "depends": ["libc6", "zlib1g", "virtual-x", "libc6"]},
+             {"name": "zlib1g", "depends": ["libc6"]}, {"name": "libc6", "depends": []}]
+            """#)
+        let r = try context.map(document, with: units)
+        #expect(r.counts.unresolvedConnections == 1, "libc6 names nothing")
+        let curl = try #require(try context.object(LMUnit.self, where: \.name, equals: "curl"))
+        #expect(curl.depends.map(\.name).sorted() == ["libc6", "zlib1g"])
+        let libc = try #require(try context.object(LMUnit.self, where: \.name, equals: "libc6"))
+        #expect(libc.dependents.map(\.name).sorted() == ["curl", "zlib1g"])
+        try context.save()
+        let again = try context.map(document, with: units)
+        #expect(again.counts.updated == 0, "\(again.counts)")
+        #expect(!context.hasChanges)
     }
 
     // MARK: Runs that fail, tombstones and syncs

@@ -47,6 +47,10 @@ final class MappingPlan {
         let destinationSlots: [Int]
         /// The destination's unique index on exactly `destinationSlots`, in its slot order.
         let index: UniqueIndex?
+        /// Whether this object's one connection attribute holds a collection (a `Codable` array,
+        /// stored as JSON) whose elements each name a destination (RestKit's connection by a
+        /// collection attribute): a to-many takes every match, in the array's order.
+        var isCollection = false
     }
 
     let definition: MappingDefinition
@@ -226,7 +230,10 @@ final class MappingPlan {
                 theirs = order.map { theirs[$0] }
                 index = i
             }
-            connections.append(.init(relationship: rel, mySlots: mine, destination: destination, destinationSlots: theirs, index: index))
+            var connection = Connection(relationship: rel, mySlots: mine, destination: destination, destinationSlots: theirs, index: index)
+            connection.isCollection = rel.isToMany && mine.count == 1 && table.entity.attributes[mine[0]].valueKind == .codable
+                && destination.entity.attributes[theirs[0]].valueKind != .codable
+            connections.append(connection)
         }
         return connections
     }

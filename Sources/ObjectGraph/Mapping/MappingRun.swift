@@ -457,7 +457,9 @@ struct MappingRun<Source: MappingSource> {
                     continue
                 }
                 var targets: [Int] = []
-                if let index = c.index {
+                if c.isCollection {
+                    targets = collectionTargets(c, row: row, table: table, lookup: &lookup)
+                } else if let index = c.index {
                     let owner = withRowCells(table, row: row, slots: c.mySlots) { cells in
                         cells.count == 1 ? c.destination.owner(ofCell: cells[0], in: index) : c.destination.owner(ofCells: cells, in: index)
                     }
@@ -482,6 +484,40 @@ struct MappingRun<Source: MappingSource> {
                 }
             }
         }
+    }
+
+    /// The destinations named by the elements of `row`'s collection attribute (a JSON array of
+    /// strings or numbers), in the array's order, each once; elements that name nothing are
+    /// skipped.
+    private func collectionTargets(
+        _ c: MappingPlan.Connection, row: Int, table: EntityTable, lookup: inout [IdentityKey: [Int32]]?
+    ) -> [Int] {
+        guard case .data(let json)? = table.value(row: row, slot: c.mySlots[0]),
+              let elements = (try? JSONSerialization.jsonObject(with: json)) as? [Any]
+        else { return [] }
+        let type = c.destination.entity.attributes[c.destinationSlots[0]].type
+        var targets: [Int] = []
+        var seen = Set<Int>()
+        for element in elements {
+            let raw: AttributeValue
+            switch element {
+            case let string as String: raw = .string(string)
+            case let number as NSNumber:
+                let integer = number.int64Value
+                raw = Double(integer) == number.doubleValue ? .int(integer) : .double(number.doubleValue)
+            default: continue
+            }
+            guard let key = AttributeValue.coerce(attributeValue: raw, to: type) else { continue }
+            let found: [Int] = withCells([key]) { cells in
+                if let index = c.index {
+                    return c.destination.owner(ofCell: cells[0], in: index).map { [$0] } ?? []
+                }
+                if lookup == nil { lookup = destinations(c) }
+                return (lookup?[IdentityKey(cells)] ?? []).map(Int.init)
+            }
+            for t in found where c.destination.isVisible(row: t) && seen.insert(t).inserted { targets.append(t) }
+        }
+        return targets
     }
 
     /// Empties the connection's relationship of `row`; returns whether it held anything.
