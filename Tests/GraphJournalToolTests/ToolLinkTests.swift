@@ -238,6 +238,124 @@ struct ToolLinkTests {
         #expect(try Tool.run(["verify", dir.path]).status == 0)
     }
 
+    @Test func aToOneOnSideZeroWithItsOrderedInverseOnSideOne() throws {
+        // Sheet before Binder: side 0 is the to-one, side 1 the ordered list, so order edits are
+        // on side 1, and a base record rebuilds the binders' order from side 1's edits.
+        let dir = Tool.temporaryURL("links-side-one")
+        let schema = try Schema(Sheet.self, Binder.self)
+        var expected: [[String: [String: [UInt64]]]] = []
+        do {
+            let store = try ObjectStore.open(at: dir, schema: schema, options: Self.options())
+            let c = store.context
+            let binders = try (0..<2).map { i in try c.insert(Binder.self) { $0.label = "b\(i)" } }
+            let sheets = try (0..<8).map { i in try c.insert(Sheet.self) { $0.heading = "h\(i)" } }
+            binders[0].sheets = [sheets[5], sheets[1], sheets[7], sheets[0]]
+            binders[1].sheets = [sheets[2], sheets[6]]
+            try c.save()
+            expected.append(try Self.libraryLinks(c))
+            try c.move(in: "sheets", of: binders[0], from: 3, to: 1)
+            sheets[3].binder = binders[0]
+            try c.add(sheets[4], to: "sheets", of: binders[1], at: 0)
+            try c.add(sheets[2], to: "sheets", of: binders[0], at: 2)
+            c.delete(sheets[1])
+            try c.save()
+            expected.append(try Self.libraryLinks(c))
+            try store.close()
+        }
+        #expect(try Self.toolLinks(dir, ["--to-seq", "2"]) == expected[0])
+        #expect(try Self.toolLinks(dir) == expected[1])
+        let schemaLine = try Tool.run(["dump", "--to-seq", "1", dir.path]).stdout
+        #expect(schemaLine.contains(#""relationship":"Sheet.binder ↔ Binder.sheets (ordered)""#))
+        #expect(try Tool.run(["compact", dir.path]).status == 0)
+        #expect(try Self.toolLinks(dir) == expected[1])
+        let store = try ObjectStore.open(at: dir, schema: schema, options: Self.options())
+        defer { try? store.close() }
+        #expect(try Self.libraryLinks(store.context) == expected[1])
+    }
+
+    /// A deterministic generator for the random edits below.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test(arguments: Array(UInt64(1)...8))
+    func randomEditsReadTheSameInTheToolAndTheLibrary(seed: UInt64) throws {
+        // Saves of random inserts, deletes, adds, removes and moves on every kind of link; after
+        // each save the tool's lists must be the library's, and after a compaction too.
+        var rng = SplitMix(state: seed)
+        let dir = Tool.temporaryURL("links-random")
+        var expected: [[String: [String: [UInt64]]]] = []
+        do {
+            let store = try ObjectStore.open(at: dir, schema: try Self.schema(), options: Self.options())
+            let c = store.context
+            for _ in 0..<12 {
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    _ = try c.insert(Song.self) { $0.title = "s" }
+                    _ = try c.insert(Keyword.self) { $0.word = "k" }
+                    _ = try c.insert(Sheet.self) { $0.heading = "h" }
+                    _ = try c.insert(Module.self) { $0.name = "m" }
+                }
+                let noMixtape = try c.objects(of: Mixtape.self).isEmpty
+                if Bool.random(using: &rng) || noMixtape { _ = try c.insert(Mixtape.self) { $0.name = "m" } }
+                let noArticle = try c.objects(of: Article.self).isEmpty
+                if Bool.random(using: &rng) || noArticle { _ = try c.insert(Article.self) { $0.title = "a" } }
+                let noBinder = try c.objects(of: Binder.self).isEmpty
+                if Bool.random(using: &rng) || noBinder { _ = try c.insert(Binder.self) { $0.label = "b" } }
+                for _ in 0..<Int.random(in: 5...25, using: &rng) {
+                    let mixtapes = try c.objects(of: Mixtape.self), songs = try c.objects(of: Song.self)
+                    let articles = try c.objects(of: Article.self), keywords = try c.objects(of: Keyword.self)
+                    let binders = try c.objects(of: Binder.self), sheets = try c.objects(of: Sheet.self)
+                    let modules = try c.objects(of: Module.self)
+                    guard let m = mixtapes.randomElement(using: &rng), let s = songs.randomElement(using: &rng),
+                          let a = articles.randomElement(using: &rng), let k = keywords.randomElement(using: &rng),
+                          let b = binders.randomElement(using: &rng), let h = sheets.randomElement(using: &rng),
+                          let x = modules.randomElement(using: &rng), let y = modules.randomElement(using: &rng) else { continue }
+                    switch Int.random(in: 0..<12, using: &rng) {
+                    case 0: try c.add(s, to: "songs", of: m, at: Int.random(in: 0...m.songs.count, using: &rng))
+                    case 1: try c.remove(s, from: "songs", of: m)
+                    case 2 where m.songs.count > 1:
+                        try c.move(in: "songs", of: m, from: Int.random(in: 0..<m.songs.count, using: &rng), to: Int.random(in: 0..<m.songs.count, using: &rng))
+                    case 3 where s.mixtapes.count > 1:
+                        try c.move(in: "mixtapes", of: s, from: Int.random(in: 0..<s.mixtapes.count, using: &rng), to: Int.random(in: 0..<s.mixtapes.count, using: &rng))
+                    case 4: try c.add(k, to: "keywords", of: a)
+                    case 5: try c.remove(k, from: "keywords", of: a)
+                    case 6: try c.add(h, to: "sheets", of: b, at: Int.random(in: 0...b.sheets.count, using: &rng))
+                    case 7: h.binder = Bool.random(using: &rng) ? b : nil
+                    case 8: try c.add(y, to: "imports", of: x)
+                    case 9: try c.remove(y, from: "importedBy", of: x)
+                    case 10:
+                        switch Int.random(in: 0..<4, using: &rng) {
+                        case 0: c.delete(s)
+                        case 1: c.delete(k)
+                        case 2: c.delete(h)
+                        default: c.delete(x)
+                        }
+                    default: m.songs = m.songs.shuffled(using: &rng).dropLast(Int.random(in: 0...1, using: &rng))
+                    }
+                }
+                try c.save()
+                expected.append(try Self.libraryLinks(c))
+            }
+            try store.close()
+        }
+        for (i, state) in expected.enumerated() {
+            #expect(try Self.toolLinks(dir, ["--to-seq", "\(i + 2)"]) == state, "seed \(seed), after save \(i + 1)")
+        }
+        #expect(try Tool.run(["verify", dir.path]).status == 0)
+        #expect(try Tool.run(["compact", dir.path]).status == 0)
+        #expect(try Self.toolLinks(dir) == expected.last, "seed \(seed), compacted")
+        let store = try ObjectStore.open(at: dir, schema: try Self.schema(), options: Self.options())
+        defer { try? store.close() }
+        #expect(try Self.libraryLinks(store.context) == expected.last, "seed \(seed), the library after the tool's compaction")
+    }
+
     @Test func dumpRecordsListTheLinkChangesOfTheWorkedExample() throws {
         let dir = try Self.writeWorkedExample()
         let dump = try Tool.run(["dump", dir.path])
