@@ -66,9 +66,9 @@ struct LinkMembers {
 /// first), then the order edits; a deleted object's links go with it.
 ///
 /// Memory: 8 bytes per member on each side (16 per link), an array per object with links on
-/// each side, and a position index per list of 64 members or more.
+/// each side, and a position index per unordered list of 64 members or more.
 struct LinkState {
-    /// The relationship as the schema in force (or the last schema that had it) stores it.
+    /// The relationship as the schema in force stores it.
     var link: StoredSchema.Link
     /// Per side: the entity's name.
     var entityNames: [String]
