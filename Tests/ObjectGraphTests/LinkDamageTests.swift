@@ -107,6 +107,26 @@ func lpFingerprint(_ c: ModelContext) -> [String] {
     return lines
 }
 
+/// What is wrong with the links of `c`: a member that does not list its owner back, a
+/// member twice in a list, a to-one side with more than one object.
+func lpInconsistencies(_ c: ModelContext) -> [String] {
+    var problems: [String] = []
+    for (l, spec) in lpSpecs.enumerated() {
+        for side in 0..<2 {
+            for o in (try? c.objects(ofEntityNamed: spec.kinds[side].name)) ?? [] {
+                let members = LpAccess.read(o, l, side).filter { !$0.isDeleted }
+                let name = "\(spec.kinds[side].name)/\(o.objectID?.serial ?? 0).\(spec.keys[side])"
+                if Set(members.map(ObjectIdentifier.init)).count != members.count { problems.append("\(name) lists a member twice") }
+                if spec.toOne[side] && members.count > 1 { problems.append("\(name) holds \(members.count) objects") }
+                for m in members where !LpAccess.read(m, l, 1 - side).contains(where: { $0 === o }) {
+                    problems.append("\(name) lists \(m.objectID.map { "\($0)" } ?? "?"), which does not list it back")
+                }
+            }
+        }
+    }
+    return problems
+}
+
 /// A journal record with its schema: the store's records in order.
 struct LinkRecord {
     var schema: StoredSchema
@@ -302,6 +322,8 @@ struct LinkDamageTests {
                         let fingerprint = lpFingerprint(context)
                         do throws(ObjectGraphError) {
                             try context.apply(changes)
+                            let problems = lpInconsistencies(context)
+                            #expect(problems.isEmpty, "\(what): \(problems.prefix(3))")
                         } catch {
                             refused += 1
                             #expect(error.code == .inconsistentChangeSet, "\(what): \(error)")
@@ -315,6 +337,116 @@ struct LinkDamageTests {
             }
         }
         #expect(decodable > 0 && refused > 0, "decodable \(decodable), refused \(refused)")
+    }
+
+    /// Random edits (bytes set, inserted, removed), mostly in the link section: decoding and
+    /// validation agree, and what decodes applies or is refused cleanly (the seed is printed
+    /// to replay a failure).
+    @Test func randomDamageToLinkPayloadsFailsOrPassesAlike() throws {
+        let seed = UInt64.random(in: 0 ... .max)
+        print("randomDamageToLinkPayloadsFailsOrPassesAlike seed \(seed)")
+        var random = SeededGenerator(seed: seed)
+        let journals = try Self.journals()
+        var cases: [(journal: Int, index: Int, start: Int)] = []
+        for (j, journal) in journals.enumerated() {
+            for (i, r) in journal.enumerated() where r.payload.first == 2 { cases.append((j, i, try Self.linkSectionStart(r))) }
+        }
+        var contexts: [String: ModelContext] = [:]
+        func before(_ j: Int, _ i: Int) throws -> ModelContext {
+            if let c = contexts["\(j).\(i)"] { return c }
+            let c = ModelContext(schema: try lpSchema())
+            for e in journals[j][..<i] { try LpRun.apply(try e.schema.decodeTransaction(e.payload), to: c) }
+            contexts["\(j).\(i)"] = c
+            return c
+        }
+        for round in 0..<10_000 {
+            let (j, i, start) = cases[Int.random(in: 0..<cases.count, using: &random)]
+            let r = journals[j][i]
+            var damaged = r.payload
+            for _ in 0..<Int.random(in: 1...4, using: &random) where !damaged.isEmpty {
+                let low = Int.random(in: 0..<10, using: &random) < 7 ? min(start, damaged.count - 1) : 0
+                let position = Int.random(in: low..<damaged.count, using: &random)
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0: damaged[position] = UInt8.random(in: 0...255, using: &random)
+                case 1: damaged.insert(UInt8.random(in: 0...255, using: &random), at: position)
+                default: damaged.remove(at: position)
+                }
+            }
+            let what = "seed \(seed), round \(round)"
+            TransactionValidationTests.expectAgreement(r.schema, damaged, what)
+            guard let changes = try? r.schema.decodeTransaction(damaged) else { continue }
+            let c = try before(j, i)
+            let fingerprint = lpFingerprint(c)
+            do throws(ObjectGraphError) {
+                try c.apply(changes)
+                contexts["\(j).\(i)"] = nil
+                let problems = lpInconsistencies(c)
+                #expect(problems.isEmpty, "\(what): \(problems.prefix(3))")
+            } catch {
+                #expect(error.code == .inconsistentChangeSet, "\(what): \(error)")
+                #expect(lpFingerprint(c) == fingerprint && !c.hasChanges, "\(what): a refused change set changed the context")
+            }
+        }
+    }
+
+    /// Every bit of the last record's link section flipped, the record written with a valid
+    /// checksum after the ones before it: opening replays it or refuses it with a
+    /// `StoreError`, never a crash; a store that opens has consistent links and every save
+    /// before the record.
+    @Test func everyBitFlipInTheLastRecordsLinkSectionOpensConsistentlyOrIsRefused() throws {
+        var opened = 0, refused = 0
+        for journal in try Self.journals() {
+            guard let last = journal.last, last.payload.first == 2 else { continue }
+            let start = try Self.linkSectionStart(last)
+            // The state before the last record.
+            let earlier = temporaryStoreDirectory("link-flip-earlier")
+            defer { try? FileManager.default.removeItem(at: earlier) }
+            try Self.write(journal.dropLast(), to: earlier)
+            let before: [String]
+            do {
+                let store = try ObjectStore.open(at: earlier, schema: try lpSchema(), options: Self.options)
+                before = lpFingerprint(store.context)
+                try store.close()
+            }
+            for position in start..<last.payload.count {
+                for bit in 0..<8 {
+                    var damaged = last.payload
+                    damaged[position] ^= UInt8(1) << UInt8(bit)
+                    guard (try? last.schema.decodeTransaction(damaged)) != nil else { continue }
+                    let what = "byte \(position) bit \(bit)"
+                    let dir = temporaryStoreDirectory("link-flip-replay")
+                    defer { try? FileManager.default.removeItem(at: dir) }
+                    try Self.write(journal.dropLast() + [LinkRecord(schema: last.schema, payload: damaged, sequence: 0)], to: dir)
+                    do {
+                        let store = try ObjectStore.open(at: dir, schema: try lpSchema(), options: Self.options)
+                        opened += 1
+                        let problems = lpInconsistencies(store.context)
+                        #expect(problems.isEmpty, "\(what): \(problems.prefix(3))")
+                        try store.close()
+                    } catch let error as StoreError {
+                        refused += 1
+                        #expect(error.code == .journal || error.code == .corruptPayload, "\(what): \(error)")
+                        var pointInTime = Self.options
+                        pointInTime.recovery = .pointInTime
+                        let store = try ObjectStore.open(at: dir, schema: try lpSchema(), options: pointInTime)
+                        #expect(lpFingerprint(store.context) == before, "\(what): point in time lost a save")
+                        try store.close()
+                    }
+                }
+            }
+        }
+        #expect(opened > 0 && refused > 0, "opened \(opened), refused \(refused)")
+    }
+
+    /// Writes `records` as a journal at `dir`, each with a valid checksum.
+    static func write(_ records: some Sequence<LinkRecord>, to dir: URL) throws {
+        let journal = try Journal.open(directory: dir)
+        var schema: StoredSchema?
+        for r in records {
+            try journal.append(r.payload, schema: schema == r.schema ? nil : r.schema.encoded())
+            schema = r.schema
+        }
+        try journal.close()
     }
 
     // MARK: Crafted link sections
