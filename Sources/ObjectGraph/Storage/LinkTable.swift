@@ -274,41 +274,35 @@ final class LinkTable {
     /// outcome), or nil. Pairs not grouped by side-0 object are linked one by one.
     private func buildFlat(_ pairs: [(Int32, Int32)]) -> (Int32, Int32)? {
         let rows0 = table(0).rowCount, rows1 = table(1).rowCount
-        var count0 = [Int32](repeating: 0, count: rows0)
-        var count1 = [Int32](repeating: 0, count: rows1)
-        var grouped = true
-        var previous: Int32 = -1
-        for (a, b) in pairs {
-            if a != previous {
-                if count0[Int(a)] != 0 { grouped = false }
-                previous = a
-            }
-            count0[Int(a)] += 1
-            count1[Int(b)] += 1
-        }
-        // A to-one side holds one link per object: a second one replaces the first, which the
-        // general path does.
-        if (link.toOne[0] && count0.contains { $0 > 1 }) || (link.toOne[1] && count1.contains { $0 > 1 }) {
-            for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
-            return nil
-        }
-        if !grouped {
-            for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
-            return nil
-        }
+        // Side 0's lists are the pairs' side-1 rows in order, each object's run where it
+        // starts; side 1's lists are counted first, then placed.
         var h0 = [LinkHead](repeating: LinkHead(), count: rows0)
         var h1 = [LinkHead](repeating: LinkHead(), count: rows1)
-        var next = Int32(0)
-        for r in 0..<rows0 where count0[r] > 0 {
-            h0[r] = LinkHead(start: next, count: 0)
-            next += count0[r]
-        }
-        next = 0
-        for r in 0..<rows1 where count1[r] > 0 {
-            h1[r] = LinkHead(start: next, count: 0)
-            next += count1[r]
-        }
         var f0 = [Int32](repeating: 0, count: pairs.count)
+        var grouped = true
+        var previous: Int32 = -1
+        for (i, (a, b)) in pairs.enumerated() {
+            if a != previous {
+                if h0[Int(a)].count != 0 { grouped = false }
+                h0[Int(a)].start = Int32(i)
+                previous = a
+            }
+            h0[Int(a)].count += 1
+            h1[Int(b)].count += 1
+            f0[i] = b
+        }
+        // A to-one side holds one link per object (a second one replaces the first, which the
+        // general path does); pairs not grouped by side-0 object are linked one by one too.
+        if !grouped || (link.toOne[0] && h0.contains { $0.count > 1 }) || (link.toOne[1] && h1.contains { $0.count > 1 }) {
+            for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
+            return nil
+        }
+        var next = Int32(0)
+        for r in 0..<rows1 where h1[r].count > 0 {
+            let n = h1[r].count
+            h1[r] = LinkHead(start: next, count: 0)
+            next += n
+        }
         var f1 = [Int32](repeating: 0, count: pairs.count)
         // Side 1's list of `b` ends with the side-0 object placed last: within a side-0 run (the
         // pairs are grouped), a side-1 row placed twice is a repeated pair.
@@ -319,8 +313,6 @@ final class LinkTable {
                 duplicate = (a, b)
                 break
             }
-            f0[Int(h0[Int(a)].start + h0[Int(a)].count)] = b
-            h0[Int(a)].count += 1
             f1[Int(end1)] = a
             h1[Int(b)].count += 1
         }
