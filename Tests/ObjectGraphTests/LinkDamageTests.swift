@@ -307,7 +307,7 @@ struct LinkDamageTests {
                 // The state before this record: the records before it in its journal.
                 func before() throws -> ModelContext {
                     let c = ModelContext(schema: try lpSchema())
-                    for e in journal[..<i] { try LpRun.apply(try e.schema.decodeTransaction(e.payload), to: c) }
+                    for e in journal[..<i] { try c.apply(try e.schema.decodeTransaction(e.payload)) }
                     return c
                 }
                 var context = try before()
@@ -355,7 +355,7 @@ struct LinkDamageTests {
         func before(_ j: Int, _ i: Int) throws -> ModelContext {
             if let c = contexts["\(j).\(i)"] { return c }
             let c = ModelContext(schema: try lpSchema())
-            for e in journals[j][..<i] { try LpRun.apply(try e.schema.decodeTransaction(e.payload), to: c) }
+            for e in journals[j][..<i] { try c.apply(try e.schema.decodeTransaction(e.payload)) }
             contexts["\(j).\(i)"] = c
             return c
         }
