@@ -812,6 +812,24 @@ struct LinkDamageTests {
         #expect(throws: StoreError.self, "a byte after the link list") { try StoredSchema.decode(bytes + [0]) }
     }
 
+    /// A `StoredSchema` is a public value a tool can change: a link naming an entity it does
+    /// not have, or with sides missing, must make decoding fail, not trap. Run in a child
+    /// process: today both trap (index out of range).
+    @Test func aStoredSchemaWithAnInvalidLinkFailsDecodingWithoutTrapping() async {
+        await #expect(processExitsWith: .success, "a link side naming entity 99") {
+            var stored = StoredSchema(try lpSchema())
+            stored.links[0].entities = [99, 0]
+            _ = try? stored.decodeTransaction([2, 0, 1, 0, 0, 0])
+            var outline = TransactionOutline()
+            _ = try? stored.validateTransaction([2, 0, 1, 0, 0, 0], into: &outline)
+        }
+        await #expect(processExitsWith: .success, "a link without its ordered flags") {
+            var stored = StoredSchema(try lpSchema())
+            stored.links[1].ordered = []
+            _ = try? stored.decodeTransaction([2, 0, 1, 1, 0, 0, 0, 0])
+        }
+    }
+
     /// Every bit of the schema record's link list flipped: it fails to decode, or it decodes
     /// and a store written with it and the real records opens or is refused with a
     /// `StoreError`, typed and dynamic, never a crash.
