@@ -660,7 +660,9 @@ final class LpRun {
     func checkAll(_ at: String) {
         for ci in 0..<2 {
             check(context(ci), ci, model, saved: committed, "\(at), context \(ci)")
-            if model != committed && !context(ci).hasChanges { fail("\(at), context \(ci): changes pending but hasChanges is false") }
+            if (model != committed) != context(ci).hasChanges {
+                fail("\(at), context \(ci): hasChanges is \(context(ci).hasChanges), the model has \(model != committed ? "" : "no ")changes")
+            }
         }
         // The recorded change sets, applied in order to a fresh context, give the saved lists.
         if backend.saved.count > replayedSets {
