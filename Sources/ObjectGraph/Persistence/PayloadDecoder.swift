@@ -115,6 +115,11 @@ enum PayloadDecoder {
             let k = try r.count(limit: stored.links.count - 1)
             guard k > previous else { throw PayloadReader.malformed(offset, "link \(k) out of order") }
             previous = k
+            // A schema built in code may be anything: every visitor reads these.
+            let l = stored.links[k]
+            guard l.entities.count == 2, l.names.count == 2, l.ordered.count == 2, l.toOne.count == 2,
+                  l.entities.allSatisfy({ stored.entities.indices.contains($0) })
+            else { throw PayloadReader.malformed(offset, "link \(k) of the schema does not have two sides of its entities") }
             try visitor.beginLinks(link: k)
             for removed in [true, false] {
                 var serial0: Int64 = 0
