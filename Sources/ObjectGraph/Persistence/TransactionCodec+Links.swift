@@ -36,7 +36,7 @@ extension TransactionCodec {
     /// The pending changes of every link table, as the payload records them.
     static func pendingLinkBlocks(_ context: ModelContext) -> [LinkBlock] {
         context.links.compactMap { l in
-            guard l.hasChanges else { return nil }
+            guard !l.log.isEmpty else { return nil }
             let block = l.pendingBlock()
             return block.isEmpty ? nil : block
         }

@@ -79,9 +79,7 @@ final class LinkTable {
     var flatGarbage = [0, 0]
     /// The pending transaction's changes, oldest first.
     @exclusivity(unchecked) var log: [LinkChange] = []
-    /// Bumped by every change of ``log``: what ``hasChanges`` caches its answer against.
-    private var logVersion: UInt64 = 0
-    private var netChange: (version: UInt64, changed: Bool)?
+
     /// The log's length at each open savepoint.
     var marks: [Int] = []
     /// The number of links.
@@ -188,7 +186,6 @@ final class LinkTable {
         count += 1
         if tracking {
             log.append(LinkChange(kind: .link, a: Int32(a), b: Int32(b), posA: Int32(posA), posB: Int32(posB)))
-            logVersion &+= 1
         }
         return true
     }
@@ -201,7 +198,6 @@ final class LinkTable {
         count -= 1
         if tracking {
             log.append(LinkChange(kind: .unlink, a: Int32(a), b: Int32(b), posA: Int32(posA), posB: Int32(posB)))
-            logVersion &+= 1
         }
         return true
     }
@@ -219,7 +215,6 @@ final class LinkTable {
         if tracking {
             let (a, b) = side == 0 ? (Int32(owner), m) : (m, Int32(owner))
             log.append(LinkChange(kind: side == 0 ? .move0 : .move1, a: a, b: b, posA: Int32(from), posB: Int32(to)))
-            logVersion &+= 1
         }
         return true
     }
@@ -522,13 +517,15 @@ final class LinkTable {
 
     /// Whether the pending transaction changed any link or order: a pair linked and unlinked
     /// again, or a member moved back, is no change (as an attribute set back to its saved
-    /// value). Worked out from the log once per change of it.
+    /// value). With additions only (a bulk build), the first pair whose objects both outlive
+    /// the save answers; otherwise the net change is worked out.
     var hasChanges: Bool {
         if log.isEmpty { return false }
-        if let n = netChange, n.version == logVersion { return n.changed }
-        let changed = !pendingBlock().isEmpty
-        netChange = (logVersion, changed)
-        return changed
+        if !log.contains(where: { $0.kind != .link }) {
+            let t0 = table(0), t1 = table(1)
+            return log.contains { t0.isVisible(row: Int($0.a)) && t1.isVisible(row: Int($0.b)) }
+        }
+        return !pendingBlock().isEmpty
     }
 
     func beginSavepoint() { marks.append(log.count) }
@@ -555,7 +552,6 @@ final class LinkTable {
             }
         }
         log.removeAll()
-        logVersion &+= 1
         marks.removeAll()
         midInserted = [false, false]
         flattenIfWorthIt()
@@ -566,7 +562,6 @@ final class LinkTable {
         let wasTracking = tracking
         tracking = false
         defer { tracking = wasTracking }
-        if log.count > mark { logVersion &+= 1 }
         while log.count > mark, let c = log.popLast() {
             let a = Int(c.a), b = Int(c.b)
             switch c.kind {
