@@ -403,4 +403,31 @@ struct LinkTests {
             try store.close()
         }
     }
+
+    @Test func aChangeSetGivingAToOneASecondLinkIsRefused() throws {
+        final class Recorder: PersistenceBackend {
+            var sets: [ChangeSet] = []
+            func persist(_ changes: ChangeSet) throws { sets.append(changes) }
+        }
+        let recorder = Recorder()
+        let c = ModelContext(schema: linkSchema, backend: recorder)
+        let m1 = try c.insert(Manuscript.self), m2 = try c.insert(Manuscript.self)
+        let chapter = try c.insert(Chapter.self)
+        chapter.manuscript = m1
+        try c.save()
+        let replica = ModelContext(schema: linkSchema)
+        for set in recorder.sets { try replica.apply(set) }
+        // A change set that adds the chapter to m2 without removing it from m1.
+        let links = try #require(recorder.sets.last?.links.first)
+        var bad = ChangeSet(links: [LinkChanges(entityNames: links.entityNames, relationshipNames: links.relationshipNames)])
+        let chapterSide = links.entityNames[0] == "Chapter" ? 0 : 1
+        let s = (m2.objectID!.serial, chapter.objectID!.serial)
+        bad.links[0].added = [chapterSide == 1 ? .init(s.0, s.1) : .init(s.1, s.0)]
+        let error = #expect(throws: ObjectGraphError.self) { try replica.apply(bad) }
+        #expect(error?.code == .inconsistentChangeSet)
+        #expect("\(error.map { "\($0)" } ?? "")".contains("to-one"))
+        let copy = try #require(try replica.objects(of: Chapter.self).first)
+        #expect(copy.manuscript?.objectID == m1.objectID, "nothing changed")
+        #expect(!replica.hasChanges)
+    }
 }

@@ -618,6 +618,14 @@ extension JournalReplay {
             if !links[k].remove(p.serial0, p.serial1) && exact { report(entry, prefix + "unlink of \(pair(p)), which are not linked") }
         }
         for p in changes.added where exists(0, p.serial0) && exists(1, p.serial1) {
+            // A record removes a to-one's link before it adds another; the library refuses one
+            // that does not.
+            let serials = [p.serial0, p.serial1]
+            if exact, !links[k].contains(p.serial0, p.serial1),
+               let side = (0..<2).first(where: { links[k].link.toOne[$0] && !links[k].members($0, serials[$0]).isEmpty }) {
+                report(entry, prefix + "link of \(pair(p)): \(names[side]).\(links[k].link.names[side]) is a to-one that holds a link already")
+                continue
+            }
             if !links[k].add(p.serial0, p.serial1) && exact { report(entry, prefix + "link of \(pair(p)), which are linked already") }
         }
         for o in changes.orders where (0..<2).contains(o.side) {

@@ -67,6 +67,9 @@ extension ModelContext {
                 if removing {
                     guard l.unlink(a, b) else { throw fail("unlink of \(s0) and \(s1), which are not linked") }
                 } else {
+                    for side in 0..<2 where l.link.toOne[side] && !l.visibleMembers(side, side == 0 ? a : b).isEmpty {
+                        throw fail("link of \(s0) and \(s1): \(l.link.names[side]) is a to-one that holds a link already")
+                    }
                     guard l.link(a, b) else { throw fail("link of \(s0) and \(s1), which are linked already") }
                 }
             }

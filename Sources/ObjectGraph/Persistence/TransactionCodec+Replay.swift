@@ -67,8 +67,13 @@ struct ReplayVisitor: PayloadVisitor {
         defer { additions.removeAll(keepingCapacity: true) }
         if let (a, b) = l.linkMany(additions) {
             let s0 = l.table(0).serialOfRow[Int(a)], s1 = l.table(1).serialOfRow[Int(b)]
+            let names = "\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)"
+            if l.contains(Int(a), Int(b)) {
+                throw PayloadReader.malformed(additionsOffset, "link of \(names), which are linked already")
+            }
+            let side = l.link.toOne[0] && l.listCount(0, Int(a)) > 0 ? 0 : 1
             throw PayloadReader.malformed(
-                additionsOffset, "link of \(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1), which are linked already")
+                additionsOffset, "link of \(names): \(l.table(side).entity.name).\(l.link.names[side]) is a to-one that holds a link already")
         }
     }
 

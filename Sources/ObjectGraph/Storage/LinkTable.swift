@@ -260,8 +260,16 @@ final class LinkTable {
         if count == 0, heads[0].allSatisfy({ $0.count == 0 }), pairs.count >= 256 {
             return buildFlat(pairs)
         }
-        for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
+        for (a, b) in pairs where !linkStrictly(a, b) { return (a, b) }
         return nil
+    }
+
+    /// Links a replayed pair, refusing (returning false) a pair linked already and one whose
+    /// to-one side holds a link: a journal removes a to-one's link before it adds another.
+    private func linkStrictly(_ a: Int32, _ b: Int32) -> Bool {
+        if link.toOne[0] && listCount(0, Int(a)) > 0 { return false }
+        if link.toOne[1] && listCount(1, Int(b)) > 0 { return false }
+        return link(Int(a), Int(b))
     }
 
     /// Fills the flat arrays of an empty table with `pairs`; returns the first duplicate pair,
@@ -289,7 +297,7 @@ final class LinkTable {
         // A to-one side holds one link per object (a second one replaces the first, which the
         // general path does); pairs not grouped by side-0 object are linked one by one too.
         if !grouped || (link.toOne[0] && h0.contains { $0.count > 1 }) || (link.toOne[1] && h1.contains { $0.count > 1 }) {
-            for (a, b) in pairs where !link(Int(a), Int(b)) { return (a, b) }
+            for (a, b) in pairs where !linkStrictly(a, b) { return (a, b) }
             return nil
         }
         var next = Int32(0)
