@@ -33,8 +33,10 @@ struct PendingChanges {
         self.rows = rows
     }
 
-    /// Whether no table has a pending row and no link changed.
-    var isEmpty: Bool { !rows.contains { !$0.isEmpty } && !context.links.contains { $0.hasChanges } }
+    /// Whether no table has a pending row and no link table logged a change. Links that net to
+    /// nothing still encode to an empty payload, which the doors skip; asking
+    /// ``LinkTable/hasChanges`` here would work out the net change once more before encoding.
+    var isEmpty: Bool { !rows.contains { !$0.isEmpty } && !context.links.contains { !$0.log.isEmpty } }
 
     /// The journal payload of these changes (``TransactionCodec``), encoded from the tables
     /// and compressed as it goes.

@@ -212,7 +212,7 @@ extension LinkTable {
         }
         let t0 = table(0), t1 = table(1)
         var owners: [Int] = []
-        for row in 0..<min(max(rowCount(0), (byOwner[0].keys.max().map { Int($0) + 1 } ?? 0)), t0.rowCount) where wasSaved(0, Int32(row)) {
+        for row in 0..<t0.rowCount where wasSaved(0, Int32(row)) {
             if listCount(0, row) > 0 || byOwner[0][Int32(row)] != nil { owners.append(row) }
         }
         owners.sort { t0.serialOfRow[$0] < t0.serialOfRow[$1] }

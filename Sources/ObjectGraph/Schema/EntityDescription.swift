@@ -219,7 +219,7 @@ public struct Schema: Sendable {
         // The links as recorded; a dynamic context stores, replays and compacts them without
         // knowing the relationships' classes.
         self.links = stored.links.map {
-            ResolvedLink(entities: $0.entities, relationships: [-1, -1], names: $0.names, ordered: $0.ordered, toOne: $0.toOne)
+            ResolvedLink(entities: $0.entities, names: $0.names, ordered: $0.ordered, toOne: $0.toOne)
         }
     }
 

@@ -112,8 +112,6 @@ struct ResolvedRelationship: Sendable {
 struct ResolvedLink: Sendable, Hashable {
     /// Per side: the entity's index in the schema.
     let entities: [Int]
-    /// Per side: the relationship's index among its entity's relationships.
-    let relationships: [Int]
     /// Per side: the relationship's name.
     let names: [String]
     /// Per side: whether that side's list keeps an order.
@@ -186,7 +184,7 @@ extension Schema {
                     } else {
                         link = links.count
                         links.append(ResolvedLink(
-                            entities: [index, destination], relationships: [k, inverse], names: [r.name, inv.name],
+                            entities: [index, destination], names: [r.name, inv.name],
                             ordered: [r.isOrdered, inv.isOrdered], toOne: [!r.isToMany, !inv.isToMany]))
                         linkOf[[destination, inverse]] = (link, 1)
                     }

@@ -106,10 +106,6 @@ final class LinkTable {
 
     // MARK: Reading
 
-    /// The number of rows of `side` that have a head (rows past it have no links).
-    @inline(__always)
-    func rowCount(_ side: Int) -> Int { heads[side].count }
-
     /// The length of `row`'s raw list on `side`.
     @inline(__always)
     func listCount(_ side: Int, _ row: Int) -> Int {
