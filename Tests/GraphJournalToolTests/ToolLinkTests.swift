@@ -722,7 +722,7 @@ struct ToolLinkTests {
     @Test func theWorkedExampleHasTheBytesTheFormatDocumentShows() throws {
         let dir = try Self.writeWorkedExample()
         let entries = try Journal.inspect(directory: dir.path).entries
-        #expect(entries.map { "\($0.offset) \($0.rawLength) \($0.storedLength) \($0.compressed)" } == ["48 104 80 true", "152 39 39 false", "215 11 11 false"])
+        #expect(entries.map { "\($0.offset) \($0.rawLength) \($0.storedLength) \($0.compressed)" } == ["48 104 80 true", "152 40 40 false", "216 13 13 false"])
         let records = try Self.payloads(dir)
         #expect(records.map(\.kind) == [.schema, .transaction, .transaction])
         #expect(Self.hex(records[0].payload) == """
@@ -731,9 +731,9 @@ struct ToolLinkTests {
             02 00 01 00 06 74 72 61 63 6b 73 01 01 09 70 6c 61 79 6c 69 73 74 73 00
             """)
         #expect(Self.hex(records[1].payload) == """
-            02 02 00 02 01 02 00 03 6d 69 78 00 00 01 04 03 02 02 02 00 01 61 01 62 01 63 00 00 01 00 00 03 02 01 00 02 00 03 00
+            03 02 00 02 01 02 00 03 6d 69 78 00 00 01 04 03 02 02 02 00 01 61 01 62 01 63 00 00 01 00 00 00 03 01 02 03 02 02 02 00
             """)
-        #expect(Self.hex(records[2].payload) == "02 00 01 00 00 00 01 01 01 03 00")
+        #expect(Self.hex(records[2].payload) == "03 00 01 00 00 00 00 00 01 01 01 03 00")
     }
 }
 

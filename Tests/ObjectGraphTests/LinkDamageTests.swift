@@ -29,14 +29,38 @@ struct LinkBytes {
         bytes += Array(s.utf8)
     }
 
-    /// One link block of the transaction payload's grammar (`TransactionCodec+Links.swift`).
+    /// The version of a payload with links: its pairs in runs.
+    static let version: UInt8 = 3
+    /// The earlier version, each pair alone.
+    static let pairVersion: UInt8 = 2
+
+    /// One link block of the transaction payload's grammar (`TransactionCodec+Links.swift`):
+    /// pairs in runs (version 3), or each alone (`runs: false`, version 2).
     mutating func block(
         link: Int, removed: [(UInt64, UInt64)] = [], added: [(UInt64, UInt64)] = [],
-        orders: [[(owner: UInt64, placements: [(UInt64, Int)])]?] = [nil, nil]
+        orders: [[(owner: UInt64, placements: [(UInt64, Int)])]?] = [nil, nil], runs: Bool = true
     ) {
         varint(link)
         for pairs in [removed, added] {
             varint(pairs.count)
+            if runs {
+                // Runs of consecutive pairs of one side-0 serial; both previous serials carry.
+                var starts: [Int] = []
+                for i in pairs.indices where i == 0 || pairs[i].0 != pairs[i - 1].0 { starts.append(i) }
+                varint(starts.count)
+                var previous0: Int64 = 0, previous1: Int64 = 0
+                for (j, start) in starts.enumerated() {
+                    let end = j + 1 < starts.count ? starts[j + 1] : pairs.count
+                    signed(Int64(bitPattern: pairs[start].0) &- previous0)
+                    previous0 = Int64(bitPattern: pairs[start].0)
+                    varint(end - start)
+                    for (_, s1) in pairs[start..<end] {
+                        signed(Int64(bitPattern: s1) &- previous1)
+                        previous1 = Int64(bitPattern: s1)
+                    }
+                }
+                continue
+            }
             var previous: Int64 = 0
             for (s0, s1) in pairs {
                 signed(Int64(bitPattern: s0) &- previous)
@@ -59,7 +83,7 @@ struct LinkBytes {
     }
 
     /// The link section a payload ends with, written from its decoded change set.
-    static func section(_ changes: ChangeSet, _ schema: StoredSchema) -> [UInt8]? {
+    static func section(_ changes: ChangeSet, _ schema: StoredSchema, runs: Bool = true) -> [UInt8]? {
         var w = LinkBytes()
         w.varint(changes.links.count)
         for c in changes.links {
@@ -70,7 +94,9 @@ struct LinkBytes {
                 guard schema.links[k].ordered[side] else { return nil }
                 return c.orders.filter { $0.side == side }.map { o in (o.owner, o.placements.map { ($0.member, $0.index) }) }
             }
-            w.block(link: k, removed: c.removed.map { ($0.serial0, $0.serial1) }, added: c.added.map { ($0.serial0, $0.serial1) }, orders: orders)
+            w.block(
+                link: k, removed: c.removed.map { ($0.serial0, $0.serial1) }, added: c.added.map { ($0.serial0, $0.serial1) },
+                orders: orders, runs: runs)
         }
         return w.bytes
     }
@@ -229,7 +255,7 @@ struct LinkDamageTests {
     /// Every record of ``journals()``.
     static func samples() throws -> [LinkRecord] { try journals().flatMap { $0 } }
 
-    /// The offset of the link section of `payload` (a version 2 payload), found as the suffix
+    /// The offset of the link section of `payload` (a version 3 payload), found as the suffix
     /// the decoded change set's links write.
     static func linkSectionStart(_ record: LinkRecord) throws -> Int {
         let changes = try record.schema.decodeTransaction(record.payload)
@@ -268,7 +294,7 @@ struct LinkDamageTests {
         for (i, r) in samples.enumerated() {
             TransactionValidationTests.expectAgreement(r.schema, r.payload, "sample \(i)")
             TransactionStreamingValidationTests.expectAgreement(r.schema, r.payload, sizes: [1, 3, 64], "sample \(i)")
-            guard r.payload.first == 2 else { continue }
+            guard r.payload.first == LinkBytes.version else { continue }
             _ = try Self.linkSectionStart(r)
             let changes = try r.schema.decodeTransaction(r.payload)
             for l in changes.links {
@@ -280,10 +306,46 @@ struct LinkDamageTests {
         #expect(removed > 0 && added > 0 && orders[0] > 0 && orders[1] > 0, "removed \(removed), added \(added), orders \(orders)")
     }
 
+    /// Journals written before pairs were grouped in runs: every record rewritten with its
+    /// pairs alone (version 2) decodes to the same changes, and the store opens to the same
+    /// state after every save.
+    @Test func payloadsWithPairsAloneStillReadAsBefore() throws {
+        let dir = temporaryStoreDirectory("link-version-2")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let states = try Self.makeStore(dir, compact: false)
+        let records = try Self.records(in: dir)
+        var rewritten: [LinkRecord] = []
+        var converted = 0
+        for r in records {
+            guard r.payload.first == LinkBytes.version else {
+                rewritten.append(r)
+                continue
+            }
+            let start = try Self.linkSectionStart(r)
+            let changes = try r.schema.decodeTransaction(r.payload)
+            let section = try #require(LinkBytes.section(changes, r.schema, runs: false))
+            let old = [LinkBytes.pairVersion] + r.payload[1..<start] + section
+            #expect(try r.schema.decodeTransaction(old) == changes, "record \(r.sequence) as version 2")
+            TransactionValidationTests.expectAgreement(r.schema, old, "record \(r.sequence) as version 2")
+            rewritten.append(LinkRecord(schema: r.schema, payload: old, sequence: r.sequence))
+            converted += 1
+        }
+        #expect(converted >= 3)
+        // Each prefix of the rewritten journal opens to the state of the same saves.
+        for n in 1...rewritten.count {
+            let copy = temporaryStoreDirectory("link-version-2-open")
+            defer { try? FileManager.default.removeItem(at: copy) }
+            try Self.write(rewritten.prefix(n), to: copy)
+            let store = try ObjectStore.open(at: copy, schema: try lpSchema(), options: Self.options)
+            #expect(lpFingerprint(store.context) == states[n - 1], "the first \(n) records as version 2")
+            try store.close()
+        }
+    }
+
     // MARK: Truncation and bit flips
 
     @Test func everyTruncationFailsWithItsOffsetAndValidationAgrees() throws {
-        for (i, r) in try Self.samples().enumerated() where r.payload.first == 2 {
+        for (i, r) in try Self.samples().enumerated() where r.payload.first == LinkBytes.version {
             let start = try Self.linkSectionStart(r)
             for length in 0..<r.payload.count {
                 Self.expectCorrupt(r.schema, Array(r.payload[..<length]), "sample \(i) cut to \(length) bytes")
@@ -302,7 +364,7 @@ struct LinkDamageTests {
     @Test func everyBitFlipInALinkSectionFailsOrPassesAlikeAndApplyingRefusesCleanly() throws {
         var decodable = 0, refused = 0
         for (j, journal) in try Self.journals().enumerated() {
-            for (i, r) in journal.enumerated() where r.payload.first == 2 {
+            for (i, r) in journal.enumerated() where r.payload.first == LinkBytes.version {
                 let start = try Self.linkSectionStart(r)
                 // The state before this record: the records before it in its journal.
                 func before() throws -> ModelContext {
@@ -349,7 +411,7 @@ struct LinkDamageTests {
         let journals = try Self.journals()
         var cases: [(journal: Int, index: Int, start: Int)] = []
         for (j, journal) in journals.enumerated() {
-            for (i, r) in journal.enumerated() where r.payload.first == 2 { cases.append((j, i, try Self.linkSectionStart(r))) }
+            for (i, r) in journal.enumerated() where r.payload.first == LinkBytes.version { cases.append((j, i, try Self.linkSectionStart(r))) }
         }
         var contexts: [String: ModelContext] = [:]
         func before(_ j: Int, _ i: Int) throws -> ModelContext {
@@ -396,7 +458,7 @@ struct LinkDamageTests {
     @Test func everyBitFlipInTheLastRecordsLinkSectionOpensConsistentlyOrIsRefused() throws {
         var opened = 0, refused = 0
         for journal in try Self.journals() {
-            guard let last = journal.last, last.payload.first == 2 else { continue }
+            guard let last = journal.last, last.payload.first == LinkBytes.version else { continue }
             let start = try Self.linkSectionStart(last)
             // The state before the last record.
             let earlier = temporaryStoreDirectory("link-flip-earlier")
@@ -452,7 +514,7 @@ struct LinkDamageTests {
     // MARK: Crafted link sections
 
     /// A payload with no entity blocks and `blocks` as its link section.
-    static func crafted(_ blocks: (inout LinkBytes) -> Void, count: Int = 1, version: UInt8 = 2) -> [UInt8] {
+    static func crafted(_ blocks: (inout LinkBytes) -> Void, count: Int = 1, version: UInt8 = LinkBytes.version) -> [UInt8] {
         var w = LinkBytes()
         w.bytes = [version, 0]
         w.varint(count)
@@ -481,31 +543,53 @@ struct LinkDamageTests {
         Self.expectCorrupt(stored, Self.crafted { $0.block(link: 0, removed: [(1, 0)], orders: none(0)) }, "serial 0 on side 1", containing: "serial 0")
         // A negative serial from the deltas.
         var negative = LinkBytes()
-        negative.bytes = [2, 0, 1, 0, 0, 1]
+        negative.bytes = [3, 0, 1, 0, 0, 0, 1, 1]
         negative.signed(-5)
         negative.varint(1)
-        negative.varint(0)
+        negative.signed(1)
         Self.expectCorrupt(stored, negative.bytes, "negative serial")
+        var negativeMember = LinkBytes()
+        negativeMember.bytes = [3, 0, 1, 0, 0, 0, 2, 1]
+        negativeMember.signed(1)
+        negativeMember.varint(2)
+        negativeMember.signed(1)
+        negativeMember.signed(-1)
+        Self.expectCorrupt(stored, negativeMember.bytes, "a member's serial back to 0", containing: "serial 0")
+        // Runs that do not hold the pairs counted: a run of no pairs, more runs than pairs,
+        // runs of fewer pairs than counted, and runs without pairs.
+        Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 1, 1, 2, 0, 2], "a run of no pairs", containing: "no pairs")
+        Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 1, 2, 2, 1, 2, 2, 1, 2], "two runs of one pair", containing: "exceeds")
+        Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 2, 1, 2, 1, 2, 0, 0], "a run of one of two pairs", containing: "not 2")
+        Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 0, 1, 2, 1, 2, 0, 0], "runs counted without pairs", containing: "exceeds")
+        Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 1, 0, 0, 0], "pairs without runs", containing: "runs of 1 pairs")
+        // The same damage in a version 2 payload, whose pairs stand alone.
+        Self.expectCorrupt(stored, Self.crafted({ $0.block(link: 0, added: [(0, 1)], orders: none(0), runs: false) }, version: 2), "version 2: serial 0", containing: "serial 0")
+        var negative2 = LinkBytes()
+        negative2.bytes = [2, 0, 1, 0, 0, 1]
+        negative2.signed(-5)
+        negative2.varint(1)
+        negative2.varint(0)
+        Self.expectCorrupt(stored, negative2.bytes, "version 2: negative serial")
         // Order indexes not ascending, and an index past Int32.
         let descending = Self.crafted { $0.block(link: album, orders: [[(owner: 1, placements: [(1, 2), (2, 1)])], []]) }
         Self.expectCorrupt(stored, descending, "descending order indexes", containing: "order index")
         var huge = LinkBytes()
-        huge.bytes = [2, 0, 1]
+        huge.bytes = [3, 0, 1]
         huge.varint(album)
-        huge.bytes += [0, 0, 1, 1, 1, 1]
+        huge.bytes += [0, 0, 0, 0, 1, 1, 1, 1]
         huge.varint(UInt64(Int32.max) + 1)
         huge.varint(0)
         Self.expectCorrupt(stored, huge.bytes, "an order index past Int32")
         // Counts past the payload.
         var counts = LinkBytes()
-        counts.bytes = [2, 0, 1, 0]
+        counts.bytes = [3, 0, 1, 0]
         counts.varint(1 << 40)
         Self.expectCorrupt(stored, counts.bytes, "a pair count past the payload")
         // A link section in a version 1 payload, and in a payload of a schema without links.
         Self.expectCorrupt(stored, Self.crafted({ $0.block(link: 0, orders: none(0)) }, version: 1), "links after a version 1 payload", containing: "after the last block")
         let noLinks = StoredSchema(try Schema(Person.self))
         Self.expectCorrupt(noLinks, Self.crafted { $0.block(link: 0, orders: none(0)) }, "links without links in the schema", containing: "schema has no links")
-        Self.expectCorrupt(stored, [3, 0, 0], "payload version 3")
+        Self.expectCorrupt(stored, [4, 0, 0], "payload version 4")
         // Bytes after the link section.
         Self.expectCorrupt(stored, Self.crafted { $0.block(link: 0, orders: none(0)) } + [0], "a byte after the links", containing: "after the last block")
     }

@@ -187,22 +187,28 @@ struct LinkState {
     }
 
     /// An estimate of the bytes these links take in a compaction's snapshot payload, before
-    /// compression: every link as an added pair (side 0's owners in serial order, a signed
-    /// varint serial delta and a varint serial each), plus the block's header.
+    /// compression: every link as an added pair, in one run per side-0 owner (owners in serial
+    /// order), plus the block's header.
     var estimatedSnapshotBytes: Int64 {
         guard count > 0 else { return 0 }
-        var total: Int64 = 4
-        var previous: Int64 = 0
+        // The pairs in runs, one per side-0 owner: the owner's serial delta and member count,
+        // then each member's serial as a delta from the member before (across runs).
+        var total: Int64 = 6
+        var previous0: Int64 = 0, previous1: Int64 = 0
         for owner in lists[0].keys.sorted() {
-            let delta = Int64(bitPattern: owner) &- previous
-            previous = Int64(bitPattern: owner)
             let members = lists[0][owner]?.order ?? []
-            total += Int64(Self.varintSize(UInt64(bitPattern: (delta << 1) ^ (delta >> 63))))
-            total += Int64(members.count - 1)  // the next pairs of the same owner: delta 0, one byte
-            for m in members { total += Int64(Self.varintSize(m)) }
+            guard !members.isEmpty else { continue }
+            total += Int64(Self.signedSize(Int64(bitPattern: owner) &- previous0) + Self.varintSize(UInt64(members.count)))
+            previous0 = Int64(bitPattern: owner)
+            for m in members {
+                total += Int64(Self.signedSize(Int64(bitPattern: m) &- previous1))
+                previous1 = Int64(bitPattern: m)
+            }
         }
         return total
     }
+
+    private static func signedSize(_ value: Int64) -> Int { varintSize(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
 
     private static func varintSize(_ value: UInt64) -> Int {
         var v = value

@@ -69,7 +69,9 @@ enum PayloadDecoder {
         _ r: inout PayloadReader, stored: StoredSchema, into visitor: inout Visitor
     ) throws(PayloadReader.Failure) {
         let version = try r.byte()
-        guard version == TransactionCodec.version || version == TransactionCodec.linkVersion else {
+        guard version == TransactionCodec.version || version == TransactionCodec.linkVersion
+            || version == TransactionCodec.pairLinkVersion
+        else {
             throw PayloadReader.malformed(0, "transaction payload version \(version)")
         }
         let entities = stored.entities.count
@@ -98,15 +100,17 @@ enum PayloadDecoder {
             try visitor.deletedSerials(&r)
             visitor.endBlock()
         }
-        if version == TransactionCodec.linkVersion { try decodeLinks(&r, stored: stored, into: &visitor) }
+        if version != TransactionCodec.version {
+            try decodeLinks(&r, stored: stored, runs: version == TransactionCodec.linkVersion, into: &visitor)
+        }
         // Bytes after the last block mean a length or a count is wrong: the payload is not what
         // its writer wrote.
         guard r.isAtEnd else { throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the last block") }
     }
 
-    /// The link section of a version 2 payload.
+    /// The link section of a version 3 payload (`runs`: pairs in runs) or a version 2 one.
     private static func decodeLinks<Visitor: PayloadVisitor>(
-        _ r: inout PayloadReader, stored: StoredSchema, into visitor: inout Visitor
+        _ r: inout PayloadReader, stored: StoredSchema, runs: Bool, into visitor: inout Visitor
     ) throws(PayloadReader.Failure) {
         guard !stored.links.isEmpty else { throw PayloadReader.malformed(r.offset, "link changes, but the schema has no links") }
         var previous = -1
@@ -122,6 +126,7 @@ enum PayloadDecoder {
             else { throw PayloadReader.malformed(offset, "link \(k) of the schema does not have two sides of its entities") }
             try visitor.beginLinks(link: k)
             for removed in [true, false] {
+                if runs { try decodeRuns(&r, removed: removed, into: &visitor); continue }
                 var serial0: Int64 = 0
                 // Each pair takes at least two bytes.
                 let n = try r.count(limit: (r.count - r.offset) / 2)
@@ -153,6 +158,37 @@ enum PayloadDecoder {
                 }
             }
         }
+    }
+
+    /// One list of pairs written in runs (version 3), each pair handed to the visitor with the
+    /// offset of its side-1 serial.
+    private static func decodeRuns<Visitor: PayloadVisitor>(
+        _ r: inout PayloadReader, removed: Bool, into visitor: inout Visitor
+    ) throws(PayloadReader.Failure) {
+        // Each pair takes at least a byte, each run at least two more.
+        let n = try r.count(limit: r.count - r.offset)
+        let runsOffset = r.offset
+        let runs = try r.count(limit: min(n, (r.count - r.offset) / 3))
+        guard (runs == 0) == (n == 0) else { throw PayloadReader.malformed(runsOffset, "\(runs) runs of \(n) pairs") }
+        visitor.linkPairs(removed: removed, count: n)
+        var serial0: Int64 = 0, serial1: Int64 = 0
+        var left = n
+        for _ in 0..<runs {
+            let at = r.offset
+            serial0 &+= try r.signed()
+            guard serial0 > 0 else { throw PayloadReader.malformed(at, "link of serial \(serial0)") }
+            let countOffset = r.offset
+            let k = try r.count(limit: left)
+            guard k > 0 else { throw PayloadReader.malformed(countOffset, "a run of no pairs") }
+            left -= k
+            for _ in 0..<k {
+                let memberOffset = r.offset
+                serial1 &+= try r.signed()
+                guard serial1 > 0 else { throw PayloadReader.malformed(memberOffset, "link of serial \(serial1)") }
+                try visitor.linkPair(removed: removed, UInt64(serial0), UInt64(serial1), at: memberOffset)
+            }
+        }
+        guard left == 0 else { throw PayloadReader.malformed(runsOffset, "runs of \(n - left) pairs, not \(n)") }
     }
 
     /// ``decode(_:stored:into:)`` on a whole payload in one buffer, its failure as a

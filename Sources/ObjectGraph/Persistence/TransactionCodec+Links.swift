@@ -1,13 +1,20 @@
 // The link section of a transaction payload: what changed in the relationships stored as links.
 //
 // ```
-// payload    := u8 version(=2) varint blockCount block*  links     (version 2: with links)
+// payload    := u8 version(=3) varint blockCount block*  links     (version 3: with links)
 // links      := varint n  linkBlock × n                     (ascending link index)
 // linkBlock  := varint link (index in the schema record's link list)
 //               pairs(removed)  pairs(added)  [orders of side 0 if ordered]  [orders of side 1 if ordered]
-// pairs      := varint n  (signed-varint serial0 − previous serial0  varint serial1) × n
+// pairs      := varint n  varint runs  run × runs           (the runs hold n pairs in all)
+// run        := signed-varint serial0 − previous serial0  varint k (≥ 1)
+//               (signed-varint serial1 − previous serial1) × k
 // orders     := varint owners  (varint owner  varint k  (varint member  varint index) × k) × owners
 // ```
+//
+// A run is consecutive pairs of one side-0 object; both previous serials start at 0 in each
+// pairs list and carry from run to run, so an object's members with nearby serials take a
+// byte each. Version 2 (still read) wrote each pair alone:
+// `pairs := varint n  (signed-varint serial0 − previous serial0  varint serial1) × n`.
 //
 // Applied after every block of the payload: removals, then additions (each appended to the end
 // of both objects' lists), then the order edits. A deleted object's links are not listed: the
@@ -30,8 +37,11 @@ struct LinkBlock {
 }
 
 extension TransactionCodec {
-    /// The version of a payload with a link section.
-    static let linkVersion: UInt8 = 2
+    /// The version of a payload with a link section, its pairs in runs.
+    static let linkVersion: UInt8 = 3
+    /// The earlier version of a payload with a link section, each pair written alone (read,
+    /// no longer written).
+    static let pairLinkVersion: UInt8 = 2
 
     /// The pending changes of every link table, as the payload records them.
     static func pendingLinkBlocks(_ context: ModelContext) -> [LinkBlock] {
@@ -54,18 +64,7 @@ extension TransactionCodec {
         w.varint(blocks.count)
         for b in blocks {
             w.varint(b.link)
-            for pairs in [b.removed, b.added] {
-                w.varint(pairs.count)
-                var previous: Int64 = 0
-                var written = 0
-                for (s0, s1) in pairs {
-                    w.signed(Int64(bitPattern: s0) &- previous)
-                    previous = Int64(bitPattern: s0)
-                    w.varint(s1)
-                    written += 1
-                    if written & 0x3FFF == 0 { w.cutIfFull() }
-                }
-            }
+            for pairs in [b.removed, b.added] { writeRuns(pairs, into: &w) }
             for side in 0..<2 {
                 // Written only for an ordered side (the reader knows which from the schema).
                 guard b.ordered[side] else { continue }
@@ -79,6 +78,36 @@ extension TransactionCodec {
                     }
                 }
             }
+        }
+    }
+
+    /// Writes `pairs` (`pairs` in the grammar above) as runs of consecutive pairs of one
+    /// side-0 object.
+    private static func writeRuns(_ pairs: [(UInt64, UInt64)], into w: inout ByteWriter) {
+        w.varint(pairs.count)
+        var runs = 0
+        var i = 0
+        while i < pairs.count {
+            let s0 = pairs[i].0
+            repeat { i += 1 } while i < pairs.count && pairs[i].0 == s0
+            runs += 1
+        }
+        w.varint(runs)
+        var previous0: Int64 = 0, previous1: Int64 = 0
+        i = 0
+        while i < pairs.count {
+            let s0 = pairs[i].0
+            var end = i + 1
+            while end < pairs.count && pairs[end].0 == s0 { end += 1 }
+            w.signed(Int64(bitPattern: s0) &- previous0)
+            previous0 = Int64(bitPattern: s0)
+            w.varint(end - i)
+            for j in i..<end {
+                w.signed(Int64(bitPattern: pairs[j].1) &- previous1)
+                previous1 = Int64(bitPattern: pairs[j].1)
+                if j & 0x3FFF == 0x3FFF { w.cutIfFull() }
+            }
+            i = end
         }
     }
 }

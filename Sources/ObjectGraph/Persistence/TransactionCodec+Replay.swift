@@ -56,16 +56,17 @@ struct ReplayVisitor: PayloadVisitor {
     }
 
     /// The current link block's additions, linked together when the block's additions end
-    /// (``flushAdditions()``).
-    private var additions: [(Int32, Int32)] = []
+    /// (``flushAdditions()``): runs of consecutive pairs of one side-0 row.
+    private var additions = LinkRuns()
     /// Where the first addition of the block was read, for an error.
     private var additionsOffset = 0
 
     /// Links the block's additions read so far.
     private mutating func flushAdditions() throws(PayloadReader.Failure) {
         guard let l = linkTable, !additions.isEmpty else { return }
-        defer { additions.removeAll(keepingCapacity: true) }
-        if let (a, b) = l.linkMany(additions) {
+        let runs = additions
+        additions = LinkRuns()
+        if let (a, b) = l.linkMany(runs) {
             let s0 = l.table(0).serialOfRow[Int(a)], s1 = l.table(1).serialOfRow[Int(b)]
             let names = "\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)"
             if l.contains(Int(a), Int(b)) {
@@ -134,7 +135,7 @@ struct ReplayVisitor: PayloadVisitor {
     }
 
     mutating func linkPairs(removed: Bool, count: Int) {
-        if !removed, linkTable != nil { additions.reserveCapacity(additions.count + count) }
+        if !removed, linkTable != nil { additions.members.reserveCapacity(additions.members.count + count) }
     }
 
     mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {
@@ -148,7 +149,7 @@ struct ReplayVisitor: PayloadVisitor {
             }
         } else {
             if additions.isEmpty { additionsOffset = offset }
-            additions.append((Int32(a), Int32(b)))
+            additions.append(Int32(a), Int32(b))
         }
     }
 

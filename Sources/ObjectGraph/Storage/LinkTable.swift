@@ -23,6 +23,39 @@ struct LinkHead {
     var count: Int32 = 0
 }
 
+/// Pairs to link (rows: side 0, side 1) as a replay reads them: runs of consecutive pairs of
+/// one side-0 row, which is how saves and compactions write them. For a compaction's links the
+/// members of the runs, in order, are side 0's flat array already.
+struct LinkRuns {
+    /// Per run: its side-0 row.
+    var rows: [Int32] = []
+    /// Per run: the end of its members in ``members``.
+    var ends: [Int32] = []
+    /// The side-1 rows of every run, one run after the other.
+    var members: [Int32] = []
+
+    var isEmpty: Bool { members.isEmpty }
+
+    @inline(__always)
+    mutating func append(_ a: Int32, _ b: Int32) {
+        if rows.last != a {
+            rows.append(a)
+            ends.append(Int32(members.count))
+        }
+        members.append(b)
+        ends[ends.count - 1] += 1
+    }
+
+    /// Every pair, in order.
+    func forEachPair(_ body: (Int32, Int32) -> Bool) {
+        var start = 0
+        for (a, end) in zip(rows, ends) {
+            for i in start..<Int(end) where !body(a, members[i]) { return }
+            start = Int(end)
+        }
+    }
+}
+
 /// One change to a link table in the pending transaction, with the positions it happened at,
 /// so that undoing it restores an ordered list exactly.
 struct LinkChange {
@@ -243,21 +276,31 @@ final class LinkTable {
         }
     }
 
-    /// Links many pairs (rows: side 0, side 1) at once, as a replay does, without logging.
-    /// Returns the first pair that is linked already (then the pairs before it are linked and
+    /// Links many pairs at once, as a replay does, without logging. Returns the first pair that
+    /// is linked already or that a to-one side refuses (then the pairs before it are linked and
     /// the rest are not), or nil.
     ///
     /// Into a table with no links (a store's first record with links, typically a
-    /// compaction's), the pairs go straight into the flat arrays: counted, then placed, with no
-    /// allocation per object. A duplicate pair is caught by one stamp per side-1 row while side
-    /// 0's pairs come grouped by object (a compaction and a save write them so); otherwise, and
-    /// into a table that has links, each pair is linked on its own.
-    func linkMany(_ pairs: [(Int32, Int32)]) -> (Int32, Int32)? {
-        if count == 0, heads[0].allSatisfy({ $0.count == 0 }), pairs.count >= 256 {
-            return buildFlat(pairs)
+    /// compaction's), the pairs go straight into the flat arrays: side 0's members are the
+    /// runs' members as they are, side 1's are counted, then placed, with no allocation per
+    /// object. A duplicate pair is caught by one stamp per side-1 row while each side-0 object
+    /// has one run (a compaction and a save write them so); otherwise, and into a table that
+    /// has links, each pair is linked on its own.
+    func linkMany(_ runs: LinkRuns) -> (Int32, Int32)? {
+        if count == 0, runs.members.count >= 256, heads[0].allSatisfy({ $0.count == 0 }) {
+            return buildFlat(runs)
         }
-        for (a, b) in pairs where !linkStrictly(a, b) { return (a, b) }
-        return nil
+        return linkOneByOne(runs)
+    }
+
+    private func linkOneByOne(_ runs: LinkRuns) -> (Int32, Int32)? {
+        var failed: (Int32, Int32)?
+        runs.forEachPair { a, b in
+            if linkStrictly(a, b) { return true }
+            failed = (a, b)
+            return false
+        }
+        return failed
     }
 
     /// Links a replayed pair, refusing (returning false) a pair linked already and one whose
@@ -268,67 +311,64 @@ final class LinkTable {
         return link(Int(a), Int(b))
     }
 
-    /// Fills the flat arrays of an empty table with `pairs`; returns the first duplicate pair,
-    /// as ``linkMany(_:)`` does (the pairs before it linked one by one, the general path's
-    /// outcome), or nil. Pairs not grouped by side-0 object are linked one by one.
-    private func buildFlat(_ pairs: [(Int32, Int32)]) -> (Int32, Int32)? {
+    /// Fills the flat arrays of an empty table with `runs`; returns the first refused pair, as
+    /// ``linkMany(_:)`` does (the pairs before it linked one by one, the general path's
+    /// outcome), or nil. Runs that repeat a side-0 object are linked one by one.
+    private func buildFlat(_ runs: LinkRuns) -> (Int32, Int32)? {
         let rows0 = table(0).rowCount, rows1 = table(1).rowCount
-        // Side 0's lists are the pairs' side-1 rows in order, each object's run where it
-        // starts; side 1's lists are counted first, then placed.
+        // Side 0's lists are the runs' members as they stand; side 1's lists are counted
+        // first, then placed.
         var h0 = [LinkHead](repeating: LinkHead(), count: rows0)
         var h1 = [LinkHead](repeating: LinkHead(), count: rows1)
-        var f0 = [Int32](repeating: 0, count: pairs.count)
-        var grouped = true
-        var previous: Int32 = -1
-        for (i, (a, b)) in pairs.enumerated() {
-            if a != previous {
-                if h0[Int(a)].count != 0 { grouped = false }
-                h0[Int(a)].start = Int32(i)
-                previous = a
-            }
-            h0[Int(a)].count += 1
-            h1[Int(b)].count += 1
-            f0[i] = b
+        var start = Int32(0)
+        for (a, end) in zip(runs.rows, runs.ends) {
+            // A side-0 object in two runs, or a to-one side-0 object with two members.
+            guard h0[Int(a)].count == 0, !link.toOne[0] || end - start == 1 else { return linkOneByOne(runs) }
+            h0[Int(a)] = LinkHead(start: start, count: end - start)
+            start = end
         }
-        // A to-one side holds one link per object (a second one replaces the first, which the
-        // general path does); pairs not grouped by side-0 object are linked one by one too.
-        if !grouped || (link.toOne[0] && h0.contains { $0.count > 1 }) || (link.toOne[1] && h1.contains { $0.count > 1 }) {
-            for (a, b) in pairs where !linkStrictly(a, b) { return (a, b) }
-            return nil
-        }
+        for b in runs.members { h1[Int(b)].count += 1 }
         var next = Int32(0)
         for r in 0..<rows1 where h1[r].count > 0 {
             let n = h1[r].count
+            // A to-one side-1 object with two links.
+            if link.toOne[1] && n > 1 { return linkOneByOne(runs) }
             h1[r] = LinkHead(start: next, count: 0)
             next += n
         }
-        var f1 = [Int32](repeating: 0, count: pairs.count)
-        // Side 1's list of `b` ends with the side-0 object placed last: within a side-0 run (the
-        // pairs are grouped), a side-1 row placed twice is a repeated pair.
+        var f1 = [Int32](repeating: 0, count: runs.members.count)
+        // Side 1's list of `b` ends with the side-0 object placed last: within a run, a side-1
+        // row placed twice is a repeated pair.
         var duplicate: (Int32, Int32)?
-        for (a, b) in pairs {
-            let end1 = h1[Int(b)].start + h1[Int(b)].count
-            if h1[Int(b)].count > 0, f1[Int(end1 - 1)] == a {
-                duplicate = (a, b)
-                break
+        start = 0
+        placing: for (a, end) in zip(runs.rows, runs.ends) {
+            for i in Int(start)..<Int(end) {
+                let b = Int(runs.members[i])
+                let end1 = h1[b].start + h1[b].count
+                if h1[b].count > 0, f1[Int(end1 - 1)] == a {
+                    duplicate = (a, Int32(b))
+                    break placing
+                }
+                f1[Int(end1)] = a
+                h1[b].count += 1
             }
-            f1[Int(end1)] = a
-            h1[Int(b)].count += 1
+            start = end
         }
         if let duplicate {
             // The general path's outcome: the pairs before the repeat linked, one by one.
-            for (a, b) in pairs {
-                if a == duplicate.0 && b == duplicate.1 && contains(Int(a), Int(b)) { break }
+            runs.forEachPair { a, b in
+                if a == duplicate.0 && b == duplicate.1 && contains(Int(a), Int(b)) { return false }
                 _ = link(Int(a), Int(b))
+                return true
             }
             return duplicate
         }
         heads = [h0, h1]
-        flat = [f0, f1]
+        flat = [runs.members, f1]
         owned = [[], []]
         freeOwned = [[], []]
         flatGarbage = [0, 0]
-        count = pairs.count
+        count = runs.members.count
         return nil
     }
 
