@@ -5,9 +5,9 @@ extension ModelContext {
     /// Adds `member` to the to-many relationship `key` of `owner`, maintaining the inverse; on
     /// an ordered relationship at `index` among the current members (the end when `nil`).
     ///
-    /// O(1) for a relationship stored as links (a many-to-many or an ordered to-many; an
-    /// ordered insert before the end shifts the members after it), whatever the number of
-    /// members. Adding a member already there changes nothing (use
+    /// O(1) for a relationship stored as links (a many-to-many or an ordered to-many), whatever
+    /// the number of members; an ordered insert before the end shifts the members after it
+    /// below 2,048 members and costs O(log n) from there (Docs/Relationships.md, "Costs"). Adding a member already there changes nothing (use
     /// ``move(in:of:from:to:)`` to reorder). A `member` not in a context yet is inserted.
     ///
     /// ```swift
@@ -48,8 +48,8 @@ extension ModelContext {
 
     /// Removes `member` from the to-many relationship `key` of `owner`, maintaining the
     /// inverse. O(1) for an unordered relationship stored as links, whatever the number of
-    /// members; an ordered one shifts the members after it. Removing an object that is not a
-    /// member changes nothing.
+    /// members; on an ordered one it shifts the members after it below 2,048 members and costs
+    /// O(log n) from there. Removing an object that is not a member changes nothing.
     ///
     /// - Throws: ``ObjectGraphError`` as ``add(_:to:of:at:)``.
     public func remove<Owner: Entity, Member: Entity>(_ member: Member, from key: String, of owner: Owner) throws(ObjectGraphError) {

@@ -49,7 +49,7 @@ extension EntityTable {
 
     /// Whether the to-one `r` of `row` holds nothing at all (not even a deleted destination).
     func toOneIsEmpty(row: Int, _ r: ResolvedRelationship) -> Bool {
-        r.isLinked ? context.links[r.link].members(r.linkSide, row).isEmpty : isNull(row: row, slot: r.slot)
+        r.isLinked ? context.links[r.link].listCount(r.linkSide, row) == 0 : isNull(row: row, slot: r.slot)
     }
 
     /// Points the to-one `r` of `row` at `target` (a visible row of the destination table) or at

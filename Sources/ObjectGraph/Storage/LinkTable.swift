@@ -1,21 +1,6 @@
 // Relationships stored as links: many-to-many relationships, and ordered to-manys with their
 // to-one inverse (Docs/Relationships.md).
 
-/// An object's list once a transaction changed it (see ``LinkTable``): the rows of the related
-/// objects on the other side, in order for an ordered side, in no particular order otherwise.
-///
-/// An unordered list of 64 members or more also keeps each member's position, so that finding
-/// and removing one member is O(1) whatever the list's length (a swap with the last member);
-/// shorter lists are scanned. An ordered list is an array: removing or moving a member shifts
-/// the ones after it.
-struct LinkList {
-    var members: [Int32] = []
-    var positions: [Int32: Int32]?
-
-    static let indexedFrom = 64
-    static let unindexedBelow = 32
-}
-
 /// Where one object's list on one side is: `count` members at `start` in the side's flat
 /// array when `count` ≥ 0, else its own ``LinkList`` number `-count - 1`.
 struct LinkHead {
@@ -88,7 +73,7 @@ struct LinkChange {
 /// one after another, with a ``LinkHead`` (8 bytes) per row saying where its list is. An object
 /// whose list a transaction changes gets a ``LinkList`` of its own (a copy of its flat slice),
 /// which it keeps; ``flattenIfWorthIt()`` folds the own lists back into the flat arrays after a
-/// save or an open once they are many. So a store opens without an allocation per object (a
+/// save or an open once they are many (all but the chunked ones: long ordered lists). So a store opens without an allocation per object (a
 /// replay of a compaction's links fills the flat arrays directly), and one link costs 8 bytes
 /// (4 per side) plus the heads of the objects that have links.
 ///
@@ -144,7 +129,7 @@ final class LinkTable {
     func listCount(_ side: Int, _ row: Int) -> Int {
         guard row < heads[side].count else { return 0 }
         let h = heads[side][row]
-        return h.count >= 0 ? Int(h.count) : owned[side][Int(-h.count - 1)].members.count
+        return h.count >= 0 ? Int(h.count) : owned[side][Int(-h.count - 1)].count
     }
 
     /// The raw list of `row` on `side`, members not visible included.
@@ -152,7 +137,7 @@ final class LinkTable {
     func members(_ side: Int, _ row: Int) -> [Int32] {
         guard row < heads[side].count else { return [] }
         let h = heads[side][row]
-        if h.count < 0 { return owned[side][Int(-h.count - 1)].members }
+        if h.count < 0 { return owned[side][Int(-h.count - 1)].array }
         if h.count == 0 { return [] }
         return Array(flat[side][Int(h.start)..<Int(h.start + h.count)])
     }
@@ -172,11 +157,7 @@ final class LinkTable {
     func position(of member: Int32, side: Int, owner: Int) -> Int? {
         guard owner < heads[side].count else { return nil }
         let h = heads[side][owner]
-        if h.count < 0 {
-            let list = owned[side][Int(-h.count - 1)]
-            if let p = list.positions { return p[member].map(Int.init) }
-            return list.members.firstIndex(of: member)
-        }
+        if h.count < 0 { return owned[side][Int(-h.count - 1)].position(of: member) }
         var i = Int(h.start)
         let end = i + Int(h.count)
         while i < end {
@@ -239,8 +220,8 @@ final class LinkTable {
         let n = listCount(side, owner)
         guard from >= 0, from < n, to >= 0, to < n else { return false }
         let o = ownedIndex(side, owner)
-        let m = owned[side][o].members.remove(at: from)
-        owned[side][o].members.insert(m, at: to)
+        let m = owned[side][o][from]
+        owned[side][o].move(from: from, to: to)
         if tracking {
             let (a, b) = side == 0 ? (Int32(owner), m) : (m, Int32(owner))
             log.append(LinkChange(kind: side == 0 ? .move0 : .move1, a: a, b: b, posA: Int32(from), posB: Int32(to)))
@@ -387,7 +368,7 @@ final class LinkTable {
             guard index <= list.count else { return false }
             list.insert(member, at: index)
         }
-        owned[side][ownedIndex(side, row)].members = list
+        owned[side][ownedIndex(side, row)].replace(with: list)
         return true
     }
 
@@ -439,7 +420,7 @@ final class LinkTable {
         let h = heads[side][row]
         if h.count < 0 {
             let o = Int(-h.count - 1)
-            owned[side][o] = LinkList()
+            owned[side][o] = LinkList(ordered: link.ordered[side])
             freeOwned[side].append(Int32(o))
         } else {
             flatGarbage[side] += Int(h.count)
@@ -455,11 +436,10 @@ final class LinkTable {
         }
         let h = heads[side][row]
         if h.count < 0 { return Int(-h.count - 1) }
-        var list = LinkList()
+        var list = LinkList(ordered: link.ordered[side])
         if h.count > 0 {
-            list.members = Array(flat[side][Int(h.start)..<Int(h.start + h.count)])
+            list.replace(with: Array(flat[side][Int(h.start)..<Int(h.start + h.count)]))
             flatGarbage[side] += Int(h.count)
-            if !link.ordered[side] && list.members.count >= LinkList.indexedFrom { list.positions = Self.positions(of: list.members) }
         }
         let o: Int
         if let free = freeOwned[side].popLast() {
@@ -473,50 +453,33 @@ final class LinkTable {
         return o
     }
 
-    private static func positions(of members: [Int32]) -> [Int32: Int32] {
-        var p: [Int32: Int32] = [:]
-        p.reserveCapacity(members.count * 2)
-        for (i, m) in members.enumerated() { p[m] = Int32(i) }
-        return p
-    }
-
     /// Puts `member` into `owner`'s list: at `position` on an ordered side, else at the end.
     /// Returns where it went.
     private func insert(_ member: Int32, side: Int, owner: Int, at position: Int?) -> Int {
         let o = ownedIndex(side, owner)
-        let n = owned[side][o].members.count
+        let n = owned[side][o].count
         if link.ordered[side], let position, position < n {
             if tracking { midInserted[side] = true }
-            owned[side][o].members.insert(member, at: max(0, position))
+            owned[side][o].insert(member, at: max(0, position))
             return max(0, position)
         }
-        owned[side][o].members.append(member)
-        if owned[side][o].positions != nil {
-            owned[side][o].positions![member] = Int32(n)
-        } else if !link.ordered[side] && n + 1 >= LinkList.indexedFrom {
-            owned[side][o].positions = Self.positions(of: owned[side][o].members)
-        }
+        owned[side][o].append(member)
         return n
     }
 
     /// Takes `member` out of `owner`'s list and returns where it was; `nil` when absent.
     private func remove(_ member: Int32, side: Int, owner: Int) -> Int? {
+        guard owner < heads[side].count else { return nil }
+        let h = heads[side][owner]
+        if h.count < 0 { return owned[side][Int(-h.count - 1)].remove(member) }
+        // A flat list is searched where it is: only a member found makes the list its own.
         guard let i = position(of: member, side: side, owner: owner) else { return nil }
         let o = ownedIndex(side, owner)
         if link.ordered[side] {
-            owned[side][o].members.remove(at: i)
-        } else {
-            let last = owned[side][o].members.removeLast()
-            if i < owned[side][o].members.count {
-                owned[side][o].members[i] = last
-                owned[side][o].positions?[last] = Int32(i)
-            }
-            if owned[side][o].positions != nil {
-                owned[side][o].positions![member] = nil
-                if owned[side][o].members.count < LinkList.unindexedBelow { owned[side][o].positions = nil }
-            }
+            _ = owned[side][o].remove(at: i)
+            return i
         }
-        return i
+        return owned[side][o].remove(member)
     }
 
     /// Folds the own lists back into the flat arrays when they hold a quarter of the links or
@@ -533,18 +496,27 @@ final class LinkTable {
         }
     }
 
-    /// Rebuilds `side`'s flat array from every list, in row order, and drops the own lists.
+    /// Rebuilds `side`'s flat array from every list, in row order, and drops the own lists,
+    /// except chunked ones: a long ordered list taken out of its chunks would cost its next
+    /// change O(n) again.
     func flatten(_ side: Int) {
         var total = 0
         for row in 0..<heads[side].count { total += listCount(side, row) }
         var fresh: [Int32] = []
         fresh.reserveCapacity(total)
+        var kept: [LinkList] = []
         for row in 0..<heads[side].count {
             let h = heads[side][row]
             if h.count == 0 { continue }
             let start = fresh.count
             if h.count < 0 {
-                fresh.append(contentsOf: owned[side][Int(-h.count - 1)].members)
+                let list = owned[side][Int(-h.count - 1)]
+                if list.isChunked {
+                    heads[side][row] = LinkHead(start: 0, count: Int32(-kept.count - 1))
+                    kept.append(list)
+                    continue
+                }
+                fresh.append(contentsOf: list.array)
             } else {
                 fresh.append(contentsOf: flat[side][Int(h.start)..<Int(h.start + h.count)])
             }
@@ -552,7 +524,7 @@ final class LinkTable {
             heads[side][row] = n == 0 ? LinkHead() : LinkHead(start: Int32(start), count: Int32(n))
         }
         flat[side] = fresh
-        owned[side] = []
+        owned[side] = kept
         freeOwned[side] = []
         flatGarbage[side] = 0
     }
@@ -618,13 +590,9 @@ final class LinkTable {
                 _ = insert(c.a, side: 1, owner: b, at: link.ordered[1] ? Int(c.posB) : nil)
                 count += 1
             case .move0:
-                let o = ownedIndex(0, a)
-                let m = owned[0][o].members.remove(at: Int(c.posB))
-                owned[0][o].members.insert(m, at: Int(c.posA))
+                owned[0][ownedIndex(0, a)].move(from: Int(c.posB), to: Int(c.posA))
             case .move1:
-                let o = ownedIndex(1, b)
-                let m = owned[1][o].members.remove(at: Int(c.posB))
-                owned[1][o].members.insert(m, at: Int(c.posA))
+                owned[1][ownedIndex(1, b)].move(from: Int(c.posB), to: Int(c.posA))
             }
         }
     }
@@ -633,8 +601,8 @@ final class LinkTable {
     private func takeOut(_ member: Int32, side: Int, owner: Int, at position: Int) {
         if link.ordered[side], position < listCount(side, owner) {
             let o = ownedIndex(side, owner)
-            if owned[side][o].members[position] == member {
-                owned[side][o].members.remove(at: position)
+            if owned[side][o][position] == member {
+                _ = owned[side][o].remove(at: position)
                 return
             }
         }
