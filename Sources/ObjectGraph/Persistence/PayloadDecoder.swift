@@ -40,6 +40,10 @@ protocol PayloadVisitor {
     /// `count` pairs removed (`removed`) or added follow (a visitor may reserve room for them).
     mutating func linkPairs(removed: Bool, count: Int)
 
+    /// A run of `count` pairs of the side-0 object `serial0` follows (a version 3 payload), each
+    /// then handed to ``linkPair(removed:_:_:at:)``; read at payload offset `offset`.
+    mutating func beginRun(removed: Bool, _ serial0: UInt64, count: Int, at offset: Int) throws(PayloadReader.Failure)
+
     /// One link removed (`removed`) or added, between the objects `serial0` (side 0) and
     /// `serial1` (side 1); read at payload offset `offset`. Removals come before additions.
     mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure)
@@ -54,6 +58,7 @@ extension PayloadVisitor {
     mutating func endBlock() {}
     mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {}
     mutating func linkPairs(removed: Bool, count: Int) {}
+    mutating func beginRun(removed: Bool, _ serial0: UInt64, count: Int, at offset: Int) throws(PayloadReader.Failure) {}
     mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {}
     mutating func linkOrder(side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {}
 }
@@ -181,6 +186,7 @@ enum PayloadDecoder {
             let k = try r.count(limit: left)
             guard k > 0 else { throw PayloadReader.malformed(countOffset, "a run of no pairs") }
             left -= k
+            try visitor.beginRun(removed: removed, UInt64(serial0), count: k, at: at)
             for _ in 0..<k {
                 let memberOffset = r.offset
                 serial1 &+= try r.signed()

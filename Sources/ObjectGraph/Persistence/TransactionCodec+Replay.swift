@@ -103,6 +103,7 @@ struct ReplayVisitor: PayloadVisitor {
 
     mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {
         try flushAdditions()
+        runRow = -1
         if let (k, swapped) = mapping.links[link] ?? nil {
             linkTable = links[k]
             linkSwapped = swapped
@@ -135,11 +136,31 @@ struct ReplayVisitor: PayloadVisitor {
     }
 
     mutating func linkPairs(removed: Bool, count: Int) {
+        runRow = -1
         if !removed, linkTable != nil { additions.members.reserveCapacity(additions.members.count + count) }
+    }
+
+    /// The side-0 row of the run of additions being read, when its pairs go straight into
+    /// ``additions`` (the sides not swapped); else -1.
+    private var runRow: Int32 = -1
+
+    mutating func beginRun(removed: Bool, _ serial0: UInt64, count: Int, at offset: Int) throws(PayloadReader.Failure) {
+        runRow = -1
+        guard !removed, !linkSwapped, linkTable != nil else { return }
+        let a = Int32(try linkRow(0, serial0, offset))
+        if additions.isEmpty { additionsOffset = offset }
+        additions.rows.append(a)
+        additions.ends.append(Int32(additions.members.count + count))
+        runRow = a
     }
 
     mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {
         guard linkTable != nil else { return }
+        if runRow >= 0 {
+            // A member of the run begun: its side-0 row is the run's.
+            additions.members.append(Int32(try linkRow(1, serial1, offset)))
+            return
+        }
         let (s0, s1) = linkSwapped ? (serial1, serial0) : (serial0, serial1)
         let a = try linkRow(0, s0, offset), b = try linkRow(1, s1, offset)
         if removed, let l = linkTable {

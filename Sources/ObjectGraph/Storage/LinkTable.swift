@@ -317,23 +317,27 @@ final class LinkTable {
             h1[r] = LinkHead(start: next, count: 0)
             next += n
         }
-        var f1 = [Int32](repeating: 0, count: runs.members.count)
         // Side 1's list of `b` ends with the side-0 object placed last: within a run, a side-1
-        // row placed twice is a repeated pair.
+        // row placed twice is a repeated pair. Every entry is written once (unless a repeat
+        // stops the placing, and then the array is dropped), so it starts uninitialized.
         var duplicate: (Int32, Int32)?
-        start = 0
-        placing: for (a, end) in zip(runs.rows, runs.ends) {
-            for i in Int(start)..<Int(end) {
-                let b = Int(runs.members[i])
-                let end1 = h1[b].start + h1[b].count
-                if h1[b].count > 0, f1[Int(end1 - 1)] == a {
-                    duplicate = (a, Int32(b))
-                    break placing
+        let f1 = [Int32](unsafeUninitializedCapacity: runs.members.count) { f1, initialized in
+            var start = 0
+            placing: for (a, end) in zip(runs.rows, runs.ends) {
+                for i in start..<Int(end) {
+                    let b = Int(runs.members[i])
+                    let end1 = Int(h1[b].start + h1[b].count)
+                    if h1[b].count > 0, f1[end1 - 1] == a {
+                        duplicate = (a, Int32(b))
+                        break placing
+                    }
+                    f1[end1] = a
+                    h1[b].count += 1
                 }
-                f1[Int(end1)] = a
-                h1[b].count += 1
+                start = Int(end)
             }
-            start = end
+            if duplicate != nil { f1.initialize(repeating: 0) }
+            initialized = f1.count
         }
         if let duplicate {
             // The general path's outcome: the pairs before the repeat linked, one by one.
