@@ -218,4 +218,40 @@ struct LongOrderedListTests {
             try store.close()
         }
     }
+
+    /// Assigning a shuffled array to a long ordered relationship moves only the members outside
+    /// a longest run in order, each to just after its predecessor: the order is the array's, at
+    /// once, after a save and reopen, and a rollback restores the old one.
+    @Test func assigningAShuffledArrayToALongOrderedListTakesItsOrder() throws {
+        let dir = temporaryStoreDirectory("long-ordered-assign")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var options = StoreOptions(durability: .none)
+        options.autoCompactionRatio = nil
+        let schema = try Schema(Playlist.self, Track.self)
+        var generator = SplitMix(seed: 11)
+        var shuffled: [String] = []
+        do {
+            let store = try ObjectStore.open(at: dir, schema: schema, options: options)
+            let c = store.context
+            let mix = try c.insert(Playlist.self) { $0.name = "mix" }
+            let tracks = try (0..<20_000).map { i in try c.insert(Track.self) { $0.title = "t\(i)" } }
+            mix.tracks = tracks
+            try c.save()
+            var order = tracks
+            for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(generator.next() % UInt64(i + 1))) }
+            let start = ContinuousClock.now
+            mix.tracks = order
+            #expect(ContinuousClock.now - start < .seconds(5), "assigning 20,000 members in a new order")
+            #expect(mix.tracks.map(\.title) == order.map(\.title))
+            c.rollback()
+            #expect(mix.tracks.map(\.title) == tracks.map(\.title), "rolled back")
+            mix.tracks = order.reversed()
+            shuffled = order.reversed().map(\.title)
+            try c.save()
+            try store.close()
+        }
+        let store = try ObjectStore.open(at: dir, schema: schema, options: options)
+        #expect(try store.context.objects(of: Playlist.self).first?.tracks.map(\.title) == shuffled, "reopened")
+        try store.close()
+    }
 }

@@ -231,7 +231,9 @@ final class LinkTable {
 
     /// Makes `row`'s list on `side` hold exactly `wanted` (rows of the other side, visible, no
     /// duplicates), in that order when the side is ordered: members that leave are unlinked,
-    /// new ones linked, and an ordered list is then rearranged with the fewest moves.
+    /// new ones linked, and an ordered list is then rearranged with the fewest moves: the
+    /// members outside a longest run already in order each move to just after the member that
+    /// precedes them in `wanted`.
     func setMembers(_ side: Int, _ row: Int, to wanted: [Int]) {
         let current = visibleMembers(side, row)
         if !current.isEmpty {
@@ -240,20 +242,19 @@ final class LinkTable {
         }
         for m in wanted { _ = side == 0 ? link(row, m) : link(m, row) }
         if current.isEmpty { return }  // appended in `wanted`'s order
-        guard link.ordered[side], visibleMembers(side, row) != wanted else { return }
-        // Visible members are now exactly `wanted`; move each into place, front to back.
-        let other = table(1 - side)
-        for (target, m) in wanted.enumerated() {
-            // The raw position of the `target`-th visible member.
-            var seen = 0
-            var rawTarget = 0
-            for (i, x) in members(side, row).enumerated() where other.isVisible(row: Int(x)) {
-                if seen == target { rawTarget = i; break }
-                seen += 1
+        guard link.ordered[side] else { return }
+        let now = visibleMembers(side, row)
+        guard now != wanted else { return }
+        let wantedRows = wanted.map { Int32($0) }
+        // Each member placed, in `wanted`'s order, lands right after its predecessor there,
+        // which is either in the run left in place or placed already.
+        for (member, index) in Self.placements(from: now.map { Int32($0) }, to: wantedRows) {
+            guard let from = position(of: member, side: side, owner: row) else { continue }
+            var to = 0
+            if index > 0, let previous = position(of: wantedRows[index - 1], side: side, owner: row) {
+                to = from < previous ? previous : previous + 1
             }
-            if let from = position(of: Int32(m), side: side, owner: row), from != rawTarget {
-                move(side: side, owner: row, from: from, to: rawTarget)
-            }
+            if from != to { move(side: side, owner: row, from: from, to: to) }
         }
     }
 
