@@ -14,12 +14,18 @@
 // empty store + durable save), `import-existing` (n sources, half updates, into a store of n),
 // `upsert-scaling` (time per upsert with 10k vs 1M present), `import-duplicates` (a first
 // import of 2n sources, every ID twice), or `import` (all four); relationships:
-// `cascade` (cascade-delete a parent with n children, then roll back). Each measured loop is its own `measured…` function, so callgrind can
+// `cascade` (cascade-delete a parent with n children, then roll back); memory under churn:
+// `churn n DIR` / `survivors n DIR` (n inserted, nine in ten deleted, compacted / only the
+// survivors inserted, compacted; the resident set then) and `open-rss DIR` (the resident set
+// after opening and reading either store in a fresh process). Each measured loop is its own `measured…` function, so callgrind can
 // count only it:
 //
 //     valgrind --tool=callgrind --toggle-collect='*measured*' .build/release/objectgraph-profile update 100000
 
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import GraphJournal
 import ObjectGraph
 import PeopleWorkload
@@ -312,8 +318,54 @@ func cascadePhase() throws {
     print("residents after rollback: \(home.residents.count)")
 }
 
+// MARK: Memory under churn
+
+/// `churn DIR n`: n people inserted and saved, nine in ten deleted and saved, then compacted;
+/// `survivors DIR n`: only the n / 10 that survive the churn (the same objects) inserted and
+/// saved, then compacted. Each prints the resident set after the compaction, then the store is
+/// closed; `open-rss DIR` opens it in a fresh process, reads every object and prints the
+/// resident set. The two give the memory a store keeps for the serials its deleted objects
+/// used, against a store that never had them.
+func churnPhase(_ directory: URL, survivorsOnly: Bool) throws {
+    let store = try Stores.open(directory, durability: .none)
+    let context = store.context
+    var people: [Person] = []
+    for i in 0..<n where !survivorsOnly || i % 10 == 0 {
+        let p = try context.insert(Person.self)
+        People.fill(p, i)
+        people.append(p)
+    }
+    try context.save()
+    if !survivorsOnly {
+        for p in people where p.id % 10 != 0 { context.delete(p) }
+        try context.save()
+    }
+    people = []
+    try store.compact()
+    let resident = residentSetSize()
+    // glibc's malloc_trim (malloc.h is not in the Glibc module), looked up by name.
+    if let trim = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim").map({ unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }) {
+        _ = trim(0)
+    }
+    print("rss-after-compact \(resident >> 10) KiB, after malloc_trim \(residentSetSize() >> 10) KiB, objects \(try context.fetchCount(FetchDescriptor<Person>()))")
+    try store.close()
+}
+
+func openRSSPhase(_ directory: URL) throws {
+    let before = residentSetSize()
+    let store = try Stores.open(directory, durability: .none)
+    var total = 0.0
+    for p in try store.context.fetch(FetchDescriptor<Person>()) { total += p.score }
+    print("rss-after-open \(residentSetSize() >> 10) KiB (before open \(before >> 10) KiB), checksum \(total)")
+    try store.close()
+}
+
 do {
     switch phase {
+    case "churn", "survivors":
+        try churnPhase(URL(fileURLWithPath: args[3]), survivorsOnly: phase == "survivors")
+    case "open-rss":
+        try openRSSPhase(URL(fileURLWithPath: args[2]))
     case "cascade":
         try cascadePhase()
     case "import-empty":
