@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphTestSupport
 import PropertyBased
 import Testing
 
@@ -127,7 +128,7 @@ struct LinkListTests {
             var best = Double.infinity
             for pass in 0..<5 {
                 var list = LinkList(ordered: true, members: (0..<Int32(n)).map { $0 })
-                var generator = SplitMix(seed: UInt64(pass))
+                var generator = SeededGenerator(seed: UInt64(pass))
                 let victims = (0..<2000).map { _ in Int32(generator.next() % UInt64(n)) }
                 _ = list.position(of: 0)  // the member index, built once
                 let start = DispatchTime.now().uptimeNanoseconds
@@ -138,19 +139,6 @@ struct LinkListTests {
         }
         let small = fastestPass(10_000), large = fastestPass(100_000)
         #expect(large < small * 4, "2,000 removals: \(Int(small / 1000)) µs from 10k members, \(Int(large / 1000)) µs from 100k")
-    }
-}
-
-/// A small deterministic generator for the test's choices.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
@@ -173,7 +161,7 @@ struct LongOrderedListTests {
             mix.tracks = tracks
             model = tracks.map(\.title)
             try c.save()
-            var generator = SplitMix(seed: 7)
+            var generator = SeededGenerator(seed: 7)
             func titles() -> [String] { mix.tracks.map(\.title) }
             for round in 0..<12 {
                 let saved = model
@@ -228,7 +216,7 @@ struct LongOrderedListTests {
         var options = StoreOptions(durability: .none)
         options.autoCompactionRatio = nil
         let schema = try Schema(Playlist.self, Track.self)
-        var generator = SplitMix(seed: 11)
+        var generator = SeededGenerator(seed: 11)
         var shuffled: [String] = []
         do {
             let store = try ObjectStore.open(at: dir, schema: schema, options: options)
