@@ -17,7 +17,8 @@ public struct JournalReport: Sendable, Hashable {
         public var storedLength: Int
         /// Payload bytes after decompression.
         public var rawLength: Int
-        /// Whether the payload is compressed: one LZ4 block, or LZ4 chunks (a large payload).
+        /// Whether the payload is compressed: one LZ4 block (on its own or against the segment's
+        /// history), or LZ4 chunks (a large payload).
         public var compressed: Bool
 
         /// The offset just past the record in its file (header and stored payload): where the
