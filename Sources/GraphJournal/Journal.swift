@@ -147,7 +147,7 @@ public final class Journal: Sendable {
                 rawPayloadBytes: s.tail.rawBytes,
                 storedPayloadBytes: s.tail.storedBytes,
                 lastSequence: s.tail.nextSequence - 1,
-                formatVersion: Int(JournalFormat.formatVersion),
+                formatVersion: Int(s.files.map(\.header.version).max() ?? JournalFormat.formatVersion),
                 schemaVersionsSeen: s.tail.schemaVersions)
         }
     }

@@ -161,7 +161,8 @@ final class RecordHistory {
         }
         count += n
         if let problem {
-            hole = (record.sequence, JournalFormat.historyWindow)
+            // The record's bytes are unknown: the hole widens, still named after its first record.
+            hole = (hole?.sequence ?? record.sequence, JournalFormat.historyWindow)
             return RecordCodec.decompressionProblem(of: record, problem, file: file)
         }
         if let open = hole {

@@ -62,6 +62,8 @@ struct PayloadWalk {
     /// The compression history of the file being walked: in a version 2 segment every record
     /// is decompressed through it, in order, none in a batch.
     private var history: RecordHistory?
+    /// The highest format version of the segment headers read so far.
+    private var highestVersion: UInt16?
 
     /// Reads the directory and MANIFEST and judges the unlisted files; walks nothing yet.
     ///
@@ -129,6 +131,7 @@ struct PayloadWalk {
     private func finishedReport() -> JournalReport {
         var report = report
         report.files = chain
+        if let highestVersion { report.formatVersion = Int(highestVersion) }
         for name in adopted {
             report.problems.append(.init(kind: .unlistedSegment, file: name, offset: nil, bytes: nil, recordsAfter: 0,
                                          message: "not listed in MANIFEST but continues the sequence (a crash before MANIFEST was rewritten, or an older MANIFEST): open adds it to MANIFEST with its records"))
@@ -189,8 +192,10 @@ struct PayloadWalk {
         nextSequence = nil
     }
 
-    /// Reports a header that does not match the file's name or its predecessor.
+    /// Reports a header that does not match the file's name or its predecessor, and notes its
+    /// format version.
     private mutating func check(_ header: SegmentHeader) {
+        highestVersion = max(highestVersion ?? 0, header.version)
         let name = file.name
         let expectedKind: JournalFormat.SegmentKind = name.hasSuffix("." + JournalFormat.logExtension) ? .log : .base
         if header.kind != expectedKind || header.number != fileNumber(name) {
