@@ -501,3 +501,31 @@ extension Array where Element == UInt8 {
         return (0..<count).map { self[$0 % self.count] }
     }
 }
+
+/// The worked example of `Docs/JournalFormat.md`: its bytes, written by the writer's path with
+/// the example's salt.
+@Suite struct WorkedExampleTests {
+    @Test func theWorkedExampleOfTheFormatDocumentIsWhatTheWriterWrites() throws {
+        let header = SegmentHeader(kind: .log, salt: 0x8c4e_b6cd_41b2_a0ea, number: 1, firstSequence: 1)
+        var bytes = header.encoded()
+        let history = try #require(HistoryEncoder())
+        RecordCodec.append(to: &bytes, seed: header.seed, sequence: 1, type: .schema, payload: Array("S1".utf8), history: history)
+        RecordCodec.append(to: &bytes, seed: header.seed, sequence: 2, type: .transaction, payload: Array("hello".utf8), history: history)
+        RecordCodec.append(to: &bytes, seed: header.seed, sequence: 3, type: .transaction,
+                           payload: Array(String(repeating: "abcd", count: 20).utf8), history: history)
+        RecordCodec.append(to: &bytes, seed: header.seed, sequence: 4, type: .transaction,
+                           payload: Array("abcdabcdabcdabcdabcdabcd: hello".utf8), history: history)
+        let hex = stride(from: 0, to: bytes.count, by: 16).map { line in
+            let row = bytes[line..<min(line + 16, bytes.count)]
+            let words = stride(from: 0, to: row.count, by: 2).map { i in
+                row.dropFirst(i).prefix(2).map { String(format: "%02x", $0) }.joined()
+            }
+            return String(format: "%08x: ", line) + words.joined(separator: " ")
+        }.joined(separator: "\n")
+        print(hex)
+        let document = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/GraphJournalTests/HistoryTests.swift", with: "Docs/JournalFormat.md"), encoding: .utf8)
+        for line in hex.split(separator: "\n") {
+            #expect(document.contains(line), "the document shows \(line)")
+        }
+    }
+}
