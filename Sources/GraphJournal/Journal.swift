@@ -237,15 +237,15 @@ public final class Journal: Sendable {
             let scan = bytes.withUnsafeBytes { raw in
                 RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
                     var decoded: Result<[UInt8], JournalError>?
-                    let payload = { () -> Result<[UInt8], JournalError> in
-                        if let decoded { return decoded }
-                        let result = history.payload(of: record, in: raw, file: path)
-                        decoded = result
-                        return result
-                    }
                     defer { if decoded == nil { history.note(record, in: raw, file: path) } }
                     do {
-                        try visit(record, raw, path, fileStart, payload)
+                        // Decompressed on the first call only (a closure that does not escape).
+                        try visit(record, raw, path, fileStart, {
+                            if let decoded { return decoded }
+                            let result = history.payload(of: record, in: raw, file: path)
+                            decoded = result
+                            return result
+                        })
                     } catch {
                         failure = error
                         return false

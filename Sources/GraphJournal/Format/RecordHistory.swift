@@ -133,9 +133,45 @@ final class RecordHistory {
         of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String, buffer payloadBuffer: ReadBuffer,
         _ body: (UnsafeRawBufferPointer) -> Void
     ) -> JournalError? {
-        guard enabled, let buffer, let bufferStart = buffer.baseAddress, record.rawLength <= JournalFormat.historyRecordLimit else {
+        guard joins(record) else {
             // Not part of the history: decompressed on its own (a history block here is damage).
             return RecordCodec.withPayload(of: record, in: bytes, at: base, file: file, buffer: payloadBuffer, body)
+        }
+        switch next(record, in: bytes, at: base, file: file) {
+        case .success(let payload):
+            body(payload)
+            return nil
+        case .failure(let error):
+            return error
+        }
+    }
+
+    /// The payload of the next record of the segment, decompressed into a new array.
+    func payload(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String) -> Result<[UInt8], JournalError> {
+        guard joins(record) else { return RecordCodec.payload(of: record, in: bytes, file: file, base: base) }
+        return next(record, in: bytes, at: base, file: file).map { Array($0) }
+    }
+
+    /// Takes in the next record of the segment when its payload is not needed: in a version 2
+    /// segment it is decompressed all the same (the records after it may copy from it). Returns
+    /// why it does not decompress, when it had to be decompressed.
+    @discardableResult
+    func note(_ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String) -> JournalError? {
+        guard joins(record) else { return nil }
+        if case .failure(let error) = next(record, in: bytes, at: base, file: file) { return error }
+        return nil
+    }
+
+    /// Whether `record` joins the history (and is decompressed into it).
+    private func joins(_ record: ScannedRecord) -> Bool {
+        enabled && record.rawLength <= JournalFormat.historyRecordLimit
+    }
+
+    /// Decompresses the next record, which joins the history, into the history's buffer:
+    /// its raw bytes there (valid until the next record), or why it does not decompress.
+    private func next(_ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int, file: String) -> Result<UnsafeRawBufferPointer, JournalError> {
+        guard let buffer, let bufferStart = buffer.baseAddress else {
+            return .failure(RecordCodec.historyProblem(of: record, file: file))
         }
         let range = record.payloadRange
         let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
@@ -163,35 +199,12 @@ final class RecordHistory {
         if let problem {
             // The record's bytes are unknown: the hole widens, still named after its first record.
             hole = (hole?.sequence ?? record.sequence, JournalFormat.historyWindow)
-            return RecordCodec.decompressionProblem(of: record, problem, file: file)
+            return .failure(RecordCodec.decompressionProblem(of: record, problem, file: file))
         }
         if let open = hole {
             hole = open.remaining > n ? (open.sequence, open.remaining - n) : nil
         }
-        body(UnsafeRawBufferPointer(target))
-        return nil
-    }
-
-    /// The payload of the next record of the segment, decompressed into a new array.
-    func payload(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String) -> Result<[UInt8], JournalError> {
-        guard enabled, record.rawLength <= JournalFormat.historyRecordLimit else {
-            return RecordCodec.payload(of: record, in: bytes, file: file, base: base)
-        }
-        var payload: [UInt8] = []
-        let scratch = ReadBuffer()
-        if let error = withPayload(of: record, in: bytes, at: base, file: file, buffer: scratch, { payload = Array($0) }) {
-            return .failure(error)
-        }
-        return .success(payload)
-    }
-
-    /// Takes in the next record of the segment when its payload is not needed: in a version 2
-    /// segment it is decompressed all the same (the records after it may copy from it). Returns
-    /// why it does not decompress, when it had to be decompressed.
-    @discardableResult
-    func note(_ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String) -> JournalError? {
-        guard enabled, record.rawLength <= JournalFormat.historyRecordLimit else { return nil }
-        return withPayload(of: record, in: bytes, at: base, file: file, buffer: ReadBuffer()) { _ in }
+        return .success(UnsafeRawBufferPointer(target))
     }
 
     /// Decompresses a history block into `target` (which it must fill exactly), the raw bytes

@@ -116,12 +116,11 @@ struct SegmentDamage: Sendable, Hashable {
 enum RecordCodec {
     /// Appends one record to `out`.
     ///
-    /// - Returns: the number of bytes the payload takes on disk.
-    @discardableResult
-    ///
     /// - Parameter history: the active segment's history (a version 2 log), which the payload
     ///   joins when it is small enough; a transaction or base payload is then stored as a block
     ///   compressed against it when that is shorter (flag bit 2). Nil: no history.
+    /// - Returns: the number of bytes the payload takes on disk.
+    @discardableResult
     static func append(
         to out: inout [UInt8], seed: UInt32, sequence: UInt64,
         type: JournalFormat.RecordType, payload: UnsafeRawBufferPointer, history: HistoryEncoder? = nil
@@ -244,7 +243,8 @@ enum RecordCodec {
     }
 
     /// The checks of the header at `offset` besides its length fitting and its checksum:
-    /// flags (known bits, not both compressions, reserved zero), type, and lengths consistent
+    /// flags (at most one storage bit, the history only on transaction and base records, reserved
+    /// zero), type, and lengths consistent
     /// with the flags. ``record(in:at:seed:end:)`` makes them after the checksum (a failure
     /// then is a writer's, not a torn write); ``isPlausibleHeader(in:at:end:)`` before it.
     private static func fieldProblem(in bytes: UnsafeRawBufferPointer, at offset: Int, storedLength: Int) -> FieldProblem? {
