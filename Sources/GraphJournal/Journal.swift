@@ -257,6 +257,21 @@ public final class Journal: Sendable {
                 failure = JournalError(.corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset))
             }
             if let failure { throw failure }
+            if scan.validEnd == bytes.count { adoptHistory(history, of: file) }
+        }
+    }
+
+    /// Hands the history a walk rebuilt to the writer, when the walk read the whole active
+    /// segment, nothing was appended since, and the writer has yet to rebuild it: a store that
+    /// replays its journal at open then saves without reading its active segment again.
+    private func adoptHistory(_ history: RecordHistory, of file: LiveFile) {
+        guard history.enabled else { return }
+        state.withLock { s in
+            guard case .rebuild = s.history, s.activeHeader.number == file.header.number, s.tail.end == file.size,
+                  s.pendingTruncation == nil else { return }
+            _ = history.window { window in
+                if let encoder = HistoryEncoder(window: window) { s.history = .ready(encoder) }
+            }
         }
     }
 

@@ -152,6 +152,35 @@ import Testing
         #expect(try Journal.inspect(directory: directory).verdict == .clean)
     }
 
+    /// A replay at open (`forEachRecord`) that reads the whole active segment hands its history
+    /// to the writer, which then appends without reading the segment again; what it appends
+    /// reads back.
+    @Test func aReplayOfTheActiveSegmentGivesTheWriterItsHistory() throws {
+        let directory = temporaryJournalPath()
+        defer { removeDirectory(directory) }
+        var generator = SeededGenerator(seed: 77)
+        var expected = (0..<300).map { Self.smallSave($0, using: &generator) }
+        do {
+            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none))
+            for save in expected { try journal.append(save) }
+            try journal.close()
+        }
+        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none))
+        func writerHistoryIsReady() -> Bool {
+            journal.state.withLock { s in if case .ready = s.history { true } else { false } }
+        }
+        #expect(!writerHistoryIsReady())
+        #expect(try journal.records().transactions == expected)
+        #expect(writerHistoryIsReady())
+        for index in 300..<400 {
+            let save = Self.smallSave(index, using: &generator)
+            try journal.append(save)
+            expected.append(save)
+        }
+        try journal.close()
+        try Self.expectEveryReaderReads(directory, expected)
+    }
+
     // MARK: Damage
 
     /// A torn tail inside a record that copies from the history is cut at open, as any torn
