@@ -109,9 +109,12 @@ import Testing
         let oldRatio = Double(old.stored) / Double(old.raw), newRatio = Double(new.stored) / Double(new.raw)
         let headers = Double(24 * 100_001) / Double(new.raw)
         print("100,000 small saves: raw \(new.raw) bytes (\(new.raw / 100_000) a save); segments: version 1 \(old.stored) bytes (\(String(format: "%.1f", 100 * oldRatio)) %), version 2 \(new.stored) bytes (\(String(format: "%.1f", 100 * newRatio)) %, of which record headers \(String(format: "%.1f", 100 * headers)) %)")
+        // Measured: 122.0 % and 60.8 % (38.4 % without the record headers); liblz4 versions
+        // may choose other matches, hence the margins.
         #expect(oldRatio > 1.1)
-        #expect(newRatio < 0.62)
-        #expect(newRatio < 0.5 * oldRatio)
+        #expect(newRatio < 0.64)
+        #expect(newRatio - headers < 0.42)
+        #expect(newRatio < 0.55 * oldRatio)
     }
 
     // MARK: Segments
