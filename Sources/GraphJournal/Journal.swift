@@ -147,7 +147,7 @@ public final class Journal: Sendable {
                 rawPayloadBytes: s.tail.rawBytes,
                 storedPayloadBytes: s.tail.storedBytes,
                 lastSequence: s.tail.nextSequence - 1,
-                formatVersion: Int(JournalFormat.formatVersion),
+                formatVersion: Int(s.files.map(\.header.version).max() ?? JournalFormat.formatVersion),
                 schemaVersionsSeen: s.tail.schemaVersions)
         }
     }
@@ -193,9 +193,9 @@ public final class Journal: Sendable {
         progress: (_ bytesDone: Int64, _ bytesTotal: Int64) throws -> Void, _ body: (JournalRecord) throws -> Void
     ) throws {
         let total = state.withLock { s in s.files.reduce(Int64(0)) { $0 + $1.size } }
-        try walkLiveRecords { record, bytes, path, fileStart in
+        try walkLiveRecords { record, _, _, fileStart, payload in
             guard let kind = JournalRecord.Kind(recordType: record.type) else { return }
-            switch RecordCodec.payload(of: record, in: bytes, file: path) {
+            switch payload() {
             case .success(let payload):
                 try body(JournalRecord(sequence: record.sequence, kind: kind, payload: payload))
                 try progress(fileStart + Int64(record.end), total)
@@ -207,12 +207,18 @@ public final class Journal: Sendable {
     }
 
     /// Reads each live segment whole and calls `visit` with each of its valid records, the
-    /// segment's bytes, its path and where it starts among the segments. A segment that no
-    /// longer scans as `open` checked it is an error (it changed after open).
+    /// segment's bytes, its path, where it starts among the segments, and a function that
+    /// returns its payload, decompressed. A segment that no longer scans as `open` checked it
+    /// is an error (it changed after open).
+    ///
+    /// The payloads are decompressed through the segment's history (``RecordHistory``): those
+    /// `visit` does not ask for are decompressed all the same when later records may copy
+    /// from them.
     ///
     /// - Throws: what `visit` throws (the walk stops), or ``JournalError``.
     func walkLiveRecords(
-        _ visit: (_ record: ScannedRecord, _ bytes: UnsafeRawBufferPointer, _ path: String, _ fileStart: Int64) throws -> Void
+        _ visit: (_ record: ScannedRecord, _ bytes: UnsafeRawBufferPointer, _ path: String, _ fileStart: Int64,
+                  _ payload: () -> Result<[UInt8], JournalError>) throws -> Void
     ) throws {
         let files = state.withLock { s in s.files }
         var fileStart: Int64 = 0
@@ -227,10 +233,19 @@ public final class Journal: Sendable {
             fs.closeQuietly(fd)
             let bytes = try bytesResult.get()
             var failure: (any Error)?
+            let history = RecordHistory(header: file.header)
             let scan = bytes.withUnsafeBytes { raw in
                 RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
+                    var decoded: Result<[UInt8], JournalError>?
+                    defer { if decoded == nil { history.note(record, in: raw, file: path) } }
                     do {
-                        try visit(record, raw, path, fileStart)
+                        // Decompressed on the first call only (a closure that does not escape).
+                        try visit(record, raw, path, fileStart, {
+                            if let decoded { return decoded }
+                            let result = history.payload(of: record, in: raw, file: path)
+                            decoded = result
+                            return result
+                        })
                     } catch {
                         failure = error
                         return false
@@ -242,6 +257,21 @@ public final class Journal: Sendable {
                 failure = JournalError(.corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset))
             }
             if let failure { throw failure }
+            if scan.validEnd == bytes.count { adoptHistory(history, of: file) }
+        }
+    }
+
+    /// Hands the history a walk rebuilt to the writer, when the walk read the whole active
+    /// segment, nothing was appended since, and the writer has yet to rebuild it: a store that
+    /// replays its journal at open then saves without reading its active segment again.
+    private func adoptHistory(_ history: RecordHistory, of file: LiveFile) {
+        guard history.enabled else { return }
+        state.withLock { s in
+            guard case .rebuild = s.history, s.activeHeader.number == file.header.number, s.tail.end == file.size,
+                  s.pendingTruncation == nil else { return }
+            _ = history.window { window in
+                if let encoder = HistoryEncoder(window: window) { s.history = .ready(encoder) }
+            }
         }
     }
 
@@ -284,9 +314,17 @@ public final class Journal: Sendable {
         guard payload.count <= JournalFormat.maxPayloadSize else {
             throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
         }
-        return try appendRecord(storedBound: payload.count, schema: schema) { buffer, seed, sequence in
-            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: sequence, type: .transaction, payload: payload)
-            return (raw: payload.count, stored: stored, blocks: [])
+        let shipping = options.onDurable != nil
+        return try appendRecord(storedBound: payload.count, schema: schema) { buffer, seed, sequence, history in
+            let start = buffer.count
+            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: sequence, type: .transaction, payload: payload, history: history)
+            var selfContained: [UInt8]?
+            if shipping, buffer[start + JournalFormat.RecordHeaderField.flags] == JournalFormat.flagHistory {
+                var wire: [UInt8] = []
+                RecordCodec.append(to: &wire, seed: ShippedRecord.wireSeed, sequence: sequence, type: .transaction, payload: payload)
+                selfContained = wire
+            }
+            return AppendedRecord(raw: payload.count, stored: stored, selfContained: selfContained)
         }
     }
 
@@ -313,9 +351,10 @@ public final class Journal: Sendable {
             }
             return try append(raw, schema: schema)
         }
-        return try appendRecord(storedBound: chunked.storedCount, schema: schema) { buffer, seed, sequence in
+        return try appendRecord(storedBound: chunked.storedCount, schema: schema) { buffer, seed, sequence, _ in
+            // Chunked payloads (4 MiB and more) never join a history.
             RecordCodec.appendChunkedHeader(to: &buffer, seed: seed, sequence: sequence, type: .transaction, chunked)
-            return (raw: chunked.rawCount, stored: chunked.storedCount, blocks: chunked.blocks)
+            return AppendedRecord(raw: chunked.rawCount, stored: chunked.storedCount, blocks: chunked.blocks)
         }
     }
 
@@ -325,7 +364,7 @@ public final class Journal: Sendable {
     /// `storedBound`: at most the bytes the transaction record's payload takes.
     private func appendRecord(
         storedBound: Int, schema: [UInt8]?, origin: [UInt8]? = nil,
-        _ record: (inout [UInt8], _ seed: UInt32, _ sequence: UInt64) -> (raw: Int, stored: Int, blocks: [[UInt8]])
+        _ record: (inout [UInt8], _ seed: UInt32, _ sequence: UInt64, _ history: HistoryEncoder?) -> AppendedRecord
     ) throws(JournalError) -> UInt64 {
         guard (schema?.count ?? 0) <= JournalFormat.maxPayloadSize else {
             throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
@@ -343,18 +382,20 @@ public final class Journal: Sendable {
             buffer.reserveCapacity(worstCase)
             var tail = s.tail
             let seed = s.activeSeed
+            let history = try activeHistory(&s)
             let schemaSequence = tail.nextSequence
-            if let newSchema { Self.appendSchemaRecord(newSchema, to: &buffer, seed: seed, tail: &tail) }
+            if let newSchema { Self.appendSchemaRecord(newSchema, to: &buffer, seed: seed, tail: &tail, history: history) }
             let schemaEnd = buffer.count
             // A leftover origin record (a torn shipped append) must not describe this record.
             if let origin = origin ?? (tail.pendingOrigin == nil ? nil : []) {
-                let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin)
+                let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin, history: history)
                 tail.add(rawBytes: origin.count, storedBytes: stored)
                 tail.noteOrigin(type: JournalFormat.RecordType.origin.rawValue, payload: origin)
             }
             let recordStart = buffer.count
             let sequence = tail.nextSequence
-            let (raw, stored, blocks) = record(&buffer, seed, sequence)
+            let appended = record(&buffer, seed, sequence, history)
+            let (raw, stored, blocks) = (appended.raw, appended.stored, appended.blocks)
             tail.add(rawBytes: raw, storedBytes: stored)
             tail.noteOrigin(type: JournalFormat.RecordType.transaction.rawValue, payload: nil)
             tail.end = try writeAtEnd(buffer, blocks, &s)
@@ -369,7 +410,12 @@ public final class Journal: Sendable {
                 }
                 // The bytes just written, shared, not copied: the record is put together on the
                 // shipper's thread (a large save's record is tens of megabytes).
-                s.undelivered.append(ShippedRecord(pieces: [buffer[recordStart...]] + blocks.map { $0[...] }, sequence: sequence, kind: .transaction))
+                if let selfContained = appended.selfContained {
+                    // A record that copies from the segment's history travels self-contained.
+                    s.undelivered.append(ShippedRecord(pieces: [selfContained[...]], sequence: sequence, kind: .transaction))
+                } else {
+                    s.undelivered.append(ShippedRecord(pieces: [buffer[recordStart...]] + blocks.map { $0[...] }, sequence: sequence, kind: .transaction))
+                }
             }
             return Ticket(sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: isSyncDue(s))
         }
@@ -402,12 +448,15 @@ public final class Journal: Sendable {
             throw JournalError(.corrupt, "shipped record \(record.sequence) is a \(record.kind) record; only transactions are appended")
         }
         guard (origin?.count ?? 0) <= 1024 else { throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes") }
-        return try appendRecord(storedBound: record.storedLength, schema: schema, origin: origin) { buffer, seed, sequence in
+        // The shipped payload is written as received; a small one still joins the history.
+        let raw: [UInt8]? = record.rawLength <= JournalFormat.historyRecordLimit ? try record.payload() : nil
+        return try appendRecord(storedBound: record.storedLength, schema: schema, origin: origin) { buffer, seed, sequence, history in
             let start = buffer.count
             buffer.append(contentsOf: record.wire)
             buffer.storeLittleEndian(sequence, at: start + JournalFormat.RecordHeaderField.sequence)
             RecordCodec.reseal(&buffer, at: start, seed: seed)
-            return (raw: record.rawLength, stored: record.storedLength, blocks: [])
+            if let history, let raw { _ = raw.withUnsafeBytes { history.add($0) } }
+            return AppendedRecord(raw: record.rawLength, stored: record.storedLength)
         }
     }
 
@@ -432,9 +481,48 @@ public final class Journal: Sendable {
         }
     }
 
+    /// What an append's record step wrote: the transaction record's raw and stored payload
+    /// lengths, the chunks to write after the buffer, and, for a record that copies from the
+    /// segment's history while records are shipped, its self-contained wire form.
+    struct AppendedRecord {
+        var raw: Int
+        var stored: Int
+        var blocks: [[UInt8]] = []
+        var selfContained: [UInt8]?
+    }
+
+    /// The active segment's history for the next append, rebuilt from the segment's records
+    /// when unknown; nil when the segment has none.
+    private func activeHistory(_ s: inout WriterState) throws(JournalError) -> HistoryEncoder? {
+        switch s.history {
+        case .off: return nil
+        case .ready(let encoder): return encoder
+        case .rebuild:
+            guard s.activeHeader.usesHistory else {
+                s.history = .off
+                return nil
+            }
+            let path = self.path(s.files[s.files.count - 1].name)
+            let bytes = try fs.read(s.activeFD, path, count: Int(s.tail.end), at: 0)
+            let reader = RecordHistory(header: s.activeHeader)
+            _ = RecordCodec.scan(bytes, header: s.activeHeader, end: Int(s.tail.end)) { record in
+                bytes.withUnsafeBytes { _ = reader.note(record, in: $0, file: path) }
+                return true
+            }
+            var encoder: HistoryEncoder?
+            // A segment whose last 64 KiB hold a record that does not decompress goes on
+            // without a history: self-contained records are valid after anything.
+            _ = reader.window { encoder = HistoryEncoder(window: $0) }
+            s.history = encoder.map { .ready($0) } ?? .off
+            return encoder
+        }
+    }
+
     /// Appends to `buffer` the record of a new schema, and counts it in `tail`.
-    static func appendSchemaRecord(_ schema: [UInt8], to buffer: inout [UInt8], seed: UInt32, tail: inout Tail) {
-        let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .schema, payload: schema)
+    static func appendSchemaRecord(
+        _ schema: [UInt8], to buffer: inout [UInt8], seed: UInt32, tail: inout Tail, history: HistoryEncoder? = nil
+    ) {
+        let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .schema, payload: schema, history: history)
         tail.add(rawBytes: schema.count, storedBytes: stored)
         tail.schema = schema
         tail.schemaVersions += 1
@@ -460,6 +548,8 @@ public final class Journal: Sendable {
         } catch {
             s.pendingTruncation = s.tail.end
             try? applyPendingTruncation(&s)
+            // The history took in the records cut off: it is rebuilt from the file.
+            s.history = .rebuild
             throw error
         }
     }
@@ -579,6 +669,7 @@ public final class Journal: Sendable {
                         s.files[s.files.count - 1].size = g.synced.end
                         s.pendingTruncation = g.synced.end
                         try? applyPendingTruncation(&s)
+                        s.history = .rebuild
                         log("fdatasync failed (\(error)); truncated \(path(snapshot.name)) back to \(g.synced.end) bytes")
                     } else {
                         s.broken = JournalError(.needsReopen, "an fdatasync failed (\(error)); acknowledged records may be lost, reopen the journal",
@@ -620,7 +711,8 @@ public final class Journal: Sendable {
         let oldPath = path(s.files[s.files.count - 1].name)
         try fs.fdatasync(s.activeFD, oldPath)
         s.durableBefore = max(s.durableBefore, s.tail.nextSequence)
-        let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence)
+        let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence,
+                                   version: options.logVersion)
         let name = fileName(header.number, .log)
         try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
         do throws(JournalError) { try fs.rename(path(name) + JournalFormat.temporarySuffix, path(name)) } catch {
@@ -653,6 +745,7 @@ public final class Journal: Sendable {
         s.tail.end = Int64(JournalFormat.segmentHeaderSize)
         s.segmentStartTail = s.tail
         s.pendingTruncation = nil
+        s.history = WriterState.freshHistory(for: header)
         log("rolled to segment \(name) at sequence \(header.firstSequence)")
     }
 }
@@ -743,6 +836,26 @@ struct WriterState: Sendable {
     var durableBefore: UInt64 = 0
     /// Records appended but not yet handed to ``JournalOptions/onDurable``, in order.
     var undelivered: [ShippedRecord] = []
+    /// The active segment's compression history (``HistoryEncoder``).
+    var history: WriterHistory = .rebuild
+
+    /// Where the writer stands with the active segment's history.
+    enum WriterHistory: Sendable {
+        /// The segment has none (version 1), or it could not be rebuilt: records are written
+        /// self-contained until the next segment.
+        case off
+        /// Unknown (after open, or after an append was cut off): rebuilt from the segment's
+        /// records before the next append.
+        case rebuild
+        /// Up to date with the segment's last record.
+        case ready(HistoryEncoder)
+    }
+
+    /// The history of a segment just started with `header`.
+    static func freshHistory(for header: SegmentHeader) -> WriterHistory {
+        guard header.usesHistory, let encoder = HistoryEncoder() else { return .off }
+        return .ready(encoder)
+    }
 
     /// Whether records were written since the last fdatasync.
     var isDirty: Bool { lastSynced != (activeHeader.number, tail.end) }

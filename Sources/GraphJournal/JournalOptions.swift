@@ -83,6 +83,12 @@ public struct JournalOptions: Sendable {
     /// one that keeps deliveries in order: hand the records on and return. Nil by default.
     public var onDurable: (@Sendable ([ShippedRecord]) -> Void)?
 
+    /// The format version of the log segments this journal creates: version 2 (records may copy
+    /// from the records before them in their segment) by default; version 1 writes what a
+    /// writer that predates version 2 wrote, for the tests of old stores and of the readers'
+    /// version 1 paths.
+    var logVersion: UInt16 = JournalFormat.formatVersion
+
     /// Creates options.
     ///
     /// - Parameter durability: when records reach stable storage.

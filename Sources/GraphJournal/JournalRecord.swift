@@ -46,7 +46,8 @@ public struct JournalStats: Sendable, Hashable {
     public var storedPayloadBytes: Int64
     /// The sequence number of the last record, 0 for an empty journal.
     public var lastSequence: UInt64
-    /// The on-disk format version.
+    /// The on-disk format version: the highest of the live segments' (1 for a store written
+    /// before version 2 whose active log has not rolled since).
     public var formatVersion: Int
     /// Schema records among the live records.
     public var schemaVersionsSeen: Int

@@ -36,7 +36,8 @@ import Testing
         #expect(journal.openReport.isClean)
 
         // The flags byte on disk: chunks for the large compressible payloads, raw for the
-        // incompressible one (chunks would not be smaller), one block for the small one.
+        // incompressible one (chunks would not be smaller), and for the small one a block that
+        // may copy from the segment's history (a version 2 log).
         var flags: [UInt8] = []
         var read: [[UInt8]] = []
         let report = try Journal.readPayloads(directory: directory) { _, payload in read.append(Array(payload)) }
@@ -44,7 +45,7 @@ import Testing
         #expect(report.problems.isEmpty)
         let bytes = readBytes(directory + "/" + report.files[0])
         for entry in report.entries { flags.append(bytes[Int(entry.offset) + JournalFormat.RecordHeaderField.flags]) }
-        #expect(flags == [JournalFormat.flagChunked, JournalFormat.flagChunked, 0, JournalFormat.flagChunked, JournalFormat.flagCompressed])
+        #expect(flags == [JournalFormat.flagChunked, JournalFormat.flagChunked, 0, JournalFormat.flagChunked, JournalFormat.flagHistory])
         #expect(report.entries.map(\.compressed) == [true, true, false, true, true])
         #expect(report.entries[0].storedLength < payloads[0].count / 4)
     }

@@ -311,8 +311,12 @@ import Testing
 /// the whole-file walk, which decompresses one record at a time, does.
 @Suite struct RecordBatchTests {
     /// 48 records of 20 to 70 KB, most compressible, in one segment.
-    static func writeJournal(_ directory: String) throws {
-        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none))
+    /// Batches exist only in version 1 segments (a version 2 segment's records are decompressed
+    /// in order, through its history), so the journal is written as version 1 unless asked.
+    static func writeJournal(_ directory: String, version: UInt16 = JournalFormat.historyFreeVersion) throws {
+        var options = JournalOptions(durability: .none)
+        options.logVersion = version
+        let journal = try Journal.open(directory: directory, options: options)
         for index in 0..<48 {
             try journal.append(payload(index, count: [20_000, 41_000, 70_000][index % 3], compressible: index % 11 != 5),
                                schema: Array("schema v1".utf8))
@@ -320,10 +324,11 @@ import Testing
         try journal.close()
     }
 
-    @Test func batchesStreamAsWholeFilesDo() throws {
+    @Test(arguments: [JournalFormat.historyFreeVersion, JournalFormat.formatVersion])
+    func batchesStreamAsWholeFilesDo(version: UInt16) throws {
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
-        try Self.writeJournal(directory)
+        try Self.writeJournal(directory, version: version)
         let reference = JournalStreamingReadTests.expectSameWalks(directory)
         #expect(reference.report?.verdict == .clean && reference.delivered.count == 49)
         for stop in [1, 2, 3, 17, 30, 49] {

@@ -161,7 +161,7 @@ import Testing
                 (try? SegmentHeader.parse(raw, file: segment).get())?.seed
             }
             guard let seed else { continue }
-            for record in records where record.compressed {
+            for record in records where record.compressed || record.history {
                 // Claim one byte more than the block decodes to, and re-seal the checksum.
                 bytes.storeLittleEndian(UInt32(record.rawLength + 1), at: record.offset + JournalFormat.RecordHeaderField.rawLength)
                 let crc = bytes.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(record.offset + 4)..<record.end])) }

@@ -29,26 +29,29 @@ public func journalReaderFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt
 enum FuzzReader {
     static let header = SegmentHeader(kind: .log, salt: 0x0123_4567_89AB_CDEF, number: 1, firstSequence: 1)
 
-    /// Scans `records` behind a valid header, decompressing every valid record's payload.
+    /// Scans `records` behind a valid (version 2) header, decompressing every valid record's
+    /// payload in order, through the segment's history.
     static func scanSegment(records: [UInt8]) {
         let segment = header.encoded() + records
+        let history = RecordHistory(header: header)
         segment.withUnsafeBytes { raw in
             let scan = RecordCodec.scan(raw, header: header) { record in
-                _ = RecordCodec.payload(of: record, in: raw, file: "fuzz")
+                _ = history.payload(of: record, in: raw, file: "fuzz")
                 return true
             }
             if scan.validEnd > raw.count { fail("scan ended past the segment") }
         }
     }
 
-    /// Turns bytes into records with valid checksums: each spec is a type byte, a flags byte,
+    /// Turns bytes into records with valid checksums: each spec is a type byte, a flags byte
+    /// (its low two bits choose raw, one block, chunks or a history block),
     /// a 2-byte payload length, a 4-byte raw length, then the payload.
     static func sealed(_ bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         var at = 0
         var sequence: UInt64 = 1
         while at + 8 <= bytes.count {
-            let type = bytes[at], flags = bytes[at + 1] & 0x03
+            let type = bytes[at], flags = [0, JournalFormat.flagCompressed, JournalFormat.flagChunked, JournalFormat.flagHistory][Int(bytes[at + 1] & 0x03)]
             let length = min(Int(bytes[at + 2]) | Int(bytes[at + 3]) << 8, bytes.count - at - 8)
             let raw = UInt32(bytes[at + 4]) | UInt32(bytes[at + 5]) << 8 | UInt32(bytes[at + 6]) << 16 | UInt32(bytes[at + 7] & 0x3F) << 24
             let payload = bytes[(at + 8)..<(at + 8 + length)]

@@ -14,6 +14,7 @@ module CCRC32C {
 MAP
 clang -c -O1 -g -fsanitize=address,fuzzer-no-link -I Sources/CCRC32C/include Sources/CCRC32C/CRC32C.c -o "$out/CRC32C.o"
 swiftc -parse-as-library -module-name GraphJournal -package-name ObjectGraph -swift-version 6 -O -g \
+    -enable-upcoming-feature ExistentialAny -enable-upcoming-feature InternalImportsByDefault \
     -sanitize=fuzzer,address \
     -I Sources/CLZ4 -I "$out/include" \
     $(find Sources/GraphJournal -name "*.swift") Tools/Fuzz/JournalReaderFuzz.swift "$out/CRC32C.o" -llz4 \

@@ -96,13 +96,16 @@ extension Journal {
         g.segment = s.activeHeader.number
         g.synced = s.tail
 
-        let baseHeader = SegmentHeader(kind: .base, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence)
+        // A base is version 1: its records are self-contained, written in one go.
+        let baseHeader = SegmentHeader(kind: .base, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence,
+                                       version: JournalFormat.historyFreeVersion)
         let logNumber = s.nextFileNumber + 1
         // The new files written so far, removed if compaction fails before it switches to them.
         var created: [String] = []
         do throws(JournalError) {
             let baseTail = try writeBase(baseHeader, schema: schema, origin: origin, base: base, created: &created)
-            let logHeader = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: baseTail.nextSequence)
+            let logHeader = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: baseTail.nextSequence,
+                                          version: options.logVersion)
             try writeEmptyLog(logHeader, created: &created)
             try fs.syncDirectory(directory)
             guard proceed() else {
@@ -251,6 +254,7 @@ extension Journal {
         s.files = files
         s.tail = tail
         s.segmentStartTail = tail
+        s.history = WriterState.freshHistory(for: log.header)
         s.nextFileNumber = log.header.number + 1
         s.pendingTruncation = nil
         g.segment = log.header.number

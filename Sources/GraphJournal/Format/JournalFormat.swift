@@ -9,8 +9,15 @@
 enum JournalFormat {
     // MARK: Versions and algorithms
 
-    /// The format version written in every segment header. Readers refuse other versions.
-    static let formatVersion: UInt16 = 1
+    /// The format version written in the header of every new log segment: 2, whose
+    /// transaction records may copy from the records before them (``flagHistory``). Base
+    /// segments are written with ``historyFreeVersion``. Readers read both and refuse others.
+    static let formatVersion: UInt16 = 2
+    /// The version of a segment whose records are all self-contained: every segment written
+    /// before version 2 existed, and every base segment.
+    static let historyFreeVersion: UInt16 = 1
+    /// The segment versions this code reads.
+    static let readableVersions: ClosedRange<UInt16> = 1...2
     /// Checksum algorithm id 1: CRC32C (Castagnoli, reflected polynomial 0x82F63B78).
     static let checksumCRC32C: UInt8 = 1
 
@@ -66,7 +73,11 @@ enum JournalFormat {
     /// Record flag bit 1: the payload is in chunks compressed independently (``ChunkedPayload``):
     /// u32 count, count × u32 stored chunk lengths, then the chunks. Never with bit 0.
     static let flagChunked: UInt8 = 0x02
-    static let knownRecordFlags: UInt8 = flagCompressed | flagChunked
+    /// Record flag bit 2 (version 2 segments, transaction and base records only): the payload
+    /// is one LZ4 block that may copy from the segment's history (``RecordHistory``), the raw
+    /// payloads of the records before it in the segment. Never with bit 0 or 1.
+    static let flagHistory: UInt8 = 0x04
+    static let knownRecordFlags: UInt8 = flagCompressed | flagChunked | flagHistory
 
     // MARK: Limits and policies
 
@@ -77,6 +88,11 @@ enum JournalFormat {
     static let chunkedThreshold = 4 << 20
     /// The raw bytes of each chunk of a chunked payload (the last may be shorter).
     static let chunkSize = 1 << 20
+    /// The raw bytes of the history a record's block may copy from: LZ4's 64 KiB window.
+    static let historyWindow = 1 << 16
+    /// Records of at most this many raw bytes join their segment's history (and may use it);
+    /// larger ones neither join nor use it.
+    static let historyRecordLimit = 1 << 16
     /// The largest payload one record may carry, before and after compression.
     static let maxPayloadSize = 1 << 30
 

@@ -4,6 +4,12 @@ struct SegmentHeader: Sendable, Hashable {
     var salt: UInt64
     var number: UInt64
     var firstSequence: UInt64
+    /// The format version: ``JournalFormat/formatVersion`` for new logs, 1 for bases and for
+    /// segments written before version 2.
+    var version: UInt16 = JournalFormat.formatVersion
+
+    /// Whether the segment's records may use a compression history (``RecordHistory``).
+    var usesHistory: Bool { version >= 2 }
 
     /// The CRC seed of the segment's records.
     var seed: UInt32 { CRC32C.seed(salt: salt) }
@@ -12,7 +18,7 @@ struct SegmentHeader: Sendable, Hashable {
     func encoded() -> [UInt8] {
         typealias F = JournalFormat.SegmentHeaderField
         var bytes = JournalFormat.segmentMagic
-        bytes.appendLittleEndian(JournalFormat.formatVersion)
+        bytes.appendLittleEndian(version)
         bytes.append(JournalFormat.checksumCRC32C)
         bytes.append(kind.rawValue)
         bytes.appendLittleEndian(UInt32(0))
@@ -40,8 +46,8 @@ struct SegmentHeader: Sendable, Hashable {
             return .failure(JournalError(.badHeader, "segment header checksum mismatch", file: file, offset: Int64(F.crc)))
         }
         let version: UInt16 = bytes.littleEndian(at: F.version)
-        guard version == JournalFormat.formatVersion else {
-            return .failure(JournalError(.unsupportedVersion, "format version \(version); this code reads version \(JournalFormat.formatVersion)", file: file, offset: Int64(F.version)))
+        guard JournalFormat.readableVersions.contains(version) else {
+            return .failure(JournalError(.unsupportedVersion, "format version \(version); this code reads versions \(JournalFormat.readableVersions.lowerBound) to \(JournalFormat.readableVersions.upperBound)", file: file, offset: Int64(F.version)))
         }
         guard bytes[F.checksum] == JournalFormat.checksumCRC32C else {
             return .failure(JournalError(.unsupportedVersion, "checksum algorithm \(bytes[F.checksum]) is not CRC32C (1)", file: file, offset: Int64(F.checksum)))
@@ -54,7 +60,7 @@ struct SegmentHeader: Sendable, Hashable {
         }
         return .success(SegmentHeader(
             kind: kind, salt: bytes.littleEndian(at: F.salt), number: bytes.littleEndian(at: F.number),
-            firstSequence: bytes.littleEndian(at: F.firstSequence)))
+            firstSequence: bytes.littleEndian(at: F.firstSequence), version: version))
     }
 
     /// Parses and checks the header at the start of a segment file's bytes held in an array;
@@ -73,6 +79,8 @@ struct ScannedRecord: Sendable, Hashable {
     var compressed: Bool
     /// Chunks (flag bit 1, ``ChunkedPayload``).
     var chunked: Bool = false
+    /// One LZ4 block that may copy from the segment's history (flag bit 2, ``RecordHistory``).
+    var history: Bool = false
     var storedLength: Int
     var rawLength: Int
 
@@ -108,11 +116,14 @@ struct SegmentDamage: Sendable, Hashable {
 enum RecordCodec {
     /// Appends one record to `out`.
     ///
+    /// - Parameter history: the active segment's history (a version 2 log), which the payload
+    ///   joins when it is small enough; a transaction or base payload is then stored as a block
+    ///   compressed against it when that is shorter (flag bit 2). Nil: no history.
     /// - Returns: the number of bytes the payload takes on disk.
     @discardableResult
     static func append(
         to out: inout [UInt8], seed: UInt32, sequence: UInt64,
-        type: JournalFormat.RecordType, payload: UnsafeRawBufferPointer
+        type: JournalFormat.RecordType, payload: UnsafeRawBufferPointer, history: HistoryEncoder? = nil
     ) -> Int {
         typealias F = JournalFormat.RecordHeaderField
         let start = out.count
@@ -126,7 +137,15 @@ enum RecordCodec {
         // Compressed straight into `out`, kept only when smaller than the payload; a large
         // payload in chunks compressed in parallel.
         var stored = 0
-        if payload.count >= JournalFormat.chunkedThreshold {
+        // Every payload that joins the history is added to it, whether its block is kept or not.
+        let historyBlock = history?.add(payload)
+        if let historyBlock, type == .transaction || type == .base {
+            if historyBlock.count < payload.count {
+                out.append(contentsOf: historyBlock)
+                stored = historyBlock.count
+                out[start + F.flags] = JournalFormat.flagHistory
+            }
+        } else if payload.count >= JournalFormat.chunkedThreshold {
             if let chunked = ChunkedPayload.append(payload, to: &out) {
                 stored = chunked
                 out[start + F.flags] = JournalFormat.flagChunked
@@ -152,9 +171,10 @@ enum RecordCodec {
     @discardableResult
     @inline(__always)
     static func append(
-        to out: inout [UInt8], seed: UInt32, sequence: UInt64, type: JournalFormat.RecordType, payload: [UInt8]
+        to out: inout [UInt8], seed: UInt32, sequence: UInt64, type: JournalFormat.RecordType, payload: [UInt8],
+        history: HistoryEncoder? = nil
     ) -> Int {
-        payload.withUnsafeBytes { append(to: &out, seed: seed, sequence: sequence, type: type, payload: $0) }
+        payload.withUnsafeBytes { append(to: &out, seed: seed, sequence: sequence, type: type, payload: $0, history: history) }
     }
 
     /// Appends the header and chunk table of a chunked record whose chunks (`chunked.blocks`)
@@ -204,7 +224,7 @@ enum RecordCodec {
         return .success(ScannedRecord(
             offset: offset, sequence: bytes.littleEndian(at: offset + F.sequence), type: bytes[offset + F.type],
             compressed: flags & JournalFormat.flagCompressed != 0, chunked: flags & JournalFormat.flagChunked != 0,
-            storedLength: storedLength, rawLength: Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))))
+            history: flags & JournalFormat.flagHistory != 0, storedLength: storedLength, rawLength: Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))))
     }
 
     /// A header field no valid record has.
@@ -223,15 +243,19 @@ enum RecordCodec {
     }
 
     /// The checks of the header at `offset` besides its length fitting and its checksum:
-    /// flags (known bits, not both compressions, reserved zero), type, and lengths consistent
+    /// flags (at most one storage bit, the history only on transaction and base records, reserved
+    /// zero), type, and lengths consistent
     /// with the flags. ``record(in:at:seed:end:)`` makes them after the checksum (a failure
     /// then is a writer's, not a torn write); ``isPlausibleHeader(in:at:end:)`` before it.
     private static func fieldProblem(in bytes: UnsafeRawBufferPointer, at offset: Int, storedLength: Int) -> FieldProblem? {
         typealias F = JournalFormat.RecordHeaderField
         let flags = bytes[offset + F.flags]
-        guard flags & ~JournalFormat.knownRecordFlags == 0, flags != JournalFormat.knownRecordFlags,
-              bytes.littleEndian(at: offset + F.reserved, as: UInt16.self) == 0 else { return .flags(flags) }
         let type = bytes[offset + F.type]
+        // At most one storage bit; the history only for transaction and base records.
+        let single = flags == 0 || flags == JournalFormat.flagCompressed || flags == JournalFormat.flagChunked
+            || (flags == JournalFormat.flagHistory
+                && (type == JournalFormat.RecordType.transaction.rawValue || type == JournalFormat.RecordType.base.rawValue))
+        guard single, bytes.littleEndian(at: offset + F.reserved, as: UInt16.self) == 0 else { return .flags(flags) }
         guard JournalFormat.RecordType(rawValue: type) != nil || JournalFormat.skippableRecordTypes.contains(type) else {
             return .type(type)
         }
@@ -343,9 +367,14 @@ enum RecordCodec {
         return SegmentDamage(offset: offset, reason: reason, resyncOffset: resync, recordsAfter: count)
     }
 
-    /// The payload of a valid record, decompressed.
-    static func payload(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String) -> Result<[UInt8], JournalError> {
-        let stored = UnsafeRawBufferPointer(rebasing: bytes[record.payloadRange])
+    /// The payload of a valid record, decompressed on its own: a record that uses its segment's
+    /// history is an error here (``RecordHistory`` reads those).
+    ///
+    /// - Parameter base: the file offset of `bytes`' first byte.
+    static func payload(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, base: Int = 0) -> Result<[UInt8], JournalError> {
+        let range = record.payloadRange
+        let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
+        if record.history { return .failure(historyProblem(of: record, file: file)) }
         if record.chunked {
             var problem: String?
             let payload = [UInt8](unsafeUninitializedCapacity: record.rawLength) { buffer, initialized in
@@ -370,6 +399,12 @@ enum RecordCodec {
         bytes.withUnsafeBytes { payload(of: record, in: $0, file: file) }
     }
 
+    /// The error of a record that uses a history where none is kept: in a version 1 segment, or
+    /// larger than the records that join a history.
+    static func historyProblem(of record: ScannedRecord, file: String) -> JournalError {
+        decompressionProblem(of: record, "it copies from its segment's history (flag 0x4), which a version 1 segment or a record over \(JournalFormat.historyRecordLimit) bytes has not", file: file)
+    }
+
     /// The error of a valid record whose payload does not decompress; `problem` says why.
     static func decompressionProblem(of record: ScannedRecord, _ problem: String, file: String) -> JournalError {
         JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(problem)",
@@ -388,6 +423,7 @@ enum RecordCodec {
     ) -> JournalError? {
         let range = record.payloadRange
         let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
+        if record.history { return historyProblem(of: record, file: file) }
         guard record.compressed || record.chunked else {
             body(stored)
             return nil

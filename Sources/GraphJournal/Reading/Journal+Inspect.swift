@@ -17,7 +17,8 @@ public struct JournalReport: Sendable, Hashable {
         public var storedLength: Int
         /// Payload bytes after decompression.
         public var rawLength: Int
-        /// Whether the payload is compressed: one LZ4 block, or LZ4 chunks (a large payload).
+        /// Whether the payload is compressed: one LZ4 block (on its own or against the segment's
+        /// history), or LZ4 chunks (a large payload).
         public var compressed: Bool
 
         /// The offset just past the record in its file (header and stored payload): where the
@@ -72,7 +73,9 @@ public struct JournalReport: Sendable, Hashable {
     public var entries: [Entry] = []
     /// Every problem found.
     public var problems: [Problem] = []
-    /// The format version of the segments.
+    /// The format version of the segments: the highest of the live segments' headers (1 for a
+    /// store written before version 2, or whose logs have not rolled since), or the version
+    /// this code writes when no header could be read.
     public var formatVersion = Int(JournalFormat.formatVersion)
 
     /// ``Verdict/corrupt`` if any problem is corruption, else ``Verdict/tornTailOnly`` if there

@@ -59,6 +59,11 @@ struct PayloadWalk {
     private var next = RecordBatch()
     /// The payload lent to `body`, reset from record to record.
     private let payload = JournalPayload()
+    /// The compression history of the file being walked: in a version 2 segment every record
+    /// is decompressed through it, in order, none in a batch.
+    private var history: RecordHistory?
+    /// The highest format version of the segment headers read so far.
+    private var highestVersion: UInt16?
 
     /// Reads the directory and MANIFEST and judges the unlisted files; walks nothing yet.
     ///
@@ -126,6 +131,7 @@ struct PayloadWalk {
     private func finishedReport() -> JournalReport {
         var report = report
         report.files = chain
+        if let highestVersion { report.formatVersion = Int(highestVersion) }
         for name in adopted {
             report.problems.append(.init(kind: .unlistedSegment, file: name, offset: nil, bytes: nil, recordsAfter: 0,
                                          message: "not listed in MANIFEST but continues the sequence (a crash before MANIFEST was rewritten, or an older MANIFEST): open adds it to MANIFEST with its records"))
@@ -186,8 +192,10 @@ struct PayloadWalk {
         nextSequence = nil
     }
 
-    /// Reports a header that does not match the file's name or its predecessor.
+    /// Reports a header that does not match the file's name or its predecessor, and notes its
+    /// format version.
     private mutating func check(_ header: SegmentHeader) {
+        highestVersion = max(highestVersion ?? 0, header.version)
         let name = file.name
         let expectedKind: JournalFormat.SegmentKind = name.hasSuffix("." + JournalFormat.logExtension) ? .log : .base
         if header.kind != expectedKind || header.number != fileNumber(name) {
@@ -217,6 +225,7 @@ struct PayloadWalk {
                 return
             }
             check(header)
+            history = RecordHistory(header: header)
         }
         let scan = RecordCodec.scan(
             raw, header: header, from: resume?.offset ?? JournalFormat.segmentHeaderSize,
@@ -242,6 +251,8 @@ struct PayloadWalk {
             return
         }
         check(header)
+        history = RecordHistory(header: header)
+        let inOrder = header.usesHistory
         var offset = JournalFormat.segmentHeaderSize
         var sequence = header.firstSequence
         while offset < size {
@@ -252,7 +263,7 @@ struct PayloadWalk {
                 return
             }
             current.removeAll()
-            guard current.admits(record) else {
+            guard !inOrder, current.admits(record) else {
                 sequence += 1
                 if !deliver(record, in: bytes.bytes, at: bytes.start) { break }
                 offset = record.end
@@ -366,8 +377,13 @@ struct PayloadWalk {
         let entry = JournalReport.Entry(record, file: file.name)
         report.entries.append(entry)
         var problem: String?
-        if record.chunked && streamingChunks {
+        let joinsHistory = history.map { $0.enabled && record.rawLength <= JournalFormat.historyRecordLimit } ?? false
+        if record.chunked && streamingChunks && !joinsHistory {
             problem = lendChunks(of: record, entry, in: bytes, at: base)
+        } else if let history, history.enabled {
+            problem = history.withPayload(of: record, in: bytes, at: base, file: file.name, buffer: payloadBuffer) { bytes in
+                lend(bytes, entry)
+            }?.message
         } else if let decoded {
             switch decoded {
             case .success(let bytes): lend(bytes, entry)
@@ -424,6 +440,6 @@ extension JournalReport.Entry {
         self.init(file: file, offset: Int64(record.offset), sequence: record.sequence,
                   kind: JournalRecord.Kind(recordType: record.type), type: record.type,
                   storedLength: record.storedLength, rawLength: record.rawLength,
-                  compressed: record.compressed || record.chunked)
+                  compressed: record.compressed || record.chunked || record.history)
     }
 }

@@ -16,7 +16,9 @@ internal import Synchronization
 /// the first batch of a window, which nothing precedes, is decompressed on every core at once
 /// (``decode(_:at:)``).
 ///
-/// Only records with a one-block or raw payload join a batch; a chunked one is lent on its own
+/// Only records with a one-block or raw payload join a batch, and only in a segment without a
+/// history (version 1): a record that may copy from the ones before it is decompressed after
+/// them, in order, by ``RecordHistory``; a chunked one is lent on its own
 /// (its chunks are decompressed in parallel already). A record that does not decompress keeps
 /// its error, which is reported when it is lent, in order, as when it is decompressed alone.
 ///
@@ -73,7 +75,7 @@ final class RecordBatch {
 
     /// Whether `record` may join: its payload is raw or one block that fits what is left.
     func admits(_ record: ScannedRecord) -> Bool {
-        !record.chunked && records.count < Self.recordLimit && (!record.compressed || rawBytes + record.rawLength <= Self.rawLimit)
+        !record.chunked && !record.history && records.count < Self.recordLimit && (!record.compressed || rawBytes + record.rawLength <= Self.rawLimit)
     }
 
     /// Adds a record that ``admits(_:)`` accepted.

@@ -293,7 +293,8 @@ struct JournalOpener {
                 throw JournalError(.corrupt, "MANIFEST is missing but \(name) holds records; restore MANIFEST or move the segments away", file: path(JournalFormat.manifestFileName))
             }
         }
-        let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: 1)
+        let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: 1,
+                                   version: options.logVersion)
         let name = fileName(header.number, .log)
         nextFileNumber += 1
         try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
@@ -346,7 +347,8 @@ struct JournalOpener {
 
         var kept = files
         if kept.last?.header.kind != .log {
-            let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: tail.nextSequence)
+            let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: tail.nextSequence,
+                                       version: options.logVersion)
             let name = fileName(header.number, .log)
             nextFileNumber += 1
             try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())

@@ -50,7 +50,21 @@ public struct ShippedRecord: Sendable, Hashable {
         guard let kind = JournalRecord.Kind(recordType: record.type) else {
             throw JournalError(.corrupt, "shipped record \(record.sequence) has type \(record.type), which is not shipped")
         }
+        guard !record.history else {
+            throw JournalError(.corrupt, "shipped record \(record.sequence) copies from its segment's history (flag 0x4); shipped records are self-contained")
+        }
         self.sequence = record.sequence
+        self.kind = kind
+        self.byteCount = wire.count
+        self.storage = WireStorage(wire: wire)
+    }
+
+    /// Makes the self-contained wire form of a record whose raw payload is `payload`: compressed
+    /// on its own, as a version 1 segment's writer would store it.
+    init(payload: [UInt8], sequence: UInt64, type: JournalFormat.RecordType, kind: JournalRecord.Kind) {
+        var wire: [UInt8] = []
+        RecordCodec.append(to: &wire, seed: Self.wireSeed, sequence: sequence, type: type, payload: payload)
+        self.sequence = sequence
         self.kind = kind
         self.byteCount = wire.count
         self.storage = WireStorage(wire: wire)
@@ -161,8 +175,13 @@ extension Journal {
     /// - Throws: what `body` throws, or ``JournalError`` if a file cannot be read or no longer
     ///   matches what `open` checked.
     public func forEachShippedRecord(after sequence: UInt64, _ body: (ShippedRecord) throws -> Void) throws {
-        try walkLiveRecords { record, bytes, _, _ in
+        try walkLiveRecords { record, bytes, _, _, payload in
             guard record.sequence > sequence, let kind = JournalRecord.Kind(recordType: record.type) else { return }
+            if record.history, let type = JournalFormat.RecordType(rawValue: record.type) {
+                // It copies from the records before it in its segment: it travels self-contained.
+                try body(ShippedRecord(payload: try payload().get(), sequence: record.sequence, type: type, kind: kind))
+                return
+            }
             try body(ShippedRecord(
                 segmentRecord: UnsafeRawBufferPointer(rebasing: bytes[record.offset..<record.end]), sequence: record.sequence, kind: kind))
         }
