@@ -722,7 +722,7 @@ struct ToolLinkTests {
     @Test func theWorkedExampleHasTheBytesTheFormatDocumentShows() throws {
         let dir = try Self.writeWorkedExample()
         let entries = try Journal.inspect(directory: dir.path).entries
-        #expect(entries.map { "\($0.offset) \($0.rawLength) \($0.storedLength) \($0.compressed)" } == ["48 104 80 true", "152 40 40 false", "216 13 13 false"])
+        #expect(entries.map { "\($0.offset) \($0.rawLength) \($0.storedLength) \($0.compressed)" } == ["48 104 80 true", "152 40 40 false", "216 13 12 true"])
         let records = try Self.payloads(dir)
         #expect(records.map(\.kind) == [.schema, .transaction, .transaction])
         #expect(Self.hex(records[0].payload) == """
