@@ -53,4 +53,8 @@ public struct FetchDescriptor<T: Entity>: Sendable {
     /// Internal switch for tests: `false` forces Foundation's evaluation of every predicate and
     /// sort key, so the direct storage paths can be checked against it.
     var allowsStorageEvaluation = true
+
+    /// Internal switch for tests: `false` keeps the fetch from using secondary indexes, so the
+    /// indexed paths can be checked against the scan.
+    var allowsIndexes = true
 }

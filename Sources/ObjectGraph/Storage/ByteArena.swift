@@ -199,6 +199,37 @@ struct ArenaBytes {
         return (c != 0 ? c < 0 : stored.count < utf8.count) ? .less : .greater
     }
 
+    /// How the strings at `a` and `b` order under Swift's `String` semantics (canonical
+    /// equivalence, Unicode scalar order): -1, 0 or 1. The bytes decide when they are equal or
+    /// both ASCII; otherwise both are decoded and compared as `String`s. `ArenaRef(0)` is the
+    /// empty string.
+    func stringOrder(_ a: ArenaRef, _ b: ArenaRef) -> Int {
+        let x = bytes(a), y = bytes(b)
+        let n = min(x.count, y.count)
+        var c: Int32 = 0
+        if n > 0, let xb = x.baseAddress, let yb = y.baseAddress { c = memcmp(xb, yb, n) }
+        if c == 0 && x.count == y.count { return 0 }
+        if Self.isASCII(x) && Self.isASCII(y) {
+            if c != 0 { return c < 0 ? -1 : 1 }
+            return x.count < y.count ? -1 : 1
+        }
+        let s = string(a), t = string(b)
+        return s < t ? -1 : (s == t ? 0 : 1)
+    }
+
+    /// How the string at `ref` orders against a constant under Swift's `String` semantics:
+    /// -1, 0 or 1 (``stringOrder(_:_:)`` against a constant).
+    func stringOrder(_ ref: ArenaRef, against utf8: [UInt8], utf8IsASCII: Bool, string: String) -> Int {
+        switch byteOrder(of: ref, against: utf8, utf8IsASCII: utf8IsASCII) {
+        case .equal: return 0
+        case .less: return -1
+        case .greater: return 1
+        case .undecided:
+            let s = self.string(ref)
+            return s < string ? -1 : (s == string ? 0 : 1)
+        }
+    }
+
     /// The answer of ``byteOrder(of:against:utf8IsASCII:)``: how stored bytes order against
     /// a constant.
     enum ByteOrder {

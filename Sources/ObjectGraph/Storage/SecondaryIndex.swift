@@ -1,0 +1,313 @@
+/// How the cells of an index key's attribute order (``SecondaryIndex``).
+enum IndexKeyKind: Sendable {
+    /// Signed integers, as `Int64`.
+    case signed
+    /// Unsigned integers, as `UInt64`.
+    case unsigned
+    /// `Double`, and `Date` as its seconds since the reference date.
+    case double
+    /// `Float`, widened to `Double`.
+    case float
+    /// `Bool`: `false` before `true`.
+    case bool
+    /// `String`, under Swift's `String` comparison (canonical equivalence, scalar order).
+    case string
+
+    init(_ type: AttributeType) {
+        switch type {
+        case .int8, .int16, .int32, .int64: self = .signed
+        case .uint8, .uint16, .uint32, .uint64: self = .unsigned
+        case .double, .date: self = .double
+        case .float: self = .float
+        case .bool: self = .bool
+        case .string, .data, .uuid, .url: self = .string
+        }
+    }
+}
+
+/// A value an index key is compared with: the order key of a fixed-size value
+/// (``SecondaryIndex/orderKey(_:_:)``), or a string constant.
+enum IndexProbe {
+    case fixed(UInt64)
+    case string(StorageCondition.StringConstant)
+}
+
+/// One declared non-unique index (``IndexDescription``): the entity's live rows ordered by
+/// (key, row), in memory only.
+///
+/// Kept cheap to maintain: a change of a row's key does not move it. The row is marked *dirty*
+/// instead (``touch(_:)``), and stays in ``sorted`` at a place that may no longer fit its key.
+/// A lookup binary-searches ``sorted`` comparing only clean entries, and checks the dirty rows
+/// one by one. At the lookup after more than ``refreshBound`` rows became dirty, the index is
+/// brought up to date: the dirty rows are dropped, sorted, and placed by binary search among
+/// the clean ones (O(n + d log n)). Past ``abandonBound`` dirty rows (a bulk import) the index
+/// stops tracking and is rebuilt from the table at its next lookup, so an import pays one
+/// comparison per new row and the first fetch pays the sort.
+///
+/// Rows stay in the index while they are deleted in the pending transaction (the committed
+/// view still sees them); visibility is checked per lookup, like a scan does. A freed row is
+/// dirty until the next refresh drops it.
+final class SecondaryIndex {
+    let description: IndexDescription
+    /// The key attributes' slots, most significant first.
+    let slots: [Int]
+    let kinds: [IndexKeyKind]
+    let optional: [Bool]
+    /// Whether ``sorted`` is the index (up to its dirty rows); false: rebuilt at the next lookup.
+    var isBuilt = false
+    /// Live rows in (key, row) order, except that dirty rows may be anywhere (or freed).
+    @exclusivity(unchecked) var sorted: [Int32] = []
+    /// Per row, 1 when the row is in ``dirty``; rows past its end are clean.
+    @exclusivity(unchecked) var marks: [UInt8] = []
+    /// The rows whose key may have changed since ``sorted`` was brought up to date.
+    @exclusivity(unchecked) var dirty: [Int32] = []
+
+    init(description: IndexDescription, slots: [Int], entity: EntityDescription) {
+        self.description = description
+        self.slots = slots
+        kinds = slots.map { IndexKeyKind(entity.attributes[$0].type) }
+        optional = slots.map { entity.attributes[$0].isOptional }
+    }
+
+    /// Dirty rows a lookup tolerates before bringing ``sorted`` up to date.
+    var refreshBound: Int { max(1024, sorted.count / 64) }
+    /// Dirty rows past which tracking them costs more than rebuilding.
+    var abandonBound: Int { max(4096, sorted.count / 4) }
+
+    @inline(__always)
+    func isDirty(_ row: Int) -> Bool { row < marks.count && marks[row] != 0 }
+
+    /// Notes that `row`'s key may have changed (or the row was allocated or freed).
+    @inline(__always)
+    func touch(_ row: Int) {
+        guard isBuilt, !isDirty(row) else { return }
+        mark(row)
+    }
+
+    private func mark(_ row: Int) {
+        if row >= marks.count { marks.append(contentsOf: repeatElement(0, count: max(row + 1, marks.count * 2) - marks.count)) }
+        marks[row] = 1
+        dirty.append(Int32(row))
+        if dirty.count > abandonBound { discard() }
+    }
+
+    /// Forgets the index; the next lookup rebuilds it from the table.
+    func discard() {
+        isBuilt = false
+        sorted = []
+        marks = []
+        dirty = []
+    }
+
+    /// The order key of a fixed-size cell of `kind`: unsigned integers that order as the
+    /// values do. `-0.0` and `0.0` share a key (they are equal), NaNs come after `+infinity`.
+    @inline(__always)
+    static func orderKey(_ bits: UInt64, _ kind: IndexKeyKind) -> UInt64 {
+        switch kind {
+        case .signed: return bits ^ (1 << 63)
+        case .unsigned: return bits
+        case .bool: return bits != 0 ? 1 : 0
+        case .double: return orderKey(double: Double(bitPattern: bits))
+        case .float: return orderKey(double: Double(Float(bitPattern: UInt32(truncatingIfNeeded: bits))))
+        case .string: return 0
+        }
+    }
+
+    /// ``orderKey(_:_:)`` of a `Double`.
+    @inline(__always)
+    static func orderKey(double d: Double) -> UInt64 {
+        if d.isNaN { return .max }
+        if d == 0 { return 1 << 63 }
+        let b = d.bitPattern
+        return b & (1 << 63) != 0 ? ~b : b | (1 << 63)
+    }
+}
+
+/// The keys of an index's rows, read from the table's columns and arena for the span of one
+/// closure (``EntityTable/withKeys(of:_:)``).
+struct IndexKeyReader {
+    let index: SecondaryIndex
+    let columns: ColumnsHandle
+    let arena: ArenaBytes
+
+    /// How row `a`'s key attribute `i` orders against row `b`'s: -1, 0 or 1. An unset
+    /// optional attribute comes first; an unset non-optional one reads as its type's zero
+    /// value (the empty string), as in a predicate.
+    @inline(__always)
+    func compare(_ a: Int, _ b: Int, at i: Int) -> Int {
+        let slot = index.slots[i]
+        let an = columns.isNull(row: a, slot: slot), bn = columns.isNull(row: b, slot: slot)
+        if index.optional[i] && (an || bn) { return an == bn ? 0 : (an ? -1 : 1) }
+        let x = an ? 0 : columns.cell(row: a, slot: slot), y = bn ? 0 : columns.cell(row: b, slot: slot)
+        let kind = index.kinds[i]
+        if kind == .string { return x == y ? 0 : arena.stringOrder(ArenaRef(x), ArenaRef(y)) }
+        let kx = SecondaryIndex.orderKey(x, kind), ky = SecondaryIndex.orderKey(y, kind)
+        return kx < ky ? -1 : (kx == ky ? 0 : 1)
+    }
+
+    /// How row `a`'s whole key orders against row `b`'s.
+    @inline(__always)
+    func compareKeys(_ a: Int, _ b: Int) -> Int {
+        for i in 0..<index.slots.count {
+            let c = compare(a, b, at: i)
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    /// The index order: by key, then by row.
+    @inline(__always)
+    func less(_ a: Int32, _ b: Int32) -> Bool {
+        let c = compareKeys(Int(a), Int(b))
+        return c < 0 || (c == 0 && a < b)
+    }
+
+    /// How `row`'s first `probes.count` key attributes order against `probes`: -1, 0 or 1.
+    /// An unset optional attribute orders before every probe.
+    @inline(__always)
+    func compare(_ row: Int, _ probes: [IndexProbe]) -> Int {
+        for (i, probe) in probes.enumerated() {
+            let slot = index.slots[i]
+            let isNull = columns.isNull(row: row, slot: slot)
+            if isNull && index.optional[i] { return -1 }
+            let x = isNull ? 0 : columns.cell(row: row, slot: slot)
+            let c: Int
+            switch probe {
+            case .fixed(let k):
+                let kx = SecondaryIndex.orderKey(x, index.kinds[i])
+                c = kx < k ? -1 : (kx == k ? 0 : 1)
+            case .string(let k):
+                c = arena.stringOrder(ArenaRef(x), against: k.utf8, utf8IsASCII: k.isASCII, string: k.string)
+            }
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    /// The first position `p` in `range` of the index's ``SecondaryIndex/sorted`` such that
+    /// every clean entry before `p` satisfies `isBefore` and no clean entry from `p` on does
+    /// (`isBefore` must hold for a prefix of the clean entries). Dirty entries are skipped:
+    /// their place says nothing about their key.
+    func partition(_ range: Range<Int>, _ isBefore: (Int32) -> Bool) -> Int {
+        let sorted = index.sorted
+        var lo = range.lowerBound, hi = range.upperBound
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            var m = mid
+            while m < hi && index.isDirty(Int(sorted[m])) { m += 1 }
+            if m == hi {
+                hi = mid
+            } else if isBefore(sorted[m]) {
+                lo = m + 1
+            } else {
+                hi = mid
+            }
+        }
+        return lo
+    }
+}
+
+extension EntityTable {
+    /// Runs `body` with a reader of `index`'s keys. Runs no user code; nothing may append to
+    /// the arena inside.
+    func withKeys<R>(of index: SecondaryIndex, _ body: (IndexKeyReader) -> R) -> R {
+        read { columns in arena.read { arena in body(IndexKeyReader(index: index, columns: columns, arena: arena)) } }
+    }
+
+    /// Makes `index` ready for a lookup: built, and with at most ``SecondaryIndex/refreshBound``
+    /// dirty rows.
+    func prepare(_ index: SecondaryIndex) {
+        if !index.isBuilt {
+            var rows: [Int32] = []
+            rows.reserveCapacity(liveCount)
+            for row in 0..<rowCount where flags[row] & Flags.live != 0 { rows.append(Int32(row)) }
+            sortByKey(&rows, index)
+            index.sorted = rows
+            index.marks = []
+            index.dirty = []
+            index.isBuilt = true
+        } else if index.dirty.count > index.refreshBound {
+            refresh(index)
+        }
+    }
+
+    /// Brings `index.sorted` up to date: drops the dirty rows and puts back the live ones at
+    /// their places, each found by binary search among the clean entries.
+    func refresh(_ index: SecondaryIndex) {
+        var added = index.dirty.filter { Int($0) < rowCount && flags[Int($0)] & Flags.live != 0 }
+        sortByKey(&added, index)
+        let kept = index.sorted.filter { !index.isDirty(Int($0)) }
+        for r in index.dirty { index.marks[Int(r)] = 0 }
+        index.dirty = []
+        guard !added.isEmpty else {
+            index.sorted = kept
+            return
+        }
+        var merged: [Int32] = []
+        merged.reserveCapacity(kept.count + added.count)
+        withKeys(of: index) { keys in
+            var from = 0
+            for r in added {
+                // The first kept entry that comes after `r` (kept entries are all clean now).
+                var lo = from, hi = kept.count
+                while lo < hi {
+                    let mid = (lo + hi) >> 1
+                    if keys.less(kept[mid], r) { lo = mid + 1 } else { hi = mid }
+                }
+                merged.append(contentsOf: kept[from..<lo])
+                merged.append(r)
+                from = lo
+            }
+            merged.append(contentsOf: kept[from...])
+        }
+        index.sorted = merged
+    }
+
+    /// Sorts `rows` (live rows, distinct) into `index`'s (key, row) order.
+    func sortByKey(_ rows: inout [Int32], _ index: SecondaryIndex) {
+        if index.slots.count == 1 && index.kinds[0] != .string {
+            // One fixed-size key: sort (order key, row) pairs, no reads of the table while sorting.
+            let slot = index.slots[0], kind = index.kinds[0], optional = index.optional[0]
+            var unset: [Int32] = []
+            var pairs: [(key: UInt64, row: Int32)] = []
+            pairs.reserveCapacity(rows.count)
+            read { columns in
+                for r in rows {
+                    let isNull = columns.isNull(row: Int(r), slot: slot)
+                    if isNull && optional {
+                        unset.append(r)
+                    } else {
+                        pairs.append((SecondaryIndex.orderKey(isNull ? 0 : columns.cell(row: Int(r), slot: slot), kind), r))
+                    }
+                }
+            }
+            unset.sort()
+            pairs.sort { $0.key != $1.key ? $0.key < $1.key : $0.row < $1.row }
+            rows = unset
+            rows.append(contentsOf: pairs.lazy.map(\.row))
+            return
+        }
+        withKeys(of: index) { keys in rows.sort { keys.less($0, $1) } }
+    }
+
+    // MARK: Maintenance hooks
+
+    /// Notes a possible change of `row`'s key in every index `slot` belongs to.
+    @inline(__always)
+    func touchIndexes(row: Int, slot: Int) {
+        if secondaryIndexes.isEmpty { return }
+        for i in secondaryBySlot[slot] { secondaryIndexes[i].touch(row) }
+    }
+
+    /// Notes a possible change of `row`'s key in every index (the row was allocated, freed or
+    /// restored as a whole).
+    @inline(__always)
+    func touchIndexes(row: Int) {
+        for index in secondaryIndexes { index.touch(row) }
+    }
+
+    /// Forgets every index; each is rebuilt at its next lookup (after replay).
+    func discardSecondaryIndexes() {
+        for index in secondaryIndexes { index.discard() }
+    }
+}
