@@ -70,9 +70,19 @@ final class SecondaryIndex {
     }
 
     /// Dirty rows a lookup tolerates before bringing ``sorted`` up to date.
-    var refreshBound: Int { max(1024, sorted.count / 64) }
+    var refreshBound: Int { max(Self.minimumRefreshBound, sorted.count / 64) }
     /// Dirty rows past which tracking them costs more than rebuilding.
-    var abandonBound: Int { max(4096, sorted.count / 4) }
+    var abandonBound: Int { max(Self.minimumAbandonBound, sorted.count / 4) }
+
+    #if DEBUG
+    // Small in debug builds, so that tests with a few hundred objects go through every state
+    // (dirty rows searched, refreshed, abandoned); fetch results do not depend on them.
+    static let minimumRefreshBound = 8
+    static let minimumAbandonBound = 48
+    #else
+    static let minimumRefreshBound = 1024
+    static let minimumAbandonBound = 4096
+    #endif
 
     @inline(__always)
     func isDirty(_ row: Int) -> Bool { row < marks.count && marks[row] != 0 }
