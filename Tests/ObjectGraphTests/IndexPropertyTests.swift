@@ -20,7 +20,7 @@ struct IndexPropertyTests {
     }
 
     static let strings = [
-        "", "a", "b", "caf\u{E9}", "cafe\u{301}", "cafe", "cafz", "Z", "\u{E4}", "a\u{308}", "libs", "net", "web", "x y",
+        "", "a", "b", "a section name longer than sixteen bytes", "a section name longer than sixteen bytez", "caf\u{E9}", "cafe\u{301}", "cafe", "cafz", "Z", "\u{E4}", "a\u{308}", "libs", "net", "web", "x y",
     ]
     static let prices: [Double] = [-100, -2.5, -0.0, 0, 1, 1.5, 3, 100, .infinity, -.infinity]
     static let ratings: [Float?] = [nil, -1, 0, 0.5, 2]

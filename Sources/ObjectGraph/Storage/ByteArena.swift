@@ -230,6 +230,20 @@ struct ArenaBytes {
         }
     }
 
+    /// The first 16 bytes at `ref` as two big-endian words (zero-padded), whether all the
+    /// bytes are ASCII and none is NUL (then the words order as the strings do, up to their
+    /// 16th byte), and whether there are at most 16 bytes.
+    func prefixWords(_ ref: ArenaRef) -> (high: UInt64, low: UInt64, plainASCII: Bool, short: Bool) {
+        let b = bytes(ref)
+        var high: UInt64 = 0, low: UInt64 = 0
+        for i in 0..<min(16, b.count) {
+            if i < 8 { high |= UInt64(b[i]) << UInt64(56 - 8 * i) } else { low |= UInt64(b[i]) << UInt64(56 - 8 * (i - 8)) }
+        }
+        var plain = Self.isASCII(b)
+        if plain { for byte in b where byte == 0 { plain = false; break } }
+        return (high, low, plain, b.count <= 16)
+    }
+
     /// The answer of ``byteOrder(of:against:utf8IsASCII:)``: how stored bytes order against
     /// a constant.
     enum ByteOrder {
