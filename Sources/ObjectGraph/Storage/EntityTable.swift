@@ -97,6 +97,9 @@ final class EntityTable {
     /// the ones a slot is a key of.
     let secondaryIndexes: [SecondaryIndex]
     let secondaryBySlot: [[Int]]
+    /// Bit `s` for each slot `s` below 64 that a secondary index keys, and bit 63 also for
+    /// every slot from 63 on that one keys: a set of another slot skips the index hook at once.
+    let secondarySlotMask: UInt64
 
     /// The entity's relationships, resolved against the context's schema.
     let relationships: [ResolvedRelationship]
@@ -172,6 +175,9 @@ final class EntityTable {
         var secondaryBySlot = Array(repeating: [Int](), count: entity.attributes.count)
         for (i, index) in secondaryIndexes.enumerated() { for s in index.slots { secondaryBySlot[s].append(i) } }
         self.secondaryBySlot = secondaryBySlot
+        var secondaryMask: UInt64 = 0
+        for (s, indexes) in secondaryBySlot.enumerated() where !indexes.isEmpty { secondaryMask |= 1 << UInt64(min(s, 63)) }
+        secondarySlotMask = secondaryMask
         relationships = context.schema.relationships.indices.contains(index) ? context.schema.relationships[index] : []
         var references = Array(repeating: ReferenceIndex?.none, count: entity.attributes.count)
         for r in relationships where r.slot >= 0 && r.inverseIsToMany { references[r.slot] = ReferenceIndex(slot: r.slot) }

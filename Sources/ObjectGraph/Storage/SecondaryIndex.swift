@@ -434,7 +434,7 @@ extension EntityTable {
     /// Notes a possible change of `row`'s key in every index `slot` belongs to.
     @inline(__always)
     func touchIndexes(row: Int, slot: Int) {
-        if secondaryIndexes.isEmpty { return }
+        if secondarySlotMask & (1 << UInt64(min(slot, 63))) == 0 { return }
         for i in secondaryBySlot[slot] { secondaryIndexes[i].touch(row) }
     }
 
