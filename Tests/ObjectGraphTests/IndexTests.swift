@@ -241,3 +241,54 @@ struct IndexTests {
         #expect(try sameAsScan(follower, FetchDescriptor<Listing>(predicate: #Predicate { $0.section >= "s1" })).count == 42)
     }
 }
+
+/// A hand-written entity "Tag" without an index, and the same entity with one: the journal
+/// cannot tell them apart.
+final class PlainTag: Entity {
+    var _backing = ObjectBacking(entity: PlainTag.entityDescription)
+    static let entityDescription = EntityDescription(
+        name: "Tag", type: PlainTag.self, attributes: [.attribute("label", String.self)], keyPaths: [\PlainTag.label])
+    init(_backing: ObjectBacking) { self._backing = _backing }
+    var label: String {
+        get { _backing.get(0, as: String.self) }
+        set { _backing.set(0, newValue) }
+    }
+}
+
+final class IndexedTag: Entity {
+    var _backing = ObjectBacking(entity: IndexedTag.entityDescription)
+    static let entityDescription = EntityDescription(
+        name: "Tag", type: IndexedTag.self, attributes: [.attribute("label", String.self)], keyPaths: [\IndexedTag.label],
+        indexes: [IndexDescription(["label"])])
+    init(_backing: ObjectBacking) { self._backing = _backing }
+    var label: String {
+        get { _backing.get(0, as: String.self) }
+        set { _backing.set(0, newValue) }
+    }
+}
+
+@Suite("Secondary indexes are not stored")
+struct IndexStorageTests {
+    @Test func addingOrRemovingAnIndexNeedsNoMigration() throws {
+        let dir = temporaryStoreDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        do {
+            let store = try ObjectStore.open(at: dir, schema: try Schema(PlainTag.self))
+            for i in 0..<90 { try store.context.insert(PlainTag.self).label = "t\(i % 9)" }
+            try store.context.save()
+            try store.close()
+        }
+        do {
+            let store = try ObjectStore.open(at: dir, schema: try Schema(IndexedTag.self))
+            let t3 = try sameAsScan(store.context, FetchDescriptor<IndexedTag>(predicate: #Predicate { $0.label == "t3" }), "added")
+            #expect(t3.count == 10)
+            #expect(try table(store.context, IndexedTag.self).secondaryIndexes[0].isBuilt)
+            for t in t3 { t.label = "t4" }
+            try store.context.save()
+            try store.close()
+        }
+        let store = try ObjectStore.open(at: dir, schema: try Schema(PlainTag.self))
+        #expect(try store.context.fetchCount(FetchDescriptor<PlainTag>(predicate: #Predicate { $0.label == "t4" })) == 20)
+        try store.close()
+    }
+}
