@@ -3,6 +3,7 @@
 #   make test   every test (a short, bounded property/fuzz pass included)
 #   make bench  the benchmark package (release mode)
 #   make bench-mapping   JSON mapping against JSONDecoder + GRDB (Tools/Benchmarks/Results/mapping.md)
+#   make bench-indexes   #Index fetches and import with 0, 1, 2 indexes against SQLite's CREATE INDEX (Tools/Benchmarks/Results/indexes.md)
 #   make bench-links   many-to-many and ordered relationships against to-one slots: build, open, memory, removal (Tools/Benchmarks/Results/links.md)
 #   make fuzz   longer property runs, then the journal reader's libFuzzer target (FUZZ_SECONDS)
 #   make replication-test   the replication suites against real nats-server processes, with 20 kill rounds
@@ -130,6 +131,16 @@ bench-mapping: deps
 bench-links: deps
 	$(SWIFT) build --target ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release links-comparison
+
+# Secondary indexes (#Index) against SQLite's CREATE INDEX through GRDB on 1M people-like
+# records: an equality and a range fetch of 1% of the objects, and bulk import with 0, 1 and 2
+# indexes (and the first query after it); each measurement in a fresh process, medians of 5
+# rounds. Writes Tools/Benchmarks/Results/indexes.md. About 5 minutes after the release build.
+.PHONY: bench-indexes
+bench-indexes: deps
+	@bash Tools/Benchmarks/install-peers.sh
+	$(SWIFT) build --target ObjectGraphMacros
+	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release indexes-comparison
 
 # Tools/PackageService, a separate package with its own .build (Hummingbird, GRDB): builds it
 # in debug, runs its tests (each starts the service on a free loopback port and sends it real

@@ -125,6 +125,28 @@ public macro Attribute(_ options: AttributeOption..., originalName: String? = ni
 public macro Unique<T>(_ keyPaths: [PartialKeyPath<T>]..., onCollision: UniqueConstraint.CollisionPolicy = .fail) =
     #externalMacro(module: "ObjectGraphMacros", type: "UniqueMacro")
 
+/// Declares non-unique indexes that fetches use (SwiftData's `#Index`): each array is one index,
+/// ordered by its attributes, most significant first. Write it inside an `@Entity` class.
+///
+/// ```swift
+/// @Entity final class Package {
+///     #Index<Package>([\.section], [\.maintainer, \.version])
+///     var section: String
+///     var maintainer: String
+///     var version: Int
+/// }
+/// ```
+///
+/// A fetch whose predicate compares indexed attributes with constants (`==`, `<`, `<=`, `>`,
+/// `>=`, joined by `&&`; for a compound index, its leading attributes), or that is sorted by an
+/// indexed number or date with a `fetchLimit`, reads the index instead of every object. Results
+/// are the same as without it. Indexes live in memory only: adding or removing one needs no
+/// migration (``IndexDescription``, Docs/Indexes.md).
+///
+/// - Parameter keyPaths: One array of attribute key paths per index.
+@freestanding(declaration)
+public macro Index<T>(_ keyPaths: [PartialKeyPath<T>]...) = #externalMacro(module: "ObjectGraphMacros", type: "IndexMacro")
+
 /// Generates the accessors of a relationship property; `@Entity` attaches it to each
 /// `@Relationship` property. Not for direct use.
 @attached(accessor, names: named(init), named(get), named(set))

@@ -66,6 +66,20 @@ struct EntityDiagnostic: DiagnosticMessage {
         message: "#Unique takes arrays of key paths to attributes, like [\\.firstName, \\.lastName]"
     )
 
+    /// `#Index` takes arrays of simple key paths (`[\.a, \.b]`).
+    static let indexKeyPaths = EntityDiagnostic(
+        id: "indexKeyPaths",
+        message: "#Index takes arrays of key paths to attributes, like [\\.section] or [\\.maintainer, \\.version]"
+    )
+
+    /// An `#Index` key path names a property that is no persisted attribute.
+    static func indexKeyNotAttribute(_ name: String) -> EntityDiagnostic {
+        EntityDiagnostic(
+            id: "indexKeyNotAttribute",
+            message: "#Index names '\(name)', which is not a persisted attribute of this entity (an index key is a stored property that is not @Transient or a relationship)"
+        )
+    }
+
     /// An import hook that must be static was declared as an instance method.
     static func instanceImportHook(_ name: String) -> EntityDiagnostic {
         EntityDiagnostic(

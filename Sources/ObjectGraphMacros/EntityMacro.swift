@@ -99,6 +99,8 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                                 ("uniqueConstraints", Make.array(members.uniqueConstraints.map(uniqueConstraint))),
                             ] + (members.relationships.isEmpty ? [] : [
                                 ("relationships", Make.array(members.relationships.map(relationshipDescription))),
+                            ]) + (members.indexes.isEmpty ? [] : [
+                                ("indexes", Make.array(members.indexes.map(indexDescription))),
                             ]),
                             multiline: true
                         )
@@ -177,6 +179,11 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 component: .property(KeyPathPropertyComponentSyntax(declName: DeclReferenceExprSyntax(baseName: .identifier(name))))
             )]
         ))
+    }
+
+    /// `ObjectGraph.IndexDescription(["a", "b"])`
+    static func indexDescription(_ keys: [String]) -> ExprSyntax {
+        Make.call(Make.objectGraph("IndexDescription"), [(nil, Make.inlineArray(keys.map(Make.string)))])
     }
 
     /// `ObjectGraph.UniqueConstraint(["a", "b"], onCollision: policy)`

@@ -65,6 +65,11 @@ struct EntityMembers {
 
     /// `#Unique<T>([\.a, \.b], onCollision: …)` declarations: key names and the policy argument.
     var uniqueConstraints: [(keys: [String], onCollision: ExprSyntax?)] = []
+    /// `#Index<T>([\.a], [\.b, \.c])` declarations: the key names of each index.
+    var indexes: [[String]] = []
+    /// Each `#Index` array's key names with their syntax, checked against the attributes once
+    /// all members are read.
+    private var indexKeys: [(name: String, node: Syntax)] = []
 
     init(_ members: MemberBlockItemListSyntax) {
         for item in members {
@@ -95,6 +100,29 @@ struct EntityMembers {
                 }
                 continue
             }
+            if let expansion = item.decl.as(MacroExpansionDeclSyntax.self), expansion.macroName.text == "Index" {
+                for argument in expansion.arguments {
+                    guard let array = argument.expression.as(ArrayExprSyntax.self) else {
+                        diagnostics.append(Diagnostic(node: argument, message: EntityDiagnostic.indexKeyPaths))
+                        continue
+                    }
+                    var keys: [String] = []
+                    for element in array.elements {
+                        guard let keyPath = element.expression.as(KeyPathExprSyntax.self),
+                              keyPath.components.count == 1,
+                              case .property(let property) = keyPath.components.first?.component else { continue }
+                        let name = property.declName.baseName.identifier?.name ?? property.declName.baseName.text
+                        keys.append(name)
+                        indexKeys.append((name, Syntax(element)))
+                    }
+                    if keys.count != array.elements.count || keys.isEmpty {
+                        diagnostics.append(Diagnostic(node: argument, message: EntityDiagnostic.indexKeyPaths))
+                    } else {
+                        indexes.append(keys)
+                    }
+                }
+                continue
+            }
             if let function = item.decl.as(FunctionDeclSyntax.self) {
                 let name = function.name.text
                 let labels = function.signature.parameterClause.parameters.map { $0.firstName.text }
@@ -116,6 +144,11 @@ struct EntityMembers {
                 diagnostics.append(contentsOf: found)
             }
         }
+        let names = Set(attributes.map(\.name))
+        for key in indexKeys where !names.contains(key.name) {
+            diagnostics.append(Diagnostic(node: key.node, message: EntityDiagnostic.indexKeyNotAttribute(key.name)))
+        }
+        indexes.removeAll { $0.contains { !names.contains($0) } }
     }
 
     /// The slot of the persisted attribute called `name`, if there is one.

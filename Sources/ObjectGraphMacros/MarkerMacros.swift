@@ -38,6 +38,17 @@ public struct UniqueMacro: DeclarationMacro {
     }
 }
 
+/// Implements `#Index<T>([\.a], [\.b, \.c])`. It expands to nothing; `@Entity` reads the key
+/// paths and adds the indexes to the entity description.
+public struct IndexMacro: DeclarationMacro {
+    public static func expansion(
+        of node: some FreestandingMacroExpansionSyntax,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        []
+    }
+}
+
 /// Implements `@Relationship(deleteRule:inverse:)`. It expands to nothing; `@Entity` reads its
 /// arguments into the entity description and attaches the accessors.
 public struct RelationshipMacro: PeerMacro {

@@ -14,5 +14,6 @@ struct ObjectGraphMacrosPlugin: CompilerPlugin {
         TransientMacro.self,
         AttributeMacro.self,
         UniqueMacro.self,
+        IndexMacro.self,
     ]
 }

@@ -108,6 +108,16 @@ let package = Package(
             dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
             swiftSettings: macroSettings
         ),
+        // Secondary indexes (`#Index`) against SQLite's CREATE INDEX: indexed fetches and bulk
+        // import with 0, 1, 2 indexes. `make bench-indexes` writes Results/indexes.md.
+        .executableTarget(
+            name: "indexes-comparison",
+            dependencies: [
+                .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: macroSettings
+        ),
         .executableTarget(
             name: "peer-comparison",
             dependencies: [

@@ -19,6 +19,11 @@ public import Foundation
 /// `||`, `!` of those — are evaluated directly on the context's compact storage without
 /// creating object instances. Any other predicate is evaluated by Foundation on each object;
 /// the results are the same either way.
+///
+/// With a secondary index on the compared attributes (`#Index`, ``IndexDescription``), the
+/// comparisons joined by `&&` are looked up in the index, and a fetch with a ``fetchLimit``
+/// sorted first by an indexed number or date reads the index in order; the results are the
+/// same as a scan's (Docs/Indexes.md).
 public struct FetchDescriptor<T: Entity>: Sendable {
     /// The condition an object must meet; `nil` matches every object.
     public var predicate: Predicate<T>?
@@ -53,4 +58,8 @@ public struct FetchDescriptor<T: Entity>: Sendable {
     /// Internal switch for tests: `false` forces Foundation's evaluation of every predicate and
     /// sort key, so the direct storage paths can be checked against it.
     var allowsStorageEvaluation = true
+
+    /// Internal switch for tests: `false` keeps the fetch from using secondary indexes, so the
+    /// indexed paths can be checked against the scan.
+    var allowsIndexes = true
 }

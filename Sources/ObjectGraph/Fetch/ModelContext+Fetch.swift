@@ -26,9 +26,14 @@ extension ModelContext {
     public func fetch<T: Entity>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         let table = try table(for: T.self)
         let window = FetchWindow(descriptor)
-        var rows = try matchingRows(descriptor, in: table, stopAfter: descriptor.sortBy.isEmpty ? window.end : nil)
-        if !descriptor.sortBy.isEmpty {
-            rows = sortedRows(rows, by: descriptor.sortBy, in: table, descriptor: descriptor)
+        var rows: [Int32]
+        if let end = window.end, let first = descriptor.sortBy.first, let walked = indexWalk(descriptor, first, end: end, in: table) {
+            rows = sortedRows(walked, by: descriptor.sortBy, in: table, descriptor: descriptor)
+        } else {
+            rows = try matchingRows(descriptor, in: table, stopAfter: descriptor.sortBy.isEmpty ? window.end : nil)
+            if !descriptor.sortBy.isEmpty {
+                rows = sortedRows(rows, by: descriptor.sortBy, in: table, descriptor: descriptor)
+            }
         }
         let range = window.range(in: rows.count)
         var result: [T] = []
@@ -114,11 +119,19 @@ extension ModelContext {
             return table.scanRows(committedOnly: committedOnly, condition: nil, limit: stopAfter)
         }
         let translation = d.allowsStorageEvaluation ? PredicateTranslator<T>(table: table).translate(predicate) : nil
+        // An index narrows the rows a condition can match; it is checked on each of them.
+        let indexed = translation.flatMap { t in
+            d.allowsIndexes ? table.indexPlan(for: t.condition).flatMap { table.indexedRows($0, condition: t.condition, committedOnly: committedOnly) } : nil
+        }
         if let translation, translation.exact {
+            if var rows = indexed {
+                if let stopAfter, rows.count > stopAfter { rows.removeSubrange(max(0, stopAfter)...) }
+                return rows
+            }
             return table.scanRows(committedOnly: committedOnly, condition: translation.condition, limit: stopAfter)
         }
         // Storage prefilter first (runs no user code), then Foundation on the survivors.
-        let candidates = table.scanRows(committedOnly: committedOnly, condition: translation?.condition)
+        let candidates = indexed ?? table.scanRows(committedOnly: committedOnly, condition: translation?.condition)
         var result: [Int32] = []
         let limit = stopAfter ?? Int.max
         guard limit > 0 else { return result }
@@ -130,6 +143,23 @@ extension ModelContext {
             }
         }
         return result
+    }
+
+    /// For a fetch that needs only its first `end` objects in the order of `first` (its first
+    /// sort descriptor): rows containing them, read in the order of an index on that attribute
+    /// (``EntityTable/indexWalk(sortSlot:reverse:condition:end:committedOnly:)``); nil when no
+    /// index can answer, and the fetch sorts every match.
+    func indexWalk<T: Entity>(_ d: FetchDescriptor<T>, _ first: SortDescriptor<T>, end: Int, in table: EntityTable) -> [Int32]? {
+        guard d.allowsStorageEvaluation, d.allowsIndexes, !table.secondaryIndexes.isEmpty, let keyPath = first.keyPath,
+              let a = KeyPathResolver.resolve(keyPath, in: table, as: T.self), !a.isOptional, a.type.cellOrder != nil,
+              !table.secondaryBySlot[a.slot].isEmpty else { return nil }
+        var condition: StorageCondition?
+        if let predicate = d.predicate {
+            guard let t = PredicateTranslator<T>(table: table).translate(predicate), t.exact else { return nil }
+            condition = t.condition
+        }
+        return table.indexWalk(
+            sortSlot: a.slot, reverse: first.order == .reverse, condition: condition, end: end, committedOnly: !d.includePendingChanges)
     }
 
     /// `rows` sorted by `descriptors`, ties in storage order.

@@ -377,6 +377,7 @@ struct MappingRun<Source: MappingSource> {
                 }
             }
         }
+        table.touchIndexes(row: row)
         if !table.uniqueIndexes.isEmpty { table.indexAll(row: row) }
         return row
     }

@@ -406,6 +406,7 @@ final class SlotValueWriter {
                     table.nulls[row * table.maskWords + s / 64] |= 1 << UInt64(s % 64)
                 }
             }
+            table.touchIndexes(row: row)
             if !table.uniqueIndexes.isEmpty { table.indexAll(row: row) }
         }
         if buckets != nil {

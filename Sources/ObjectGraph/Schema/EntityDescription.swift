@@ -27,11 +27,15 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public let relationships: [RelationshipDescription]
     /// The unique constraints, attribute-level ones first.
     public let uniqueConstraints: [UniqueConstraint]
+    /// The non-unique indexes fetches may use (``IndexDescription``); not stored in the journal.
+    public let indexes: [IndexDescription]
     let slotByName: [String: Int]
     /// Key paths of the model class's attribute properties → slots (macro-generated).
     nonisolated(unsafe) let slotByKeyPath: [AnyKeyPath: Int]
     /// Per constraint, the slots of its keys.
     let uniqueSlots: [[Int]]
+    /// Per index, the slots of its keys (only for indexes without problems).
+    let indexSlots: [[Int]]
     let problems: [String]
 
     /// Creates an entity description.
@@ -48,13 +52,16 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     ///   - uniqueConstraints: Compound unique constraints (`#Unique`); single-attribute ones
     ///     can also come from an attribute's options.
     ///   - relationships: The relationships, each with its inverse declared on the destination.
+    ///   - indexes: Non-unique indexes that fetches may use (`#Index`); kept in memory only, so
+    ///     adding or removing one needs no migration.
     public convenience init(
         name: String, type: any Entity.Type, attributes declared: [AttributeDescription], keyPaths: [AnyKeyPath] = [],
-        uniqueConstraints: [UniqueConstraint] = [], relationships: [RelationshipDescription] = []
+        uniqueConstraints: [UniqueConstraint] = [], relationships: [RelationshipDescription] = [],
+        indexes: [IndexDescription] = []
     ) {
         self.init(
             name: name, type: type, attributes: declared, keyPaths: keyPaths, uniqueConstraints: uniqueConstraints,
-            relationships: relationships, linkedToOnes: [])
+            relationships: relationships, indexes: indexes, linkedToOnes: [])
     }
 
     /// The same entity with no slot for the to-ones in `linkedToOnes` (the inverses of ordered
@@ -62,7 +69,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     func withoutSlots(for linkedToOnes: Set<String>) -> EntityDescription {
         EntityDescription(
             name: name, type: type, attributes: Array(attributes.prefix(declaredCount)), keyPaths: declaredKeyPaths,
-            uniqueConstraints: declaredConstraints, relationships: relationships, linkedToOnes: linkedToOnes)
+            uniqueConstraints: declaredConstraints, relationships: relationships, indexes: indexes, linkedToOnes: linkedToOnes)
     }
 
     /// The attributes declared (the to-one slots follow them).
@@ -72,7 +79,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
 
     init(
         name: String, type: any Entity.Type, attributes declared: [AttributeDescription], keyPaths: [AnyKeyPath],
-        uniqueConstraints: [UniqueConstraint], relationships: [RelationshipDescription], linkedToOnes: Set<String>
+        uniqueConstraints: [UniqueConstraint], relationships: [RelationshipDescription], indexes: [IndexDescription],
+        linkedToOnes: Set<String>
     ) {
         self.name = name
         self.type = type
@@ -114,6 +122,29 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
             }
             constraintSlots.append(cs)
         }
+        var indexSlots: [[Int]] = []
+        for index in indexes {
+            var problem: String?
+            var slotsOfIndex: [Int] = []
+            if index.keys.isEmpty { problem = "entity '\(name)' has an index without keys" }
+            for k in index.keys where problem == nil {
+                guard let s = slots[k] else {
+                    problem = "index \(index.name(in: name)) names '\(k)', which is no attribute"
+                    break
+                }
+                let a = attributes[s]
+                if a.isRelationship || a.valueKind == .codable || !a.type.isIndexable {
+                    problem = "index \(index.name(in: name)) names '\(k)', which cannot be indexed "
+                        + "(an index key is an integer, floating-point, Date, Bool or String attribute)"
+                } else if slotsOfIndex.contains(s) {
+                    problem = "index \(index.name(in: name)) names '\(k)' twice"
+                }
+                slotsOfIndex.append(s)
+            }
+            if let problem { problems.append(problem) } else { indexSlots.append(slotsOfIndex) }
+        }
+        self.indexes = indexes
+        self.indexSlots = indexSlots
         self.uniqueConstraints = constraints
         self.uniqueSlots = constraintSlots
         self.slotByKeyPath = keyPathSlots

@@ -199,6 +199,51 @@ struct ArenaBytes {
         return (c != 0 ? c < 0 : stored.count < utf8.count) ? .less : .greater
     }
 
+    /// How the strings at `a` and `b` order under Swift's `String` semantics (canonical
+    /// equivalence, Unicode scalar order): -1, 0 or 1. The bytes decide when they are equal or
+    /// both ASCII; otherwise both are decoded and compared as `String`s. `ArenaRef(0)` is the
+    /// empty string.
+    func stringOrder(_ a: ArenaRef, _ b: ArenaRef) -> Int {
+        let x = bytes(a), y = bytes(b)
+        let n = min(x.count, y.count)
+        var c: Int32 = 0
+        if n > 0, let xb = x.baseAddress, let yb = y.baseAddress { c = memcmp(xb, yb, n) }
+        if c == 0 && x.count == y.count { return 0 }
+        if Self.isASCII(x) && Self.isASCII(y) {
+            if c != 0 { return c < 0 ? -1 : 1 }
+            return x.count < y.count ? -1 : 1
+        }
+        let s = string(a), t = string(b)
+        return s < t ? -1 : (s == t ? 0 : 1)
+    }
+
+    /// How the string at `ref` orders against a constant under Swift's `String` semantics:
+    /// -1, 0 or 1 (``stringOrder(_:_:)`` against a constant).
+    func stringOrder(_ ref: ArenaRef, against utf8: [UInt8], utf8IsASCII: Bool, string: String) -> Int {
+        switch byteOrder(of: ref, against: utf8, utf8IsASCII: utf8IsASCII) {
+        case .equal: return 0
+        case .less: return -1
+        case .greater: return 1
+        case .undecided:
+            let s = self.string(ref)
+            return s < string ? -1 : (s == string ? 0 : 1)
+        }
+    }
+
+    /// The first 16 bytes at `ref` as two big-endian words (zero-padded), whether all the
+    /// bytes are ASCII and none is NUL (then the words order as the strings do, up to their
+    /// 16th byte), and whether there are at most 16 bytes.
+    func prefixWords(_ ref: ArenaRef) -> (high: UInt64, low: UInt64, plainASCII: Bool, short: Bool) {
+        let b = bytes(ref)
+        var high: UInt64 = 0, low: UInt64 = 0
+        for i in 0..<min(16, b.count) {
+            if i < 8 { high |= UInt64(b[i]) << UInt64(56 - 8 * i) } else { low |= UInt64(b[i]) << UInt64(56 - 8 * (i - 8)) }
+        }
+        var plain = Self.isASCII(b)
+        if plain { for byte in b where byte == 0 { plain = false; break } }
+        return (high, low, plain, b.count <= 16)
+    }
+
     /// The answer of ``byteOrder(of:against:utf8IsASCII:)``: how stored bytes order against
     /// a constant.
     enum ByteOrder {

@@ -95,6 +95,7 @@ extension EntityTable {
                 let bit = UInt64(1) << UInt64(slot % 64)
                 if wasNull { nulls[row * maskWords + slot / 64] |= bit } else { nulls[row * maskWords + slot / 64] &= ~bit }
                 if indexed { reindex(row: row, slot: slot) }
+                touchIndexes(row: row, slot: slot)
             case .delete(let r):
                 flags[Int(r)] &= ~Flags.deleted
                 if !uniqueIndexes.isEmpty { indexAll(row: Int(r)) }
@@ -119,6 +120,7 @@ extension EntityTable {
             if b >= 0 {
                 for i in 0..<stride { values[row * stride + i] = beforeValues[b * stride + i] }
                 for i in 0..<maskWords { nulls[row * maskWords + i] = beforeNulls[b * maskWords + i] }
+                touchIndexes(row: row)
             }
             if reindexed { indexAll(row: row) }
             flags[row] &= ~Flags.dirty

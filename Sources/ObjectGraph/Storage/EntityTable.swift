@@ -93,6 +93,13 @@ final class EntityTable {
     /// is a key of.
     let uniqueIndexes: [UniqueIndex]
     let indexesBySlot: [[Int]]
+    /// The declared non-unique indexes (SecondaryIndex.swift); `secondaryBySlot[slot]` lists
+    /// the ones a slot is a key of.
+    let secondaryIndexes: [SecondaryIndex]
+    let secondaryBySlot: [[Int]]
+    /// Bit `s` for each slot `s` below 64 that a secondary index keys, and bit 63 also for
+    /// every slot from 63 on that one keys: a set of another slot skips the index hook at once.
+    let secondarySlotMask: UInt64
 
     /// The entity's relationships, resolved against the context's schema.
     let relationships: [ResolvedRelationship]
@@ -164,6 +171,13 @@ final class EntityTable {
         var bySlot = Array(repeating: [Int](), count: entity.attributes.count)
         for (i, slots) in entity.uniqueSlots.enumerated() { for s in Set(slots) { bySlot[s].append(i) } }
         indexesBySlot = bySlot
+        secondaryIndexes = zip(entity.indexes, entity.indexSlots).map { SecondaryIndex(description: $0, slots: $1, entity: entity) }
+        var secondaryBySlot = Array(repeating: [Int](), count: entity.attributes.count)
+        for (i, index) in secondaryIndexes.enumerated() { for s in index.slots { secondaryBySlot[s].append(i) } }
+        self.secondaryBySlot = secondaryBySlot
+        var secondaryMask: UInt64 = 0
+        for (s, indexes) in secondaryBySlot.enumerated() where !indexes.isEmpty { secondaryMask |= 1 << UInt64(min(s, 63)) }
+        secondarySlotMask = secondaryMask
         relationships = context.schema.relationships.indices.contains(index) ? context.schema.relationships[index] : []
         var references = Array(repeating: ReferenceIndex?.none, count: entity.attributes.count)
         for r in relationships where r.slot >= 0 && r.inverseIsToMany { references[r.slot] = ReferenceIndex(slot: r.slot) }
@@ -219,6 +233,7 @@ final class EntityTable {
         }
         if serial >= nextSerial { nextSerial = serial + 1 }
         liveCount += 1
+        if !secondaryIndexes.isEmpty { touchIndexes(row: row) }
         return row
     }
 
@@ -242,6 +257,7 @@ final class EntityTable {
         }
         mapSerials(serials, toRowsFrom: first)
         liveCount += n
+        if !secondaryIndexes.isEmpty { discardSecondaryIndexes() }
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
         return first..<first + n
     }
@@ -306,6 +322,7 @@ final class EntityTable {
         }
         nulls[row * maskWords + slot / 64] &= ~(1 << UInt64(slot % 64))
         if !referenceSlots.isEmpty && referenceIndexOfSlot[slot] != nil { invalidateReferenceIndexes() }
+        touchIndexes(row: row, slot: slot)
     }
 
     /// Frees a row: its serial is retired for good, its instance reference dropped.
@@ -319,6 +336,7 @@ final class EntityTable {
         beforeIndex[row] = -1
         freeRows.append(Int32(row))
         liveCount -= 1
+        if !secondaryIndexes.isEmpty { touchIndexes(row: row) }
     }
 
     /// Turns a stored instance back into `any Entity` without a dynamic cast: every instance
@@ -515,6 +533,7 @@ final class EntityTable {
             if types[slot].isVariableLength { arena.garbage += ArenaRef(values[row * stride + slot]).length }
             nulls[row * maskWords + slot / 64] |= 1 << UInt64(slot % 64)
             if indexed { reindex(row: row, slot: slot) }
+            touchIndexes(row: row, slot: slot)
             return
         }
         value.withCell { setCell(row: row, slot: slot, $0, primitive: primitive) }
@@ -578,6 +597,7 @@ final class EntityTable {
         }
         if wasNull { nulls[maskIndex] &= ~bit }
         if indexed { reindex(row: row, slot: slot) }
+        touchIndexes(row: row, slot: slot)
         if referenced { rereference(row: row, slot: slot) }
     }
 
@@ -619,6 +639,9 @@ final class EntityTable {
             releaseRow(Int(r))
         }
         for r in vanishedRows { releaseRow(Int(r)) }
+        if !secondaryIndexes.isEmpty {
+            for r in dirtyRows where beforeIndex[Int(r)] >= 0 { touchIndexes(row: Int(r)) }
+        }
         restoreBeforeImages()
         for r in deletedRows { flags[Int(r)] &= ~Flags.deleted }
         if !uniqueIndexes.isEmpty {

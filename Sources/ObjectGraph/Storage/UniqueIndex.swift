@@ -259,6 +259,8 @@ extension EntityTable {
     @discardableResult
     func rebuildIndexes() -> Int {
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
+        // Replay wrote cells without telling the secondary indexes: rebuilt at their next lookup.
+        discardSecondaryIndexes()
         guard !uniqueIndexes.isEmpty else { return 0 }
         var rows: [Int] = []
         rows.reserveCapacity(liveCount)

@@ -287,6 +287,15 @@ extension AttributeType {
         }
     }
 
+    /// Whether a secondary index (``IndexDescription``) may have a key of this type: the types
+    /// whose predicates fetches evaluate on storage.
+    var isIndexable: Bool {
+        switch self {
+        case .data, .uuid, .url: false
+        default: true
+        }
+    }
+
     /// How cells of this type compare, for sorts read straight from storage; nil when their
     /// bits have no order of their own (booleans, and values held in the byte arena).
     var cellOrder: CellOrder? {

@@ -1,0 +1,452 @@
+/// How the cells of an index key's attribute order (``SecondaryIndex``).
+enum IndexKeyKind: Sendable {
+    /// Signed integers, as `Int64`.
+    case signed
+    /// Unsigned integers, as `UInt64`.
+    case unsigned
+    /// `Double`, and `Date` as its seconds since the reference date.
+    case double
+    /// `Float`, widened to `Double`.
+    case float
+    /// `Bool`: `false` before `true`.
+    case bool
+    /// `String`, under Swift's `String` comparison (canonical equivalence, scalar order).
+    case string
+
+    init(_ type: AttributeType) {
+        switch type {
+        case .int8, .int16, .int32, .int64: self = .signed
+        case .uint8, .uint16, .uint32, .uint64: self = .unsigned
+        case .double, .date: self = .double
+        case .float: self = .float
+        case .bool: self = .bool
+        case .string, .data, .uuid, .url: self = .string
+        }
+    }
+}
+
+/// A value an index key is compared with: the order key of a fixed-size value
+/// (``SecondaryIndex/orderKey(_:_:)``), or a string constant.
+enum IndexProbe {
+    case fixed(UInt64)
+    case string(StorageCondition.StringConstant)
+}
+
+/// One declared non-unique index (``IndexDescription``): the entity's live rows ordered by
+/// (key, row), in memory only.
+///
+/// Kept cheap to maintain: a change of a row's key does not move it. The row is marked *dirty*
+/// instead (``touch(_:)``), and stays in ``sorted`` at a place that may no longer fit its key.
+/// A lookup binary-searches ``sorted`` comparing only clean entries, and checks the dirty rows
+/// one by one. At the lookup after more than ``refreshBound`` rows became dirty, the index is
+/// brought up to date: the dirty rows are dropped, sorted, and placed by binary search among
+/// the clean ones (O(n + d log n)). Past ``abandonBound`` dirty rows (a bulk import) the index
+/// stops tracking and is rebuilt from the table at its next lookup, so an import pays one
+/// comparison per new row and the first fetch pays the sort.
+///
+/// Rows stay in the index while they are deleted in the pending transaction (the committed
+/// view still sees them); visibility is checked per lookup, like a scan does. A freed row is
+/// dirty until the next refresh drops it.
+final class SecondaryIndex {
+    let description: IndexDescription
+    /// The key attributes' slots, most significant first.
+    let slots: [Int]
+    let kinds: [IndexKeyKind]
+    let optional: [Bool]
+    /// Whether ``sorted`` is the index (up to its dirty rows); false: rebuilt at the next lookup.
+    var isBuilt = false
+    /// Live rows in (key, row) order, except that dirty rows may be anywhere (or freed).
+    @exclusivity(unchecked) var sorted: [Int32] = []
+    /// Per row, 1 when the row is in ``dirty``; rows past its end are clean.
+    @exclusivity(unchecked) var marks: [UInt8] = []
+    /// The rows whose key may have changed since ``sorted`` was brought up to date.
+    @exclusivity(unchecked) var dirty: [Int32] = []
+
+    init(description: IndexDescription, slots: [Int], entity: EntityDescription) {
+        self.description = description
+        self.slots = slots
+        kinds = slots.map { IndexKeyKind(entity.attributes[$0].type) }
+        optional = slots.map { entity.attributes[$0].isOptional }
+    }
+
+    /// Dirty rows a lookup tolerates before bringing ``sorted`` up to date.
+    var refreshBound: Int { max(Self.minimumRefreshBound, sorted.count / 64) }
+    /// Dirty rows past which tracking them costs more than rebuilding.
+    var abandonBound: Int { max(Self.minimumAbandonBound, sorted.count / 4) }
+
+    #if DEBUG
+    // Small in debug builds, so that tests with a few hundred objects go through every state
+    // (dirty rows searched, refreshed, abandoned); fetch results do not depend on them.
+    static let minimumRefreshBound = 8
+    static let minimumAbandonBound = 48
+    #else
+    static let minimumRefreshBound = 1024
+    static let minimumAbandonBound = 4096
+    #endif
+
+    @inline(__always)
+    func isDirty(_ row: Int) -> Bool { row < marks.count && marks[row] != 0 }
+
+    /// Notes that `row`'s key may have changed (or the row was allocated or freed).
+    @inline(__always)
+    func touch(_ row: Int) {
+        guard isBuilt, !isDirty(row) else { return }
+        mark(row)
+    }
+
+    private func mark(_ row: Int) {
+        if row >= marks.count { marks.append(contentsOf: repeatElement(0, count: max(row + 1, marks.count * 2) - marks.count)) }
+        marks[row] = 1
+        dirty.append(Int32(row))
+        if dirty.count > abandonBound { discard() }
+    }
+
+    /// Forgets the index; the next lookup rebuilds it from the table.
+    func discard() {
+        isBuilt = false
+        sorted = []
+        marks = []
+        dirty = []
+    }
+
+    /// The order key of a fixed-size cell of `kind`: unsigned integers that order as the
+    /// values do. `-0.0` and `0.0` share a key (they are equal), NaNs come after `+infinity`.
+    @inline(__always)
+    static func orderKey(_ bits: UInt64, _ kind: IndexKeyKind) -> UInt64 {
+        switch kind {
+        case .signed: return bits ^ (1 << 63)
+        case .unsigned: return bits
+        case .bool: return bits != 0 ? 1 : 0
+        case .double: return orderKey(double: Double(bitPattern: bits))
+        case .float: return orderKey(double: Double(Float(bitPattern: UInt32(truncatingIfNeeded: bits))))
+        case .string: return 0
+        }
+    }
+
+    /// ``orderKey(_:_:)`` of a `Double`.
+    @inline(__always)
+    static func orderKey(double d: Double) -> UInt64 {
+        if d.isNaN { return .max }
+        if d == 0 { return 1 << 63 }
+        let b = d.bitPattern
+        return b & (1 << 63) != 0 ? ~b : b | (1 << 63)
+    }
+}
+
+/// The keys of an index's rows, read from the table's columns and arena for the span of one
+/// closure (``EntityTable/withKeys(of:_:)``).
+struct IndexKeyReader {
+    let index: SecondaryIndex
+    let columns: ColumnsHandle
+    let arena: ArenaBytes
+
+    /// How row `a`'s key attribute `i` orders against row `b`'s: -1, 0 or 1. An unset
+    /// optional attribute comes first; an unset non-optional one reads as its type's zero
+    /// value (the empty string), as in a predicate.
+    @inline(__always)
+    func compare(_ a: Int, _ b: Int, at i: Int) -> Int {
+        let slot = index.slots[i]
+        let an = columns.isNull(row: a, slot: slot), bn = columns.isNull(row: b, slot: slot)
+        if index.optional[i] && (an || bn) { return an == bn ? 0 : (an ? -1 : 1) }
+        let x = an ? 0 : columns.cell(row: a, slot: slot), y = bn ? 0 : columns.cell(row: b, slot: slot)
+        let kind = index.kinds[i]
+        if kind == .string { return x == y ? 0 : arena.stringOrder(ArenaRef(x), ArenaRef(y)) }
+        let kx = SecondaryIndex.orderKey(x, kind), ky = SecondaryIndex.orderKey(y, kind)
+        return kx < ky ? -1 : (kx == ky ? 0 : 1)
+    }
+
+    /// How row `a`'s whole key orders against row `b`'s.
+    @inline(__always)
+    func compareKeys(_ a: Int, _ b: Int) -> Int {
+        for i in 0..<index.slots.count {
+            let c = compare(a, b, at: i)
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    /// The index order: by key, then by row.
+    @inline(__always)
+    func less(_ a: Int32, _ b: Int32) -> Bool {
+        let c = compareKeys(Int(a), Int(b))
+        return c < 0 || (c == 0 && a < b)
+    }
+
+    /// How `row`'s first `probes.count` key attributes order against `probes`: -1, 0 or 1.
+    /// An unset optional attribute orders before every probe.
+    @inline(__always)
+    func compare(_ row: Int, _ probes: [IndexProbe]) -> Int {
+        for (i, probe) in probes.enumerated() {
+            let slot = index.slots[i]
+            let isNull = columns.isNull(row: row, slot: slot)
+            if isNull && index.optional[i] { return -1 }
+            let x = isNull ? 0 : columns.cell(row: row, slot: slot)
+            let c: Int
+            switch probe {
+            case .fixed(let k):
+                let kx = SecondaryIndex.orderKey(x, index.kinds[i])
+                c = kx < k ? -1 : (kx == k ? 0 : 1)
+            case .string(let k):
+                c = arena.stringOrder(ArenaRef(x), against: k.utf8, utf8IsASCII: k.isASCII, string: k.string)
+            }
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    /// The first position `p` in `range` of the index's ``SecondaryIndex/sorted`` such that
+    /// every clean entry before `p` satisfies `isBefore` and no clean entry from `p` on does
+    /// (`isBefore` must hold for a prefix of the clean entries). Dirty entries are skipped:
+    /// their place says nothing about their key.
+    func partition(_ range: Range<Int>, _ isBefore: (Int32) -> Bool) -> Int {
+        let sorted = index.sorted
+        var lo = range.lowerBound, hi = range.upperBound
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            var m = mid
+            while m < hi && index.isDirty(Int(sorted[m])) { m += 1 }
+            if m == hi {
+                hi = mid
+            } else if isBefore(sorted[m]) {
+                lo = m + 1
+            } else {
+                hi = mid
+            }
+        }
+        return lo
+    }
+}
+
+extension EntityTable {
+    /// Runs `body` with a reader of `index`'s keys. Runs no user code; nothing may append to
+    /// the arena inside.
+    func withKeys<R>(of index: SecondaryIndex, _ body: (IndexKeyReader) -> R) -> R {
+        read { columns in arena.read { arena in body(IndexKeyReader(index: index, columns: columns, arena: arena)) } }
+    }
+
+    /// Makes `index` ready for a lookup: built, and with at most ``SecondaryIndex/refreshBound``
+    /// dirty rows.
+    func prepare(_ index: SecondaryIndex) {
+        if !index.isBuilt {
+            var rows: [Int32] = []
+            rows.reserveCapacity(liveCount)
+            for row in 0..<rowCount where flags[row] & Flags.live != 0 { rows.append(Int32(row)) }
+            sortByKey(&rows, index)
+            index.sorted = rows
+            index.marks = []
+            index.dirty = []
+            index.isBuilt = true
+        } else if index.dirty.count > index.refreshBound {
+            refresh(index)
+        }
+    }
+
+    /// Brings `index.sorted` up to date: drops the dirty rows and puts back the live ones at
+    /// their places, each found by binary search among the clean entries.
+    func refresh(_ index: SecondaryIndex) {
+        var added = index.dirty.filter { Int($0) < rowCount && flags[Int($0)] & Flags.live != 0 }
+        sortByKey(&added, index)
+        let kept = index.sorted.filter { !index.isDirty(Int($0)) }
+        for r in index.dirty { index.marks[Int(r)] = 0 }
+        index.dirty = []
+        guard !added.isEmpty else {
+            index.sorted = kept
+            return
+        }
+        var merged: [Int32] = []
+        merged.reserveCapacity(kept.count + added.count)
+        withKeys(of: index) { keys in
+            var from = 0
+            for r in added {
+                // The first kept entry that comes after `r` (kept entries are all clean now).
+                var lo = from, hi = kept.count
+                while lo < hi {
+                    let mid = (lo + hi) >> 1
+                    if keys.less(kept[mid], r) { lo = mid + 1 } else { hi = mid }
+                }
+                merged.append(contentsOf: kept[from..<lo])
+                merged.append(r)
+                from = lo
+            }
+            merged.append(contentsOf: kept[from...])
+        }
+        index.sorted = merged
+    }
+
+    /// Sorts `rows` (live rows, distinct) into `index`'s (key, row) order.
+    func sortByKey(_ rows: inout [Int32], _ index: SecondaryIndex) {
+        // Row order first: the radix sorts below keep the order of equal keys. (Rows collected
+        // from the table are in order already, which the sort sees in one pass.)
+        rows.sort()
+        if index.slots.count == 1 && index.kinds[0] != .string {
+            // One fixed-size key: sort (order key, row) pairs, no reads of the table while sorting.
+            let slot = index.slots[0], kind = index.kinds[0], optional = index.optional[0]
+            var unset: [Int32] = []
+            var pairs: [(key: UInt64, row: Int32)] = []
+            pairs.reserveCapacity(rows.count)
+            read { columns in
+                for r in rows {
+                    let isNull = columns.isNull(row: Int(r), slot: slot)
+                    if isNull && optional {
+                        unset.append(r)
+                    } else {
+                        pairs.append((SecondaryIndex.orderKey(isNull ? 0 : columns.cell(row: Int(r), slot: slot), kind), r))
+                    }
+                }
+            }
+            unset.sort()
+            var high = pairs.map(\.key), low = [UInt64](repeating: 0, count: pairs.count), sortedRows = pairs.map(\.row)
+            pairs = []
+            Self.radixSort(high: &high, low: &low, rows: &sortedRows)
+            rows = unset
+            rows.append(contentsOf: sortedRows)
+            return
+        }
+        if index.slots.count == 1 {
+            sortByString(&rows, index)
+            return
+        }
+        withKeys(of: index) { keys in rows.sort { keys.less($0, $1) } }
+    }
+
+    /// ``sortByKey(_:_:)`` for an index of one string key: each row's first 16 bytes are taken
+    /// once, as two big-endian words, so that most comparisons are two integer comparisons
+    /// instead of two reads of the arena. Words decide when both strings are ASCII without NUL
+    /// bytes (byte order is then `String` order, and zero padding sorts a prefix first); when
+    /// both strings also fit in 16 bytes, equal words are equal strings. Anything else is
+    /// compared as `String`s.
+    private func sortByString(_ rows: inout [Int32], _ index: SecondaryIndex) {
+        struct Entry {
+            var high: UInt64
+            var low: UInt64
+            var row: Int32
+            /// 0: null (optional), 1: compared as String, 2: ASCII without NUL, 3: that and ≤ 16 bytes.
+            var kind: UInt8
+        }
+        let slot = index.slots[0], optional = index.optional[0]
+        var sortedRows: [Int32]?
+        var entries: [Entry] = []
+        entries.reserveCapacity(rows.count)
+        withKeys(of: index) { keys in
+            for r in rows {
+                let isNull = keys.columns.isNull(row: Int(r), slot: slot)
+                if isNull && optional {
+                    entries.append(Entry(high: 0, low: 0, row: r, kind: 0))
+                    continue
+                }
+                let ref = ArenaRef(isNull ? 0 : keys.columns.cell(row: Int(r), slot: slot))
+                let (high, low, plain, short) = keys.arena.prefixWords(ref)
+                entries.append(Entry(high: high, low: low, row: r, kind: plain ? (short ? 3 : 2) : 1))
+            }
+            if entries.allSatisfy({ $0.kind == 0 || $0.kind == 3 }) {
+                // Every string is short plain ASCII: its words are its key.
+                var unset: [Int32] = [], high: [UInt64] = [], low: [UInt64] = [], keyed: [Int32] = []
+                high.reserveCapacity(entries.count)
+                low.reserveCapacity(entries.count)
+                keyed.reserveCapacity(entries.count)
+                for e in entries {
+                    if e.kind == 0 {
+                        unset.append(e.row)
+                    } else {
+                        high.append(e.high)
+                        low.append(e.low)
+                        keyed.append(e.row)
+                    }
+                }
+                entries = []
+                unset.sort()
+                Self.radixSort(high: &high, low: &low, rows: &keyed)
+                sortedRows = unset + keyed
+                return
+            }
+            entries.sort { a, b in
+                if a.kind == 0 || b.kind == 0 {
+                    if a.kind != b.kind { return a.kind == 0 }
+                    return a.row < b.row
+                }
+                if a.kind >= 2 && b.kind >= 2 {
+                    if a.high != b.high { return a.high < b.high }
+                    if a.low != b.low { return a.low < b.low }
+                    if a.kind == 3 && b.kind == 3 { return a.row < b.row }
+                }
+                return keys.less(a.row, b.row)
+            }
+        }
+        rows = sortedRows ?? entries.map(\.row)
+    }
+
+    /// Sorts `rows` by the 128-bit keys (`high`, `low`), ties kept in their order (stable):
+    /// a least-significant-byte-first radix sort that skips the bytes all keys share, so keys
+    /// such as `"Section 42"` or small integers take two or three passes over the arrays.
+    static func radixSort(high: inout [UInt64], low: inout [UInt64], rows: inout [Int32]) {
+        let n = rows.count
+        guard n > 1 else { return }
+        // The bits in which some key differs from the first.
+        let first = (high: high[0], low: low[0])
+        var any = (high: UInt64(0), low: UInt64(0))
+        for i in 0..<n {
+            any.high |= high[i] ^ first.high
+            any.low |= low[i] ^ first.low
+        }
+        var high2 = [UInt64](repeating: 0, count: n), low2 = [UInt64](repeating: 0, count: n), rows2 = [Int32](repeating: 0, count: n)
+        var counts = [Int](repeating: 0, count: 256)
+        for pass in 0..<16 {
+            let inHigh = pass >= 8
+            let shift = UInt64((pass % 8) * 8)
+            guard ((inHigh ? any.high : any.low) >> shift) & 0xFF != 0 else { continue }
+            for b in 0..<256 { counts[b] = 0 }
+            high.withUnsafeBufferPointer { h in
+                low.withUnsafeBufferPointer { l in
+                    let k = inHigh ? h : l
+                    for i in 0..<n { counts[Int((k[i] >> shift) & 0xFF)] += 1 }
+                    var total = 0
+                    for b in 0..<256 {
+                        let c = counts[b]
+                        counts[b] = total
+                        total += c
+                    }
+                    rows.withUnsafeBufferPointer { r in
+                        high2.withUnsafeMutableBufferPointer { h2 in
+                            low2.withUnsafeMutableBufferPointer { l2 in
+                                rows2.withUnsafeMutableBufferPointer { r2 in
+                                    for i in 0..<n {
+                                        let b = Int((k[i] >> shift) & 0xFF)
+                                        let j = counts[b]
+                                        counts[b] = j + 1
+                                        h2[j] = h[i]
+                                        l2[j] = l[i]
+                                        r2[j] = r[i]
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            swap(&high, &high2)
+            swap(&low, &low2)
+            swap(&rows, &rows2)
+        }
+    }
+
+    // MARK: Maintenance hooks
+
+    /// Notes a possible change of `row`'s key in every index `slot` belongs to.
+    @inline(__always)
+    func touchIndexes(row: Int, slot: Int) {
+        if secondarySlotMask & (1 << UInt64(min(slot, 63))) == 0 { return }
+        for i in secondaryBySlot[slot] { secondaryIndexes[i].touch(row) }
+    }
+
+    /// Notes a possible change of `row`'s key in every index (the row was allocated, freed or
+    /// restored as a whole).
+    @inline(__always)
+    func touchIndexes(row: Int) {
+        for index in secondaryIndexes { index.touch(row) }
+    }
+
+    /// Forgets every index; each is rebuilt at its next lookup (after replay).
+    func discardSecondaryIndexes() {
+        for index in secondaryIndexes { index.discard() }
+    }
+}
