@@ -16,25 +16,47 @@
 struct LinkList {
     /// The members, when the list is not chunked.
     private(set) var plain: [Int32] = []
-    /// Each member's position in ``plain`` (a set side of 64 members or more).
-    private var positions: [Int32: Int32]?
-    /// The members of a long ordered list (then ``plain`` is empty).
-    private var chunks: ChunkedList?
-    let ordered: Bool
+    /// A set side's position index, or a long ordered list's chunks (then ``plain`` is empty).
+    /// One reference, so that a list is 16 bytes: a context holds one per object whose list a
+    /// transaction changed, a million after a bulk build.
+    private var extra: Extra?
+
+    private enum Extra {
+        /// Each member's position in ``plain``.
+        case positions(Box<[Int32: Int32]>)
+        case chunks(Box<ChunkedList>)
+    }
+
+    /// A value behind a reference (so that ``Extra`` is one word), copied on write.
+    final class Box<Value> {
+        var value: Value
+        init(_ value: Value) { self.value = value }
+    }
 
     static let indexedFrom = 64
     static let unindexedBelow = 32
     static let chunkedFrom = 2048
     static let unchunkedBelow = 512
 
+    /// A list of `members`, in that order; `ordered` says which side it is on (the link table
+    /// passes it to every call that depends on it).
     init(ordered: Bool, members: [Int32] = []) {
-        self.ordered = ordered
-        replace(with: members)
+        replace(with: members, ordered: ordered)
+    }
+
+    private var chunks: ChunkedList? {
+        if case .chunks(let b)? = extra { return b.value }
+        return nil
+    }
+
+    private var positions: [Int32: Int32]? {
+        if case .positions(let p)? = extra { return p.value }
+        return nil
     }
 
     var count: Int { chunks?.count ?? plain.count }
 
-    var isChunked: Bool { chunks != nil }
+    var isChunked: Bool { if case .chunks? = extra { true } else { false } }
 
     /// The members, in order.
     var array: [Int32] { chunks?.array ?? plain }
@@ -42,53 +64,52 @@ struct LinkList {
     subscript(position: Int) -> Int32 { chunks?[position] ?? plain[position] }
 
     /// Makes the list hold `members`, in that order.
-    mutating func replace(with members: [Int32]) {
-        positions = nil
-        chunks = nil
+    mutating func replace(with members: [Int32], ordered: Bool) {
+        extra = nil
         plain = members
         if ordered {
             if members.count >= Self.chunkedFrom {
-                chunks = ChunkedList(members)
+                extra = .chunks(Box(ChunkedList(members)))
                 plain = []
             }
         } else if members.count >= Self.indexedFrom {
-            positions = Self.positions(of: members)
+            extra = .positions(Box(Self.positions(of: members)))
         }
     }
 
     /// The position of `member`, or nil. O(1) on an indexed set side, O(log n) plus a scan of
     /// one chunk on a chunked list (whose member index is built on first use), else a scan.
     mutating func position(of member: Int32) -> Int? {
-        if chunks != nil { return withChunks { $0.position(of: member) } ?? nil }
+        if isChunked { return withChunks { $0.position(of: member) } ?? nil }
         if let positions { return positions[member].map(Int.init) }
         return plain.firstIndex(of: member)
     }
 
     /// Adds `member` at the end.
-    mutating func append(_ member: Int32) {
-        if chunks != nil {
+    mutating func append(_ member: Int32, ordered: Bool) {
+        if isChunked {
             withChunks { $0.insert(member, at: $0.count) }
             return
         }
         let n = plain.count
         plain.append(member)
-        if positions != nil {
-            positions?[member] = Int32(n)
+        if withPositions({ $0[member] = Int32(n) }) {
+            return
         } else if ordered {
-            if n + 1 >= Self.chunkedFrom { replace(with: plain) }
+            if n + 1 >= Self.chunkedFrom { replace(with: plain, ordered: true) }
         } else if n + 1 >= Self.indexedFrom {
-            positions = Self.positions(of: plain)
+            extra = .positions(Box(Self.positions(of: plain)))
         }
     }
 
     /// Inserts `member` at `position` of an ordered list (at most ``count``).
     mutating func insert(_ member: Int32, at position: Int) {
-        if chunks != nil {
+        if isChunked {
             withChunks { $0.insert(member, at: position) }
             return
         }
         plain.insert(member, at: position)
-        if plain.count >= Self.chunkedFrom { replace(with: plain) }
+        if plain.count >= Self.chunkedFrom { replace(with: plain, ordered: true) }
     }
 
     /// Removes and returns the member at `position` of an ordered list.
@@ -102,8 +123,8 @@ struct LinkList {
 
     /// Removes `member` and returns where it was; nil when it is not a member. An ordered list
     /// closes up; a set side's last member takes the removed one's place.
-    mutating func remove(_ member: Int32) -> Int? {
-        if chunks != nil {
+    mutating func remove(_ member: Int32, ordered: Bool) -> Int? {
+        if isChunked {
             let p = withChunks { $0.remove(member) } ?? nil
             if p != nil { shrinkIfShort() }
             return p
@@ -114,24 +135,14 @@ struct LinkList {
             return i
         }
         let last = plain.removeLast()
-        if i < plain.count {
-            plain[i] = last
-            positions?[last] = Int32(i)
+        let moved = i < plain.count
+        if moved { plain[i] = last }
+        _ = withPositions { p in
+            if moved { p[last] = Int32(i) }
+            p[member] = nil
         }
-        if positions != nil {
-            positions?[member] = nil
-            if plain.count < Self.unindexedBelow { positions = nil }
-        }
+        if plain.count < Self.unindexedBelow { extra = nil }
         return i
-    }
-
-    /// Runs `body` on the chunks, taken out of the list meanwhile so that they are not copied;
-    /// nil when the list is not chunked.
-    private mutating func withChunks<R>(_ body: (inout ChunkedList) -> R) -> R? {
-        guard var c = chunks else { return nil }
-        chunks = nil
-        defer { chunks = c }
-        return body(&c)
     }
 
     /// Moves the member at `from` of an ordered list to `to` (counted after its removal).
@@ -140,8 +151,29 @@ struct LinkList {
         insert(m, at: to)
     }
 
+    /// Runs `body` on the chunks, copied first if another list shares them; nil when the list
+    /// is not chunked.
+    private mutating func withChunks<R>(_ body: (inout ChunkedList) -> R) -> R? {
+        guard case .chunks(var b)? = extra else { return nil }
+        extra = nil
+        if !isKnownUniquelyReferenced(&b) { b = Box(b.value) }
+        defer { extra = .chunks(b) }
+        return body(&b.value)
+    }
+
+    /// Runs `body` on the position index, copied first if another list shares it; false when
+    /// the list has none.
+    private mutating func withPositions(_ body: (inout [Int32: Int32]) -> Void) -> Bool {
+        guard case .positions(var b)? = extra else { return false }
+        extra = nil
+        if !isKnownUniquelyReferenced(&b) { b = Box(b.value) }
+        body(&b.value)
+        extra = .positions(b)
+        return true
+    }
+
     private mutating func shrinkIfShort() {
-        if let chunks, chunks.count < Self.unchunkedBelow { replace(with: chunks.array) }
+        if let chunks, chunks.count < Self.unchunkedBelow { replace(with: chunks.array, ordered: true) }
     }
 
     private static func positions(of members: [Int32]) -> [Int32: Int32] {

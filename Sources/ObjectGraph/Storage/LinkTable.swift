@@ -373,7 +373,7 @@ final class LinkTable {
             guard index <= list.count else { return false }
             list.insert(member, at: index)
         }
-        owned[side][ownedIndex(side, row)].replace(with: list)
+        owned[side][ownedIndex(side, row)].replace(with: list, ordered: link.ordered[side])
         return true
     }
 
@@ -443,7 +443,7 @@ final class LinkTable {
         if h.count < 0 { return Int(-h.count - 1) }
         var list = LinkList(ordered: link.ordered[side])
         if h.count > 0 {
-            list.replace(with: Array(flat[side][Int(h.start)..<Int(h.start + h.count)]))
+            list.replace(with: Array(flat[side][Int(h.start)..<Int(h.start + h.count)]), ordered: link.ordered[side])
             flatGarbage[side] += Int(h.count)
         }
         let o: Int
@@ -468,7 +468,7 @@ final class LinkTable {
             owned[side][o].insert(member, at: max(0, position))
             return max(0, position)
         }
-        owned[side][o].append(member)
+        owned[side][o].append(member, ordered: link.ordered[side])
         return n
     }
 
@@ -476,7 +476,7 @@ final class LinkTable {
     private func remove(_ member: Int32, side: Int, owner: Int) -> Int? {
         guard owner < heads[side].count else { return nil }
         let h = heads[side][owner]
-        if h.count < 0 { return owned[side][Int(-h.count - 1)].remove(member) }
+        if h.count < 0 { return owned[side][Int(-h.count - 1)].remove(member, ordered: link.ordered[side]) }
         // A flat list is searched where it is: only a member found makes the list its own.
         guard let i = position(of: member, side: side, owner: owner) else { return nil }
         let o = ownedIndex(side, owner)
@@ -484,7 +484,7 @@ final class LinkTable {
             _ = owned[side][o].remove(at: i)
             return i
         }
-        return owned[side][o].remove(member)
+        return owned[side][o].remove(member, ordered: false)
     }
 
     /// Folds the own lists back into the flat arrays when they hold a quarter of the links or
