@@ -1,6 +1,7 @@
 import Foundation
 import GraphJournal
 import ObjectGraph
+import ObjectGraphTestSupport
 import Testing
 
 /// A mixtape orders its songs; a song orders the mixtapes it is on (an ordered many-to-many,
@@ -273,23 +274,11 @@ struct ToolLinkTests {
         #expect(try Self.libraryLinks(store.context) == expected[1])
     }
 
-    /// A deterministic generator for the random edits below.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test(arguments: Array(UInt64(1)...8))
     func randomEditsReadTheSameInTheToolAndTheLibrary(seed: UInt64) throws {
         // Saves of random inserts, deletes, adds, removes and moves on every kind of link; after
         // each save the tool's lists must be the library's, and after a compaction too.
-        var rng = SplitMix(state: seed)
+        var rng = SeededGenerator(seed: seed)
         let dir = Tool.temporaryURL("links-random")
         var expected: [[String: [String: [UInt64]]]] = []
         do {

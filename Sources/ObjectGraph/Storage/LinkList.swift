@@ -44,8 +44,9 @@ struct LinkList {
         replace(with: members, ordered: ordered)
     }
 
-    private var chunks: ChunkedList? {
-        if case .chunks(let b)? = extra { return b.value }
+    /// The chunks' box, read in place (no copy of the chunked list for a read).
+    private var chunkBox: Box<ChunkedList>? {
+        if case .chunks(let b)? = extra { return b }
         return nil
     }
 
@@ -54,14 +55,14 @@ struct LinkList {
         return nil
     }
 
-    var count: Int { chunks?.count ?? plain.count }
+    var count: Int { chunkBox?.value.count ?? plain.count }
 
-    var isChunked: Bool { if case .chunks? = extra { true } else { false } }
+    var isChunked: Bool { chunkBox != nil }
 
     /// The members, in order.
-    var array: [Int32] { chunks?.array ?? plain }
+    var array: [Int32] { chunkBox?.value.array ?? plain }
 
-    subscript(position: Int) -> Int32 { chunks?[position] ?? plain[position] }
+    subscript(position: Int) -> Int32 { chunkBox?.value[position] ?? plain[position] }
 
     /// Makes the list hold `members`, in that order.
     mutating func replace(with members: [Int32], ordered: Bool) {
@@ -173,7 +174,7 @@ struct LinkList {
     }
 
     private mutating func shrinkIfShort() {
-        if let chunks, chunks.count < Self.unchunkedBelow { replace(with: chunks.array, ordered: true) }
+        if let box = chunkBox, box.value.count < Self.unchunkedBelow { replace(with: box.value.array, ordered: true) }
     }
 
     private static func positions(of members: [Int32]) -> [Int32: Int32] {
