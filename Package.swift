@@ -139,7 +139,7 @@ let package = Package(
             path: "Tools/GraphJournal",
             swiftSettings: strictSettings
         ),
-        // Helpers shared by the test targets (STYLE item 10): a seeded, repeatable generator.
+        // Helpers shared by the test targets: a seeded, repeatable generator.
         .target(
             name: "ObjectGraphTestSupport",
             path: "Tests/ObjectGraphTestSupport",
