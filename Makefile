@@ -40,12 +40,7 @@ demo: deps
 	$(SWIFT) build --target ObjectGraphMacros
 	OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release objectgraph-demo Fixtures/debian-packages.jsonl.lz4
 
-# graph-journal's module is built on its own first: GraphJournalToolTests imports it
-# (`@testable import graph_journal`), and in a build from nothing SwiftPM sometimes compiles
-# that test target before the executable's module is in place ("no such module
-# 'graph_journal'"). Built first, the module is there, and `swift test` finds it up to date.
 test: deps
-	$(SWIFT) build --target graph-journal
 	$(SWIFT) test
 
 FUZZ_SECONDS ?= 300

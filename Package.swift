@@ -127,12 +127,21 @@ let package = Package(
             path: "Tools/ReplicationChild",
             swiftSettings: strictSettings + macroSettings
         ),
+        // The tool's progress bar, a library so that its tests import it (a test target that
+        // imports an executable's module may be compiled before that module exists).
+        .target(
+            name: "GraphJournalProgress",
+            dependencies: ["ObjectGraph", "GraphJournal", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tools/GraphJournalProgress",
+            swiftSettings: strictSettings
+        ),
         // The operators' tool: stats, verify, dump, repair and compact a store without app code.
         .executableTarget(
             name: "graph-journal",
             dependencies: [
                 "ObjectGraph",
                 "GraphJournal",
+                "GraphJournalProgress",
                 "ObjectGraphReplication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -171,7 +180,7 @@ let package = Package(
         // Runs the built graph-journal binary (a dependency, so it is built first) on fixtures.
         .testTarget(
             name: "GraphJournalToolTests",
-            dependencies: ["graph-journal", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport"],
+            dependencies: ["graph-journal", "GraphJournalProgress", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport"],
             exclude: ["Expected"],
             swiftSettings: strictSettings
         ),

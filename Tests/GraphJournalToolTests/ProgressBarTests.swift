@@ -4,7 +4,7 @@ import Glibc
 import ObjectGraph
 import Synchronization
 import Testing
-@testable import graph_journal
+@testable import GraphJournalProgress
 
 /// A clock the test moves by hand.
 private final class FakeClock: Sendable {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GraphJournal
+import GraphJournalProgress
 import ObjectGraph
 import Synchronization
 

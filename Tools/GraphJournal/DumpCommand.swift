@@ -1,5 +1,6 @@
 import ArgumentParser
 import GraphJournal
+import GraphJournalProgress
 import ObjectGraph
 
 /// `graph-journal dump DIR`: the journal as JSON Lines, for `jq`.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import GraphJournalProgress
 import ObjectGraph
 import ObjectGraphReplication
 import Synchronization

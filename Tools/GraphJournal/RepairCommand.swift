@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GraphJournal
+import GraphJournalProgress
 
 /// `graph-journal repair DIR`: cuts a torn tail, or with `--keep-prefix` the bytes from a
 /// corruption on; what it cuts is saved beside the segment, never deleted.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import GraphJournal
+import GraphJournalProgress
 import ObjectGraph
 
 /// `graph-journal stats DIR`: counts, sizes and live objects per entity.

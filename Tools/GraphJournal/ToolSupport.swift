@@ -139,19 +139,6 @@ extension JournalRecord.Kind? {
     }
 }
 
-/// Whether a file descriptor is a terminal.
-func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
-
-/// The bytes of the live segment files, by name.
-func segmentSizes(directory: String, files: [String]) -> [String: Int64] {
-    var sizes: [String: Int64] = [:]
-    for name in files {
-        var info = stat()
-        if stat(directory + "/" + name, &info) == 0 { sizes[name] = Int64(info.st_size) }
-    }
-    return sizes
-}
-
 /// `1249 bytes` or `12.3 MB (12,345,678 bytes)`.
 func formatBytes(_ bytes: Int64) -> String {
     if bytes < 10_000 { return "\(bytes) bytes" }

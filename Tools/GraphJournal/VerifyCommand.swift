@@ -1,5 +1,6 @@
 import ArgumentParser
 import GraphJournal
+import GraphJournalProgress
 import ObjectGraph
 
 /// `graph-journal verify DIR`: checks every record; the exit code tells clean, torn tail or corrupt.

@@ -1,15 +1,19 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import Glibc
-import GraphJournal
-import ObjectGraph
+public import GraphJournal
+public import ObjectGraph
 import Synchronization
 
 /// The `--no-progress` flag of the commands that draw a ``ProgressBar``.
-struct ProgressOptions: ParsableArguments {
+public struct ProgressOptions: ParsableArguments {
+    /// Whether `--no-progress` was given.
     @Flag(name: .customLong("no-progress"),
           help: "Draw no progress bar. Without this flag one is drawn on standard error only when it is a terminal and the command runs longer than half a second.")
-    var noProgress = false
+    public var noProgress = false
+
+    /// No flag given: a bar where a terminal shows it.
+    public init() {}
 }
 
 /// A one-line progress bar on standard error, like `pv`'s or `cargo`'s: what a phase has done
@@ -29,9 +33,9 @@ struct ProgressOptions: ParsableArguments {
 /// ``onStandardError(label:total:unit:options:outputIsStandardOutput:)`` decides whether to
 /// draw at all; the initializer always draws, to the descriptor it is given, with the clock
 /// it is given (the tests pass a fake one).
-final class ProgressBar: Sendable {
+public final class ProgressBar: Sendable {
     /// What a phase counts.
-    enum Unit: Sendable, Equatable {
+    public enum Unit: Sendable, Equatable {
         /// Bytes, shown as `12.3 MB`, with a rate in MB/s.
         case bytes
         /// Things of the given name (`objects`), shown as counts, with a rate per second.
@@ -97,7 +101,7 @@ final class ProgressBar: Sendable {
     ///
     /// `GRAPH_JOURNAL_PROGRESS_DELAY` (seconds) replaces the half-second delay; the tests set
     /// it to 0 to see the bar of a small store.
-    static func onStandardError(label: String, total: Int64?, unit: Unit = .bytes, options: ProgressOptions,
+    public static func onStandardError(label: String, total: Int64?, unit: Unit = .bytes, options: ProgressOptions,
                                 outputIsStandardOutput: Bool = false) -> ProgressBar? {
         guard !options.noProgress, isTerminal(STDERR_FILENO), ProcessInfo.processInfo.environment["TERM"] != "dumb",
               !(outputIsStandardOutput && isTerminal(STDOUT_FILENO)) else { return nil }
@@ -119,7 +123,7 @@ final class ProgressBar: Sendable {
     /// Sets how much the phase has done (a smaller value than before is ignored: the bar never
     /// goes back) and redraws the line if the delay has passed and it was not drawn in the
     /// last tenth of a second.
-    func update(done: Int64) {
+    public func update(done: Int64) {
         state.withLock { s in
             if done > s.done { s.done = done }
             draw(&s, force: false)
@@ -130,7 +134,7 @@ final class ProgressBar: Sendable {
     /// passed.
     ///
     /// - Parameter total: the phase's total, or nil to show the elapsed time instead.
-    func phase(_ label: String, total: Int64?, unit: Unit = .bytes) {
+    public func phase(_ label: String, total: Int64?, unit: Unit = .bytes) {
         state.withLock { s in
             s.label = label
             s.total = total
@@ -144,7 +148,7 @@ final class ProgressBar: Sendable {
     /// Sets the phase's total (nil: none, the elapsed time is shown) and how much it has done,
     /// as ``update(done:)`` does: for work whose total its reports give. A new total is drawn at
     /// once (once the delay has passed), as a new phase is.
-    func update(done: Int64, total: Int64?) {
+    public func update(done: Int64, total: Int64?) {
         state.withLock { s in
             let changed = s.total != total
             s.total = total
@@ -155,12 +159,12 @@ final class ProgressBar: Sendable {
 
     /// A handler that draws the library's progress reports (an open's replay, a compaction) on
     /// this bar, in the phase's unit: each report's total and what it completed.
-    func handler() -> ProgressHandler {
+    public func handler() -> ProgressHandler {
         { [self] progress in update(done: Int64(progress.completed), total: progress.total.map { Int64($0) }) }
     }
 
     /// Adds `bytes` to the phase's total (a file found to belong to the work on the way).
-    func extendTotal(by bytes: Int64) {
+    public func extendTotal(by bytes: Int64) {
         state.withLock { s in s.total = s.total.map { $0 + bytes } }
     }
 
@@ -176,7 +180,7 @@ final class ProgressBar: Sendable {
 
     /// Erases the line, if one was drawn, and draws nothing more. Call it before anything
     /// else is written to the terminal; calling it again does nothing.
-    func finish() {
+    public func finish() {
         state.withLock { s in
             if s.visible { write("\r\u{1B}[K") }
             s.visible = false
@@ -186,7 +190,7 @@ final class ProgressBar: Sendable {
 
     /// Redraws the line every tenth of a second on a thread of its own, until ``finish()``:
     /// the elapsed time and the rate keep moving while the caller has nothing to report.
-    func redrawPeriodically() {
+    public func redrawPeriodically() {
         let thread = Thread { [self] in
             while !state.withLock({ $0.finished }) {
                 Thread.sleep(forTimeInterval: 0.1)
@@ -261,7 +265,7 @@ final class ProgressBar: Sendable {
     }
 
     /// `812 B`, `12.3 kB`, `274.2 MB`, `1.5 GB` (units of 1000, as ``formatBytes(_:)``).
-    static func shortBytes(_ bytes: Int64) -> String {
+    public static func shortBytes(_ bytes: Int64) -> String {
         if bytes < 1000 { return "\(bytes) B" }
         let units = ["kB", "MB", "GB", "TB"]
         var value = Double(bytes) / 1000
@@ -271,7 +275,7 @@ final class ProgressBar: Sendable {
     }
 
     /// `1,234,567`.
-    static func grouped(_ n: Int64) -> String {
+    public static func grouped(_ n: Int64) -> String {
         let digits = String(n.magnitude)
         var result = ""
         for (i, digit) in digits.enumerated() {
@@ -295,8 +299,9 @@ final class ProgressBar: Sendable {
 /// (a log a walk adopts without MANIFEST listing it is added when it is reached); a record
 /// handed over by the walk (its ``JournalReport/Entry``: file and offset) is at the sizes of the
 /// files before its own plus its offset in it.
-struct JournalProgress {
-    let bar: ProgressBar
+public struct JournalProgress {
+    /// The bar drawn.
+    public let bar: ProgressBar
     /// The live segments in MANIFEST order.
     private let listed: [String]
     private let directory: String
@@ -312,7 +317,7 @@ struct JournalProgress {
 
     /// The progress of a walk of the journal in `directory`, or nil when no bar is to be drawn
     /// (``ProgressBar/onStandardError(label:total:unit:options:outputIsStandardOutput:)``).
-    init?(directory: String, label: String, options: ProgressOptions, outputIsStandardOutput: Bool = false) {
+    public init?(directory: String, label: String, options: ProgressOptions, outputIsStandardOutput: Bool = false) {
         guard !options.noProgress else { return nil }
         let listed = Self.manifestFiles(directory: directory)
         let sizes = segmentSizes(directory: directory, files: listed)
@@ -331,20 +336,20 @@ struct JournalProgress {
     }
 
     /// The bytes of the journal up to the end of `entry`'s record, drawn as done.
-    mutating func passed(_ entry: JournalReport.Entry) {
+    public mutating func passed(_ entry: JournalReport.Entry) {
         bar.update(done: position(entry.file, entry.endOffset))
     }
 
     /// The bytes up to `fraction` (0...1) of `entry`'s record, drawn as done (a record whose
     /// handling takes long reports its progress through it).
-    mutating func within(_ entry: JournalReport.Entry, fraction: Double) {
+    public mutating func within(_ entry: JournalReport.Entry, fraction: Double) {
         let start = position(entry.file, entry.offset)
         let end = position(entry.file, entry.endOffset)
         bar.update(done: start + Int64(Double(end - start) * min(max(fraction, 0), 1)))
     }
 
     /// Erases the bar.
-    func finish() { bar.finish() }
+    public func finish() { bar.finish() }
 
     /// Where `offset` of `file` is in the walk: the files before it (in the order they are
     /// reached; listed files with no record count as passed) plus the offset.
@@ -382,3 +387,16 @@ struct JournalProgress {
         }
     }
 }
+
+/// The bytes of the live segment files, by name.
+public func segmentSizes(directory: String, files: [String]) -> [String: Int64] {
+    var sizes: [String: Int64] = [:]
+    for name in files {
+        var info = stat()
+        if stat(directory + "/" + name, &info) == 0 { sizes[name] = Int64(info.st_size) }
+    }
+    return sizes
+}
+
+/// Whether a file descriptor is a terminal.
+public func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
