@@ -286,6 +286,41 @@ struct SnapshotUniqueIndex: Sendable {
         }
     }
 
+    /// ``find(_:in:)`` for a one-attribute key: no key array to allocate.
+    func find(single key: SnapshotKeyCell, in rows: PageTree<RowPage>) -> UInt64? {
+        var hasher = _KeyHasher(seed: seed)
+        switch key {
+        case .fixed(let bits): hasher.combine(bits)
+        case .bytes(let bytes): bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+        let h = hasher.finalize()
+        let tag = Self.tag(h)
+        let slot = slots[0]
+        var i = h & (capacity - 1)
+        while true {
+            let e = entry(i)
+            if e == Self.empty { return nil }
+            if e != Self.removed && e & ~Self.serialMask == tag {
+                let serial = e & Self.serialMask
+                let n = Int(serial - 1)
+                if let page = rows.page(n >> RowPage.shift), matches(page, n & (RowPage.rows - 1), slot, key) { return serial }
+            }
+            i = (i + 1) & (capacity - 1)
+        }
+    }
+
+    private func matches(_ page: RowPage, _ r: Int, _ slot: Int, _ cell: SnapshotKeyCell) -> Bool {
+        if page.isNull(r, slot) { return false }
+        switch cell {
+        case .fixed(let bits):
+            return page.cell(r, slot) == bits
+        case .bytes(let bytes):
+            return page.arena.withBytes(ArenaRef(page.cell(r, slot))) { stored in
+                bytes.withUnsafeBytes { $0.elementsEqual(stored) }
+            }
+        }
+    }
+
     private func matches(_ page: RowPage, _ r: Int, _ key: [SnapshotKeyCell]) -> Bool {
         for (slot, cell) in zip(slots, key) {
             if page.isNull(r, slot) { return false }
@@ -324,6 +359,17 @@ struct SnapshotTable: Sendable {
         self.layout = layout
         uniques = layout.uniqueSlots.map { SnapshotUniqueIndex(slots: $0, seed: _KeyHasher.randomSeed()) }
         references = Array(repeating: [:], count: layout.referenceSlots.count)
+    }
+
+    /// The serial of the object whose single-attribute unique key at `slot` is `key`; `.none`
+    /// when no unique constraint is exactly that attribute. Reads the table in place, so a
+    /// lookup writes no reference count of the shared table's parts (readers on several cores
+    /// would otherwise contend for them).
+    func findUnique(slot: Int, key: SnapshotKeyCell) -> UInt64?? {
+        for k in uniques.indices where uniques[k].slots.count == 1 && uniques[k].slots[0] == slot {
+            return .some(uniques[k].find(single: key, in: rows))
+        }
+        return .none
     }
 
     /// The page and row of `serial`, when an object has it.

@@ -59,8 +59,11 @@ public final class StoreSnapshot: Sendable {
     }
 
     func instance(table t: Int, serial: UInt64) -> (any Entity)? {
-        guard let (page, r) = tables[t].locate(serial) else { return nil }
-        return instance(table: t, serial: serial, page: page, row: r)
+        tables.withUnsafeBufferPointer { tables -> (any Entity)? in
+            guard let (page, r) = tables[t].locate(serial) else { return nil }
+            return tables[t].layout.entity.type.init(
+                _backing: ObjectBacking(snapshot: SnapshotObject(snapshot: self, serial: serial, page: page, row: r)))
+        }
     }
 
     // MARK: Reading
@@ -123,11 +126,13 @@ public final class StoreSnapshot: Sendable {
             case .bytes(let buffer): .bytes(Array(buffer))
             }
         }
-        let table = tables[t]
-        guard let k = table.uniques.firstIndex(where: { $0.slots == [slot] }) else {
+        // In place: copying the table would retain and release each of its parts, counts that
+        // readers on other cores write too.
+        let found = tables.withUnsafeBufferPointer { $0[t].findUnique(slot: slot, key: key) }
+        guard let found else {
             return try object(table: t, slots: [slot], values: [value.attributeValue]) as? T  // throws noUniqueIndex
         }
-        guard let serial = table.uniques[k].find([key], in: table.rows) else { return nil }
+        guard let serial = found else { return nil }
         return instance(table: t, serial: serial) as? T
     }
 

@@ -39,6 +39,13 @@ struct Options {
     }
 }
 
+/// The CPU seconds (user and system) the whole process has used so far, all threads.
+func processCPUSeconds() -> Double {
+    var u = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &u)
+    return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
+}
+
 /// The lookups of one reader task: latencies in nanoseconds.
 struct ReaderResult: Sendable {
     var latencies: [Int]
@@ -164,23 +171,29 @@ struct ConcurrencyComparison {
 
         // 4. Readers alone.
         let stopAlone = StopFlag()
+        let cpuReaders = processCPUSeconds()
         async let alone = runReaders(store, readers: o.readers, count: o.count, stop: stopAlone)
         try await Task.sleep(for: .seconds(o.readSeconds))
         stopAlone.stopped.store(true, ordering: .relaxed)
         let (readersAlone, aloneWall) = await alone
+        let readersCPU = processCPUSeconds() - cpuReaders
 
         // 5. Writer alone.
         let statsBefore = store.snapshotStatistics
+        let cpuWriter = processCPUSeconds()
         let writerAlone = try await importUpdates(store, count: o.count, batch: o.batch, generation: 2)
+        let writerCPU = processCPUSeconds() - cpuWriter
         let statsAfter = store.snapshotStatistics
         let publishShare = seconds(statsAfter.totalPublish - statsBefore.totalPublish)
 
         // 6. Both.
         let stopBoth = StopFlag()
+        let cpuBoth = processCPUSeconds()
         async let both = runReaders(store, readers: o.readers, count: o.count, stop: stopBoth)
         let writerWithReaders = try await importUpdates(store, count: o.count, batch: o.batch, generation: 3)
         stopBoth.stopped.store(true, ordering: .relaxed)
         let (readersBoth, bothWall) = await both
+        let bothCPU = processCPUSeconds() - cpuBoth
 
         print("| reader lookups | lookups | per second | p50 ns | p99 ns | p99.9 ns | max ns | misses |\n|---|---|---|---|---|---|---|---|")
         print(describe("alone", readersAlone, wall: aloneWall))
@@ -193,6 +206,26 @@ struct ConcurrencyComparison {
         print("| alone | \(String(format: "%.3f", writerAlone)) (of which publishing snapshots \(String(format: "%.3f", publishShare))) |")
         print("| with \(o.readers) readers | \(String(format: "%.3f", writerWithReaders)) |\n")
         print("Ratios: reader throughput during the import / alone = \(String(format: "%.2f", rateBoth / rateAlone)); import with readers / alone = \(String(format: "%.2f", writerWithReaders / writerAlone)).")
+        // What the cores allow. Readers that keep R cores busy alone, on c cores, beside a writer
+        // that keeps u cores busy alone: an import stretched r times takes u/r cores, which
+        // leaves the readers at most c - u/r, so at most (c - u/r)/R of their rate alone (when
+        // a lookup costs the same CPU time in both phases).
+        let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+        let u = writerCPU / writerAlone
+        let readersBusy = readersCPU / aloneWall
+        let r = writerWithReaders / writerAlone
+        func bound(_ r: Double) -> String { String(format: "%.2f", (cores - u / r) / readersBusy) }
+        print("")
+        print("| phase | wall s | CPU s (all threads) | cores busy |\n|---|---|---|---|")
+        print("| readers alone | \(String(format: "%.3f", aloneWall)) | \(String(format: "%.3f", readersCPU)) | \(String(format: "%.2f", readersBusy)) |")
+        print("| writer alone | \(String(format: "%.3f", writerAlone)) | \(String(format: "%.3f", writerCPU)) | \(String(format: "%.2f", u)) |")
+        print("| both | \(String(format: "%.3f", bothWall)) | \(String(format: "%.3f", bothCPU)) | \(String(format: "%.2f", bothCPU / bothWall)) |\n")
+        print("""
+            Bound from the cores: \(Int(cores)) cores; the readers alone keep R = \(String(format: "%.2f", readersBusy)) busy, \
+            the writer alone u = \(String(format: "%.2f", u)). An import stretched r times leaves the readers at most \
+            (cores - u/r)/R of their rate alone: \(bound(r)) at this run's r = \(String(format: "%.2f", r)), \
+            \(bound(1.25)) at r = 1.25.
+            """)
         print("\nLoad average after: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?")")
         try await store.close()
     }
