@@ -164,6 +164,37 @@ struct UniqueTests {
         #expect(error.code == .noUniqueIndex)
     }
 
+    /// The table remembers resolved key paths by identity; a key path equal by value but a
+    /// different object, more key paths than it remembers, and unknown ones still resolve
+    /// (or fail) as the entity's description says.
+    @Test func keyPathsResolveTheSameWhetherRememberedOrNot() throws {
+        let context = try memberContext()
+        let m = try context.insert(Member.self)
+        m.id = 7
+        m.email = "a@example.org"
+        // A key path built at run time: equal to `\.id`, another object.
+        let root: KeyPath<Member, Member> = \Member.self
+        let built = try #require(root.appending(path: \Member.id) as KeyPath<Member, Int64>?)
+        #expect(try context.object(Member.self, where: built, equals: 7) === m)
+        #expect(try context.object(Member.self, where: \.id, equals: 7) === m)
+        for round in 0..<3 {
+            // Two key paths a round, alternating, past the eight remembered.
+            for _ in 0..<6 {
+                // A new object each time: the remembered ones are pushed out.
+                #expect(try context.object(Member.self, where: root.appending(path: \Member.id), equals: 7) === m, "round \(round)")
+                #expect(try context.object(Member.self, where: \.id, equals: 7) === m)
+            }
+        }
+        let error = try #require(throws: ObjectGraphError.self) {
+            try context.object(Member.self, where: \.name, equals: "x")
+        }
+        #expect(error.code == .noUniqueIndex)
+        let unknown = try #require(throws: ObjectGraphError.self) {
+            try context.object(Member.self, where: \Member.id.bigEndian, equals: 7)
+        }
+        #expect(unknown.code == .unknownKey)
+    }
+
     @Test func replayRebuildsTheIndexes() throws {
         let dir = temporaryStoreDirectory()
         do {

@@ -12,7 +12,8 @@
 // append+fdatasync rate), `compact` (n live objects + n superseded updates), or `store` (all of
 // these); the import's: `import-empty` (importUniqueObjects of n sources into an
 // empty store + durable save), `import-existing` (n sources, half updates, into a store of n),
-// `upsert-scaling` (time per upsert with 10k vs 1M present), `import-duplicates` (a first
+// `upsert-scaling` (time per upsert with 10k vs 1M present), `upserts` (100k single upserts
+// into a store of n, for `--toggle-collect='*measuredUpserts*'`), `import-duplicates` (a first
 // import of 2n sources, every ID twice), or `import` (all four); relationships:
 // `cascade` (cascade-delete a parent with n children, then roll back); memory under churn:
 // `churn n DIR` / `survivors n DIR` (n inserted, nine in ten deleted, compacted / only the
@@ -250,10 +251,16 @@ func upsertCost(present: Int) throws -> Double {
     var rng = SystemRandomNumberGenerator()
     let ids = (0..<k).map { _ in Int64.random(in: 0..<Int64(present), using: &rng) }
     let start = ContinuousClock.now
+    try measuredUpserts(context, ids)
+    return seconds(since: start) / Double(k)
+}
+
+/// One `upsert` per ID, each changing an existing object's score.
+@inline(never)
+func measuredUpserts(_ context: ModelContext, _ ids: [Int64]) throws {
     for (i, id) in ids.enumerated() {
         try context.upsert(UniquePerson.self, where: \.id, equals: id) { $0.score = Double(i) }
     }
-    return seconds(since: start) / Double(k)
 }
 
 @inline(never)
@@ -374,6 +381,8 @@ do {
         try importExistingPhase()
     case "upsert-scaling":
         try upsertScalingPhase()
+    case "upserts":
+        print("upsert: \(String(format: "%.0f", try upsertCost(present: n) * 1e9)) ns with \(n) present")
     case "import-duplicates":
         try importDuplicatesPhase()
     case "import":
