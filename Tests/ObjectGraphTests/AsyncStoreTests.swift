@@ -152,6 +152,39 @@ struct AsyncStoreTests {
         }
     }
 
+    /// Key paths resolve through a cache shared by every task (by identity, without a lock):
+    /// tasks that use literal key paths and tasks that build a new key path object for every
+    /// lookup, which keeps replacing the cache's entries, all find the right attribute.
+    @Test func keyPathLookupsFromManyTasksAgree() async throws {
+        let store = try openLibrary()
+        try await store.perform { context in
+            for isbn in 1...200 {
+                try context.insert(Volume.self) { $0.isbn = Int64(isbn); $0.title = "t\(isbn)"; $0.pages = isbn * 3 }
+            }
+        }
+        let snapshot = store.snapshot
+        let wrong = await withTaskGroup(of: Int.self) { group in
+            for task in 0..<6 {
+                group.addTask {
+                    var wrong = 0
+                    let root: KeyPath<Volume, Volume> = \Volume.self
+                    for i in 0..<2_000 {
+                        let isbn = Int64(1 + (i * 7 + task) % 200)
+                        let keyPath: KeyPath<Volume, Int64> = task.isMultiple(of: 2) ? \Volume.isbn : root.appending(path: \Volume.isbn)
+                        let volume = try? snapshot.object(Volume.self, where: keyPath, equals: isbn)
+                        if volume?.isbn != isbn || volume?.pages != Int(isbn) * 3 { wrong += 1 }
+                        // A non-unique attribute's key path: resolved, then refused.
+                        if (try? snapshot.object(Volume.self, where: \.pages, equals: 3)) != nil { wrong += 1 }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+        try await store.close()
+    }
+
     @Test func relationshipsLeadToObjectsOfTheSameSnapshot() async throws {
         let store = try openLibrary()
         try await store.perform { context in

@@ -164,7 +164,7 @@ struct UniqueTests {
         #expect(error.code == .noUniqueIndex)
     }
 
-    /// The table remembers resolved key paths by identity; a key path equal by value but a
+    /// An entity remembers resolved key paths by identity; a key path equal by value but a
     /// different object, more key paths than it remembers, and unknown ones still resolve
     /// (or fail) as the entity's description says.
     @Test func keyPathsResolveTheSameWhetherRememberedOrNot() throws {

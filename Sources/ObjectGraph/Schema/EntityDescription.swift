@@ -32,6 +32,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     let slotByName: [String: Int]
     /// Key paths of the model class's attribute properties → slots (macro-generated).
     nonisolated(unsafe) let slotByKeyPath: [AnyKeyPath: Int]
+    /// The key paths ``slot(for:)`` found lately, by identity (a lookup without hashing).
+    let resolvedKeyPaths = KeyPathSlotCache()
     /// Per constraint, the slots of its keys.
     let uniqueSlots: [[Int]]
     /// Per index, the slots of its keys (only for indexes without problems).
@@ -157,7 +159,12 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
 
     /// The slot of the attribute a key path of the model class names, or `nil` when the
     /// description lists no such key path.
-    public func slot(for keyPath: AnyKeyPath) -> Int? { slotByKeyPath[keyPath] }
+    public func slot(for keyPath: AnyKeyPath) -> Int? {
+        if let slot = resolvedKeyPaths.slot(for: keyPath) { return slot }
+        guard let slot = slotByKeyPath[keyPath] else { return nil }
+        resolvedKeyPaths.remember(keyPath, slot: slot)
+        return slot
+    }
 
     /// The attribute named `key`, or `nil` when there is none.
     public func attribute(named key: String) -> AttributeDescription? {

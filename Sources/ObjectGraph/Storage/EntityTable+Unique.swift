@@ -2,15 +2,11 @@
 
 extension EntityTable {
     func slot(for keyPath: AnyKeyPath) throws(ObjectGraphError) -> Int {
-        for entry in resolvedKeyPaths where entry.keyPath === keyPath { return entry.slot }
         guard let slot = entity.slot(for: keyPath) else {
             throw ObjectGraphError(
                 .unknownKey, "\(keyPath) is not an attribute of \(entity.name) (hand-written models pass keyPaths: to EntityDescription)",
                 entity: entity.name)
         }
-        // A few call sites at a time use a table's key paths; past 8, the oldest goes.
-        if resolvedKeyPaths.count == 8 { resolvedKeyPaths.removeFirst() }
-        resolvedKeyPaths.append((keyPath, slot))
         return slot
     }
 

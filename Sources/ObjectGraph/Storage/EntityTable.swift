@@ -113,12 +113,6 @@ final class EntityTable {
     /// tracks: on a row inserted since the innermost savepoint, a set of such a slot needs only
     /// the write (``setCell(row:slot:_:primitive:)``).
     let plainSlots: UInt64
-    /// The key paths ``slot(for:)`` resolved lately, with their slots, compared by identity.
-    /// A key path literal is one object per call site, so a lookup in a loop finds its own in a
-    /// comparison or two instead of hashing the key path's components (about a thousand
-    /// instructions for a model's computed property). Holding the key paths keeps their
-    /// identities from being reused.
-    @exclusivity(unchecked) var resolvedKeyPaths: [(keyPath: AnyKeyPath, slot: Int)] = []
 
     // Savepoints (nested, for imports and transactions that roll back as a whole).
     @exclusivity(unchecked) var savepoints: [SavepointMark] = []
