@@ -464,6 +464,16 @@ struct PrefetchHint {
 }
 
 extension EntityTable {
+    /// Prefetches what a lookup reads of `row` after its key matches: its flags, its instance
+    /// slot and its before-image index. Each address needs only the row, so the misses overlap
+    /// with the key's comparison instead of following it one by one.
+    @inline(__always)
+    func prefetchRowState(_ row: Int) {
+        flags.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row) } }
+        instances.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row) } }
+        beforeIndex.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row) } }
+    }
+
     /// Prefetches the cell of `row` at `slot`.
     func prefetchCell(row: Int, slot: Int) {
         values.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row * stride + slot) } }

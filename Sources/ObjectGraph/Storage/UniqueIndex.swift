@@ -138,6 +138,7 @@ extension EntityTable {
         while true {
             let r = index.buckets[b]
             if r == UniqueIndex.empty { return nil }
+            if r >= 0 { prefetchRowState(Int(r)) }
             if r >= 0, !isNull(row: Int(r), slot: slot) {
                 let x = values[Int(r) * stride + slot]
                 switch cell {
