@@ -21,7 +21,7 @@ import Testing
     /// The stored bytes of `payload` chunked in one go (`ChunkedPayload.append`).
     static func chunkedWhole(_ payload: [UInt8]) -> [UInt8] {
         var stored: [UInt8] = []
-        payload.withUnsafeBytes { ChunkedPayload.append($0, to: &stored) }
+        _ = payload.withUnsafeBytes { ChunkedPayload.append($0, to: &stored) }
         return stored
     }
 
