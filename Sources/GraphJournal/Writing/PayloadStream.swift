@@ -149,16 +149,13 @@ public struct PayloadStream: Sendable {
         }
 
         private struct State {
+            /// The chunks cut and not yet taken, oldest first: a handful (the writer keeps it to
+            /// ``PayloadStream/maxQueuedChunks``), each holding its buffer until taken.
             var queued: [Job] = []
-            /// The first job of `queued` not yet taken: taken jobs are not removed one by one
-            /// (that moved every job after them).
-            var head = 0
             var next = 0
             var blocks: [Int: [UInt8]] = [:]
             var mostQueued = 0
             var compressedByWriter = 0
-
-            var queuedCount: Int { queued.count - head }
         }
 
         private let state = Mutex(State())
@@ -184,7 +181,7 @@ public struct PayloadStream: Sendable {
                 }
             }
             while let job = takeIfOverLimit() { finish(job) }
-            state.withLock { s in s.mostQueued = max(s.mostQueued, s.queuedCount) }
+            state.withLock { s in s.mostQueued = max(s.mostQueued, s.queued.count) }
         }
 
         var mostQueued: Int { state.withLock { $0.mostQueued } }
@@ -193,7 +190,7 @@ public struct PayloadStream: Sendable {
         /// The oldest waiting job when more than ``PayloadStream/maxQueuedChunks`` wait.
         private func takeIfOverLimit() -> Job? {
             state.withLock { s in
-                guard s.queuedCount > PayloadStream.maxQueuedChunks else { return nil }
+                guard s.queued.count > PayloadStream.maxQueuedChunks else { return nil }
                 s.compressedByWriter += 1
                 return Self.takeFirst(&s)
             }
@@ -215,19 +212,10 @@ public struct PayloadStream: Sendable {
             state.withLock { s in Self.takeFirst(&s) }
         }
 
-        /// Removes and returns the oldest waiting job; its buffer is released with it.
+        /// Removes and returns the oldest waiting job: once it is compressed, nothing holds its
+        /// buffer any more.
         private static func takeFirst(_ s: inout State) -> Job? {
-            guard s.head < s.queued.count else { return nil }
-            let job = s.queued[s.head]
-            s.head += 1
-            if s.head == s.queued.count {
-                s.queued.removeAll(keepingCapacity: true)
-                s.head = 0
-            } else if s.head >= 16 {
-                s.queued.removeFirst(s.head)
-                s.head = 0
-            }
-            return job
+            s.queued.isEmpty ? nil : s.queued.removeFirst()
         }
 
         private func finish(_ job: Job) {
