@@ -1,9 +1,9 @@
 extension Journal {
     /// ``forEachRecord(progress:_:)``, each payload lent as a ``JournalPayload`` instead of an
     /// array: a chunked one (a save of tens of thousands of objects) one decompressed chunk at a
-    /// time, so that it is never held whole (a save of 1M objects: 57 MB that a replay held on
-    /// top of the objects it built), any other in one piece. What is lent is valid only during
-    /// the call of `body`.
+    /// time, so that it is never held whole (57 MB for a save of 1M objects, which would sit on
+    /// top of the objects a replay builds from it), any other in one piece. What is lent is
+    /// valid only during the call of `body`.
     ///
     /// A chunk that does not decompress is found only once `body` read up to it: the walk then
     /// throws the error ``forEachRecord(progress:_:)`` throws for that record (the same

@@ -103,8 +103,8 @@ enum TransactionCodec {
     static let batchRows = 1 << 15
 
     /// Writes the serial list `serials(i)` for i in `0..<count`, as deltas, batch by batch:
-    /// the list is never built (for the inserts of a 1M-object save it was 8 MB), and the
-    /// writer's buffer never takes more than a batch of varints past its last cut.
+    /// the list is never built (8 MB for the inserts of a 1M-object save), and the writer's
+    /// buffer never takes more than a batch of varints past its last cut.
     private static func writeSerials(count: Int, into w: inout ByteWriter, _ serial: (Int) -> UInt64) {
         w.varint(count)
         var previous: Int64 = 0
@@ -135,8 +135,8 @@ enum TransactionCodec {
     /// A column's null bitmap comes before its values, so each column takes two passes: its
     /// null bits first (a bit a row), then its cells, gathered and written ``batchRows`` at a
     /// time, with the switch on the attribute's type outside the loop (per-value appends were
-    /// most of the cost of a save of many inserted objects). Gathering a whole column at once
-    /// held 8 bytes a row (8 MB for a save of 1M objects) for as long as the column was written.
+    /// most of the cost of a save of many inserted objects). So no whole column is gathered at
+    /// once (8 bytes a row: 8 MB for a save of 1M objects).
     private static func writeInserts(
         _ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter,
         afterColumn: (_ columns: Int) throws -> Void
