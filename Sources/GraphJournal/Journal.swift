@@ -351,7 +351,9 @@ public final class Journal: Sendable {
             }
             return try append(raw, schema: schema)
         }
-        return try appendRecord(storedBound: chunked.storedCount, schema: schema) { buffer, seed, sequence, _ in
+        // Only the headers and the chunk table go through the buffer; the chunks are written
+        // from where they are.
+        return try appendRecord(storedBound: chunked.storedCount, bufferedPayload: chunked.table.count, schema: schema) { buffer, seed, sequence, _ in
             // Chunked payloads (4 MiB and more) never join a history.
             RecordCodec.appendChunkedHeader(to: &buffer, seed: seed, sequence: sequence, type: .transaction, chunked)
             return AppendedRecord(raw: chunked.rawCount, stored: chunked.storedCount, blocks: chunked.blocks)
@@ -361,9 +363,10 @@ public final class Journal: Sendable {
     /// The common part of the appends: rolls the segment when the record would not fit,
     /// writes the schema record when `schema` is new and then what `record` puts in the buffer
     /// (plus the `blocks` it returns, written after it), and syncs as the durability asks.
-    /// `storedBound`: at most the bytes the transaction record's payload takes.
+    /// `storedBound`: at most the bytes the transaction record's payload takes;
+    /// `bufferedPayload`: at most the part of them that `record` puts in the buffer (nil: all).
     private func appendRecord(
-        storedBound: Int, schema: [UInt8]?, origin: [UInt8]? = nil,
+        storedBound: Int, bufferedPayload: Int? = nil, schema: [UInt8]?, origin: [UInt8]? = nil,
         _ record: (inout [UInt8], _ seed: UInt32, _ sequence: UInt64, _ history: HistoryEncoder?) -> AppendedRecord
     ) throws(JournalError) -> UInt64 {
         guard (schema?.count ?? 0) <= JournalFormat.maxPayloadSize else {
@@ -379,7 +382,7 @@ public final class Journal: Sendable {
                 try roll(&s)
             }
             var buffer: [UInt8] = []
-            buffer.reserveCapacity(worstCase)
+            buffer.reserveCapacity(worstCase - storedBound + (bufferedPayload ?? storedBound))
             var tail = s.tail
             let seed = s.activeSeed
             let history = try activeHistory(&s)

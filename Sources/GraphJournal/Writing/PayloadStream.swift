@@ -11,6 +11,13 @@ internal import Synchronization
 /// ``JournalFormat/chunkSize`` bytes is handed to another core to compress while the writer
 /// goes on. The stored bytes are exactly those of ``ChunkedPayload/append(_:to:)``.
 ///
+/// The raw bytes waiting for a core stay bounded when the cores are busy (other processes,
+/// a loaded machine): once ``maxQueuedChunks`` cut chunks wait, the writer compresses the oldest
+/// itself before it goes on, so a save that outruns the pool slows down to its pace instead of
+/// holding its whole raw payload in queued chunks (a 1M-object save: up to 57 MiB). Each
+/// compressed chunk is kept in a buffer of its own size, not of the 1 MiB it was compressed
+/// into.
+///
 /// ```swift
 /// var stream = PayloadStream()
 /// for row in rows {
@@ -33,9 +40,29 @@ public struct PayloadStream: Sendable {
     /// The compressed chunks, in order, filled by other threads; made at the first cut (most
     /// saves are small and never cut).
     private var chunks: Chunks?
+    /// The most cut chunks that wait for a core at once: past this many, the writer compresses
+    /// the oldest waiting chunk itself. Four chunks keep both cores of a small machine busy
+    /// while the writer encodes the next one.
+    static let maxQueuedChunks = 4
+
+    /// The most chunks that were queued at once, waiting for a core, in this stream so far
+    /// (never more than ``maxQueuedChunks``); 0 when the stream never cut a chunk.
+    var mostQueuedChunks: Int { chunks?.mostQueued ?? 0 }
+    /// How many of the chunks cut so far the writer compressed itself because
+    /// ``maxQueuedChunks`` were waiting.
+    var chunksCompressedByWriter: Int { chunks?.compressedByWriter ?? 0 }
+
+    /// Whether cut chunks are handed to Dispatch's pool; without it the writer compresses
+    /// every chunk itself (tests that count what the writer compresses).
+    private let compressesOnPool: Bool
 
     /// A stream with room for `capacity` bytes before its first cut.
     public init(capacity: Int = 0) {
+        self.init(capacity: capacity, compressesOnPool: true)
+    }
+
+    init(capacity: Int, compressesOnPool: Bool) {
+        self.compressesOnPool = compressesOnPool
         bytes.reserveCapacity(min(capacity, JournalFormat.chunkedThreshold + JournalFormat.chunkSize))
     }
 
@@ -66,7 +93,7 @@ public struct PayloadStream: Sendable {
         bytes.withUnsafeBytes { next.append(contentsOf: $0[(whole * size)...]) }
         let full = bytes
         bytes = next
-        let chunks = self.chunks ?? Chunks()
+        let chunks = self.chunks ?? Chunks(usesPool: compressesOnPool)
         self.chunks = chunks
         for i in 0..<whole { chunks.compress(full, range: (i * size)..<((i + 1) * size)) }
         cutCount += whole * size
@@ -122,25 +149,50 @@ public struct PayloadStream: Sendable {
         }
 
         private struct State {
+            /// The chunks cut and not yet taken, oldest first: a handful (the writer keeps it to
+            /// ``PayloadStream/maxQueuedChunks``), each holding its buffer until taken.
             var queued: [Job] = []
             var next = 0
             var blocks: [Int: [UInt8]] = [:]
+            var mostQueued = 0
+            var compressedByWriter = 0
         }
 
         private let state = Mutex(State())
         /// Signalled each time a pool thread finishes a chunk.
         private let finished = DispatchSemaphore(value: 0)
+        private let usesPool: Bool
 
-        /// Queues `buffer[range]`, the next chunk, and asks the pool to compress it.
+        init(usesPool: Bool) { self.usesPool = usesPool }
+
+        /// Queues `buffer[range]`, the next chunk, and asks the pool to compress it; then, while
+        /// more than ``PayloadStream/maxQueuedChunks`` chunks wait, compresses the oldest
+        /// waiting one on the calling (writer's) thread.
         func compress(_ buffer: [UInt8], range: Range<Int>) {
             state.withLock { s in
                 s.queued.append(Job(index: s.next, buffer: buffer, range: range))
                 s.next += 1
             }
-            DispatchQueue.global().async { [self] in
-                guard let job = take() else { return }  // the writer took it
-                finish(job)
-                finished.signal()
+            if usesPool {
+                DispatchQueue.global().async { [self] in
+                    guard let job = take() else { return }  // the writer took it
+                    finish(job)
+                    finished.signal()
+                }
+            }
+            while let job = takeIfOverLimit() { finish(job) }
+            state.withLock { s in s.mostQueued = max(s.mostQueued, s.queued.count) }
+        }
+
+        var mostQueued: Int { state.withLock { $0.mostQueued } }
+        var compressedByWriter: Int { state.withLock { $0.compressedByWriter } }
+
+        /// The oldest waiting job when more than ``PayloadStream/maxQueuedChunks`` wait.
+        private func takeIfOverLimit() -> Job? {
+            state.withLock { s in
+                guard s.queued.count > PayloadStream.maxQueuedChunks else { return nil }
+                s.compressedByWriter += 1
+                return Self.takeFirst(&s)
             }
         }
 
@@ -157,17 +209,31 @@ public struct PayloadStream: Sendable {
         }
 
         private func take() -> Job? {
-            state.withLock { s in s.queued.isEmpty ? nil : s.queued.removeFirst() }
+            state.withLock { s in Self.takeFirst(&s) }
+        }
+
+        /// Removes and returns the oldest waiting job: once it is compressed, nothing holds its
+        /// buffer any more.
+        private static func takeFirst(_ s: inout State) -> Job? {
+            s.queued.isEmpty ? nil : s.queued.removeFirst()
         }
 
         private func finish(_ job: Job) {
             let block = job.buffer.withUnsafeBytes { all in
                 let chunk = UnsafeRawBufferPointer(rebasing: all[job.range])
-                var block: [UInt8] = []
-                block.reserveCapacity(chunk.count)
+                var scratch: [UInt8] = []
+                scratch.reserveCapacity(chunk.count)
                 // Kept raw unless LZ4 makes it strictly shorter, as ChunkedPayload.append.
-                if LZ4.appendBlock(chunk, to: &block, limit: chunk.count - 1) == 0 { block = Array(chunk) }
-                return block
+                let n = LZ4.appendBlock(chunk, to: &scratch, limit: chunk.count - 1)
+                // Copied out at its own size: the 1 MiB it was compressed into would stay
+                // allocated, one per chunk, until the record is written.
+                let stored = n == 0 ? chunk : scratch.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[..<n]) }
+                return [UInt8](unsafeUninitializedCapacity: stored.count) { out, initialized in
+                    if let base = stored.baseAddress, let destination = out.baseAddress {
+                        UnsafeMutableRawPointer(destination).copyMemory(from: base, byteCount: stored.count)
+                    }
+                    initialized = stored.count
+                }
             }
             state.withLock { $0.blocks[job.index] = block }
         }

@@ -1,3 +1,5 @@
+internal import GraphJournal
+
 extension TransactionCodec {
     /// Applies a payload straight to the context's tables as committed state (replay at open).
     ///
@@ -12,6 +14,31 @@ extension TransactionCodec {
         defer { for l in context.links { l.tracking = true } }
         try PayloadDecoder.decode(payload, stored: stored, into: &visitor)
         try visitor.finish()
+    }
+
+    /// ``replay(_:stored:mapping:into:orphans:)`` of a payload lent piece by piece
+    /// (``Journal/forEachPayload(progress:_:)``): a large one is replayed chunk by chunk as it is
+    /// decompressed, never held whole.
+    ///
+    /// - Returns: false, with the payload partly replayed, when its pieces ended before its
+    ///   length (a chunk that does not decompress, which the journal then reports).
+    static func replay(
+        _ payload: JournalPayload, stored: StoredSchema, mapping: SchemaMapping, into context: ModelContext,
+        orphans: inout [Int: Set<UInt64>]
+    ) throws(StoreError) -> Bool {
+        var visitor = ReplayVisitor(tables: context.tables, links: context.links, mapping: mapping, orphans: orphans)
+        defer { orphans = visitor.orphans }
+        for l in context.links { l.tracking = false }
+        defer { for l in context.links { l.tracking = true } }
+        var r = PayloadReader(payload)
+        do throws(PayloadReader.Failure) {
+            try PayloadDecoder.decode(&r, stored: stored, into: &visitor)
+        } catch {
+            if case .piecesEnded = error { return false }
+            throw StoreError(payload: error)
+        }
+        try visitor.finish()
+        return true
     }
 }
 

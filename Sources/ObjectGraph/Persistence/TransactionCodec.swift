@@ -97,61 +97,95 @@ enum TransactionCodec {
         return w.bytes
     }
 
-    private static func writeSerials(_ serials: [UInt64], into w: inout ByteWriter) {
-        w.varint(serials.count)
-        w.append(upTo: serials.count * ByteWriter.maxVarintCount) { p in
-            var o = 0
-            var previous: Int64 = 0
-            for s in serials {
-                ByteWriter.putSigned(Int64(bitPattern: s) &- previous, p, &o)
-                previous = Int64(bitPattern: s)
-            }
-            return o
-        }
-    }
+    /// The rows (or serials) a column or a serial list is written in at a time: its values
+    /// are put in the writer's buffer in one go, and between batches a streaming writer may cut
+    /// chunks off (``ByteWriter/cutIfFull()``).
+    static let batchRows = 1 << 15
 
-    /// Writes rows column by column. With `committed`, a dirty row contributes its
-    /// before-image (a snapshot written while changes are pending records the saved state).
-    ///
-    /// Each column is gathered first (its cells and null bitmap), then its values are written
-    /// straight into the writer's buffer in one go (``ByteWriter/append(upTo:_:)``), with the
-    /// switch on the attribute's type outside the loop: per-value appends were most of the
-    /// cost of a save of many inserted objects.
-    private static func writeInserts(
-        _ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter,
-        afterColumn: (_ columns: Int) throws -> Void
-    ) rethrows {
-        writeSerials(rows.map { t.serialOfRow[$0] }, into: &w)
-        guard !rows.isEmpty else { return }
-        var cells = [UInt64](repeating: 0, count: rows.count)
-        var bitmap = [UInt8](repeating: 0, count: (rows.count + 7) / 8)
-        for slot in 0..<t.stride {
-            let nullCount = t.read { $0.gather(slot: slot, rows: rows, committed: committed, into: &cells, nulls: &bitmap) }
-            w.byte(nullCount > 0 ? 1 : 0)
-            if nullCount > 0 { w.bytes.append(contentsOf: bitmap) }
-            writeColumn(cells, nulls: bitmap, count: rows.count - nullCount, type: t.types[slot], table: t, into: &w)
-            try afterColumn(slot + 1)
-        }
-    }
-
-    /// Writes the non-nil `cells` (those without their bit in the bitmap `nulls`; `count` of
-    /// them) as values of `type`, straight into the writer's buffer, in batches between which a
-    /// streaming writer may cut chunks off (``ByteWriter/cutIfFull()``).
-    private static func writeColumn(
-        _ cells: [UInt64], nulls: [UInt8], count: Int, type: AttributeType, table t: EntityTable, into w: inout ByteWriter
-    ) {
-        guard count > 0 else { return }
-        let batch = 1 << 15
+    /// Writes the serial list `serials(i)` for i in `0..<count`, as deltas, batch by batch:
+    /// the list is never built (8 MB for the inserts of a 1M-object save), and the writer's
+    /// buffer never takes more than a batch of varints past its last cut.
+    private static func writeSerials(count: Int, into w: inout ByteWriter, _ serial: (Int) -> UInt64) {
+        w.varint(count)
+        var previous: Int64 = 0
         var lower = 0
-        while lower < cells.count {
-            let upper = min(lower + batch, cells.count)
-            writeColumn(cells, lower..<upper, nulls: nulls, hasNulls: count < cells.count, type: type, table: t, into: &w)
+        while lower < count {
+            let upper = min(lower + batchRows, count)
+            w.append(upTo: (upper - lower) * ByteWriter.maxVarintCount) { p in
+                var o = 0
+                for i in lower..<upper {
+                    let s = Int64(bitPattern: serial(i))
+                    ByteWriter.putSigned(s &- previous, p, &o)
+                    previous = s
+                }
+                return o
+            }
             w.cutIfFull()
             lower = upper
         }
     }
 
-    /// Writes the non-nil cells of `cells[range]`, as ``writeColumn(_:nulls:count:type:table:into:)``.
+    private static func writeSerials(_ serials: [UInt64], into w: inout ByteWriter) {
+        writeSerials(count: serials.count, into: &w) { serials[$0] }
+    }
+
+    /// Writes rows column by column. With `committed`, a dirty row contributes its
+    /// before-image (a snapshot written while changes are pending records the saved state).
+    ///
+    /// A column's null bitmap comes before its values, so each column takes two passes: its
+    /// null bits first (a bit a row), then its cells, gathered and written ``batchRows`` at a
+    /// time, with the switch on the attribute's type outside the loop (per-value appends were
+    /// most of the cost of a save of many inserted objects). So no whole column is gathered at
+    /// once (8 bytes a row: 8 MB for a save of 1M objects).
+    private static func writeInserts(
+        _ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter,
+        afterColumn: (_ columns: Int) throws -> Void
+    ) rethrows {
+        let serialOfRow = t.serialOfRow
+        writeSerials(count: rows.count, into: &w) { serialOfRow[rows[$0]] }
+        guard !rows.isEmpty else { return }
+        var bitmap = [UInt8](repeating: 0, count: (rows.count + 7) / 8)
+        var cells = [UInt64](repeating: 0, count: min(rows.count, batchRows))
+        var batchNulls = [UInt8](repeating: 0, count: (cells.count + 7) / 8)
+        for slot in 0..<t.stride {
+            let nullCount = t.read { columns in
+                bitmap.withUnsafeMutableBufferPointer { bitmap in
+                    bitmap.update(repeating: 0)
+                    var nullCount = 0
+                    for (i, row) in rows.enumerated() {
+                        let isNull: Bool
+                        if committed, let b = columns.beforeImage(ofRow: row) {
+                            isNull = columns.committedCell(beforeImage: b, slot: slot).isNull
+                        } else {
+                            isNull = columns.isNull(row: row, slot: slot)
+                        }
+                        if isNull {
+                            bitmap[i / 8] |= 1 << UInt8(i % 8)
+                            nullCount += 1
+                        }
+                    }
+                    return nullCount
+                }
+            }
+            w.byte(nullCount > 0 ? 1 : 0)
+            if nullCount > 0 { w.bytes.append(contentsOf: bitmap) }
+            if nullCount < rows.count {
+                var lower = 0
+                while lower < rows.count {
+                    let upper = min(lower + batchRows, rows.count)
+                    let batch = Array(rows[lower..<upper])
+                    _ = t.read { $0.gather(slot: slot, rows: batch, committed: committed, into: &cells, nulls: &batchNulls) }
+                    writeColumn(cells, 0..<batch.count, nulls: batchNulls, hasNulls: nullCount > 0, type: t.types[slot], table: t, into: &w)
+                    w.cutIfFull()
+                    lower = upper
+                }
+            }
+            try afterColumn(slot + 1)
+        }
+    }
+
+    /// Writes the non-nil cells of `cells[range]` (those without their bit in the bitmap
+    /// `nulls`, when `hasNulls`) as values of `type`, straight into the writer's buffer.
     private static func writeColumn(
         _ cells: [UInt64], _ range: Range<Int>, nulls: [UInt8], hasNulls: Bool, type: AttributeType, table t: EntityTable,
         into w: inout ByteWriter
