@@ -185,6 +185,11 @@ do {
             record(.objectgraph, "bulk_s", n, og["bulk_s"] ?? .nan)
             record(.objectgraph, "disk_bytes", n, og["disk_bytes"] ?? .nan)
             recordPeak(.objectgraph, "bulk", n, og)
+            // The same load with the sources built 10,000 at a time, as the peers' loops build
+            // their rows: the peak without the N source structs alive at once.
+            let batched = try worker(["objectgraph", "bulk-batched", String(n), "10000", ogDir + "-batched"])
+            record(.objectgraph, "bulk_batched_s", n, batched["bulk_s"] ?? .nan)
+            recordPeak(.objectgraph, "bulk_batched", n, batched)
 
             let dbPath = root.appendingPathComponent("sqlite-\(n)-\(rep).db").path
             let sq = try worker(["sqlite", "bulk", String(n), dbPath])
