@@ -280,11 +280,23 @@ private final class CmRun {
 
     func compactAndCheck() throws {
         let pending = context.hasChanges
+        // The test lets go of a third of its instances: the compaction releases them (nothing
+        // else holds them), and the lookups below materialize fresh ones.
+        let letGo = { (k: Int64) in (k + Int64(self.compactions)) % 3 == 0 }
+        held.owners = held.owners.filter { !letGo($0.key) }
+        held.items = held.items.filter { !letGo($0.key) }
+        held.tags = held.tags.filter { !letGo($0.key) }
+        held.steps = held.steps.filter { !letGo($0.key) }
         try store.compact()
         compactions += 1
         #expect(context.hasChanges == pending, "seed \(seed): compaction changed whether changes are pending")
-        check(context, against: model, "after compaction \(compactions)")
         checkHeld()
+        check(context, against: model, "after compaction \(compactions)")
+        // Hold the instances the lookups made, for the operations that follow.
+        for o in try context.objects(of: CmOwner.self) where held.owners[o.key] == nil { held.owners[o.key] = o }
+        for i in try context.objects(of: CmItem.self) where held.items[i.key] == nil { held.items[i.key] = i }
+        for t in try context.objects(of: CmTag.self) where held.tags[t.key] == nil { held.tags[t.key] = t }
+        for x in try context.objects(of: CmStep.self) where held.steps[x.key] == nil { held.steps[x.key] = x }
         // A copy of the directory, opened: the committed state.
         let copy = temporaryStoreDirectory("CompactionMemoryCopy")
         try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
@@ -448,6 +460,25 @@ struct CompactionMemoryTests {
                 #expect(a.owned[side].isEmpty, "link \(a.index) side \(side): own lists")
             }
         }
+    }
+
+    @Test func compactionReleasesTheInstancesNothingElseHoldsAndKeepsTheHeldOnes() throws {
+        let store = try build(500, survivorsOnly: false, #function)
+        defer { try? store.close() }
+        let c = store.context
+        let owners = try c.objects(of: CmOwner.self).sorted { $0.key < $1.key }
+        let kept = owners[0]
+        let keptID = try #require(kept.objectID)
+        let releasedID = try #require(owners[1].objectID)
+        weak let released = owners[1]
+        _ = consume owners
+        #expect(released != nil)  // the context holds it
+        try store.compact()
+        #expect(released == nil)  // nothing held it: the compaction let it go
+        #expect(c.object(with: keptID) === kept)
+        let fresh = try #require(c.object(with: releasedID, as: CmOwner.self))
+        #expect(fresh.key == 10 && fresh.name == "owner 10")
+        #expect(c.object(with: releasedID) === fresh)  // kept again once materialized
     }
 
     @Test func compactionKeepsPendingChangesAndTheirRollback() throws {

@@ -2,7 +2,8 @@
 ///
 /// A context holds every object of its schema in compact per-entity tables and hands out
 /// instances on demand; the same ``ObjectID`` gives the same instance for as long as the
-/// context keeps it (until save detaches a deleted object, or ``reset()``).
+/// context keeps it (until save detaches a deleted object, ``reset()``, or a compaction of its
+/// store releases an instance that nothing else holds).
 ///
 /// ```swift
 /// let context = ModelContext(schema: try Schema(Package.self))

@@ -28,7 +28,8 @@ extension EntityTable {
     /// as in a table that never had the freed ones. Returns the new row of each old row (-1 for
     /// a freed row), for the link tables (``LinkTable/renumber(_:)``).
     ///
-    /// Rewritten here: the row arrays, the serial map, the instances' rows, the pending
+    /// Instances nothing outside the table holds are released; the others point at their new
+    /// rows. Rewritten here: the row arrays, the serial map, the pending
     /// transaction's row lists, the unique indexes (the same owners and duplicates), the
     /// secondary indexes (kept when up to date: the new numbers keep the rows' order, so
     /// (key, row) order holds) and the arena (rewritten with the live rows' bytes only, unless a
@@ -70,12 +71,13 @@ extension EntityTable {
             newInstances.append(instances[r])
             newBefore.append(beforeIndex[r])
         }
-        values = newValues
-        nulls = newNulls
-        flags = newFlags
-        serialOfRow = newSerials
-        instances = newInstances
-        beforeIndex = newBefore
+        // Consumed: a copy left in a local would make the next write to a column copy it.
+        values = consume newValues
+        nulls = consume newNulls
+        flags = consume newFlags
+        serialOfRow = consume newSerials
+        instances = consume newInstances
+        beforeIndex = consume newBefore
         freeRows = []
         stamps = []
 
@@ -86,9 +88,10 @@ extension EntityTable {
             let s = Int(serialOfRow[j])
             if s >= 1, s <= mapLength, newMap[s - 1] == Int32(r) { newMap[s - 1] = Int32(j) }
         }
-        rowOfSerial = newMap
+        rowOfSerial = consume newMap
 
-        // The instances now live at their new rows.
+        // The instances now live at their new rows (those only this table held are let go).
+        releaseUnheldInstances()
         for j in 0..<k {
             guard let object = instances[j] else { continue }
             let e = asEntity(object)
@@ -124,6 +127,18 @@ extension EntityTable {
         // must stay where a rollback truncates them.
         compactCommittedArena()
         return newRow
+    }
+}
+
+extension EntityTable {
+    /// Lets go of the instances nothing outside this table holds: the next lookup of their
+    /// objects materializes fresh ones (as after `reset()`, `awakeFromFetch` included). Kept,
+    /// the survivors' instances of a churned table would pin every heap page they share with
+    /// the freed instances of the deleted objects.
+    func releaseUnheldInstances() {
+        for row in 0..<rowCount where instances[row] != nil {
+            if isKnownUniquelyReferenced(&instances[row]) { instances[row] = nil }
+        }
     }
 }
 
@@ -223,8 +238,10 @@ extension LinkTable {
 extension ModelContext {
     /// Gives back the memory of the rows freed since the tables were last renumbered: every
     /// table with free rows or spare room renumbers its rows (``EntityTable/renumberRows()``)
-    /// and the link tables follow. Objects keep their ``ObjectID``s and the instances handed out
-    /// stay valid (they point at their new rows); pending changes stay pending.
+    /// and the link tables follow. Objects keep their ``ObjectID``s and the instances the
+    /// application holds stay valid (they point at their new rows); the instances nothing else
+    /// holds are released, to be materialized afresh when next looked up; pending changes stay
+    /// pending.
     ///
     /// Skipped (returns false) while row numbers are held where they cannot be rewritten: inside
     /// a transaction, import, sync or save, or a lifecycle hook called by one of the context's
@@ -236,7 +253,14 @@ extension ModelContext {
         else { return false }
         var maps: [[Int32]?] = []
         maps.reserveCapacity(tables.count)
-        for t in tables { maps.append(t.hasSlack ? t.renumberRows() : nil) }
+        for t in tables {
+            if t.hasSlack {
+                maps.append(t.renumberRows())
+            } else {
+                t.releaseUnheldInstances()
+                maps.append(nil)
+            }
+        }
         for l in links {
             if maps[l.link.entities[0]] != nil || maps[l.link.entities[1]] != nil {
                 l.renumber(maps)
