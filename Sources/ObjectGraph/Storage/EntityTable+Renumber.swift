@@ -6,11 +6,12 @@ import Glibc
 // the front and every structure that names rows is rewritten with the new numbers.
 
 extension EntityTable {
-    /// Whether ``renumberRows()`` would give memory back: free rows to drop, or row storage
-    /// with a quarter more room than the rows use (room a bulk import or replay reserved).
+    /// Whether ``renumberRows()`` is worth its copy of every live row: an eighth of the rows or
+    /// more are free, or the row storage has a quarter more room than the rows use (room a bulk
+    /// import or replay reserved). Fewer free rows stay on the free list for the next inserts.
     var hasSlack: Bool {
-        if !freeRows.isEmpty { return true }
         let rows = rowCount
+        if !freeRows.isEmpty && freeRows.count * 8 >= rows { return true }
         let slack = rows / 4 + 64
         return flags.capacity > rows + slack || values.count > (rows + slack) * stride
             || rowOfSerial.capacity > rowOfSerial.count + rowOfSerial.count / 4 + 64
