@@ -30,12 +30,12 @@ extension EntityTable {
     /// a freed row), for the link tables (``LinkTable/renumber(_:)``).
     ///
     /// Instances nothing outside the table holds are released; the others point at their new
-    /// rows. Rewritten here: the row arrays, the serial map, the pending
-    /// transaction's row lists, the unique indexes (the same owners and duplicates), the
-    /// secondary indexes (kept when up to date: the new numbers keep the rows' order, so
-    /// (key, row) order holds) and the arena (rewritten with the live rows' bytes only, unless a
-    /// pending change holds bytes in it: ``compactCommittedArena()``). Reference indexes are
-    /// dropped and rebuilt at their next use.
+    /// rows. Rewritten here: the row arrays, the serial map, the pending transaction's row
+    /// lists, the unique indexes (the same owners and duplicates), the secondary indexes (kept
+    /// when up to date: the new numbers keep the rows' order, so (key, row) order holds) and
+    /// the arena (rewritten with the live rows' bytes only, unless a pending change holds bytes
+    /// in it: ``compactCommittedArena()``). Reference indexes are dropped and rebuilt at their
+    /// next use.
     ///
     /// - Precondition: ``canRenumber``.
     func renumberRows() -> [Int32] {
