@@ -217,7 +217,8 @@ public actor AsyncStore {
     }
 
     /// Writes the committed objects as a new base and removes the old segments
-    /// (``ObjectStore/compact(progress:)``). Snapshots are unaffected: compaction changes no object.
+    /// (``ObjectStore/compact(progress:)``, which also gives back the memory of deleted objects).
+    /// Snapshots are unaffected: compaction changes no object.
     ///
     /// - Parameter progress: Receives the objects written, done out of the total
     ///   (`Docs/Progress.md`).

@@ -25,7 +25,11 @@ extension ModelContext {
         var work: [(EntityTable, Int)] = [(table, row)]
         while let (t, r) = work.popLast() {
             guard t.isVisible(row: r) else { continue }
-            if t.hooks.contains(.prepareForDeletion) { t.instance(row: r).prepareForDeletion() }
+            if t.hooks.contains(.prepareForDeletion) {
+                rowsInUse += 1
+                t.instance(row: r).prepareForDeletion()
+                rowsInUse -= 1
+            }
             guard t.isVisible(row: r) else { continue }  // the hook may have deleted it itself
             for rel in t.relationships {
                 let d = t.destinationTable(rel)

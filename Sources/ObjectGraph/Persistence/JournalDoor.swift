@@ -264,6 +264,9 @@ final class JournalDoor: PersistenceDoor {
         }
         guard switched else { throw cancelled }
         baselineBytes = journal.stats.bytesOnDisk
+        // The new base holds only the live objects; the context's tables drop the rows of the
+        // rest, and the heap gives the freed memory back to the system.
+        if context.releaseFreedRows() { HeapTrim.trim() }
         progress.finish(progress.total ?? 0)
     }
 

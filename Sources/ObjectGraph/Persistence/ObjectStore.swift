@@ -244,6 +244,14 @@ public final class ObjectStore {
     /// the old segments. Pending changes stay pending. A crash at any step leaves a store that
     /// opens with nothing lost.
     ///
+    /// Then the context gives back the memory of the objects deleted since: each table moves its
+    /// live rows to the front and drops the rest (with its indexes, link lists and serial map),
+    /// instances nothing but the context holds are released (the next lookup materializes a
+    /// fresh one), and glibc's `malloc_trim` returns the freed heap to the system. The objects
+    /// you hold stay valid and keep their ``ObjectID``s. Skipped, memory staying as it is until
+    /// the next compaction, when called inside a transaction, import, sync or save, or from a
+    /// lifecycle hook (`Docs/Architecture.md`, "Compaction and memory").
+    ///
     /// `progress` receives ``WorkProgress`` reports (operation `compaction`, unit `objects`, out
     /// of the live committed objects): the first before anything is written, then as the objects
     /// are encoded (a large entity's objects count column by column), the final one once the

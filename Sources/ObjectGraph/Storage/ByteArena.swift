@@ -133,6 +133,13 @@ struct ByteArena {
         withBytes(b) { equal(a, $0) }
     }
 
+    /// Gives back the room past the bytes in use (`realloc` to the length), when it is more
+    /// than a few bytes.
+    mutating func shrinkToFit() {
+        guard storage.capacity > max(count, 64) + 64 else { return }
+        storage.grow(to: max(count, 64), keeping: count)
+    }
+
     /// Discards everything after `count` bytes (rollback).
     mutating func truncate(to count: Int, garbage: Int) {
         self.count = min(self.count, count)  // the bytes past it are room to append into again

@@ -352,7 +352,11 @@ final class EntityTable {
         if let object = instances[row] { return asEntity(object) }
         let object = entity.type.init(_backing: ObjectBacking(table: self, row: Int32(row)))
         instances[row] = object
-        if flags[row] & Flags.inserted == 0 && hooks.contains(.awakeFromFetch) { object.awakeFromFetch() }
+        if flags[row] & Flags.inserted == 0 && hooks.contains(.awakeFromFetch) {
+            context.rowsInUse += 1
+            object.awakeFromFetch()
+            context.rowsInUse -= 1
+        }
         return object
     }
 
@@ -666,7 +670,7 @@ final class EntityTable {
             }
             awaitingRelease.append(r)
         }
-        if !deferringDeleted { releaseDeleted() }
+        if !deferringDeleted { releaseDeletedRows() }
         for r in vanishedRows { releaseRow(Int(r)) }
         for r in insertedRows { flags[Int(r)] &= ~Flags.inserted }
         for r in dirtyRows {
@@ -674,18 +678,41 @@ final class EntityTable {
             beforeIndex[Int(r)] = -1
         }
         clearTransaction()
-        if arena.garbage > 1 << 20, arena.garbage > arena.count / 2 { compactArena() }
         committedArenaCount = arena.count
         committedGarbage = arena.garbage
+        if !deferringDeleted { compactArenaIfMostlyGarbage() }
     }
 
-    /// Detaches and frees the rows a save deleted.
+    /// Detaches and frees the rows a save deleted, then compacts the arena when most of it is
+    /// garbage. Only then: until their rows are freed, the deleted objects' bytes are still
+    /// read (by `didSave`, and to detach their instances), and an arena compacted before would
+    /// copy them along.
     func releaseDeleted() {
+        releaseDeletedRows()
+        compactArenaIfMostlyGarbage()
+    }
+
+    private func releaseDeletedRows() {
         for r in awaitingRelease {
             detachInstance(row: Int(r))
             releaseRow(Int(r))
         }
         awaitingRelease.removeAll()
+    }
+
+    private func compactArenaIfMostlyGarbage() {
+        if arena.garbage > 1 << 20, arena.garbage > arena.count / 2 { compactCommittedArena() }
+    }
+
+    /// ``compactArena()`` when no pending change holds bytes in the arena: none appended since
+    /// the last commit (a rollback truncates to that length) and no before-image (whose cells
+    /// name committed bytes). `didSave` may have started the next transaction by the time the
+    /// deleted rows are released.
+    func compactCommittedArena() {
+        guard arena.count == committedArenaCount, dirtyRows.isEmpty else { return }
+        compactArena()
+        committedArenaCount = arena.count
+        committedGarbage = arena.garbage
     }
 
     private func clearTransaction() {
@@ -713,6 +740,7 @@ final class EntityTable {
                 values[i] = arena.withBytes(ArenaRef(values[i])) { fresh.append($0) }
             }
         }
+        fresh.shrinkToFit()
         arena = fresh
         defaultValues = dv
     }

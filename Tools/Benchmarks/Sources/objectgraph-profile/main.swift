@@ -348,11 +348,20 @@ func churnPhase(_ directory: URL, survivorsOnly: Bool) throws {
         try context.save()
     }
     people = []
+    let start = ContinuousClock.now
     try store.compact()
+    let compactSeconds = (ContinuousClock.now - start) / .seconds(1)
     let resident = residentSetSize()
     // glibc's malloc_trim (malloc.h is not in the Glibc module), looked up by name.
     if let trim = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim").map({ unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }) {
         _ = trim(0)
+    }
+    print("compact \(String(format: "%.3f", compactSeconds)) s")
+    // OBJECTGRAPH_MALLOC_STATS=1: glibc's per-arena bytes in use against bytes from the system
+    // (on standard error), which tells live memory from a fragmented heap.
+    if ProcessInfo.processInfo.environment["OBJECTGRAPH_MALLOC_STATS"] != nil,
+       let stats = dlsym(dlopen(nil, RTLD_NOW), "malloc_stats").map({ unsafeBitCast($0, to: (@convention(c) () -> Void).self) }) {
+        stats()
     }
     print("rss-after-compact \(resident >> 10) KiB, after malloc_trim \(residentSetSize() >> 10) KiB, objects \(try context.fetchCount(FetchDescriptor<Person>()))")
     try store.close()
