@@ -47,7 +47,9 @@ import Testing
         let raw = payload(2, count: 20 * JournalFormat.chunkSize + 12_345)
         var stream = PayloadStream(capacity: raw.count)
         Self.write(raw, into: &stream)
-        #expect(stream.mostQueuedChunks >= 1 && stream.mostQueuedChunks <= PayloadStream.maxQueuedChunks)
+        // At most the bound (how many wait at a time depends on how fast the pool takes them:
+        // on a loaded machine the writer may see none waiting at all).
+        #expect(stream.mostQueuedChunks <= PayloadStream.maxQueuedChunks)
         let stored = try #require(stream.finish())
         #expect(Self.storedBytes(stored) == Self.chunkedWhole(raw))
         // Each compressed chunk in a buffer of its own size, not the 1 MiB it was compressed into.

@@ -146,6 +146,9 @@ public struct PayloadStream: Sendable {
             let index: Int
             let buffer: [UInt8]
             let range: Range<Int>
+            /// Room for the chunk's stored form (at most its own size), allocated by the writer
+            /// (see ``trimFinished()``).
+            var output: [UInt8]
         }
 
         private struct State {
@@ -154,6 +157,8 @@ public struct PayloadStream: Sendable {
             var queued: [Job] = []
             var next = 0
             var blocks: [Int: [UInt8]] = [:]
+            /// The blocks still in the chunk-sized room they were compressed into.
+            var untrimmed: [Int] = []
             var mostQueued = 0
             var compressedByWriter = 0
         }
@@ -169,19 +174,45 @@ public struct PayloadStream: Sendable {
         /// more than ``PayloadStream/maxQueuedChunks`` chunks wait, compresses the oldest
         /// waiting one on the calling (writer's) thread.
         func compress(_ buffer: [UInt8], range: Range<Int>) {
+            var output: [UInt8] = []
+            output.reserveCapacity(range.count)
             state.withLock { s in
-                s.queued.append(Job(index: s.next, buffer: buffer, range: range))
+                s.queued.append(Job(index: s.next, buffer: buffer, range: range, output: output))
                 s.next += 1
             }
             if usesPool {
                 DispatchQueue.global().async { [self] in
-                    guard let job = take() else { return }  // the writer took it
-                    finish(job)
+                    guard var job = take() else { return }  // the writer took it
+                    finish(&job)
                     finished.signal()
                 }
             }
-            while let job = takeIfOverLimit() { finish(job) }
+            while var job = takeIfOverLimit() { finish(&job) }
             state.withLock { s in s.mostQueued = max(s.mostQueued, s.queued.count) }
+            trimFinished()
+        }
+
+        /// Copies each block finished since the last call out of its chunk-sized room into an
+        /// array of its own size. Called by the writer only, so that every buffer the stream
+        /// keeps is allocated by the writer's thread: glibc gives each thread that allocates an
+        /// arena of its own, and memory a pool thread allocated and freed stays resident in that
+        /// thread's arena (`malloc_trim` returns only the main arena's top), 10 MB after a
+        /// million-object save. The pool threads only write into rooms the writer allocated.
+        private func trimFinished() {
+            state.withLock { s in
+                for i in s.untrimmed {
+                    guard let block = s.blocks[i] else { continue }
+                    s.blocks[i] = [UInt8](unsafeUninitializedCapacity: block.count) { out, initialized in
+                        block.withUnsafeBytes { bytes in
+                            if let base = bytes.baseAddress, let destination = out.baseAddress {
+                                UnsafeMutableRawPointer(destination).copyMemory(from: base, byteCount: bytes.count)
+                            }
+                        }
+                        initialized = block.count
+                    }
+                }
+                s.untrimmed.removeAll()
+            }
         }
 
         var mostQueued: Int { state.withLock { $0.mostQueued } }
@@ -199,12 +230,13 @@ public struct PayloadStream: Sendable {
         /// Compresses the queued chunks left, waits for those being compressed, and returns
         /// them all in order.
         func wait() -> [[UInt8]] {
-            while let job = take() { finish(job) }
+            while var job = take() { finish(&job) }
             while true {
                 let (done, total) = state.withLock { ($0.blocks.count, $0.next) }
                 if done == total { break }
                 finished.wait()
             }
+            trimFinished()
             return state.withLock { s in (0..<s.next).map { s.blocks[$0] ?? [] } }
         }
 
@@ -218,24 +250,23 @@ public struct PayloadStream: Sendable {
             s.queued.isEmpty ? nil : s.queued.removeFirst()
         }
 
-        private func finish(_ job: Job) {
-            let block = job.buffer.withUnsafeBytes { all in
+        private func finish(_ job: inout Job) {
+            // Taken out of the job, so that the room has one owner and is written in place.
+            var output: [UInt8] = []
+            swap(&output, &job.output)
+            job.buffer.withUnsafeBytes { all in
                 let chunk = UnsafeRawBufferPointer(rebasing: all[job.range])
-                var scratch: [UInt8] = []
-                scratch.reserveCapacity(chunk.count)
-                // Kept raw unless LZ4 makes it strictly shorter, as ChunkedPayload.append.
-                let n = LZ4.appendBlock(chunk, to: &scratch, limit: chunk.count - 1)
-                // Copied out at its own size: the 1 MiB it was compressed into would stay
-                // allocated, one per chunk, until the record is written.
-                let stored = n == 0 ? chunk : scratch.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[..<n]) }
-                return [UInt8](unsafeUninitializedCapacity: stored.count) { out, initialized in
-                    if let base = stored.baseAddress, let destination = out.baseAddress {
-                        UnsafeMutableRawPointer(destination).copyMemory(from: base, byteCount: stored.count)
-                    }
-                    initialized = stored.count
+                // Kept raw unless LZ4 makes it strictly shorter, as ChunkedPayload.append. The
+                // room holds the chunk's size, so neither form reallocates it here.
+                if LZ4.appendBlock(chunk, to: &output, limit: chunk.count - 1) == 0 {
+                    output.removeAll(keepingCapacity: true)
+                    output.append(contentsOf: chunk)
                 }
             }
-            state.withLock { $0.blocks[job.index] = block }
+            state.withLock { s in
+                s.blocks[job.index] = output
+                s.untrimmed.append(job.index)
+            }
         }
     }
 }
