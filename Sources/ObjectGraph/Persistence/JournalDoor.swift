@@ -243,6 +243,18 @@ final class JournalDoor: PersistenceDoor {
         let cancelled = StoreError(
             .cancelled, "the compaction of \(directory.path) was cancelled: its task was cancelled; the journal is unchanged")
         var progress = _WorkReporter(handler, .compaction, unit: .objects, total: Self.snapshotCount(context))
+        guard try writeBase(of: context, progress: &progress) else { throw cancelled }
+        baselineBytes = journal.stats.bytesOnDisk
+        // The new base holds only the live objects; the context's tables drop the rows of the
+        // rest, and the heap gives the freed memory back to the system. The base's encoded
+        // bytes are gone by now (they lived in `writeBase`), so the trim returns them too.
+        if context.releaseFreedRows() { HeapTrim.trim() }
+        progress.finish(progress.total ?? 0)
+    }
+
+    /// Encodes the committed objects of `context` as a base and switches the journal to it;
+    /// false when the task was cancelled first (the old journal is then in force).
+    private func writeBase(of context: ModelContext, progress: inout _WorkReporter) throws(StoreError) -> Bool {
         // The objects-equivalent of the tables encoded so far.
         var encoded = 0
         let snapshot: [UInt8]
@@ -254,20 +266,13 @@ final class JournalDoor: PersistenceDoor {
                 if columns == table.stride { encoded += share }
             }
         } catch {
-            throw cancelled
+            return false
         }
-        let switched: Bool
         do {
-            switched = try journal.compact(base: [snapshot], schema: schemaBytes, proceed: { !Task.isCancelled })
+            return try journal.compact(base: [snapshot], schema: schemaBytes, proceed: { !Task.isCancelled })
         } catch {
             throw StoreError(journal: error)
         }
-        guard switched else { throw cancelled }
-        baselineBytes = journal.stats.bytesOnDisk
-        // The new base holds only the live objects; the context's tables drop the rows of the
-        // rest, and the heap gives the freed memory back to the system.
-        if context.releaseFreedRows() { HeapTrim.trim() }
-        progress.finish(progress.total ?? 0)
     }
 
     /// The objects a snapshot of `context` holds: the live, committed ones.
