@@ -70,7 +70,7 @@ soak: deps
 # One known blind spot: the hand-over of a contended Synchronization.Mutex happens in the
 # uninstrumented standard library on Linux, so TSan can report a false race on data a Mutex
 # guards (the tests' own shared state uses NSLock for that reason).
-TSAN_SUITES := AsyncStoreTests|ProgressCancellationTests|Observation|JournalStreamingReadTests|ChunkedPayloadTests
+TSAN_SUITES := AsyncStoreTests|ProgressCancellationTests|Observation|JournalStreamingReadTests|ChunkedPayloadTests|PayloadStreamBoundTests
 
 tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
