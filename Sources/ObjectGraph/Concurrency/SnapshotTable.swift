@@ -271,19 +271,7 @@ struct SnapshotUniqueIndex: Sendable {
     /// The serial whose key equals `key` (byte equality, as the entity table's index), read
     /// through `rows`.
     func find(_ key: [SnapshotKeyCell], in rows: PageTree<RowPage>) -> UInt64? {
-        let h = hash(of: key)
-        let tag = Self.tag(h)
-        var i = h & (capacity - 1)
-        while true {
-            let e = entry(i)
-            if e == Self.empty { return nil }
-            if e != Self.removed && e & ~Self.serialMask == tag {
-                let serial = e & Self.serialMask
-                let n = Int(serial - 1)
-                if let page = rows.page(n >> RowPage.shift), matches(page, n & (RowPage.rows - 1), key) { return serial }
-            }
-            i = (i + 1) & (capacity - 1)
-        }
+        probe(hash(of: key), in: rows) { page, r in matches(page, r, key) }
     }
 
     /// ``find(_:in:)`` for a one-attribute key: no key array to allocate.
@@ -293,9 +281,15 @@ struct SnapshotUniqueIndex: Sendable {
         case .fixed(let bits): hasher.combine(bits)
         case .bytes(let bytes): bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
         }
-        let h = hasher.finalize()
-        let tag = Self.tag(h)
         let slot = slots[0]
+        return probe(hasher.finalize(), in: rows) { page, r in matches(page, r, slot, key) }
+    }
+
+    /// The serial of the first entry on the probe sequence of `h` whose tag matches and whose
+    /// row `matches`; nil at the first empty entry.
+    @inline(__always)
+    private func probe(_ h: Int, in rows: PageTree<RowPage>, _ matches: (RowPage, Int) -> Bool) -> UInt64? {
+        let tag = Self.tag(h)
         var i = h & (capacity - 1)
         while true {
             let e = entry(i)
@@ -303,7 +297,7 @@ struct SnapshotUniqueIndex: Sendable {
             if e != Self.removed && e & ~Self.serialMask == tag {
                 let serial = e & Self.serialMask
                 let n = Int(serial - 1)
-                if let page = rows.page(n >> RowPage.shift), matches(page, n & (RowPage.rows - 1), slot, key) { return serial }
+                if let page = rows.page(n >> RowPage.shift), matches(page, n & (RowPage.rows - 1)) { return serial }
             }
             i = (i + 1) & (capacity - 1)
         }
