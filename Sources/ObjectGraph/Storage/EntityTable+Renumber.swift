@@ -100,7 +100,12 @@ extension EntityTable {
         }
 
         // The pending transaction.
-        func renumbered(_ rows: [Int32]) -> [Int32] { rows.compactMap { newRow[Int($0)] >= 0 ? newRow[Int($0)] : nil } }
+        func renumbered(_ rows: [Int32]) -> [Int32] {
+            rows.compactMap { r in
+                let n = newRow[Int(r)]
+                return n >= 0 ? n : nil
+            }
+        }
         insertedRows = renumbered(insertedRows)
         deletedRows = renumbered(deletedRows)
         dirtyRows = renumbered(dirtyRows)
@@ -231,7 +236,12 @@ extension LinkTable {
             return LinkChange(kind: c.kind, a: a, b: b, posA: c.posA, posB: c.posB)
         }
         if collectsTouched {
-            touched = (0..<2).map { side in Set(touched[side].compactMap { r in rename(side, r) >= 0 ? rename(side, r) : nil }) }
+            touched = (0..<2).map { side in
+                Set(touched[side].compactMap { r in
+                    let n = rename(side, r)
+                    return n >= 0 ? n : nil
+                })
+            }
         }
     }
 }
