@@ -152,17 +152,10 @@ enum TransactionCodec {
                 bitmap.withUnsafeMutableBufferPointer { bitmap in
                     bitmap.update(repeating: 0)
                     var nullCount = 0
-                    for (i, row) in rows.enumerated() {
-                        let isNull: Bool
-                        if committed, let b = columns.beforeImage(ofRow: row) {
-                            isNull = columns.committedCell(beforeImage: b, slot: slot).isNull
-                        } else {
-                            isNull = columns.isNull(row: row, slot: slot)
-                        }
-                        if isNull {
-                            bitmap[i / 8] |= 1 << UInt8(i % 8)
-                            nullCount += 1
-                        }
+                    // The same cell the gather below reads: the before-image's when `committed`.
+                    for (i, row) in rows.enumerated() where columns.cell(row: row, slot: slot, committed: committed).isNull {
+                        bitmap[i / 8] |= 1 << UInt8(i % 8)
+                        nullCount += 1
                     }
                     return nullCount
                 }
