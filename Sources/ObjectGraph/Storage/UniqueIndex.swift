@@ -257,27 +257,55 @@ extension EntityTable {
     /// Rebuilds every index from the live rows (after replay), pre-sized from the row count.
     /// Returns the number of committed duplicates found (possible when a constraint was added
     /// to a model whose stored data violates it).
+    ///
+    /// The rows are indexed in serial order, so that of two rows with the same key the older
+    /// object owns it and the newer one is the duplicate, whatever rows they were replayed
+    /// into. Replay appends rows in serial order; only a table whose rows were reused needs
+    /// sorting.
     @discardableResult
     func rebuildIndexes() -> Int {
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
         // Replay wrote cells without telling the secondary indexes: rebuilt at their next lookup.
         discardSecondaryIndexes()
         guard !uniqueIndexes.isEmpty else { return 0 }
-        var rows: [Int] = []
+        var rows: [Int32] = []
         rows.reserveCapacity(liveCount)
-        for row in 0..<rowCount where isVisible(row: row) { rows.append(row) }
-        rows.sort { serialOfRow[$0] < serialOfRow[$1] }
+        var inSerialOrder = true
+        var previous: UInt64 = 0
+        for row in 0..<rowCount where isVisible(row: row) {
+            let serial = serialOfRow[row]
+            if serial < previous { inSerialOrder = false }
+            previous = serial
+            rows.append(Int32(row))
+        }
+        if !inSerialOrder { rows.sort { serialOfRow[Int($0)] < serialOfRow[Int($1)] } }
         var duplicates = 0
         for index in uniqueIndexes {
             index.reset(capacity: rows.count)
-            for (j, row) in rows.enumerated() {
-                // The rows come in about row order, so their keys are at hand; the buckets are
-                // not: prefetch the bucket of the row a few places ahead.
-                if j + 8 < rows.count, let h = keyHash(row: rows[j + 8], index) { prefetchBucket(hash: h, in: index) }
-                indexInsert(row: row, into: index)
-            }
+            fill(index, from: rows)
             duplicates += index.duplicates.count
         }
         return duplicates
+    }
+
+    /// Indexes `rows` (in serial order) in the empty `index`.
+    ///
+    /// Each row's key is hashed once, in row order, so its cells are read as they lie in
+    /// memory; the hashes are kept per row for the fill (8 bytes a row). A probe that meets
+    /// another row compares the two hashes before it compares keys: a probe often meets another
+    /// row, and comparing keys would read that row's cells, a cache miss in a large table. Only
+    /// rows whose hashes agree are compared (``UniqueIndex/placeRows(_:hashes:sameKey:)``).
+    private func fill(_ index: UniqueIndex, from rows: [Int32]) {
+        var hashes = [Int](repeating: 0, count: rowCount)
+        var keyed = rows
+        var nilKeys = false
+        for row in rows {
+            if let h = keyHash(row: Int(row), index) { hashes[Int(row)] = h } else { nilKeys = true }
+        }
+        if nilKeys {
+            // A row with a nil key attribute is not indexed.
+            keyed = rows.filter { keyHash(row: Int($0), index) != nil }
+        }
+        index.placeRows(keyed, hashes: hashes) { sameKey($0, $1, index) }
     }
 }
