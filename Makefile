@@ -82,7 +82,8 @@ bench: deps
 	cd Tools/Benchmarks && $(SWIFT) package --allow-writing-to-directory .benchmarkBaselines benchmark
 
 # Installs redis-server if missing, then compares ObjectGraph with SQLite (GRDB) and Redis's AOF;
-# writes Tools/Benchmarks/Results/peers.md and cold-start.svg. About 5-10 minutes.
+# writes Tools/Benchmarks/Results/peers.md, peers.json and the charts bulk-upsert.svg,
+# cold-start.svg and memory.svg. About 5-10 minutes.
 bench-peers: deps
 	@bash Tools/Benchmarks/install-peers.sh
 	cd Tools/Benchmarks && $(SWIFT) run -c release peer-comparison

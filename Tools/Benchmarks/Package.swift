@@ -74,8 +74,9 @@ let package = Package(
             swiftSettings: macroSettings
         ),
         // ObjectGraph next to SQLite (GRDB) and Redis's AOF on the same data:
-        // `swift run -c release peer-comparison` writes Results/peers.md and
-        // Results/cold-start.svg. `make bench-peers` from the repository root.
+        // `swift run -c release peer-comparison` writes Results/peers.md, peers.json and the
+        // charts bulk-upsert.svg, cold-start.svg and memory.svg. `make bench-peers` from the
+        // repository root.
         .executableTarget(
             name: "commit-comparison",
             dependencies: [

@@ -1,5 +1,6 @@
-// Results/peers.md (tables of medians and ObjectGraph/peer ratios) and Results/cold-start.svg
-// (a hand-written line chart of cold-start time against N, log–log).
+// Results/peers.md (tables of medians and ObjectGraph/peer ratios) and its charts (drawn by
+// Charts.swift): bulk-upsert.svg and cold-start.svg (time against N, log–log) and memory.svg
+// (resident memory and phase peaks at the largest N).
 
 import Foundation
 
@@ -69,7 +70,8 @@ func makeMarkdown(totalSeconds: Double) -> String {
         (regenerate the figures at that commit).
         Medians of \(repeats) runs, with min–max in brackets. Ratios are ObjectGraph ÷ peer of the
         medians: for times, sizes and memory below 1 means ObjectGraph is better; for rates
-        (transactions per second) above 1 means ObjectGraph is better.
+        (transactions per second) above 1 means ObjectGraph is better. Every run's value, with
+        the medians, is in `peers.json` beside this file; the charts are drawn from it.
 
         **Machine**: \(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(memory) RAM, \(kernel); stores
         in \(FileManager.default.temporaryDirectory.path) (\(fs)); a shared, noisy VM: disk sync latency
@@ -149,8 +151,9 @@ func makeMarkdown(totalSeconds: Double) -> String {
 
         ## (a) Bulk upsert of N records + durable commit (seconds)
 
-        The last column is not part of any ratio: the wait for the default-persistence server's
-        rewrite after its load (see Configurations).
+        See also `bulk-upsert.svg` (with ObjectGraph's load of the sources built 10,000 at a
+        time, from (f)). The last column is not part of any ratio: the wait for the
+        default-persistence server's rewrite after its load (see Configurations).
 
         | N | \(systemHeader) | Redis default: the rewrite after the load |
         |---|\(systemRule)---|
@@ -224,7 +227,8 @@ func makeMarkdown(totalSeconds: Double) -> String {
 
         ObjectGraph and SQLite: the whole process's VmRSS (a Swift process starts at about
         10–15 MB) right after the cold start of (c), with the loaded data alive. Redis: the
-        server's VmRSS at its first `PONG`.
+        server's VmRSS at its first `PONG`. See also `memory.svg`: this table's and (f)'s
+        figures at N = \(ns.max()?.formatted() ?? "—") as bars.
 
         | N | ObjectGraph: open | ObjectGraph: open and read all | SQLite (GRDB) | Redis, raw AOF | Redis, default | open ÷ SQLite | open and read all ÷ SQLite | open ÷ Redis raw | open ÷ Redis default |
         |---|---|---|---|---|---|---|---|---|---|
@@ -256,6 +260,7 @@ func makeMarkdown(totalSeconds: Double) -> String {
         The most each process held at any moment of the phase, not only at its end (see
         Configurations): ObjectGraph and SQLite, VmHWM of their one-phase process; Redis,
         the server's VmHWM ("peak RSS") and, below it, its allocator's `used_memory_peak`.
+        See also `memory.svg` (the peak RSS rows at N = \(ns.max()?.formatted() ?? "—"), next to (e)).
 
         | system | phase | \(ns.map { "N = \($0.formatted())" }.joined(separator: " | ")) |
         |---|---|\(String(repeating: "---|", count: ns.count))
@@ -304,6 +309,9 @@ func makeMarkdown(totalSeconds: Double) -> String {
         make bench-peers
         # = bash Tools/Benchmarks/install-peers.sh
         #   cd Tools/Benchmarks && swift run -c release peer-comparison
+
+        # the charts again from this run's peers.json, measuring nothing:
+        cd Tools/Benchmarks && swift run -c release peer-comparison render --from Results/peers.json --out Results
         ```
 
         Arguments of this run: \(CommandLine.arguments.count > 1 ? "`" + CommandLine.arguments.dropFirst().joined(separator: " ") + "`" : "none (the defaults)").
@@ -312,79 +320,129 @@ func makeMarkdown(totalSeconds: Double) -> String {
     return md
 }
 
-@MainActor
-func makeSVG() -> String {
-    let width = 780.0, height = 460.0
-    let left = 80.0, right = 250.0, top = 50.0, bottom = 60.0
-    /// One line per row of (c): system, metric, legend, colour, dash pattern.
-    let series: [(System, String, String, String, String?)] = [
-        (.objectgraph, "cold_s", "ObjectGraph: open", "#1f77b4", nil),
-        (.objectgraph, "read_cold_s", "ObjectGraph: open + read all", "#1f77b4", "6 4"),
-        (.sqlite, "cold_s", "SQLite (GRDB)", "#2ca02c", nil),
-        (.redisRaw, "cold_s", "Redis: raw AOF (rewrite off)", "#d62728", nil),
-        (.redisDefault, "cold_s", "Redis: default persistence", "#ff7f0e", nil),
-    ]
-    let plotW = width - left - right, plotH = height - top - bottom
-    let ns = sizes.sorted()
-    var all: [Double] = []
-    for (s, metric, _, _, _) in series { for n in ns { if let v = med(s, metric, n), v > 0 { all.append(v) } } }
-    guard let lo = all.min(), let hi = all.max(), let nMin = ns.first, let nMax = ns.last else {
-        return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>"
-    }
-    let xMin = floor(log10(Double(nMin))), xMax = max(xMin + 1, ceil(log10(Double(nMax))))
-    let yMin = floor(log10(lo)), yMax = max(yMin + 1, ceil(log10(hi)))
-    func x(_ n: Double) -> Double { left + (log10(n) - xMin) / (xMax - xMin) * plotW }
-    func y(_ s: Double) -> Double { top + plotH - (log10(s) - yMin) / (yMax - yMin) * plotH }
-    func f(_ v: Double) -> String { String(format: "%.1f", v) }
-    func seconds(_ s: Double) -> String { s >= 1 ? "\(fmt(s)) s" : s >= 0.001 ? String(format: "%g ms", (s * 1000 * 10).rounded() / 10) : String(format: "%g µs", (s * 1e6).rounded()) }
-    var svg = """
-        <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
-        <rect width="100%" height="100%" fill="white"/>
-        <text x="\(f(left + plotW / 2))" y="24" text-anchor="middle" font-size="15" font-weight="bold">Cold start: open and load N people records (median of \(repeats))</text>
+/// A time as the charts label it: "3.98 s", "24.8 ms", "52 µs".
+func chartSeconds(_ s: Double) -> String {
+    s >= 1 ? "\(fmt(s)) s" : s >= 0.001 ? String(format: "%g ms", (s * 1000 * 10).rounded() / 10) : String(format: "%g µs", (s * 1e6).rounded())
+}
 
-        """
-    // Grid and axes: decades on both axes, with 2× and 5× minor lines.
-    for d in Int(yMin)...Int(yMax) {
-        let v = pow(10, Double(d))
-        svg += "<line x1=\"\(f(left))\" y1=\"\(f(y(v)))\" x2=\"\(f(left + plotW))\" y2=\"\(f(y(v)))\" stroke=\"#ccc\"/>\n"
-        svg += "<text x=\"\(f(left - 8))\" y=\"\(f(y(v) + 4))\" text-anchor=\"end\">\(seconds(v))</text>\n"
-        if d < Int(yMax) {
-            for m in [2.0, 5.0] { svg += "<line x1=\"\(f(left))\" y1=\"\(f(y(v * m)))\" x2=\"\(f(left + plotW))\" y2=\"\(f(y(v * m)))\" stroke=\"#eee\"/>\n" }
-        }
+/// A record count as the charts' N axis labels it: "10k", "1M".
+func chartCount(_ n: Double) -> String {
+    n >= 1e6 ? "\(Int(n / 1e6))M" : n >= 1e3 ? "\(Int(n / 1e3))k" : "\(Int(n))"
+}
+
+/// The colour of each system in every chart (ObjectGraph's second line is dashed).
+func chartColor(_ system: System) -> String {
+    switch system {
+    case .objectgraph: return "#1f77b4"
+    case .sqlite: return "#2ca02c"
+    case .redisRaw: return "#d62728"
+    case .redisDefault: return "#ff7f0e"
     }
-    for d in Int(xMin)...Int(xMax) {
-        let v = pow(10, Double(d))
-        let label = v >= 1e6 ? "\(Int(v / 1e6))M" : v >= 1e3 ? "\(Int(v / 1e3))k" : "\(Int(v))"
-        svg += "<line x1=\"\(f(x(v)))\" y1=\"\(f(top))\" x2=\"\(f(x(v)))\" y2=\"\(f(top + plotH))\" stroke=\"#ccc\"/>\n"
-        svg += "<text x=\"\(f(x(v)))\" y=\"\(f(top + plotH + 18))\" text-anchor=\"middle\">\(label)</text>\n"
+}
+
+/// A line of `metric`'s medians against N, for a ``LogLogChart``.
+func medianSeries(_ data: Measurements, _ system: System, _ metric: String, title: String, dashed: Bool = false) -> LineSeries {
+    LineSeries(title: title, color: chartColor(system), dash: dashed ? "6 4" : nil,
+               points: data.sizes.sorted().compactMap { n in data.med(system, metric, n).map { (x: Double(n), y: $0) } })
+}
+
+/// cold-start.svg: table (c), the time to a loaded, ready store against N, log–log.
+func coldStartChart(_ data: Measurements) -> String {
+    LogLogChart(
+        title: "Cold start: open and load N people records (median of \(data.repeats))",
+        xTitle: "N records (log scale)",
+        yTitle: "time to a loaded, ready store (log scale)",
+        series: [
+            medianSeries(data, .objectgraph, "cold_s", title: "ObjectGraph: open"),
+            medianSeries(data, .objectgraph, "read_cold_s", title: "ObjectGraph: open + read all", dashed: true),
+            medianSeries(data, .sqlite, "cold_s", title: "SQLite (GRDB)"),
+            medianSeries(data, .redisRaw, "cold_s", title: "Redis: raw AOF (rewrite off)"),
+            medianSeries(data, .redisDefault, "cold_s", title: "Redis: default persistence"),
+        ],
+        notes: [
+            "ObjectGraph open: ObjectStore.open", "(journal replay; instances on access)",
+            "open + read all: then every object's", "six attributes read",
+            "SQLite: open + row cursor into structs",
+            "Redis: process start to first PONG;", "raw: every AOF command replayed;", "default: its RDB base file loaded",
+        ],
+        xLabel: chartCount,
+        yLabel: chartSeconds
+    ).svg()
+}
+
+/// bulk-upsert.svg: table (a), N records upserted and durably committed, against N, log–log;
+/// ObjectGraph's load with the sources built 10,000 at a time as a dashed line.
+func bulkUpsertChart(_ data: Measurements) -> String {
+    LogLogChart(
+        title: "Bulk upsert of N people records + durable commit (median of \(data.repeats))",
+        xTitle: "N records (log scale)",
+        yTitle: "time to upsert and commit (log scale)",
+        series: [
+            medianSeries(data, .objectgraph, "bulk_s", title: "ObjectGraph"),
+            medianSeries(data, .objectgraph, "bulk_batched_s", title: "ObjectGraph: 10,000 at a time", dashed: true),
+            medianSeries(data, .sqlite, "bulk_s", title: "SQLite (GRDB)"),
+            medianSeries(data, .redisRaw, "bulk_s", title: "Redis: raw AOF (rewrite off)"),
+            medianSeries(data, .redisDefault, "bulk_s", title: "Redis: default persistence"),
+        ],
+        notes: [
+            "ObjectGraph: N sources built, then", "importUniqueObjects + save (fdatasync)",
+            "10,000 at a time: sources built and", "imported in batches, one save",
+            "SQLite: one transaction of N prepared", "INSERT … ON CONFLICT DO UPDATE, FULL",
+            "Redis: N HSET in one MULTI … EXEC,", "appendfsync always; the default's", "rewrite after the load not included",
+        ],
+        xLabel: chartCount,
+        yLabel: chartSeconds
+    ).svg()
+}
+
+/// memory.svg: tables (e) and (f) at the largest N: each system's resident memory after the
+/// cold start and the peak of each phase, as grouped horizontal bars in MB (2²⁰ bytes).
+///
+/// One N rather than lines against N: fifteen figures per N would be fifteen crossing lines,
+/// and at the largest N the data, not the process's fixed 10–25 MB, decides the figures; the
+/// tables give every N.
+func memoryChart(_ data: Measurements) -> String {
+    guard let n = data.sizes.max() else { return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n" }
+    let afterLoad = 0, coldPeak = 1, bulkPeak = 2
+    func bars(_ system: System, _ rows: [(String, String, Int)]) -> BarGroup {
+        BarGroup(title: system.shortTitle, color: chartColor(system), bars: rows.compactMap { label, metric, style in
+            data.med(system, metric, n).map { Bar(label: label, value: $0 / 1_048_576, style: style) }
+        })
     }
-    svg += "<rect x=\"\(f(left))\" y=\"\(f(top))\" width=\"\(f(plotW))\" height=\"\(f(plotH))\" fill=\"none\" stroke=\"#333\"/>\n"
-    svg += "<text x=\"\(f(left + plotW / 2))\" y=\"\(f(height - 18))\" text-anchor=\"middle\">N records (log scale)</text>\n"
-    svg += "<text transform=\"translate(20 \(f(top + plotH / 2))) rotate(-90)\" text-anchor=\"middle\">time to a loaded, ready store (log scale)</text>\n"
-    // One line per row of (c), points labelled with their value.
-    var legendY = top + 10
-    for (s, metric, title, color, dash) in series {
-        let points = ns.compactMap { n in med(s, metric, n).map { (Double(n), $0) } }.filter { $0.1 > 0 }
-        guard !points.isEmpty else { continue }
-        let dashAttribute = dash.map { " stroke-dasharray=\"\($0)\"" } ?? ""
-        svg += "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2.5\"\(dashAttribute) points=\"\(points.map { "\(f(x($0.0))),\(f(y($0.1)))" }.joined(separator: " "))\"/>\n"
-        for (n, v) in points {
-            svg += "<circle cx=\"\(f(x(n)))\" cy=\"\(f(y(v)))\" r=\"4\" fill=\"\(color)\"/>\n"
-            svg += "<text x=\"\(f(x(n) + 7))\" y=\"\(f(y(v) - 7))\" fill=\"\(color)\" font-size=\"11\">\(seconds(v))</text>\n"
-        }
-        svg += "<line x1=\"\(f(left + plotW + 16))\" y1=\"\(f(legendY))\" x2=\"\(f(left + plotW + 40))\" y2=\"\(f(legendY))\" stroke=\"\(color)\" stroke-width=\"2.5\"\(dashAttribute)/>\n"
-        svg += "<text x=\"\(f(left + plotW + 46))\" y=\"\(f(legendY + 4))\">\(title)</text>\n"
-        legendY += 22
-    }
-    let notes = [
-        "ObjectGraph open: ObjectStore.open", "(journal replay; instances on access)",
-        "open + read all: then every object's", "six attributes read",
-        "SQLite: open + row cursor into structs",
-        "Redis: process start to first PONG;", "raw: every AOF command replayed;", "default: its RDB base file loaded",
-    ]
-    for (i, line) in notes.enumerated() {
-        svg += "<text x=\"\(f(left + plotW + 16))\" y=\"\(f(legendY + 20 + Double(i) * 15))\" font-size=\"10\" fill=\"#555\">\(line)</text>\n"
-    }
-    svg += "</svg>\n"
-    return svg
+    return BarChart(
+        title: "Resident memory at N = \(n.formatted()) people records (median of \(data.repeats))",
+        valueTitle: "MB (2²⁰ bytes)",
+        groups: [
+            bars(.objectgraph, [
+                ("after open", "rss_bytes", afterLoad),
+                ("after open + read all", "read_rss_bytes", afterLoad),
+                ("peak, cold start: open", "cold_peak_rss_bytes", coldPeak),
+                ("peak, cold start: open + read all", "cold_read_peak_rss_bytes", coldPeak),
+                ("peak, bulk load: sources built up front", "bulk_peak_rss_bytes", bulkPeak),
+                ("peak, bulk load: 10,000 at a time", "bulk_batched_peak_rss_bytes", bulkPeak),
+            ]),
+            bars(.sqlite, [
+                ("after open + cursor into structs", "rss_bytes", afterLoad),
+                ("peak, cold start", "cold_peak_rss_bytes", coldPeak),
+                ("peak, bulk load", "bulk_peak_rss_bytes", bulkPeak),
+            ]),
+            bars(.redisRaw, [
+                ("after the load (first PONG)", "rss_bytes", afterLoad),
+                ("peak, cold start (AOF replay)", "cold_peak_rss_bytes", coldPeak),
+                ("peak, bulk load", "bulk_peak_rss_bytes", bulkPeak),
+            ]),
+            bars(.redisDefault, [
+                ("after the load (first PONG)", "rss_bytes", afterLoad),
+                ("peak, cold start (RDB base)", "cold_peak_rss_bytes", coldPeak),
+                ("peak, bulk load + rewrite", "bulk_peak_rss_bytes", bulkPeak),
+            ]),
+        ],
+        styles: [("resident after the load (e)", 1), ("peak of the cold start (f)", 0.55), ("peak of the bulk load (f)", 0.25)],
+        notes: [
+            "after the load: VmRSS with the data", "loaded (ObjectGraph, SQLite: their",
+            "cold-start process; Redis: the server", "at its first PONG)",
+            "peak: VmHWM of the phase's process", "(Redis: the server's)",
+        ],
+        valueLabel: mb
+    ).svg()
 }

@@ -3,6 +3,7 @@
 //
 //     swift run -c release peer-comparison [--sizes 10000,100000,1000000] [--repeats 3]
 //         [--tx 100000] [--tx-fsync 5000] [--tx-size 100000] [--out Results]
+//     swift run -c release peer-comparison render --from Results/peers.json [--out DIR]
 //
 // (`make bench-peers` from the repository root installs redis-server if missing and runs this.)
 // Workloads, each run `--repeats` times, medians reported:
@@ -18,7 +19,9 @@
 // redis-server that this process starts on 127.0.0.1 and a free port and stops afterwards, in
 // two persistence configurations (RedisPersistence: the raw AOF, never rewritten, and Redis's
 // defaults with one rewrite after the load). Everything lives under a temporary
-// directory, removed at the end. Writes <out>/peers.md and <out>/cold-start.svg.
+// directory, removed at the end. Writes <out>/peers.md, <out>/peers.json (every run's value,
+// with the medians) and the charts <out>/bulk-upsert.svg, cold-start.svg and memory.svg;
+// `render` redraws the charts from a peers.json without measuring (ResultsFile.swift).
 
 import Foundation
 import PeopleWorkload
@@ -29,6 +32,7 @@ import Glibc
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "worker" { runWorker(Array(arguments.dropFirst())) }
+if arguments.first == "render" { runRender(Array(arguments.dropFirst())) }
 
 // MARK: Options
 
@@ -306,5 +310,14 @@ log("== done in \(Int(totalSeconds)) s")
 try FileManager.default.createDirectory(at: outDirectory, withIntermediateDirectories: true)
 let markdown = makeMarkdown(totalSeconds: totalSeconds)
 try markdown.write(to: outDirectory.appendingPathComponent("peers.md"), atomically: true, encoding: .utf8)
-try makeSVG().write(to: outDirectory.appendingPathComponent("cold-start.svg"), atomically: true, encoding: .utf8)
+let measurements = Measurements(sizes: sizes, repeats: repeats, samples: results)
+let resultsFile = ResultsFile(
+    measurements,
+    generated: ISO8601DateFormatter().string(from: Date()),
+    libraryCommit: libraryCommit(ProcessInfo.processInfo.environment["OBJECTGRAPH_PATH"] ?? "../..").replacingOccurrences(of: "`", with: ""),
+    arguments: arguments,
+    transactions: .init(storeSize: txSize, fsyncOnCount: txFsyncCount, fsyncOffCount: txCount)
+)
+try resultsFile.encoded().write(to: outDirectory.appendingPathComponent("peers.json"), options: .atomic)
+_ = try writeCharts(measurements, to: outDirectory)
 print(markdown)
