@@ -29,6 +29,10 @@ public import Logging
 /// exclusive lock on the directory: a second writer, in this or another process, gets a
 /// ``StoreError`` with code `journal` saying the store is locked.
 public final class ObjectStore {
+    /// From this many rows replayed, open gives the heap's free memory back to the system
+    /// (``HeapTrim``); below it, there is little to give.
+    static let trimmedOpenRows = 1 << 16
+
     /// The directory holding the journal.
     public let directory: URL
     /// The context holding every object of the store.
@@ -178,6 +182,9 @@ public final class ObjectStore {
         }
         var duplicates = 0
         for t in context.tables { duplicates += t.rebuildIndexes() }
+        // Replay freed its buffers (decompressed chunks, the index fill's hashes): the heap
+        // keeps such memory resident until trimmed, 23 MB after opening 1M objects.
+        if context.tables.reduce(0, { $0 + $1.rowCount }) >= Self.trimmedOpenRows { HeapTrim.trim() }
         if duplicates > 0 {
             options.logger?.warning("\(duplicates) stored objects violate a unique constraint of the current model; saves that touch them will fail")
         }

@@ -231,6 +231,7 @@ struct ReplayVisitor: PayloadVisitor {
             return n
         }
         t.reserve(n)
+        t.warm(rows: n)
         rows.removeAll(keepingCapacity: true)
         if let s = serials.first(where: { t.row(ofSerial: $0) != nil }) {
             throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice")

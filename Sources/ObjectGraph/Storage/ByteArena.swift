@@ -96,6 +96,7 @@ struct ByteArena {
         }
         if let source = buffer.baseAddress { (base + at).copyMemory(from: source, byteCount: buffer.count) }
         count = offset + needed
+        if count > warmedTo { warmAhead() }
         return ArenaRef(offset: offset, length: long ? Int(ArenaRef.longMarker) : buffer.count).bits
     }
 
@@ -111,6 +112,26 @@ struct ByteArena {
     @inline(__always)
     func read<R, E: Error>(_ body: (ArenaBytes) throws(E) -> R) throws(E) -> R {
         try withExtendedLifetime(storage) { () throws(E) -> R in try body(ArenaBytes(all)) }
+    }
+
+    /// Past this length, an append has the next pages warmed (``warmAhead()``).
+    private var warmedTo = 0
+    /// How far ahead of the bytes in use the arena has pages warmed.
+    static let warmWindow = 4 << 20
+
+    /// Has another core fault in up to ``warmWindow`` bytes of the room past the bytes in use
+    /// (``PageWarmer``), and sets the next mark half a window on. An arena filled in bulk (a
+    /// replay, an import) thus finds its pages mapped, and holds at most a window of warmed
+    /// pages it may never use.
+    @inline(never)
+    private mutating func warmAhead() {
+        let end = min(storage.capacity, count + Self.warmWindow)
+        warmedTo = max(count + (end - count) / 2, count + 1)
+        guard let base = storage.base, end - count >= PageWarmer.minimumBytes else {
+            warmedTo = max(warmedTo, storage.capacity)
+            return
+        }
+        PageWarmer.warm(UnsafeRawPointer(base) + count, bytes: end - count)
     }
 
     /// Where the bytes start now; for prefetch hints only (it moves when the arena grows).

@@ -653,3 +653,20 @@ extension UniqueIndex {
     }
 }
 
+
+// MARK: Warming pages on another core
+
+extension EntityTable {
+    /// Has another core fault in the memory that the next `rows` rows will be written to, as
+    /// far as the columns already have room for them (``PageWarmer``). Replay calls it for a
+    /// block's inserts, after ``reserve(_:)`` and before it fills the rows.
+    func warm(rows n: Int) {
+        let first = flags.count
+        PageWarmer.warm(values, first * stride..<(first + n) * stride)
+        PageWarmer.warm(nulls, first * maskWords..<(first + n) * maskWords)
+        PageWarmer.warm(flags, first..<first + n)
+        PageWarmer.warm(serialOfRow, first..<first + n)
+        PageWarmer.warm(instances, first..<first + n)
+        PageWarmer.warm(beforeIndex, first..<first + n)
+    }
+}

@@ -7,6 +7,8 @@ extension EntityTable {
     /// populated entity most may be updates, and nothing is done.
     func prepareForInserts(count: Int) {
         guard liveCount == 0, count > 0 else { return }
+        reserve(count)
+        warm(rows: count)
         reserveRows(count)
         for index in uniqueIndexes where (index.used + count) * 2 > index.buckets.count {
             growIndex(index, toHold: index.used + count)
