@@ -243,8 +243,8 @@ final class EntityTable {
         let first = flags.count
         let n = serials.count
         guard n > 0 else { return first..<first }
-        extendCells(toRows: first + n)  // room `reserveRows` made is used first
-        update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) }
+        // The small arrays first, the cells last: the cells are most of the memory, and
+        // ``warm(rows:)`` had another core fault them in meanwhile.
         flags.append(contentsOf: repeatElement(Flags.live, count: n))
         serialOfRow.append(contentsOf: serials)
         instances.append(contentsOf: repeatElement(nil, count: n))
@@ -256,6 +256,8 @@ final class EntityTable {
             if highest >= nextSerial { nextSerial = highest + 1 }
         }
         mapSerials(serials, toRowsFrom: first)
+        extendCells(toRows: first + n)  // room `reserveRows` made is used first
+        update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) }
         liveCount += n
         if !secondaryIndexes.isEmpty { discardSecondaryIndexes() }
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
