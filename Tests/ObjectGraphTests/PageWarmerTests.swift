@@ -52,3 +52,46 @@ struct PageWarmerTests {
         #expect(mismatches == 0)
     }
 }
+
+/// After a large open the tables give back the room replay reserved past their strings; the
+/// store goes on taking new strings, and every value reads back after another reopen.
+@Suite("Large opens")
+struct LargeOpenTests {
+    @Test func aLargeStoreTakesNewStringsAfterItsOpenGaveRoomBack() throws {
+        let dir = temporaryStoreDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let schema = try Schema(Person.self)
+        let options = StoreOptions(durability: .none)
+        let count = ObjectStore.trimmedOpenRows + 1_000
+        do {
+            let store = try ObjectStore.open(at: dir, schema: schema, options: options)
+            for i in 0..<count {
+                let p = try store.context.insert(Person.self)
+                p.id = Int64(i)
+                p.name = "person number \(i) with a name past sixteen bytes"
+                p.email = "p\(i)@example.com"
+            }
+            try store.context.save()
+            try store.close()
+        }
+        do {
+            let store = try ObjectStore.open(at: dir, schema: schema, options: options)
+            for i in count..<(count + 5_000) {
+                let p = try store.context.insert(Person.self)
+                p.id = Int64(i)
+                p.name = "person number \(i) with a name past sixteen bytes"
+                p.email = "p\(i)@example.com"
+            }
+            try store.context.save()
+            try store.close()
+        }
+        let store = try ObjectStore.open(at: dir, schema: schema, options: options)
+        defer { try? store.close() }
+        let people = try store.context.fetch(Person.self) { _ in true }
+        #expect(people.count == count + 5_000)
+        let names = Set(people.map(\.name))
+        #expect(names.count == count + 5_000)
+        #expect(names.contains("person number \(count + 4_999) with a name past sixteen bytes"))
+        #expect(people.allSatisfy { $0.email.hasPrefix("p") && $0.email.hasSuffix("@example.com") })
+    }
+}
