@@ -6,8 +6,10 @@ import Foundation
 /// about 1.5 µs here (perf: page faults and zeroing were a quarter of the time of a 1M-object
 /// open, which fills 150 MB). `madvise(MADV_POPULATE_WRITE)` (Linux 5.14) has the kernel do
 /// that work for a range without writing it: what a page holds is never changed, so it is safe
-/// while the owner writes the same memory, and harmless if the memory was freed meanwhile
-/// (the call then fails or warms memory nobody uses). The call runs on a Dispatch worker, so
+/// while the owner writes the same memory, and harmless if the memory was freed meanwhile:
+/// the call then fails (the range is no longer mapped, or not writable) and the rest is
+/// skipped, or it maps pages of whatever was mapped there since, without changing them (a
+/// shared file mapping may then be written back unchanged). The call runs on a Dispatch worker, so
 /// that on a machine with an idle core the filling thread finds the pages mapped.
 ///
 /// Only room the owner will fill soon is warmed: the pages count as resident memory from then
