@@ -653,7 +653,6 @@ extension UniqueIndex {
     }
 }
 
-
 // MARK: Warming pages on another core
 
 extension EntityTable {
