@@ -64,6 +64,8 @@ struct ByteArena {
     private let storage = Storage()
     /// The arena's length in bytes.
     private(set) var count = 0
+    /// The bytes it has room for before it grows.
+    var capacity: Int { storage.capacity }
     /// Bytes no live row references any more (an estimate maintained by the table).
     var garbage = 0
 
