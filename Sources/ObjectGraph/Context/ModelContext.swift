@@ -320,10 +320,7 @@ public final class ModelContext {
             try runWillSave()
             mergeUniqueCollisions()
             pending = tables.map(\.pendingRows)
-            try validate(pending)
-            if tables.contains(where: { !$0.hooks.isDisjoint(with: EntityHooks.validation) }) {
-                pending = tables.map(\.pendingRows)
-            }
+            if try validate(pending) { pending = tables.map(\.pendingRows) }
             try door?.persist(PendingChanges(self, pending))
         } catch {
             rollbackToSavepoint()
@@ -372,11 +369,10 @@ public final class ModelContext {
     ///   changing, when ``willSavePassLimit`` passes do not reach that point.
     func runWillSave() throws(ObjectGraphError) {
         guard tables.contains(where: { $0.hooks.contains(.willSave) }) else { return }
-        // Per table, the rows whose objects get willSave in the next pass.
-        var pending: [[Int32]] = tables.map { t in
-            guard t.hooks.contains(.willSave) else { return [] }
-            return (t.pendingInserts + t.pendingUpdates + t.pendingDeletes).map(Int32.init)
-        }
+        // Per table, the rows whose objects get willSave in the next pass. Listed in full even
+        // when the first call may show that the class has no willSave: the pass is defined on
+        // the rows pending when it starts.
+        var pending: [[Int32]] = tables.map { t in t.hooks.contains(.willSave) ? t.pendingRowList : [] }
         var pass = 0
         while pending.contains(where: { !$0.isEmpty }) {
             guard pass < willSavePassLimit else {
@@ -431,7 +427,13 @@ public final class ModelContext {
 
     /// Checks the pending changes (`pending` lists each table's pending rows): required values,
     /// declared validators, unique constraints, deny rules, then the `validateFor…` hooks.
-    func validate(_ pending: [PendingRows]) throws(ValidationError) {
+    ///
+    /// Returns whether an object's own validation hook ran (a `validateFor…` its class
+    /// implements), which may have changed what is pending. A class without them costs one
+    /// call to learn it, and the pending rows are not listed again: listing 1M inserts again
+    /// held a second 8 MB list at a bulk save's peak.
+    @discardableResult
+    func validate(_ pending: [PendingRows]) throws(ValidationError) -> Bool {
         var failures: [ValidationError.Failure] = []
         for (t, p) in zip(tables, pending) {
             func check(_ row: Int) {
@@ -451,8 +453,10 @@ public final class ModelContext {
         failures += validatorFailures(pending)
         failures += uniqueFailures()
         failures += denyFailures(pending)
-        failures += hookFailures(pending)
+        var ranHooks = false
+        failures += hookFailures(pending, ranHooks: &ranHooks)
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
+        return ranHooks
     }
 
     /// Runs the attributes' declared validators on every inserted and updated object.
@@ -476,8 +480,9 @@ public final class ModelContext {
     }
 
     /// Runs `validateForInsert/Update/Delete` on every changed object whose entity implements
-    /// the hook, collecting every failure.
-    func hookFailures(_ pending: [PendingRows]) -> [ValidationError.Failure] {
+    /// the hook, collecting every failure. `ranHooks` becomes true when a class's own hook ran
+    /// (not only the default that tells the class has none).
+    func hookFailures(_ pending: [PendingRows], ranHooks: inout Bool) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         func check(_ t: EntityTable, _ row: Int, _ hook: (any Entity) throws -> Void) {
             let object = t.instance(row: row)
@@ -494,6 +499,11 @@ public final class ModelContext {
             for row in p.inserts { guard t.hooks.contains(.validateForInsert) else { break }; check(t, row) { try $0.validateForInsert() } }
             for row in p.updates { guard t.hooks.contains(.validateForUpdate) else { break }; check(t, row) { try $0.validateForUpdate() } }
             for row in p.deletes { guard t.hooks.contains(.validateForDelete) else { break }; check(t, row) { try $0.validateForDelete() } }
+            // A hook still listed after being called on an object is the class's own.
+            if !p.inserts.isEmpty && t.hooks.contains(.validateForInsert) || !p.updates.isEmpty && t.hooks.contains(.validateForUpdate)
+                || !p.deletes.isEmpty && t.hooks.contains(.validateForDelete) {
+                ranHooks = true
+            }
         }
         return failures
     }
