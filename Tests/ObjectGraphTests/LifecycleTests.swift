@@ -55,6 +55,22 @@ extension ExtensionHooked {
     }
 }
 
+/// Its `validateForInsert` inserts an audit entry: a change made during validation, which the
+/// save must list and persist with the rest.
+@Entity final class AuditedOrder {
+    var total: Int = 0
+
+    func validateForInsert() throws {
+        guard let context = modelContext else { return }
+        let entry = try context.insert(AuditEntry.self)
+        entry.note = "order of \(total)"
+    }
+}
+
+@Entity final class AuditEntry {
+    var note: String = ""
+}
+
 /// Written without the macro and without `implementedHooks`: gets every hook, as before.
 final class HandHooked: Entity {
     var _backing = ObjectBacking(entity: HandHooked.entityDescription)
@@ -187,6 +203,32 @@ struct LifecycleTests {
         #expect(error.code == .willSaveDidNotSettle)
         #expect(error.message.contains("HandHooked/1") && !error.message.contains("SaveCounter"))
         #expect(h.isInserted && HandHooked.implementedHooks == .all)
+    }
+
+    @Test func whatAValidationHookChangesIsSavedWithTheRest() throws {
+        let backend = RecordingBackend()
+        let c = ModelContext(schema: try Schema(AuditedOrder.self, AuditEntry.self), backend: backend)
+        let order = try c.insert(AuditedOrder.self)
+        order.total = 12
+        try c.save()
+        let entries = try c.fetch(FetchDescriptor<AuditEntry>())
+        #expect(entries.map(\.note) == ["order of 12"])
+        #expect(!c.hasChanges)  // the entry was listed after validation and saved, not left pending
+        let saved = try #require(backend.saved.last)
+        #expect(Set(saved.entities.map(\.entityName)) == ["AuditedOrder", "AuditEntry"])
+    }
+
+    @Test func aSaveListsThePendingRowsOnceWhenNoValidationHookOfTheClassRan() throws {
+        // AuditEntry has no validateFor… hooks. Only validateForInsert can be learned from
+        // inserts; the other two stay possible, and must not make the save list the rows again.
+        let c = ModelContext(schema: try Schema(AuditEntry.self))
+        _ = try c.insert(AuditEntry.self)
+        #expect(try c.validate(c.tables.map(\.pendingRows)) == false)
+        let hooks = try c.table(for: AuditEntry.self).hooks
+        #expect(!hooks.contains(.validateForInsert) && hooks.contains(.validateForUpdate))
+        let a = ModelContext(schema: try Schema(AuditedOrder.self, AuditEntry.self))
+        _ = try a.insert(AuditedOrder.self)
+        #expect(try a.validate(a.tables.map(\.pendingRows)) == true)
     }
 
     @Test func aHookOutsideTheClassBodyRunsWhenTheClassListsIt() throws {
