@@ -90,9 +90,9 @@ public final class ModelContext {
         // Instances and their table reference each other; detach the instances that outlive
         // the context (they keep their last values as standalone objects) and break the cycle.
         for t in tables {
-            for row in 0..<t.rowCount where t.instances[row] != nil {
+            for row in 0..<t.instances.stored.count where t.instances[row] != nil {
                 if isKnownUniquelyReferenced(&t.instances[row]) {
-                    t.instances[row] = nil
+                    t.instances.clear(row)
                 } else {
                     t.detachInstance(row: row)
                 }

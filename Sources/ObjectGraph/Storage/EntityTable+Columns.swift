@@ -35,6 +35,8 @@ struct ColumnsHandle {
     private let flagCount: Int
     /// The table's `beforeIndex`, one per row (as many as the flags).
     private let beforeIndex: UnsafePointer<Int32>
+    /// The rows `beforeIndex` stores (``RowSlots``); the rows past them have no before-image.
+    private let beforeIndexCount: Int
     /// The table's `beforeValues` and `beforeNulls`, laid out as `values` and `nulls` (empty in
     /// an update handle).
     private let beforeValues: UnsafePointer<UInt64>
@@ -60,8 +62,8 @@ struct ColumnsHandle {
         nullCount = nulls.count
         self.flags = Self.base(flags)
         flagCount = flags.count
-        assert(beforeIndex.count >= flags.count)
         self.beforeIndex = Self.base(beforeIndex)
+        beforeIndexCount = beforeIndex.count
         self.beforeValues = Self.base(beforeValues)
         beforeValueCount = beforeValues.count
         self.beforeNulls = Self.base(beforeNulls)
@@ -82,6 +84,7 @@ struct ColumnsHandle {
         flags = Self.base(UnsafeBufferPointer<UInt8>(start: nil, count: 0))
         flagCount = 0
         beforeIndex = Self.base(UnsafeBufferPointer<Int32>(start: nil, count: 0))
+        beforeIndexCount = 0
         beforeValues = Self.base(UnsafeBufferPointer<UInt64>(start: nil, count: 0))
         beforeValueCount = 0
         beforeNulls = beforeValues
@@ -194,6 +197,7 @@ struct ColumnsHandle {
     @inline(__always)
     func beforeImage(ofRow row: Int) -> Int? {
         assert(row >= 0 && row < flagCount, "row out of bounds (or an update handle)")
+        guard row < beforeIndexCount else { return nil }  // past the stored rows: none
         let b = beforeIndex[row]
         return b >= 0 ? Int(b) : nil
     }
@@ -427,7 +431,7 @@ extension EntityTable {
                             for i in 0..<stride { v[row * stride + i] = bv[b * stride + i] }
                             for i in 0..<maskWords { n[row * maskWords + i] = bn[b * maskWords + i] }
                             flags[row] &= ~Flags.dirty
-                            beforeIndex[row] = -1
+                            beforeIndex.clear(row)
                         }
                     }
                 }
@@ -470,8 +474,8 @@ extension EntityTable {
     @inline(__always)
     func prefetchRowState(_ row: Int) {
         flags.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row) } }
-        instances.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row) } }
-        beforeIndex.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row) } }
+        instances.withUnsafeBufferPointer { if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) } }
+        beforeIndex.withUnsafeBufferPointer { if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) } }
     }
 
     /// Prefetches the cell of `row` at `slot`.
@@ -665,7 +669,5 @@ extension EntityTable {
         PageWarmer.warm(nulls, first * maskWords..<(first + n) * maskWords)
         PageWarmer.warm(flags, first..<first + n)
         PageWarmer.warm(serialOfRow, first..<first + n)
-        PageWarmer.warm(instances, first..<first + n)
-        PageWarmer.warm(beforeIndex, first..<first + n)
     }
 }

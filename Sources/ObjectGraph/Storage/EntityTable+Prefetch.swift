@@ -48,8 +48,8 @@ final class RowPrefetcher {
         values = PrefetchHint(table.values)
         nulls = PrefetchHint(table.nulls)
         flags = PrefetchHint(table.flags)
-        beforeIndex = PrefetchHint(table.beforeIndex)
-        instanceSlots = PrefetchHint(table.instances)
+        beforeIndex = PrefetchHint(table.beforeIndex.stored)
+        instanceSlots = PrefetchHint(table.instances.stored)
         arena = PrefetchHint(table.arena)
         rowBytes = table.stride * 8
         maskBytes = table.maskWords * 8

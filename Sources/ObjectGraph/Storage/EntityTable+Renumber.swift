@@ -60,25 +60,30 @@ extension EntityTable {
         newFlags.reserveCapacity(k)
         var newSerials: [UInt64] = []
         newSerials.reserveCapacity(k)
+        // Instance slots and before-image numbers are stored up to the last row that has one.
         var newInstances: [AnyObject?] = []
-        newInstances.reserveCapacity(k)
         var newBefore: [Int32] = []
-        newBefore.reserveCapacity(k)
         for r in kept {
             newValues.append(contentsOf: values[r * stride..<(r + 1) * stride])
             newNulls.append(contentsOf: nulls[r * maskWords..<(r + 1) * maskWords])
             newFlags.append(flags[r])
             newSerials.append(serialOfRow[r])
-            newInstances.append(instances[r])
-            newBefore.append(beforeIndex[r])
+            if let object = instances[r] {
+                newInstances.append(contentsOf: repeatElement(nil, count: newFlags.count - 1 - newInstances.count))
+                newInstances.append(object)
+            }
+            if case let b = beforeIndex[r], b >= 0 {
+                newBefore.append(contentsOf: repeatElement(-1, count: newFlags.count - 1 - newBefore.count))
+                newBefore.append(b)
+            }
         }
         // Consumed: a copy left in a local would make the next write to a column copy it.
         values = consume newValues
         nulls = consume newNulls
         flags = consume newFlags
         serialOfRow = consume newSerials
-        instances = consume newInstances
-        beforeIndex = consume newBefore
+        instances = RowSlots(consume newInstances, absent: nil)
+        beforeIndex = RowSlots(consume newBefore, absent: -1)
         freeRows = []
         stamps = []
 
@@ -93,7 +98,7 @@ extension EntityTable {
 
         // The instances now live at their new rows (those only this table held are let go).
         releaseUnheldInstances()
-        for j in 0..<k {
+        for j in 0..<instances.stored.count {
             guard let object = instances[j] else { continue }
             let e = asEntity(object)
             e._backing = ObjectBacking(table: self, row: Int32(j))
@@ -142,8 +147,8 @@ extension EntityTable {
     /// the survivors' instances of a churned table would pin every heap page they share with
     /// the freed instances of the deleted objects.
     func releaseUnheldInstances() {
-        for row in 0..<rowCount where instances[row] != nil {
-            if isKnownUniquelyReferenced(&instances[row]) { instances[row] = nil }
+        for row in 0..<instances.stored.count where instances[row] != nil {
+            if isKnownUniquelyReferenced(&instances[row]) { instances.clear(row) }
         }
     }
 }

@@ -124,7 +124,7 @@ extension EntityTable {
             }
             if reindexed { indexAll(row: row) }
             flags[row] &= ~Flags.dirty
-            beforeIndex[row] = -1
+            beforeIndex.clear(row)
         }
         dirtyRows.removeSubrange(mark.dirtyCount...)
         beforeValues.removeSubrange((mark.dirtyCount * stride)...)

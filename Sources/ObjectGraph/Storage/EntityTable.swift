@@ -61,8 +61,10 @@ final class EntityTable {
     @exclusivity(unchecked) var arena = ByteArena()
     @exclusivity(unchecked) var flags: [UInt8] = []
     @exclusivity(unchecked) var serialOfRow: [UInt64] = []
-    @exclusivity(unchecked) var instances: [AnyObject?] = []
-    @exclusivity(unchecked) var beforeIndex: [Int32] = []
+    /// Per row, its materialized instance, if any.
+    @exclusivity(unchecked) var instances = RowSlots<AnyObject?>(absent: nil)
+    /// Per row, the index of its before-image in `beforeValues`, or -1 when the row has none.
+    @exclusivity(unchecked) var beforeIndex = RowSlots<Int32>(absent: -1)
 
     /// Row `serial - 1`; -1 for a serial with no live row.
     @exclusivity(unchecked) var rowOfSerial: [Int32] = []
@@ -220,8 +222,6 @@ final class EntityTable {
             }
             flags.append(Flags.live)
             serialOfRow.append(serial)
-            instances.append(nil)
-            beforeIndex.append(-1)
         }
         if UInt64(rowOfSerial.count) + 1 == serial {
             rowOfSerial.append(Int32(row))
@@ -247,8 +247,6 @@ final class EntityTable {
         // ``warm(rows:)`` had another core fault them in meanwhile.
         flags.append(contentsOf: repeatElement(Flags.live, count: n))
         serialOfRow.append(contentsOf: serials)
-        instances.append(contentsOf: repeatElement(nil, count: n))
-        beforeIndex.append(contentsOf: repeatElement(-1, count: n))
         if let highest = serials.max() {
             if UInt64(rowOfSerial.count) < highest {
                 rowOfSerial.append(contentsOf: repeatElement(-1, count: Int(highest) - rowOfSerial.count))
@@ -275,8 +273,6 @@ final class EntityTable {
         nulls.reserveCapacity(rows * maskWords)
         flags.reserveCapacity(rows)
         serialOfRow.reserveCapacity(rows)
-        instances.reserveCapacity(rows)
-        beforeIndex.reserveCapacity(rows)
         rowOfSerial.reserveCapacity(max(rowOfSerial.capacity * 2, rowOfSerial.count + count))
     }
 
@@ -334,8 +330,8 @@ final class EntityTable {
         if serial >= 1, Int(serial) <= rowOfSerial.count { rowOfSerial[Int(serial - 1)] = -1 }
         serialOfRow[row] = 0
         flags[row] = 0
-        instances[row] = nil
-        beforeIndex[row] = -1
+        instances.clear(row)
+        beforeIndex.clear(row)
         freeRows.append(Int32(row))
         liveCount -= 1
         if !secondaryIndexes.isEmpty { touchIndexes(row: row) }
@@ -369,7 +365,7 @@ final class EntityTable {
         let snapshot = StandaloneValues(entity: entity)
         for slot in 0..<stride { snapshot.values[slot] = .some(value(row: row, slot: slot)) }
         e._backing = ObjectBacking(standalone: snapshot)
-        instances[row] = nil
+        instances.clear(row)
     }
 
     // MARK: State queries
@@ -697,7 +693,7 @@ final class EntityTable {
         for r in insertedRows { flags[Int(r)] &= ~Flags.inserted }
         for r in dirtyRows {
             flags[Int(r)] &= ~Flags.dirty
-            beforeIndex[Int(r)] = -1
+            beforeIndex.clear(Int(r))
         }
         clearTransaction()
         committedArenaCount = arena.count
