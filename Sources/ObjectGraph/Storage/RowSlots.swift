@@ -27,7 +27,11 @@ struct RowSlots<Element> {
     subscript(row: Int) -> Element {
         @inline(__always) get { row < stored.count ? stored[row] : absent }
         _modify {
-            if row >= stored.count { stored.append(contentsOf: repeatElement(absent, count: row + 1 - stored.count)) }
+            if row == stored.count {
+                stored.append(absent)  // rows taken in order (every object materialized): the fast append
+            } else if row > stored.count {
+                stored.append(contentsOf: repeatElement(absent, count: row + 1 - stored.count))
+            }
             yield &stored[row]
         }
     }
