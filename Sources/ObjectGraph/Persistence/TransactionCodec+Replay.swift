@@ -58,8 +58,13 @@ struct ReplayVisitor: PayloadVisitor {
     private var entity = 0
     /// The block's current slot for each stored attribute (-1: dropped).
     private var slots: [Int] = []
-    /// The rows of the block's inserted objects, in payload order.
+    /// The rows of the block's inserted objects, in payload order, when they are not
+    /// `appendedRows`.
     private var rows: [Int] = []
+    /// The rows of the block's inserted objects when they were appended together, in payload
+    /// order: a range, not a list of a million row numbers (8 MB of fresh pages) to write and
+    /// read back per column.
+    private var appendedRows: Range<Int>?
     /// The serials a list was read into (reused).
     private var serials: [UInt64] = []
     /// The row of the object whose fields are being updated.
@@ -233,12 +238,13 @@ struct ReplayVisitor: PayloadVisitor {
         t.reserve(n)
         t.warm(rows: n)
         rows.removeAll(keepingCapacity: true)
+        appendedRows = nil
         if let s = serials.first(where: { t.row(ofSerial: $0) != nil }) {
             throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice")
         }
         // Saves and snapshots write serials in increasing order: distinct without hashing.
         if t.freeRows.isEmpty, zip(serials, serials.dropFirst()).allSatisfy({ $0 < $1 }) {
-            rows.append(contentsOf: t.appendRows(serials: serials))
+            appendedRows = t.appendRows(serials: serials)
         } else {
             for s in serials {
                 guard t.row(ofSerial: s) == nil else { throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice") }
@@ -255,7 +261,10 @@ struct ReplayVisitor: PayloadVisitor {
     ) throws(PayloadReader.Failure) {
         let slot = slots[attribute]
         if table != nil, slot < 0, slotLinks.indices.contains(attribute), let (link, side) = slotLinks[attribute] {
-            for (i, row) in rows.enumerated() {
+            var migrated = self.migrated
+            self.migrated = []
+            defer { self.migrated = migrated }
+            try forEachRow { i, row throws(PayloadReader.Failure) in
                 let destination = nulls?.isNull(i) == true ? 0 : try r.varint()
                 migrated.append((link, side, row, destination))
             }
@@ -300,13 +309,23 @@ struct ReplayVisitor: PayloadVisitor {
         _ columns: ColumnsHandle, slot: Int, nulls: NullBitmap?, from r: inout PayloadReader,
         _ read: (inout PayloadReader) throws(PayloadReader.Failure) -> UInt64
     ) throws(PayloadReader.Failure) {
-        for (i, row) in rows.enumerated() {
+        try forEachRow { i, row throws(PayloadReader.Failure) in
             if let nulls, nulls.isNull(i) {
                 columns.setNull(row: row, slot: slot, true)
-                continue
+                return
             }
             columns.setCell(row: row, slot: slot, try read(&r))
             columns.setNull(row: row, slot: slot, false)
+        }
+    }
+
+    /// Calls `body` with each inserted row of the block and its position in the block.
+    @inline(__always)
+    private func forEachRow(_ body: (_ i: Int, _ row: Int) throws(PayloadReader.Failure) -> Void) throws(PayloadReader.Failure) {
+        if let range = appendedRows {
+            for i in 0..<range.count { try body(i, range.lowerBound &+ i) }
+        } else {
+            for (i, row) in rows.enumerated() { try body(i, row) }
         }
     }
 
