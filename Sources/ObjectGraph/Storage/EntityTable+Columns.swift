@@ -398,7 +398,7 @@ extension EntityTable {
 
     /// Sets `rowOfSerial` for `serials`, the i-th of them to row `first + i`. The map must
     /// already be long enough.
-    func mapSerials(_ serials: [UInt64], toRowsFrom first: Int) {
+    func mapSerials<Serials: Collection<UInt64>>(_ serials: Serials, toRowsFrom first: Int) {
         rowOfSerial.withUnsafeMutableBufferPointer { map in
             for (i, s) in serials.enumerated() { map[Int(s - 1)] = Int32(first + i) }
         }

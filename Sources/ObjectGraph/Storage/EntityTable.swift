@@ -239,7 +239,7 @@ final class EntityTable {
 
     /// Appends one committed row per serial, with default values, in bulk (replay). The
     /// serials must be new and distinct. Returns the rows.
-    func appendRows(serials: [UInt64]) -> Range<Int> {
+    func appendRows<Serials: RandomAccessCollection<UInt64>>(serials: Serials) -> Range<Int> {
         let first = flags.count
         let n = serials.count
         guard n > 0 else { return first..<first }
