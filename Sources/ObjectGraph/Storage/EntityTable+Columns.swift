@@ -596,23 +596,25 @@ extension UniqueIndex {
 
     /// Fills the empty index with `rows`, in their order: each takes the first empty bucket of
     /// its probe, unless a row met on the way has the same key, when it becomes a duplicate.
-    /// `hashes[row]` is a row's key hash; only rows whose hashes agree are compared with
+    /// `hashes[row]` is the low 32 bits of a row's key hash, which name its home bucket (an
+    /// index has at most 2^32 buckets); only rows whose hashes agree there are compared with
     /// `sameKey`. Both the buckets and the hashes of the rows met are cache misses in a large
     /// table: the bucket of the row 32 places ahead is prefetched, and 16 places ahead the hash
     /// of the row that bucket holds (filling to half full, about one insert in four finds its
     /// home bucket taken).
-    func placeRows(_ rows: [Int32], hashes: [Int], sameKey: (Int, Int) -> Bool) {
+    func placeRows(_ rows: [Int32], hashes: [UInt32], sameKey: (Int, Int) -> Bool) {
         let mask = self.mask, n = rows.count
+        assert(mask <= Int(UInt32.max))
         var placed = 0
         var found: [Int32] = []
         buckets.withUnsafeMutableBufferPointer { buckets in
             hashes.withUnsafeBufferPointer { hashes in
                 guard let base = buckets.baseAddress, let hashBase = hashes.baseAddress else { return }
                 for j in 0..<n {
-                    if j + 32 < n { cprefetch_write(base + (hashes[Int(rows[j + 32])] & mask)) }
-                    if j + 16 < n, case let r = buckets[hashes[Int(rows[j + 16])] & mask], r >= 0 { cprefetch_read(hashBase + Int(r)) }
+                    if j + 32 < n { cprefetch_write(base + (Int(hashes[Int(rows[j + 32])]) & mask)) }
+                    if j + 16 < n, case let r = buckets[Int(hashes[Int(rows[j + 16])]) & mask], r >= 0 { cprefetch_read(hashBase + Int(r)) }
                     let row = rows[j], h = hashes[Int(row)]
-                    var b = h & mask
+                    var b = Int(h) & mask
                     while true {
                         let r = buckets[b]
                         if r == Self.empty {

@@ -291,16 +291,17 @@ extension EntityTable {
     /// Indexes `rows` (in serial order) in the empty `index`.
     ///
     /// Each row's key is hashed once, in row order, so its cells are read as they lie in
-    /// memory; the hashes are kept per row for the fill (8 bytes a row). A probe that meets
+    /// memory; the low 32 bits of each hash, all a probe needs of it (they name its home
+    /// bucket), are kept per row for the fill (4 bytes a row). A probe that meets
     /// another row compares the two hashes before it compares keys: a probe often meets another
     /// row, and comparing keys would read that row's cells, a cache miss in a large table. Only
     /// rows whose hashes agree are compared (``UniqueIndex/placeRows(_:hashes:sameKey:)``).
     private func fill(_ index: UniqueIndex, from rows: [Int32]) {
-        var hashes = [Int](repeating: 0, count: rowCount)
+        var hashes = [UInt32](repeating: 0, count: rowCount)
         var keyed = rows
         var nilKeys = false
         for row in rows {
-            if let h = keyHash(row: Int(row), index) { hashes[Int(row)] = h } else { nilKeys = true }
+            if let h = keyHash(row: Int(row), index) { hashes[Int(row)] = UInt32(truncatingIfNeeded: h) } else { nilKeys = true }
         }
         if nilKeys {
             // A row with a nil key attribute is not indexed.
