@@ -200,6 +200,10 @@ struct SchemaMapping {
     /// stored as links, the current link and this entity's side (a migration: each stored
     /// value becomes that object's only link).
     var slotLinks: [[(link: Int, side: Int)?]] = []
+    /// Per stored entity: whether its stored attributes map onto every slot of the current
+    /// entity, so that an inserted block's columns write each cell and null bit of its rows and
+    /// replay need not write the defaults first.
+    var feedsEverySlot: [Bool] = []
 
     /// Matches entities by name and attributes by name or declared original name.
     ///
@@ -274,6 +278,12 @@ struct SchemaMapping {
         self.slots = slots
         self.links = links
         self.slotLinks = slotLinks
+        feedsEverySlot = zip(entity, slots).map { index, map in
+            guard let index else { return false }
+            var fed = [Bool](repeating: false, count: current.entities[index].attributes.count)
+            for slot in map where slot >= 0 { fed[slot] = true }
+            return !fed.contains(false)
+        }
     }
 
     /// Whether every value of `stored` type is a value of `current` type.

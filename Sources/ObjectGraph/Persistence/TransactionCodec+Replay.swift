@@ -246,7 +246,7 @@ struct ReplayVisitor: PayloadVisitor {
                 throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice")
             }
             if t.freeRows.isEmpty {
-                appendedRows = t.appendRows(serials: run)
+                appendedRows = t.appendRows(serials: run, defaults: !mapping.feedsEverySlot[entity])
             } else {
                 for s in run { rows.append(t.allocateRow(serial: s)) }
             }
@@ -254,7 +254,7 @@ struct ReplayVisitor: PayloadVisitor {
             throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice")
         } else if t.freeRows.isEmpty, zip(serials, serials.dropFirst()).allSatisfy({ $0 < $1 }) {
             // Saves and snapshots write serials in increasing order: distinct without hashing.
-            appendedRows = t.appendRows(serials: serials)
+            appendedRows = t.appendRows(serials: serials, defaults: !mapping.feedsEverySlot[entity])
         } else {
             for s in serials {
                 guard t.row(ofSerial: s) == nil else { throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice") }

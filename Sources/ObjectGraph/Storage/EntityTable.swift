@@ -237,9 +237,14 @@ final class EntityTable {
         return row
     }
 
-    /// Appends one committed row per serial, with default values, in bulk (replay). The
-    /// serials must be new and distinct. Returns the rows.
-    func appendRows<Serials: RandomAccessCollection<UInt64>>(serials: Serials) -> Range<Int> {
+    /// Appends one committed row per serial, in bulk (replay). The serials must be new and
+    /// distinct. Returns the rows.
+    ///
+    /// With `defaults`, each row holds its attributes' default values. Without, its cells and
+    /// null bits are zero (non-nil zeros), for a caller that writes every cell and null bit of
+    /// the rows next: writing the defaults first was one more pass over all of the rows' cells
+    /// (3.7 ms of a 1M-object open).
+    func appendRows<Serials: RandomAccessCollection<UInt64>>(serials: Serials, defaults: Bool = true) -> Range<Int> {
         let first = flags.count
         let n = serials.count
         guard n > 0 else { return first..<first }
@@ -255,7 +260,7 @@ final class EntityTable {
         }
         mapSerials(serials, toRowsFrom: first)
         extendCells(toRows: first + n)  // room `reserveRows` made is used first
-        update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) }
+        if defaults { update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) } }
         liveCount += n
         if !secondaryIndexes.isEmpty { discardSecondaryIndexes() }
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
