@@ -64,7 +64,7 @@ soak: deps
 
 # The suites where tasks and threads meet (snapshots read while a writer saves, group commit,
 # cancellation from other tasks, change streams, the journal's reading helpers, page warming
-# during replay), built with
+# and unique index fills during replay), built with
 # ThreadSanitizer in their own build folder: the sanitized build compiles everything again,
 # swift-syntax included (5 to 12 minutes on two cores the first time), so it is not part of
 # make test. The run itself takes about 2 minutes, and fails on any ThreadSanitizer report.
@@ -72,7 +72,7 @@ soak: deps
 # uninstrumented standard library on Linux, so TSan can report a false race on data a Mutex
 # guards (the tests' own shared state uses NSLock for that reason; the library's SnapshotHub,
 # whose state is only touched inside its lock, is named in Tools/tsan-suppressions.txt).
-TSAN_SUITES := AsyncStoreTests|ProgressCancellationTests|Observation|JournalStreamingReadTests|ChunkedPayloadTests|PayloadStreamBoundTests|PageWarmerTests|StreamingReplayTests
+TSAN_SUITES := AsyncStoreTests|ProgressCancellationTests|Observation|JournalStreamingReadTests|ChunkedPayloadTests|PayloadStreamBoundTests|PageWarmerTests|StreamingReplayTests|IndexFillJobTests
 
 tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan

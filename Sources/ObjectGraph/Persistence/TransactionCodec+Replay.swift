@@ -12,8 +12,11 @@ extension TransactionCodec {
         defer { orphans = visitor.orphans }
         for l in context.links { l.tracking = false }
         defer { for l in context.links { l.tracking = true } }
+        var complete = false
+        defer { if !complete { for t in context.tables where !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() } } }
         try PayloadDecoder.decode(payload, stored: stored, into: &visitor)
         try visitor.finish()
+        complete = true
     }
 
     /// ``replay(_:stored:mapping:into:orphans:)`` of a payload lent piece by piece
@@ -31,6 +34,10 @@ extension TransactionCodec {
         for l in context.links { l.tracking = false }
         defer { for l in context.links { l.tracking = true } }
         var r = PayloadReader(payload)
+        var complete = false
+        // A payload replayed in part leaves its tables as they are: no fill started for it
+        // may be taken for theirs.
+        defer { if !complete { for t in context.tables where !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() } } }
         do throws(PayloadReader.Failure) {
             try PayloadDecoder.decode(&r, stored: stored, into: &visitor)
         } catch {
@@ -38,6 +45,7 @@ extension TransactionCodec {
             throw StoreError(payload: error)
         }
         try visitor.finish()
+        complete = true
         return true
     }
 }
@@ -220,6 +228,7 @@ struct ReplayVisitor: PayloadVisitor {
     }
 
     mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
+        if let t = mapping.entity[entity].map({ tables[$0] }), !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
         self.entity = entity
         slots = mapping.slots[entity]
         slotLinks = mapping.slotLinks.indices.contains(entity) ? mapping.slotLinks[entity] : []
@@ -310,6 +319,20 @@ struct ReplayVisitor: PayloadVisitor {
                 try fill(columns, slot: slot, nulls: nulls, from: &r) { r throws(PayloadReader.Failure) in try r.cell(.bool) }
             }
         }
+        if nulls == nil { startIndexFills(t, slot: slot) }
+    }
+
+    /// Starts the fill of each unique index of `slot` alone on another core
+    /// (``IndexFillJob``), when the block's rows are all of a table that was empty and many
+    /// enough, and the slot's cells, just written, are fixed-size and none nil.
+    private func startIndexFills(_ t: EntityTable, slot: Int) {
+        guard let rows = appendedRows, rows.lowerBound == 0, rows.count >= IndexFillJob.minimumRows,
+              t.rowCount == rows.count, t.liveCount == rows.count, !t.types[slot].isVariableLength,
+              slots.lazy.filter({ $0 == slot }).count == 1  // no other column of the block writes these cells
+        else { return }
+        for index in t.uniqueIndexes where index.slots == [slot] && !t.indexFillJobs.contains(where: { $0.index === index }) {
+            if let job = IndexFillJob(table: t, index: index, slot: slot, count: rows.count) { t.indexFillJobs.append(job) }
+        }
     }
 
     /// Writes one value per inserted row into `slot` (read by `read`), or its null bit where
@@ -341,6 +364,7 @@ struct ReplayVisitor: PayloadVisitor {
 
     mutating func updatedObject(serial: UInt64, at offset: Int) throws(PayloadReader.Failure) {
         guard let t = table else { return }
+        if !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
         guard let row = t.row(ofSerial: serial) else {
             throw PayloadReader.malformed(offset, "update of \(t.entity.name)/\(serial), which does not exist")
         }
@@ -384,6 +408,7 @@ struct ReplayVisitor: PayloadVisitor {
             orphans[entity, default: []].subtract(serials)
             return
         }
+        if !serials.isEmpty, !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
         for serial in serials {
             guard let row = t.row(ofSerial: serial) else {
                 throw PayloadReader.malformed(start, "delete of \(t.entity.name)/\(serial), which does not exist")

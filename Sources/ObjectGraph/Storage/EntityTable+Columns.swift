@@ -603,37 +603,50 @@ extension UniqueIndex {
     /// of the row that bucket holds (filling to half full, about one insert in four finds its
     /// home bucket taken).
     func placeRows(_ rows: [Int32], hashes: [UInt32], sameKey: (Int, Int) -> Bool) {
-        let mask = self.mask, n = rows.count
-        assert(mask <= Int(UInt32.max))
-        var placed = 0
-        var found: [Int32] = []
-        buckets.withUnsafeMutableBufferPointer { buckets in
+        let (placed, found) = buckets.withUnsafeMutableBufferPointer { buckets in
             hashes.withUnsafeBufferPointer { hashes in
-                guard let base = buckets.baseAddress, let hashBase = hashes.baseAddress else { return }
-                for j in 0..<n {
-                    if j + 32 < n { cprefetch_write(base + (Int(hashes[Int(rows[j + 32])]) & mask)) }
-                    if j + 16 < n, case let r = buckets[Int(hashes[Int(rows[j + 16])]) & mask], r >= 0 { cprefetch_read(hashBase + Int(r)) }
-                    let row = rows[j], h = hashes[Int(row)]
-                    var b = Int(h) & mask
-                    while true {
-                        let r = buckets[b]
-                        if r == Self.empty {
-                            buckets[b] = row
-                            placed += 1
-                            break
-                        }
-                        if hashes[Int(r)] == h, sameKey(Int(r), Int(row)) {
-                            found.append(row)
-                            break
-                        }
-                        b = (b + 1) & mask
-                    }
-                }
+                rows.withUnsafeBufferPointer { rows in Self.place(rows, count: rows.count, hashes: hashes, into: buckets, sameKey: sameKey) }
             }
         }
         used += placed
         duplicates.formUnion(found)
         changes += 1
+    }
+
+    /// ``placeRows(_:hashes:sameKey:)`` of `count` rows into `buckets` (a power of two of
+    /// them, at most 2^32, all empty or holding rows placed before): the rows `rows` lists, or
+    /// 0..<count when it is nil. Returns how many rows took a bucket, and the rows that met a
+    /// row with the same key.
+    static func place(
+        _ list: UnsafeBufferPointer<Int32>?, count n: Int, hashes: UnsafeBufferPointer<UInt32>,
+        into buckets: UnsafeMutableBufferPointer<Int32>, sameKey: (Int, Int) -> Bool
+    ) -> (placed: Int, duplicates: [Int32]) {
+        let mask = buckets.count - 1
+        @inline(__always) func rows(_ j: Int) -> Int32 { list.map { $0[j] } ?? Int32(truncatingIfNeeded: j) }
+        assert(buckets.count & mask == 0 && mask <= Int(UInt32.max))
+        var placed = 0
+        var found: [Int32] = []
+        guard let base = buckets.baseAddress, let hashBase = hashes.baseAddress else { return (0, []) }
+        for j in 0..<n {
+            if j + 32 < n { cprefetch_write(base + (Int(hashes[Int(rows(j + 32))]) & mask)) }
+            if j + 16 < n, case let r = buckets[Int(hashes[Int(rows(j + 16))]) & mask], r >= 0 { cprefetch_read(hashBase + Int(r)) }
+            let row = rows(j), h = hashes[Int(row)]
+            var b = Int(h) & mask
+            while true {
+                let r = buckets[b]
+                if r == empty {
+                    buckets[b] = row
+                    placed += 1
+                    break
+                }
+                if hashes[Int(r)] == h, sameKey(Int(r), Int(row)) {
+                    found.append(row)
+                    break
+                }
+                b = (b + 1) & mask
+            }
+        }
+        return (placed, found)
     }
 
     /// Puts `owners`, rows with distinct keys of one fixed-size cell in `slot` that are not in

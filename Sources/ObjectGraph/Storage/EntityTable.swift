@@ -66,6 +66,9 @@ final class EntityTable {
     /// Per row, the index of its before-image in `beforeValues`, or -1 when the row has none.
     @exclusivity(unchecked) var beforeIndex = RowSlots<Int32>(absent: -1)
 
+    /// Unique index fills running on another core during replay (``IndexFillJob``).
+    var indexFillJobs: [IndexFillJob] = []
+
     /// Row `serial - 1`; -1 for a serial with no live row.
     @exclusivity(unchecked) var rowOfSerial: [Int32] = []
     @exclusivity(unchecked) var nextSerial: UInt64 = 1

@@ -20,6 +20,8 @@ final class UniqueIndex {
     /// keys it knows to be absent without comparing them (``EntityTable/indexInsertAbsent(row:cell:into:)``)
     /// checks it to notice that a hook changed the index behind its back.
     @exclusivity(unchecked) var changes = 0
+    /// Whether the index was filled by an ``IndexFillJob`` at open (tests read it).
+    var filledDuringReplay = false
 
     init(constraint: UniqueConstraint, slots: [Int]) {
         self.constraint = constraint
@@ -37,6 +39,7 @@ final class UniqueIndex {
         used = 0
         duplicates = []
         changes += 1
+        filledDuringReplay = false
     }
 
     /// The bucket where a probe for a key of hash `hash` starts.
@@ -268,6 +271,22 @@ extension EntityTable {
         // Replay wrote cells without telling the secondary indexes: rebuilt at their next lookup.
         discardSecondaryIndexes()
         guard !uniqueIndexes.isEmpty else { return 0 }
+        // Fills done during replay hold what the fill below would build when the table's rows
+        // are still exactly the block's they were started for.
+        var filled: [ObjectIdentifier] = []
+        if !indexFillJobs.isEmpty {
+            for job in indexFillJobs {
+                if job.count == rowCount && liveCount == rowCount {
+                    job.install()
+                    filled.append(ObjectIdentifier(job.index))
+                } else {
+                    job.wait()
+                }
+            }
+            indexFillJobs = []
+        }
+        let unfilled = uniqueIndexes.filter { !filled.contains(ObjectIdentifier($0)) }
+        guard !unfilled.isEmpty else { return uniqueIndexes.reduce(0) { $0 + $1.duplicates.count } }
         var rows: [Int32] = []
         rows.reserveCapacity(liveCount)
         var inSerialOrder = true
@@ -281,8 +300,10 @@ extension EntityTable {
         if !inSerialOrder { rows.sort { serialOfRow[Int($0)] < serialOfRow[Int($1)] } }
         var duplicates = 0
         for index in uniqueIndexes {
-            index.reset(capacity: rows.count)
-            fill(index, from: rows)
+            if unfilled.contains(where: { $0 === index }) {
+                index.reset(capacity: rows.count)
+                fill(index, from: rows)
+            }
             duplicates += index.duplicates.count
         }
         return duplicates
