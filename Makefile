@@ -70,8 +70,9 @@ soak: deps
 # make test. The run itself takes about 2 minutes, and fails on any ThreadSanitizer report.
 # One known blind spot: the hand-over of a contended Synchronization.Mutex happens in the
 # uninstrumented standard library on Linux, so TSan can report a false race on data a Mutex
-# guards (the tests' own shared state uses NSLock for that reason; the library's SnapshotHub,
-# whose state is only touched inside its lock, is named in Tools/tsan-suppressions.txt).
+# guards (the tests' own shared state uses NSLock for that reason; the library types
+# whose state is only touched inside their locks, and that were seen reported, are named in
+# Tools/tsan-suppressions.txt).
 TSAN_SUITES := AsyncStoreTests|ProgressCancellationTests|Observation|JournalStreamingReadTests|ChunkedPayloadTests|PayloadStreamBoundTests|PageWarmerTests|StreamingReplayTests|IndexFillJobTests
 
 tsan: deps
