@@ -13,10 +13,16 @@ extension TransactionCodec {
         for l in context.links { l.tracking = false }
         defer { for l in context.links { l.tracking = true } }
         var complete = false
-        defer { if !complete { for t in context.tables where !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() } } }
+        defer { if !complete { discardIndexFills(in: context) } }
         try PayloadDecoder.decode(payload, stored: stored, into: &visitor)
         try visitor.finish()
         complete = true
+    }
+
+    /// Waits for and drops every index fill started during a payload that was replayed only in
+    /// part: it leaves its tables as they are, and no fill started for it may be taken for theirs.
+    private static func discardIndexFills(in context: ModelContext) {
+        for t in context.tables where !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
     }
 
     /// ``replay(_:stored:mapping:into:orphans:)`` of a payload lent piece by piece
@@ -35,9 +41,7 @@ extension TransactionCodec {
         defer { for l in context.links { l.tracking = true } }
         var r = PayloadReader(payload)
         var complete = false
-        // A payload replayed in part leaves its tables as they are: no fill started for it
-        // may be taken for theirs.
-        defer { if !complete { for t in context.tables where !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() } } }
+        defer { if !complete { discardIndexFills(in: context) } }
         do throws(PayloadReader.Failure) {
             try PayloadDecoder.decode(&r, stored: stored, into: &visitor)
         } catch {

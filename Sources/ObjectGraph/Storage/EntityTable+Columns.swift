@@ -33,7 +33,7 @@ struct ColumnsHandle {
     /// The table's `flags`, one per row (`flagCount`, 0 in an update handle).
     private let flags: UnsafePointer<UInt8>
     private let flagCount: Int
-    /// The table's `beforeIndex`, one per row (as many as the flags).
+    /// The table's stored `beforeIndex` rows (``RowSlots``): the rows past them have none.
     private let beforeIndex: UnsafePointer<Int32>
     /// The rows `beforeIndex` stores (``RowSlots``); the rows past them have no before-image.
     private let beforeIndexCount: Int
@@ -614,7 +614,7 @@ extension UniqueIndex {
     }
 
     /// ``placeRows(_:hashes:sameKey:)`` of `count` rows into `buckets` (a power of two of
-    /// them, at most 2^32, all empty or holding rows placed before): the rows `rows` lists, or
+    /// them, at most 2^32, all empty or holding rows placed before): the rows `list` holds, or
     /// 0..<count when it is nil. Returns how many rows took a bucket, and the rows that met a
     /// row with the same key.
     static func place(

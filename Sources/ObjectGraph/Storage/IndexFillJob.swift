@@ -62,9 +62,7 @@ final class IndexFillJob: @unchecked Sendable {
             hasher.combine(cells[row * stride + slot])
             hashes[row] = UInt32(truncatingIfNeeded: hasher.finalize())
         }
-        var size = 16
-        while size < n * 2 { size <<= 1 }
-        var buckets = [Int32](repeating: UniqueIndex.empty, count: size)
+        var buckets = [Int32](repeating: UniqueIndex.empty, count: UniqueIndex.bucketCount(forKeys: n))
         let (placed, duplicates) = buckets.withUnsafeMutableBufferPointer { b in
             hashes.withUnsafeBufferPointer { h in
                 UniqueIndex.place(nil, count: n, hashes: h, into: b) { cells[$0 * stride + slot] == cells[$1 * stride + slot] }

@@ -33,13 +33,19 @@ final class UniqueIndex {
 
     /// Empties the index and sizes it for `count` keys at a load factor of at most one half.
     func reset(capacity count: Int) {
-        var size = 16
-        while size < count * 2 { size <<= 1 }
-        buckets = Array(repeating: Self.empty, count: size)
+        buckets = Array(repeating: Self.empty, count: Self.bucketCount(forKeys: count))
         used = 0
         duplicates = []
         changes += 1
         filledDuringReplay = false
+    }
+
+    /// The buckets an index of `count` keys gets: a power of two, at least 16, at least twice
+    /// the keys.
+    static func bucketCount(forKeys count: Int) -> Int {
+        var size = 16
+        while size < count * 2 { size <<= 1 }
+        return size
     }
 
     /// The bucket where a probe for a key of hash `hash` starts.
