@@ -4,167 +4,351 @@
 // model) calls these directly instead of an unspecialized generic, which would dispatch
 // through witness tables on each attribute access. Each forwards to the generic
 // implementation, which the optimizer specializes inside this module.
+//
+// A getter is inlined into the model's code and passes the handle's owner unretained and
+// its row (`unretainedOwner`) to a concrete function of this module: passing the handle
+// itself would retain and release its owner around every read.
 
 public import Foundation
 
 extension ObjectBacking {
     /// Reads a non-optional `Bool` attribute.
-    public func get(_ slot: Int, as type: Bool.Type) -> Bool { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Bool.Type) -> Bool { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Bool` attribute.
-    public func getOptional(_ slot: Int, as type: Bool.Type) -> Bool? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Bool.Type) -> Bool? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Bool.Type) -> Bool {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Bool._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Bool.Type) -> Bool? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Bool` attribute.
     public mutating func set(_ slot: Int, _ value: Bool) { set(slot, value, generic: ()) }
     /// Writes an optional `Bool` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Bool?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Int` attribute.
-    public func get(_ slot: Int, as type: Int.Type) -> Int { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Int.Type) -> Int { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int` attribute.
-    public func getOptional(_ slot: Int, as type: Int.Type) -> Int? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Int.Type) -> Int? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int.Type) -> Int {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Int._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int.Type) -> Int? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Int` attribute.
     public mutating func set(_ slot: Int, _ value: Int) { set(slot, value, generic: ()) }
     /// Writes an optional `Int` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Int?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Int8` attribute.
-    public func get(_ slot: Int, as type: Int8.Type) -> Int8 { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Int8.Type) -> Int8 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int8` attribute.
-    public func getOptional(_ slot: Int, as type: Int8.Type) -> Int8? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Int8.Type) -> Int8? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int8.Type) -> Int8 {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Int8._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int8.Type) -> Int8? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Int8` attribute.
     public mutating func set(_ slot: Int, _ value: Int8) { set(slot, value, generic: ()) }
     /// Writes an optional `Int8` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Int8?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Int16` attribute.
-    public func get(_ slot: Int, as type: Int16.Type) -> Int16 { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Int16.Type) -> Int16 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int16` attribute.
-    public func getOptional(_ slot: Int, as type: Int16.Type) -> Int16? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Int16.Type) -> Int16? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int16.Type) -> Int16 {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Int16._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int16.Type) -> Int16? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Int16` attribute.
     public mutating func set(_ slot: Int, _ value: Int16) { set(slot, value, generic: ()) }
     /// Writes an optional `Int16` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Int16?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Int32` attribute.
-    public func get(_ slot: Int, as type: Int32.Type) -> Int32 { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Int32.Type) -> Int32 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int32` attribute.
-    public func getOptional(_ slot: Int, as type: Int32.Type) -> Int32? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Int32.Type) -> Int32? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int32.Type) -> Int32 {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Int32._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int32.Type) -> Int32? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Int32` attribute.
     public mutating func set(_ slot: Int, _ value: Int32) { set(slot, value, generic: ()) }
     /// Writes an optional `Int32` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Int32?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Int64` attribute.
-    public func get(_ slot: Int, as type: Int64.Type) -> Int64 { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Int64.Type) -> Int64 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int64` attribute.
-    public func getOptional(_ slot: Int, as type: Int64.Type) -> Int64? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Int64.Type) -> Int64? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int64.Type) -> Int64 {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Int64._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int64.Type) -> Int64? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Int64` attribute.
     public mutating func set(_ slot: Int, _ value: Int64) { set(slot, value, generic: ()) }
     /// Writes an optional `Int64` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Int64?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `UInt` attribute.
-    public func get(_ slot: Int, as type: UInt.Type) -> UInt { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: UInt.Type) -> UInt { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt` attribute.
-    public func getOptional(_ slot: Int, as type: UInt.Type) -> UInt? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: UInt.Type) -> UInt? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt.Type) -> UInt {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? UInt._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt.Type) -> UInt? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `UInt` attribute.
     public mutating func set(_ slot: Int, _ value: UInt) { set(slot, value, generic: ()) }
     /// Writes an optional `UInt` attribute.
     public mutating func setOptional(_ slot: Int, _ value: UInt?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `UInt8` attribute.
-    public func get(_ slot: Int, as type: UInt8.Type) -> UInt8 { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: UInt8.Type) -> UInt8 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt8` attribute.
-    public func getOptional(_ slot: Int, as type: UInt8.Type) -> UInt8? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: UInt8.Type) -> UInt8? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt8.Type) -> UInt8 {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? UInt8._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt8.Type) -> UInt8? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `UInt8` attribute.
     public mutating func set(_ slot: Int, _ value: UInt8) { set(slot, value, generic: ()) }
     /// Writes an optional `UInt8` attribute.
     public mutating func setOptional(_ slot: Int, _ value: UInt8?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `UInt16` attribute.
-    public func get(_ slot: Int, as type: UInt16.Type) -> UInt16 { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: UInt16.Type) -> UInt16 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt16` attribute.
-    public func getOptional(_ slot: Int, as type: UInt16.Type) -> UInt16? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: UInt16.Type) -> UInt16? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt16.Type) -> UInt16 {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? UInt16._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt16.Type) -> UInt16? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `UInt16` attribute.
     public mutating func set(_ slot: Int, _ value: UInt16) { set(slot, value, generic: ()) }
     /// Writes an optional `UInt16` attribute.
     public mutating func setOptional(_ slot: Int, _ value: UInt16?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `UInt32` attribute.
-    public func get(_ slot: Int, as type: UInt32.Type) -> UInt32 { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: UInt32.Type) -> UInt32 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt32` attribute.
-    public func getOptional(_ slot: Int, as type: UInt32.Type) -> UInt32? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: UInt32.Type) -> UInt32? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt32.Type) -> UInt32 {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? UInt32._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt32.Type) -> UInt32? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `UInt32` attribute.
     public mutating func set(_ slot: Int, _ value: UInt32) { set(slot, value, generic: ()) }
     /// Writes an optional `UInt32` attribute.
     public mutating func setOptional(_ slot: Int, _ value: UInt32?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `UInt64` attribute.
-    public func get(_ slot: Int, as type: UInt64.Type) -> UInt64 { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: UInt64.Type) -> UInt64 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt64` attribute.
-    public func getOptional(_ slot: Int, as type: UInt64.Type) -> UInt64? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: UInt64.Type) -> UInt64? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt64.Type) -> UInt64 {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? UInt64._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt64.Type) -> UInt64? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `UInt64` attribute.
     public mutating func set(_ slot: Int, _ value: UInt64) { set(slot, value, generic: ()) }
     /// Writes an optional `UInt64` attribute.
     public mutating func setOptional(_ slot: Int, _ value: UInt64?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Double` attribute.
-    public func get(_ slot: Int, as type: Double.Type) -> Double { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Double.Type) -> Double { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Double` attribute.
-    public func getOptional(_ slot: Int, as type: Double.Type) -> Double? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Double.Type) -> Double? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Double.Type) -> Double {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Double._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Double.Type) -> Double? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Double` attribute.
     public mutating func set(_ slot: Int, _ value: Double) { set(slot, value, generic: ()) }
     /// Writes an optional `Double` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Double?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Float` attribute.
-    public func get(_ slot: Int, as type: Float.Type) -> Float { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Float.Type) -> Float { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Float` attribute.
-    public func getOptional(_ slot: Int, as type: Float.Type) -> Float? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Float.Type) -> Float? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Float.Type) -> Float {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Float._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Float.Type) -> Float? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Float` attribute.
     public mutating func set(_ slot: Int, _ value: Float) { set(slot, value, generic: ()) }
     /// Writes an optional `Float` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Float?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `String` attribute.
-    public func get(_ slot: Int, as type: String.Type) -> String { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: String.Type) -> String { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `String` attribute.
-    public func getOptional(_ slot: Int, as type: String.Type) -> String? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: String.Type) -> String? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: String.Type) -> String {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? String._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: String.Type) -> String? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `String` attribute.
     public mutating func set(_ slot: Int, _ value: String) { set(slot, value, generic: ()) }
     /// Writes an optional `String` attribute.
     public mutating func setOptional(_ slot: Int, _ value: String?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Data` attribute.
-    public func get(_ slot: Int, as type: Data.Type) -> Data { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Data.Type) -> Data { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Data` attribute.
-    public func getOptional(_ slot: Int, as type: Data.Type) -> Data? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Data.Type) -> Data? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Data.Type) -> Data {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Data._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Data.Type) -> Data? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Data` attribute.
     public mutating func set(_ slot: Int, _ value: Data) { set(slot, value, generic: ()) }
     /// Writes an optional `Data` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Data?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `Date` attribute.
-    public func get(_ slot: Int, as type: Date.Type) -> Date { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: Date.Type) -> Date { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Date` attribute.
-    public func getOptional(_ slot: Int, as type: Date.Type) -> Date? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: Date.Type) -> Date? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Date.Type) -> Date {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? Date._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Date.Type) -> Date? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `Date` attribute.
     public mutating func set(_ slot: Int, _ value: Date) { set(slot, value, generic: ()) }
     /// Writes an optional `Date` attribute.
     public mutating func setOptional(_ slot: Int, _ value: Date?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `UUID` attribute.
-    public func get(_ slot: Int, as type: UUID.Type) -> UUID { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: UUID.Type) -> UUID { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UUID` attribute.
-    public func getOptional(_ slot: Int, as type: UUID.Type) -> UUID? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: UUID.Type) -> UUID? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UUID.Type) -> UUID {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? UUID._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UUID.Type) -> UUID? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `UUID` attribute.
     public mutating func set(_ slot: Int, _ value: UUID) { set(slot, value, generic: ()) }
     /// Writes an optional `UUID` attribute.
     public mutating func setOptional(_ slot: Int, _ value: UUID?) { setOptional(slot, value, generic: ()) }
 
     /// Reads a non-optional `URL` attribute.
-    public func get(_ slot: Int, as type: URL.Type) -> URL { get(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func get(_ slot: Int, as type: URL.Type) -> URL { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `URL` attribute.
-    public func getOptional(_ slot: Int, as type: URL.Type) -> URL? { getOptional(slot, as: type, generic: ()) }
+    @inlinable @inline(__always)
+    public func getOptional(_ slot: Int, as type: URL.Type) -> URL? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    @usableFromInline
+    static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: URL.Type) -> URL {
+        getOptional(owner, row, slot, as: type, generic: ()) ?? URL._zero
+    }
+    @usableFromInline
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: URL.Type) -> URL? {
+        getOptional(owner, row, slot, as: type, generic: ())
+    }
     /// Writes a non-optional `URL` attribute.
     public mutating func set(_ slot: Int, _ value: URL) { set(slot, value, generic: ()) }
     /// Writes an optional `URL` attribute.

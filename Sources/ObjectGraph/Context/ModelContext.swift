@@ -233,9 +233,8 @@ public final class ModelContext {
         let table = try table(for: type)
         var result: [T] = []
         result.reserveCapacity(table.liveCount)
-        for row in 0..<table.rowCount {
-            guard table.isVisible(row: row) else { continue }
-            if let o = table.instance(row: row) as? T { result.append(o) }
+        for row in 0..<table.rowCount where table.isVisible(row: row) {
+            result.append(table.object(row: row, as: T.self))  // `T`'s own table: no cast to check
         }
         return result
     }

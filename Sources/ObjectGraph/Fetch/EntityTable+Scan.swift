@@ -44,8 +44,7 @@ extension EntityTable {
     /// - Precondition: this is `T`'s table.
     @inline(__always)
     func object<T: Entity>(row: Int, as type: T.Type) -> T {
-        if let o = instances[row] { return unsafeDowncast(o, to: T.self) }
-        return instance(row: row) as! T
+        unsafeDowncast(instances[row] ?? makeInstance(row: row), to: T.self)
     }
 
     /// What a predicate or sort descriptor is evaluated on: the row's instance, or in the

@@ -356,6 +356,12 @@ final class EntityTable {
 
     func instance(row: Int) -> any Entity {
         if let object = instances[row] { return asEntity(object) }
+        return makeInstance(row: row)
+    }
+
+    /// Creates, keeps and returns the instance of `row`, which has none yet: `awakeFromFetch`
+    /// runs on it unless the row was inserted in this transaction.
+    func makeInstance(row: Int) -> any Entity {
         let object = entity.type.init(_backing: ObjectBacking(table: self, row: Int32(row)))
         instances[row] = object
         if flags[row] & Flags.inserted == 0 && hooks.contains(.awakeFromFetch) {
