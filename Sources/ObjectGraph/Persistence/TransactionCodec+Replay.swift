@@ -130,8 +130,8 @@ struct ReplayVisitor: PayloadVisitor {
         } catch {
             throw StoreError(payload: error)
         }
-        rows0 = []  // no copy of the tables' arrays outlives the link section
-        rows1 = []
+        rows0 = CountingArray(offset: 0)  // no copy of the tables' arrays outlives the link section
+        rows1 = CountingArray(offset: 0)
         for m in migrated {
             let l = links[m.link]
             let owner = m.row
@@ -155,15 +155,15 @@ struct ReplayVisitor: PayloadVisitor {
             rows1 = links[k].table(1).rowOfSerial
         } else {
             linkTable = nil
-            rows0 = []
-            rows1 = []
+            rows0 = CountingArray(offset: 0)
+            rows1 = CountingArray(offset: 0)
         }
     }
 
     /// Per side of the current link table, its entity's rows by serial (`rowOfSerial`, which
     /// the link section does not change): looked up per pair without going through the tables.
-    private var rows0: [Int32] = []
-    private var rows1: [Int32] = []
+    private var rows0 = CountingArray<Int32>(offset: 0)
+    private var rows1 = CountingArray<Int32>(offset: 0)
 
     /// The row of `serial` on `side` of the current link table.
     @inline(__always)
@@ -175,7 +175,7 @@ struct ReplayVisitor: PayloadVisitor {
     }
 
     @inline(__always)
-    private static func row(_ rows: [Int32], _ serial: UInt64) -> Int {
+    private static func row(_ rows: CountingArray<Int32>, _ serial: UInt64) -> Int {
         serial >= 1 && serial <= UInt64(rows.count) ? Int(rows[Int(serial &- 1)]) : -1
     }
 

@@ -683,6 +683,6 @@ extension EntityTable {
         PageWarmer.warm(values, first * stride..<(first + n) * stride)
         PageWarmer.warm(nulls, first * maskWords..<(first + n) * maskWords)
         PageWarmer.warm(flags, first..<first + n)
-        PageWarmer.warm(serialOfRow, first..<first + n)
+        if !serialOfRow.isCounting { PageWarmer.warm(serialOfRow.stored, first..<first + n) }
     }
 }

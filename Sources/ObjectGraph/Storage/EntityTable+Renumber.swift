@@ -81,7 +81,7 @@ extension EntityTable {
         values = consume newValues
         nulls = consume newNulls
         flags = consume newFlags
-        serialOfRow = consume newSerials
+        serialOfRow = CountingArray(consume newSerials, offset: 1)  // stores nothing if row r now has serial r + 1
         instances = RowSlots(consume newInstances, absent: nil)
         beforeIndex = RowSlots(consume newBefore, absent: -1)
         freeRows = []
@@ -94,7 +94,7 @@ extension EntityTable {
             let s = Int(serialOfRow[j])
             if s >= 1, s <= mapLength, newMap[s - 1] == Int32(r) { newMap[s - 1] = Int32(j) }
         }
-        rowOfSerial = consume newMap
+        rowOfSerial = CountingArray(consume newMap, offset: 0)
 
         // The instances now live at their new rows (those only this table held are let go).
         releaseUnheldInstances()

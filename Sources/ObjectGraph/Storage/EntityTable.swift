@@ -60,7 +60,9 @@ final class EntityTable {
     @exclusivity(unchecked) var nulls: [UInt64] = []
     @exclusivity(unchecked) var arena = ByteArena()
     @exclusivity(unchecked) var flags: [UInt8] = []
-    @exclusivity(unchecked) var serialOfRow: [UInt64] = []
+    /// Per row, its serial (0 for a freed row): counting (stored as nothing) while row `r` has
+    /// serial `r + 1` (``CountingArray``).
+    @exclusivity(unchecked) var serialOfRow = CountingArray<UInt64>(offset: 1)
     /// Per row, its materialized instance, if any.
     @exclusivity(unchecked) var instances = RowSlots<AnyObject?>(absent: nil)
     /// Per row, the index of its before-image in `beforeValues`, or -1 when the row has none.
@@ -69,8 +71,9 @@ final class EntityTable {
     /// Unique index fills running on another core during replay (``IndexFillJob``).
     var indexFillJobs: [IndexFillJob] = []
 
-    /// Row `serial - 1`; -1 for a serial with no live row.
-    @exclusivity(unchecked) var rowOfSerial: [Int32] = []
+    /// Row `serial - 1`; -1 for a serial with no live row. Counting while serial `s` is row
+    /// `s - 1`.
+    @exclusivity(unchecked) var rowOfSerial = CountingArray<Int32>(offset: 0)
     @exclusivity(unchecked) var nextSerial: UInt64 = 1
     @exclusivity(unchecked) var freeRows: [Int32] = []
     @exclusivity(unchecked) var liveCount = 0
@@ -255,13 +258,18 @@ final class EntityTable {
         // ``warm(rows:)`` had another core fault them in meanwhile.
         flags.append(contentsOf: repeatElement(Flags.live, count: n))
         serialOfRow.append(contentsOf: serials)
-        if let highest = serials.max() {
-            if UInt64(rowOfSerial.count) < highest {
-                rowOfSerial.append(contentsOf: repeatElement(-1, count: Int(highest) - rowOfSerial.count))
+        if serialOfRow.isCounting && rowOfSerial.count == first && rowOfSerial.appendCounting(n) {
+            // Serials `first + 1 ... first + n`, row `s - 1` each: both maps still count.
+            if UInt64(first + n) >= nextSerial { nextSerial = UInt64(first + n) + 1 }
+        } else {
+            if let highest = serials.max() {
+                if UInt64(rowOfSerial.count) < highest {
+                    rowOfSerial.append(contentsOf: repeatElement(-1, count: Int(highest) - rowOfSerial.count))
+                }
+                if highest >= nextSerial { nextSerial = highest + 1 }
             }
-            if highest >= nextSerial { nextSerial = highest + 1 }
+            mapSerials(serials, toRowsFrom: first)
         }
-        mapSerials(serials, toRowsFrom: first)
         extendCells(toRows: first + n)  // room `reserveRows` made is used first
         if defaults { update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) } }
         liveCount += n
