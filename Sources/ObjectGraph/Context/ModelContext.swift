@@ -231,12 +231,16 @@ public final class ModelContext {
     /// - Throws: ``ObjectGraphError`` with code `unknownEntity`.
     public func objects<T: Entity>(of type: T.Type) throws(ObjectGraphError) -> [T] {
         let table = try table(for: type)
-        var result: [T] = []
-        result.reserveCapacity(table.liveCount)
-        for row in 0..<table.rowCount where table.isVisible(row: row) {
-            result.append(table.object(row: row, as: T.self))  // `T`'s own table: no cast to check
+        // Written in place: this function is generic, and called from another module it runs
+        // unspecialized, where each `append` was a call into the generic array code.
+        return [T](unsafeUninitializedCapacity: table.liveCount) { buffer, count in
+            count = 0
+            guard let base = buffer.baseAddress else { return }
+            for row in 0..<table.rowCount where count < buffer.count && table.isVisible(row: row) {
+                (base + count).initialize(to: table.object(row: row, as: T.self))  // `T`'s own table: no cast
+                count += 1
+            }
         }
-        return result
     }
 
     /// The number of objects of `type` not deleted in this transaction, pending inserts included.
