@@ -88,7 +88,8 @@ bench: deps
 # cold-start.svg and memory.svg. About 5-10 minutes.
 bench-peers: deps
 	@bash Tools/Benchmarks/install-peers.sh
-	cd Tools/Benchmarks && $(SWIFT) run -c release peer-comparison
+	$(SWIFT) build --target ObjectGraphMacros
+	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release peer-comparison
 
 # Readers on snapshots while a writer imports 1M updates, and eight tasks committing durable
 # transactions against SQLite's DatabasePool and Redis with appendfsync always; writes Tools/Benchmarks/Results/concurrency.md

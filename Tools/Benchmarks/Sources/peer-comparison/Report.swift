@@ -308,7 +308,10 @@ func makeMarkdown(totalSeconds: Double) -> String {
         ```sh
         make bench-peers
         # = bash Tools/Benchmarks/install-peers.sh
-        #   cd Tools/Benchmarks && swift run -c release peer-comparison
+        #   swift build --target ObjectGraphMacros
+        #   cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$PWD/../../.build/debug/ObjectGraphMacros-tool \\
+        #     swift run -c release peer-comparison
+        # (the variable only saves building the macro in release: it runs at compile time)
 
         # the charts again from this run's peers.json, measuring nothing:
         cd Tools/Benchmarks && swift run -c release peer-comparison render --from Results/peers.json --out Results
