@@ -47,6 +47,9 @@ enum ObjectGraphWorker {
             _ = try store.context.importUniqueObjects(UniquePerson.self, sourceArray: Importing.sources(lower..<upper))
             lower = upper
         }
+        // Where the peak comes from: before the save, the store and its instances alone.
+        report("before_save_hwm_bytes", Double(statusKilobytes("VmHWM:", pid: nil) * 1024))
+        report("before_save_rss_bytes", Double(statusKilobytes("VmRSS:", pid: nil) * 1024))
         try store.context.save()
         report("bulk_s", seconds(since: start))
         try store.close()
