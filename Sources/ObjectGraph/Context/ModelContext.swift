@@ -456,10 +456,13 @@ public final class ModelContext {
         failures += validatorFailures(pending)
         failures += uniqueFailures()
         failures += denyFailures(pending)
-        var ranHooks = false
-        failures += hookFailures(pending, ranHooks: &ranHooks)
+        failures += hookFailures(pending)
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
-        return ranHooks
+        // A hook still listed after being called on an object is the class's own.
+        return zip(tables, pending).contains { t, p in
+            !p.inserts.isEmpty && t.hooks.contains(.validateForInsert) || !p.updates.isEmpty && t.hooks.contains(.validateForUpdate)
+                || !p.deletes.isEmpty && t.hooks.contains(.validateForDelete)
+        }
     }
 
     /// Runs the attributes' declared validators on every inserted and updated object.
@@ -483,9 +486,8 @@ public final class ModelContext {
     }
 
     /// Runs `validateForInsert/Update/Delete` on every changed object whose entity implements
-    /// the hook, collecting every failure. `ranHooks` becomes true when a class's own hook ran
-    /// (not only the default that tells the class has none).
-    func hookFailures(_ pending: [PendingRows], ranHooks: inout Bool) -> [ValidationError.Failure] {
+    /// the hook, collecting every failure.
+    func hookFailures(_ pending: [PendingRows]) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         func check(_ t: EntityTable, _ row: Int, _ hook: (any Entity) throws -> Void) {
             let object = t.instance(row: row)
@@ -502,11 +504,6 @@ public final class ModelContext {
             for row in p.inserts { guard t.hooks.contains(.validateForInsert) else { break }; check(t, row) { try $0.validateForInsert() } }
             for row in p.updates { guard t.hooks.contains(.validateForUpdate) else { break }; check(t, row) { try $0.validateForUpdate() } }
             for row in p.deletes { guard t.hooks.contains(.validateForDelete) else { break }; check(t, row) { try $0.validateForDelete() } }
-            // A hook still listed after being called on an object is the class's own.
-            if !p.inserts.isEmpty && t.hooks.contains(.validateForInsert) || !p.updates.isEmpty && t.hooks.contains(.validateForUpdate)
-                || !p.deletes.isEmpty && t.hooks.contains(.validateForDelete) {
-                ranHooks = true
-            }
         }
         return failures
     }

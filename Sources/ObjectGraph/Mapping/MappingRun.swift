@@ -562,8 +562,7 @@ struct MappingRun<Source: MappingSource> {
         }
         var pending = context.tables.map { _ in PendingRows(inserts: [], updates: [], deletes: []) }
         pending[table.entityIndex].inserts = rows.map { Int($0.row) }
-        var ranHooks = false
-        for f in context.validatorFailures(pending) + context.hookFailures(pending, ranHooks: &ranHooks) {
+        for f in context.validatorFailures(pending) + context.hookFailures(pending) {
             guard let row = table.row(ofSerial: f.objectID.serial) else { continue }
             reasons[row, default: []].append(f.description.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? f.reason)
         }

@@ -279,40 +279,35 @@ extension EntityTable {
         guard !uniqueIndexes.isEmpty else { return 0 }
         // Fills done during replay hold what the fill below would build when the table's rows
         // are still exactly the block's they were started for.
-        var filled: [ObjectIdentifier] = []
-        if !indexFillJobs.isEmpty {
-            for job in indexFillJobs {
-                if job.count == rowCount && liveCount == rowCount {
-                    job.install()
-                    filled.append(ObjectIdentifier(job.index))
-                } else {
-                    job.wait()
-                }
+        var filled: [UniqueIndex] = []
+        for job in indexFillJobs {
+            if job.count == rowCount && liveCount == rowCount {
+                job.install()
+                filled.append(job.index)
+            } else {
+                job.wait()
             }
-            indexFillJobs = []
         }
-        let unfilled = uniqueIndexes.filter { !filled.contains(ObjectIdentifier($0)) }
-        guard !unfilled.isEmpty else { return uniqueIndexes.reduce(0) { $0 + $1.duplicates.count } }
-        var rows: [Int32] = []
-        rows.reserveCapacity(liveCount)
-        var inSerialOrder = true
-        var previous: UInt64 = 0
-        for row in 0..<rowCount where isVisible(row: row) {
-            let serial = serialOfRow[row]
-            if serial < previous { inSerialOrder = false }
-            previous = serial
-            rows.append(Int32(row))
-        }
-        if !inSerialOrder { rows.sort { serialOfRow[Int($0)] < serialOfRow[Int($1)] } }
-        var duplicates = 0
-        for index in uniqueIndexes {
-            if unfilled.contains(where: { $0 === index }) {
+        indexFillJobs = []
+        let unfilled = uniqueIndexes.filter { index in !filled.contains { $0 === index } }
+        if !unfilled.isEmpty {
+            var rows: [Int32] = []
+            rows.reserveCapacity(liveCount)
+            var inSerialOrder = true
+            var previous: UInt64 = 0
+            for row in 0..<rowCount where isVisible(row: row) {
+                let serial = serialOfRow[row]
+                if serial < previous { inSerialOrder = false }
+                previous = serial
+                rows.append(Int32(row))
+            }
+            if !inSerialOrder { rows.sort { serialOfRow[Int($0)] < serialOfRow[Int($1)] } }
+            for index in unfilled {
                 index.reset(capacity: rows.count)
                 fill(index, from: rows)
             }
-            duplicates += index.duplicates.count
         }
-        return duplicates
+        return uniqueIndexes.reduce(0) { $0 + $1.duplicates.count }
     }
 
     /// Indexes `rows` (in serial order) in the empty `index`.
