@@ -3,7 +3,7 @@ internal import Glibc
 /// A large byte buffer reused across reads: the window a segment file is streamed through, a
 /// whole segment file, or a decompressed payload.
 ///
-/// The memory is an anonymous mapping that the kernel is asked (`MADV_HUGEPAGE`) to back with
+/// The memory is an anonymous mapping that the kernel is asked (``HugePages``) to back with
 /// 2 MiB transparent huge pages, so first touching 50 MB costs a few dozen page faults instead
 /// of twelve thousand. Without huge pages it behaves as ordinary memory.
 ///
@@ -56,7 +56,7 @@ final class ReadBuffer {
             return
         }
         let skip = Int((UInt(hugePage) - UInt(bitPattern: base) % UInt(hugePage)) % UInt(hugePage))
-        _ = madvise(base + skip, length - skip, MADV_HUGEPAGE)  // advice only: failure is harmless
+        HugePages.advise(base + skip, bytes: length - skip)  // advice only: failure is harmless
         mapping = (base, length)
         start = base + skip
         capacity = length - skip

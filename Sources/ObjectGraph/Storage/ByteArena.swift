@@ -133,7 +133,7 @@ struct ByteArena {
             warmedTo = max(warmedTo, storage.capacity)
             return
         }
-        PageWarmer.warm(UnsafeRawPointer(base) + count, bytes: end - count)
+        PageWarmer.warm(UnsafeRawPointer(base) + count, bytes: end - count, hugePages: false)
     }
 
     /// Where the bytes start now; for prefetch hints only (it moves when the arena grows).

@@ -1,4 +1,5 @@
 import Dispatch
+internal import GraphJournal
 
 /// The fill of a unique index of one fixed-size attribute, run on another core while replay
 /// decodes the rest of a large block of inserts into a table that was empty.
@@ -56,13 +57,16 @@ final class IndexFillJob: @unchecked Sendable {
     /// ``UniqueIndex/reset(capacity:)`` gives `count` keys.
     private func run() {
         let n = count, cells = cells, stride = stride, slot = slot
-        var hashes = [UInt32](repeating: 0, count: n)
-        for row in 0..<n {
-            var hasher = _KeyHasher(seed: seed)
-            hasher.combine(cells[row * stride + slot])
-            hashes[row] = UInt32(truncatingIfNeeded: hasher.finalize())
+        let hashes = [UInt32](unsafeUninitializedCapacity: n) { h, initialized in
+            HugePages.advise(h, count: n)
+            for row in 0..<n {
+                var hasher = _KeyHasher(seed: seed)
+                hasher.combine(cells[row * stride + slot])
+                h.initializeElement(at: row, to: UInt32(truncatingIfNeeded: hasher.finalize()))
+            }
+            initialized = n
         }
-        var buckets = [Int32](repeating: UniqueIndex.empty, count: UniqueIndex.bucketCount(forKeys: n))
+        var buckets = PageWarmer.filledArray(repeating: UniqueIndex.empty, count: UniqueIndex.bucketCount(forKeys: n))
         let (placed, duplicates) = buckets.withUnsafeMutableBufferPointer { b in
             hashes.withUnsafeBufferPointer { h in
                 UniqueIndex.place(nil, count: n, hashes: h, into: b) { cells[$0 * stride + slot] == cells[$1 * stride + slot] }

@@ -33,7 +33,8 @@ final class UniqueIndex {
 
     /// Empties the index and sizes it for `count` keys at a load factor of at most one half.
     func reset(capacity count: Int) {
-        buckets = Array(repeating: Self.empty, count: Self.bucketCount(forKeys: count))
+        buckets = []  // the old buckets are freed first: never both at once
+        buckets = PageWarmer.filledArray(repeating: Self.empty, count: Self.bucketCount(forKeys: count))
         used = 0
         duplicates = []
         changes += 1
