@@ -77,6 +77,10 @@ struct ReplayVisitor: PayloadVisitor {
     /// order: a range, not a list of a million row numbers (8 MB of fresh pages) to write and
     /// read back per column.
     private var appendedRows: Range<Int>?
+    /// Whether the null words of `appendedRows` are all zero (not nil) and no default was
+    /// written: the rows were appended past every earlier cell, with no defaults because the
+    /// block's columns feed every slot. A column without nils then need not clear its bits.
+    private var appendedNullsClear = false
     /// The serials a list was read into (reused).
     private var serials: [UInt64] = []
     /// The row of the object whose fields are being updated.
@@ -254,6 +258,7 @@ struct ReplayVisitor: PayloadVisitor {
         t.warm(rows: n)
         rows.removeAll(keepingCapacity: true)
         appendedRows = nil
+        appendedNullsClear = mapping.feedsEverySlot[entity] && t.cellsEndAtLastRow
         if let run {
             if let s = run.first(where: { t.row(ofSerial: $0) != nil }) {
                 throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice")
@@ -274,6 +279,7 @@ struct ReplayVisitor: PayloadVisitor {
                 rows.append(t.allocateRow(serial: s))
             }
         }
+        if appendedRows == nil { appendedNullsClear = false }
         // The rest of the payload bounds the bytes this block can append.
         if n > 0, t.types.contains(where: \.isVariableLength) { t.arena.reserveAdditional(r.count - r.offset) }
         return n
@@ -297,6 +303,10 @@ struct ReplayVisitor: PayloadVisitor {
             try r.skipValues(encoding, count: count - (nulls?.nullCount ?? 0))
             return
         }
+        // A column without nils whose rows' null words are still all zero, and that no other
+        // column of the block writes, leaves the null words alone: clearing a bit per row is a
+        // second strided pass over a row's memory (8 MB for 1M rows), per column.
+        let clearsNulls = nulls != nil || !appendedNullsClear || slots.lazy.filter({ $0 == slot }).count != 1
         // One exclusive access to each column for the whole loop, not a uniqueness check per
         // cell (those were 7% of a 1M-object open); one loop per encoding, so that each reads
         // its values with the reader's inlined fast path instead of a call that switches per
@@ -308,19 +318,19 @@ struct ReplayVisitor: PayloadVisitor {
                 // and its count goes back to the table when the column is done.
                 var arena = t.arena
                 defer { t.arena = arena }
-                try fill(columns, slot: slot, nulls: nulls, from: &r) { r throws(PayloadReader.Failure) in
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in
                     try r.withBytesValue(encoding) { arena.append($0) }
                 }
             case .signedVarint:
-                try fill(columns, slot: slot, nulls: nulls, from: &r) { r throws(PayloadReader.Failure) in UInt64(bitPattern: try r.signed()) }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in UInt64(bitPattern: try r.signed()) }
             case .varint:
-                try fill(columns, slot: slot, nulls: nulls, from: &r) { r throws(PayloadReader.Failure) in try r.varint() }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in try r.varint() }
             case .fixed64:
-                try fill(columns, slot: slot, nulls: nulls, from: &r) { r throws(PayloadReader.Failure) in try r.fixed64() }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in try r.fixed64() }
             case .fixed32:
-                try fill(columns, slot: slot, nulls: nulls, from: &r) { r throws(PayloadReader.Failure) in UInt64(try r.fixed32()) }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in UInt64(try r.fixed32()) }
             case .bool:
-                try fill(columns, slot: slot, nulls: nulls, from: &r) { r throws(PayloadReader.Failure) in try r.cell(.bool) }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in try r.cell(.bool) }
             }
         }
         if nulls == nil { startIndexFills(t, slot: slot) }
@@ -340,19 +350,29 @@ struct ReplayVisitor: PayloadVisitor {
     }
 
     /// Writes one value per inserted row into `slot` (read by `read`), or its null bit where
-    /// `nulls` says the value is nil.
+    /// `nulls` says the value is nil. With `clearsNulls` false (no `nulls`, and bits known to
+    /// be clear), only the cells are written.
     @inline(__always)
     private func fill(
-        _ columns: ColumnsHandle, slot: Int, nulls: NullBitmap?, from r: inout PayloadReader,
+        _ columns: ColumnsHandle, slot: Int, nulls: NullBitmap?, clearsNulls: Bool, from r: inout PayloadReader,
         _ read: (inout PayloadReader) throws(PayloadReader.Failure) -> UInt64
     ) throws(PayloadReader.Failure) {
-        try forEachRow { i, row throws(PayloadReader.Failure) in
-            if let nulls, nulls.isNull(i) {
-                columns.setNull(row: row, slot: slot, true)
-                return
+        if let nulls {
+            try forEachRow { i, row throws(PayloadReader.Failure) in
+                if nulls.isNull(i) {
+                    columns.setNull(row: row, slot: slot, true)
+                    return
+                }
+                columns.setCell(row: row, slot: slot, try read(&r))
+                columns.setNull(row: row, slot: slot, false)
             }
-            columns.setCell(row: row, slot: slot, try read(&r))
-            columns.setNull(row: row, slot: slot, false)
+        } else if clearsNulls {
+            try forEachRow { _, row throws(PayloadReader.Failure) in
+                columns.setCell(row: row, slot: slot, try read(&r))
+                columns.setNull(row: row, slot: slot, false)
+            }
+        } else {
+            try forEachRow { _, row throws(PayloadReader.Failure) in columns.setCell(row: row, slot: slot, try read(&r)) }
         }
     }
 

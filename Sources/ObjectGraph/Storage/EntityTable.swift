@@ -303,6 +303,10 @@ final class EntityTable {
         extendCells(toRows: flags.count + count)
     }
 
+    /// Whether the cells and null words end at the last row: no room ``reserveRows(_:)`` made
+    /// lies past it, so rows appended next get zeroed cells and null words.
+    var cellsEndAtLastRow: Bool { values.count == flags.count * stride && nulls.count == flags.count * maskWords }
+
     /// Makes `values` and `nulls` at least `rows` rows long (zeros), keeping what is there.
     private func extendCells(toRows rows: Int) {
         if values.count < rows * stride { values.append(contentsOf: repeatElement(0, count: rows * stride - values.count)) }
