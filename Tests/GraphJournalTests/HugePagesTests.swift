@@ -35,43 +35,45 @@ struct HugePagesTests {
         return 0
     }
 
-    @Test func marksOnlyTheWholeHugePagesInsideTheRange() throws {
-        let size = try #require(HugePages.size)
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        // Six huge pages, starting at a huge-page boundary.
-        let length = 7 * size
+    /// Runs `body` with fresh anonymous memory of `hugePages` huge pages of `size` bytes,
+    /// starting at a huge-page boundary, unmapped afterwards.
+    private func withAlignedMapping(hugePages: Int, size: Int, _ body: (UnsafeMutableRawPointer) throws -> Void) throws {
+        let length = (hugePages + 1) * size  // one more, to start at a boundary
         let mapping = try #require(mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
         try #require(mapping != MAP_FAILED)
         defer { munmap(mapping, length) }
         let skip = (size - Int(bitPattern: UInt(bitPattern: mapping)) % size) % size
-        let base = mapping + skip
+        try body(mapping + skip)
+    }
 
-        // Half a huge page before and after: the whole pages inside are 1 and 2 (of 0...4).
-        HugePages.advise(UnsafeRawPointer(base + size / 2), bytes: 2 * size)
-        let before = fallbacks()
-        base.storeBytes(of: 1, toByteOffset: size / 2 + page, as: UInt8.self)  // in the range, before the whole pages
-        base.storeBytes(of: 1, toByteOffset: size + 100, as: UInt8.self)  // huge page 1
-        base.storeBytes(of: 1, toByteOffset: 3 * size + 100, as: UInt8.self)  // past the range
+    @Test func marksOnlyTheWholeHugePagesInsideTheRange() throws {
+        let size = try #require(HugePages.size)
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        try withAlignedMapping(hugePages: 6, size: size) { base throws in
+            // From half a huge page in, two huge pages' worth: huge page 1 is the only whole one.
+            HugePages.advise(UnsafeRawPointer(base + size / 2), bytes: 2 * size)
+            let before = fallbacks()
+            base.storeBytes(of: 1, toByteOffset: size / 2 + page, as: UInt8.self)  // in the range, before huge page 1
+            base.storeBytes(of: 1, toByteOffset: size + 100, as: UInt8.self)  // huge page 1
+            base.storeBytes(of: 1, toByteOffset: 2 * size + size / 4, as: UInt8.self)  // in the range, after huge page 1
+            base.storeBytes(of: 1, toByteOffset: 3 * size + 100, as: UInt8.self)  // past the range
 
-        #expect(try residentPages(base, bytes: size) == 1, "a touch outside the whole huge pages maps one small page")
-        #expect(try residentPages(base + 3 * size, bytes: size) == 1, "no huge page past the range")
-        #expect(try residentPages(base + 2 * size, bytes: size) == 0, "huge page 2 is not touched")
-        if fallbacks() == before {  // the kernel had a huge page to give (it can fall back under memory pressure)
-            #expect(try residentPages(base + size, bytes: size) == size / page, "one touch maps the whole huge page")
+            #expect(try residentPages(base, bytes: size) == 1, "a touch before the whole huge page maps one small page")
+            #expect(try residentPages(base + 2 * size, bytes: size) == 1, "a touch after it maps one small page")
+            #expect(try residentPages(base + 3 * size, bytes: size) == 1, "no huge page past the range")
+            if fallbacks() == before {  // the kernel had a huge page to give (it can fall back under memory pressure)
+                #expect(try residentPages(base + size, bytes: size) == size / page, "one touch maps the whole huge page")
+            }
         }
     }
 
     @Test func leavesShortRangesAlone() throws {
-        // Under two huge pages' worth: nothing is marked, so a touch maps one small page.
+        // Under the minimum: nothing is marked, so a touch maps one small page.
         let size = HugePages.size ?? (2 << 20)
-        let length = 3 * size
-        let mapping = try #require(mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
-        try #require(mapping != MAP_FAILED)
-        defer { munmap(mapping, length) }
-        let skip = (size - Int(bitPattern: UInt(bitPattern: mapping)) % size) % size
-        let base = mapping + skip
-        HugePages.advise(UnsafeRawPointer(base), bytes: HugePages.minimumBytes - 1)
-        base.storeBytes(of: 1, toByteOffset: 100, as: UInt8.self)
-        #expect(try residentPages(base, bytes: size) == 1)
+        try withAlignedMapping(hugePages: 2, size: size) { base throws in
+            HugePages.advise(UnsafeRawPointer(base), bytes: HugePages.minimumBytes - 1)
+            base.storeBytes(of: 1, toByteOffset: 100, as: UInt8.self)
+            #expect(try residentPages(base, bytes: size) == 1)
+        }
     }
 }
