@@ -36,6 +36,19 @@ struct ToolReplicationTests {
         let process = Process()
         let out: URL
         let err: URL
+        /// When the process was started, and when it exited as Foundation's own monitor saw it
+        /// (its termination handler runs on a Dispatch thread, not on the tasks' pool, which
+        /// other suites' blocking tests can hold for seconds).
+        private(set) var started = ContinuousClock.now
+        private let exit = ExitTime()
+
+        /// The instant a process exited, set from its termination handler.
+        private final class ExitTime: @unchecked Sendable {
+            private let lock = NSLock()
+            private var instant: ContinuousClock.Instant?
+            var value: ContinuousClock.Instant? { lock.withLock { instant } }
+            func set(_ now: ContinuousClock.Instant) { lock.withLock { instant = now } }
+        }
 
         init(_ arguments: [String]) throws {
             out = scratchDirectory("out")
@@ -48,8 +61,13 @@ struct ToolReplicationTests {
             process.standardOutput = try FileHandle(forWritingTo: out)
             process.standardError = try FileHandle(forWritingTo: err)
             process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+            process.terminationHandler = { [exit] _ in exit.set(.now) }
+            started = .now
             try process.run()
         }
+
+        /// How long the process ran, from its start to its exit (to now while it runs).
+        var lifetime: Duration { (exit.value ?? .now) - started }
 
         /// A run the test left behind (it failed before the exit) is killed.
         deinit {
@@ -94,15 +112,15 @@ struct ToolReplicationTests {
         var status: Int32
         var stdout: String
         var stderr: String
+        /// The process's lifetime (``Run/lifetime``), not the test's wait for it.
         var seconds: Double
     }
 
     /// Runs the tool to its end.
     static func tool(_ arguments: [String]) async throws -> Result {
-        let start = ContinuousClock.now
         let run = try Run(arguments)
         let status = await run.exitStatus()
-        let elapsed = (ContinuousClock.now - start).components
+        let elapsed = run.lifetime.components
         return Result(status: status, stdout: run.stdout, stderr: run.stderr,
                       seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
     }
