@@ -81,6 +81,9 @@ struct ReplayVisitor: PayloadVisitor {
     /// written: the rows were appended past every earlier cell, with no defaults because the
     /// block's columns feed every slot. A column without nils then need not clear its bits.
     private var appendedNullsClear = false
+    /// Whether the block's null words start as zero pages that were not warmed
+    /// (``EntityTable/nullsStartAsZeroPages(rows:)``): the first column to write them warms them.
+    private var nullsUnwarmed = false
     /// The serials a list was read into (reused).
     private var serials: [UInt64] = []
     /// The row of the object whose fields are being updated.
@@ -256,6 +259,7 @@ struct ReplayVisitor: PayloadVisitor {
         }
         t.reserve(n)
         t.warm(rows: n)
+        nullsUnwarmed = t.nullsStartAsZeroPages(rows: t.rowCount + n)
         rows.removeAll(keepingCapacity: true)
         appendedRows = nil
         appendedNullsClear = mapping.feedsEverySlot[entity] && t.cellsEndAtLastRow
@@ -307,6 +311,10 @@ struct ReplayVisitor: PayloadVisitor {
         // column of the block writes, leaves the null words alone: clearing a bit per row is a
         // second strided pass over a row's memory (8 MB for 1M rows), per column.
         let clearsNulls = nulls != nil || !appendedNullsClear || slots.lazy.filter({ $0 == slot }).count != 1
+        if clearsNulls, nullsUnwarmed, let rows = appendedRows {
+            t.warmNulls(rows: rows)
+            nullsUnwarmed = false
+        }
         // One exclusive access to each column for the whole loop, not a uniqueness check per
         // cell (those were 7% of a 1M-object open); one loop per encoding, so that each reads
         // its values with the reader's inlined fast path instead of a call that switches per

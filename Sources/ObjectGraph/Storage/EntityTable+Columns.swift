@@ -678,11 +678,19 @@ extension EntityTable {
     /// Has another core fault in the memory that the next `rows` rows will be written to, as
     /// far as the columns already have room for them (``PageWarmer``). Replay calls it for a
     /// block's inserts, after ``reserve(_:)`` and before it fills the rows.
+    ///
+    /// Null words that will start as zero pages are not warmed: warming would make them
+    /// resident. Replay warms them with ``warmNulls(rows:)`` when a column writes them.
     func warm(rows n: Int) {
         let first = flags.count
         PageWarmer.warm(values, first * stride..<(first + n) * stride)
-        PageWarmer.warm(nulls, first * maskWords..<(first + n) * maskWords)
+        if !nullsStartAsZeroPages(rows: first + n) { PageWarmer.warm(nulls, first * maskWords..<(first + n) * maskWords) }
         PageWarmer.warm(flags, first..<first + n)
         if !serialOfRow.isCounting { PageWarmer.warm(serialOfRow.stored, first..<first + n) }
+    }
+
+    /// Has another core fault in the null words of `rows`, which a column is about to write.
+    func warmNulls(rows: Range<Int>) {
+        PageWarmer.warm(nulls, rows.lowerBound * maskWords..<rows.upperBound * maskWords)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+internal import GraphJournal
 
 /// The compact storage of one entity's objects in one context.
 ///
@@ -308,9 +309,25 @@ final class EntityTable {
     var cellsEndAtLastRow: Bool { values.count == flags.count * stride && nulls.count == flags.count * maskWords }
 
     /// Makes `values` and `nulls` at least `rows` rows long (zeros), keeping what is there.
+    ///
+    /// The first null words of a table come as zero pages (``nullsStartAsZeroPages(rows:)``):
+    /// they cost no memory until a nil is written, and an entity whose values are never nil
+    /// never writes them (8 MB for a million rows of up to 64 attributes).
     private func extendCells(toRows rows: Int) {
         if values.count < rows * stride { values.append(contentsOf: repeatElement(0, count: rows * stride - values.count)) }
-        if nulls.count < rows * maskWords { nulls.append(contentsOf: repeatElement(0, count: rows * maskWords - nulls.count)) }
+        if nulls.count < rows * maskWords {
+            if nullsStartAsZeroPages(rows: rows) {
+                nulls = ZeroPages.zeros(count: rows * maskWords, capacity: nulls.capacity)
+            } else {
+                nulls.append(contentsOf: repeatElement(0, count: rows * maskWords - nulls.count))
+            }
+        }
+    }
+
+    /// Whether the null words of the first `rows` rows of this table, which has none yet, are
+    /// made as zero pages rather than written (``ZeroPages``): when they are many enough.
+    func nullsStartAsZeroPages(rows: Int) -> Bool {
+        nulls.isEmpty && rows * maskWords * MemoryLayout<UInt64>.stride >= ZeroPages.minimumBytes
     }
 
     /// Inserts a new row (a pending insert) and returns it.
