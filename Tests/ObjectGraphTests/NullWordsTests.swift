@@ -65,7 +65,7 @@ struct NullWordsTests {
         }
         let store = try reopen(dir)
         defer { try? store.close() }
-        let table = try #require(store.context.tables.first { $0.entity.name == "Person" })
+        let table = try store.context.table(for: Person.self)
         #if os(Linux)
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         let (resident, pages) = table.nulls.withUnsafeBufferPointer { words -> (Int, Int) in

@@ -64,6 +64,16 @@ package enum HugePages {
         advise(UnsafeRawPointer(base), bytes: min(count, buffer.count) * MemoryLayout<Element>.stride)
     }
 
+    /// `count` elements of `value`, the memory marked first when it is large: a hash table's
+    /// buckets, written whole at once.
+    package static func filledArray<Element: BitwiseCopyable>(repeating value: Element, count: Int) -> [Element] {
+        [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
+            advise(buffer, count: count)
+            buffer.initialize(repeating: value)
+            initialized = count
+        }
+    }
+
     /// The text of a small file (a sysfs setting), or nil when it cannot be read.
     private static func readSmallFile(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

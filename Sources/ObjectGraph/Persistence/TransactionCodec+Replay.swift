@@ -262,7 +262,7 @@ struct ReplayVisitor: PayloadVisitor {
         nullsUnwarmed = t.nullsStartAsZeroPages(rows: t.rowCount + n)
         rows.removeAll(keepingCapacity: true)
         appendedRows = nil
-        appendedNullsClear = mapping.feedsEverySlot[entity] && t.cellsEndAtLastRow
+        let zeroedOnAppend = mapping.feedsEverySlot[entity] && t.cellsEndAtLastRow
         if let run {
             if let s = run.first(where: { t.row(ofSerial: $0) != nil }) {
                 throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice")
@@ -283,7 +283,7 @@ struct ReplayVisitor: PayloadVisitor {
                 rows.append(t.allocateRow(serial: s))
             }
         }
-        if appendedRows == nil { appendedNullsClear = false }
+        appendedNullsClear = appendedRows != nil && zeroedOnAppend
         // The rest of the payload bounds the bytes this block can append.
         if n > 0, t.types.contains(where: \.isVariableLength) { t.arena.reserveAdditional(r.count - r.offset) }
         return n

@@ -66,7 +66,7 @@ final class IndexFillJob: @unchecked Sendable {
             }
             initialized = n
         }
-        var buckets = PageWarmer.filledArray(repeating: UniqueIndex.empty, count: UniqueIndex.bucketCount(forKeys: n))
+        var buckets = HugePages.filledArray(repeating: UniqueIndex.empty, count: UniqueIndex.bucketCount(forKeys: n))
         let (placed, duplicates) = buckets.withUnsafeMutableBufferPointer { b in
             hashes.withUnsafeBufferPointer { h in
                 UniqueIndex.place(nil, count: n, hashes: h, into: b) { cells[$0 * stride + slot] == cells[$1 * stride + slot] }

@@ -41,16 +41,6 @@ enum PageWarmer {
         }
     }
 
-    /// Allocates `count` elements of `value`, the memory marked for transparent huge pages
-    /// first when it is large (`HugePages`): a hash table's buckets, written whole at once.
-    static func filledArray<Element: BitwiseCopyable>(repeating value: Element, count: Int) -> [Element] {
-        [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
-            HugePages.advise(buffer, count: count)
-            buffer.initialize(repeating: value)
-            initialized = count
-        }
-    }
-
     /// Warms the whole pages of `bytes` bytes from `start`, on a Dispatch worker; first marks
     /// its huge pages, unless `hugePages` is false: for memory grown with `realloc`, which
     /// glibc moves with one `mremap` only while the block is one mapping, and marking part of

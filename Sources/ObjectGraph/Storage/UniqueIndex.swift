@@ -1,3 +1,5 @@
+internal import GraphJournal
+
 /// One unique constraint's hash index: an open-addressing table of row numbers, hashed and
 /// compared by the rows' key cells, so it stores 4 bytes per slot and no copy of any key.
 ///
@@ -34,7 +36,7 @@ final class UniqueIndex {
     /// Empties the index and sizes it for `count` keys at a load factor of at most one half.
     func reset(capacity count: Int) {
         buckets = []  // the old buckets are freed first: never both at once
-        buckets = PageWarmer.filledArray(repeating: Self.empty, count: Self.bucketCount(forKeys: count))
+        buckets = HugePages.filledArray(repeating: Self.empty, count: Self.bucketCount(forKeys: count))
         used = 0
         duplicates = []
         changes += 1
