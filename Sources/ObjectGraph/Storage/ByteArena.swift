@@ -64,13 +64,20 @@ struct ByteArena {
     private let storage = Storage()
     /// The arena's length in bytes.
     private(set) var count = 0
+    /// Where the bytes start now: the storage's address, copied here by every growth. A table
+    /// reads its own arena through this stored field and ``count`` (``bytes(_:base:count:)``)
+    /// because a method of the arena takes a copy of it, which retains and releases the
+    /// storage around the read: a pair of atomic operations per string read. Only the arena
+    /// that grew has the new address, so only an arena's owner reads it (the copies that read
+    /// handles take go through ``withBytes(_:_:)``).
+    private(set) var unretainedBase: UnsafeMutableRawPointer?
     /// The bytes it has room for before it grows.
     var capacity: Int { storage.capacity }
     /// Bytes no live row references any more (an estimate maintained by the table).
     var garbage = 0
 
     mutating func reserve(_ n: Int) {
-        if n > storage.capacity { storage.grow(to: n, keeping: count) }
+        if n > storage.capacity { grow(to: n) }
     }
 
     /// Makes room for at least `n` more bytes, growing geometrically (replay calls this once
@@ -79,7 +86,12 @@ struct ByteArena {
     mutating func reserveAdditional(_ n: Int) {
         let needed = count + n
         guard needed > storage.capacity else { return }
-        storage.grow(to: max(needed, storage.capacity * 2), keeping: count)
+        grow(to: max(needed, storage.capacity * 2))
+    }
+
+    private mutating func grow(to length: Int) {
+        storage.grow(to: length, keeping: count)
+        unretainedBase = storage.base
     }
 
     /// Appends `buffer` and returns its reference.
@@ -88,7 +100,7 @@ struct ByteArena {
         let long = UInt64(buffer.count) >= ArenaRef.longMarker
         let needed = buffer.count + (long ? 8 : 0)
         if offset + needed > storage.capacity {
-            storage.grow(to: max(offset + needed, 2 * storage.capacity, 64), keeping: count)
+            grow(to: max(offset + needed, 2 * storage.capacity, 64))
         }
         guard let base = storage.base else { return ArenaRef(offset: offset, length: 0).bits }  // capacity ≥ 64
         var at = offset
@@ -108,6 +120,13 @@ struct ByteArena {
     /// Calls `body` with the bytes `ref` points to.
     func withBytes<R>(_ ref: ArenaRef, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(ArenaBytes(all).bytes(ref))
+    }
+
+    /// The bytes `ref` points to in the arena whose ``unretainedBase`` and ``count`` are `base`
+    /// and `count`. Valid while that arena is neither grown nor released.
+    @inline(__always)
+    static func bytes(_ ref: ArenaRef, base: UnsafeMutableRawPointer?, count: Int) -> UnsafeRawBufferPointer {
+        ArenaBytes(UnsafeRawBufferPointer(start: base, count: count)).bytes(ref)
     }
 
     /// Calls `body` with a view of the whole arena, for reading many values.
@@ -160,7 +179,7 @@ struct ByteArena {
     /// than a few bytes.
     mutating func shrinkToFit() {
         guard storage.capacity > max(count, 64) + 64 else { return }
-        storage.grow(to: max(count, 64), keeping: count)
+        grow(to: max(count, 64))
     }
 
     /// Discards everything after `count` bytes (rollback).

@@ -494,7 +494,8 @@ final class EntityTable {
         if isNull(row: row, slot: slot) { return nil }
         let cell = values[row * stride + slot]
         if types[slot].isVariableLength {
-            return arena.withBytes(ArenaRef(cell)) { T._decode(.bytes($0)) }
+            // The arena's stored fields, not the arena: see `ByteArena.unretainedBase`.
+            return T._decode(.bytes(ByteArena.bytes(ArenaRef(cell), base: arena.unretainedBase, count: arena.count)))
         }
         return T._decode(.fixed(cell))
     }
