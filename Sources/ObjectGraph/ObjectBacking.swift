@@ -181,7 +181,9 @@ public struct ObjectBacking {
     }
 
     /// Reads `slot` of the object whose handle has `owner` (``unretainedOwner``) and `row`.
-    /// The caller keeps the handle alive.
+    /// The caller keeps the handle alive. Inlined, with the table's read, into each concrete
+    /// getter, so that reading an attribute is one call.
+    @inline(__always)
     static func getOptional<T: PrimitiveAttribute>(
         _ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: T.Type, generic: Void
     ) -> T? {

@@ -490,6 +490,7 @@ final class EntityTable {
         nulls[row * maskWords + slot / 64] & (1 << UInt64(slot % 64)) != 0
     }
 
+    @inline(__always)
     func read<T: PrimitiveAttribute>(row: Int, slot: Int, as type: T.Type) -> T? {
         if isNull(row: row, slot: slot) { return nil }
         let cell = values[row * stride + slot]
