@@ -59,13 +59,16 @@ package enum HugePages {
     }
 
     /// Marks the huge pages of the first `count` elements of an array's buffer.
+    @usableFromInline
     package static func advise<Element>(_ buffer: UnsafeMutableBufferPointer<Element>, count: Int) {
         guard let base = buffer.baseAddress else { return }
         advise(UnsafeRawPointer(base), bytes: min(count, buffer.count) * MemoryLayout<Element>.stride)
     }
 
     /// `count` elements of `value`, the memory marked first when it is large: a hash table's
-    /// buckets, written whole at once.
+    /// buckets, written whole at once. Inlinable, so that the fill is specialized for the
+    /// caller's element type: generic, it copied each element through the type's value witness.
+    @inlinable
     package static func filledArray<Element: BitwiseCopyable>(repeating value: Element, count: Int) -> [Element] {
         [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
             advise(buffer, count: count)
