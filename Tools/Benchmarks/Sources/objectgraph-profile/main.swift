@@ -18,7 +18,8 @@
 // `cascade` (cascade-delete a parent with n children, then roll back); memory under churn:
 // `churn n DIR` / `survivors n DIR` (n inserted, nine in ten deleted, compacted / only the
 // survivors inserted, compacted; the resident set then) and `open-rss DIR` (the resident set
-// after opening and reading either store in a fresh process). Each measured loop is its own `measured…` function, so callgrind can
+// after opening and reading either store in a fresh process), `read-all DIR` (open, make
+// every instance, read every attribute: each timed). Each measured loop is its own `measured…` function, so callgrind can
 // count only it:
 //
 //     valgrind --tool=callgrind --toggle-collect='*measured*' .build/release/objectgraph-profile update 100000
@@ -367,6 +368,46 @@ func churnPhase(_ directory: URL, survivorsOnly: Bool) throws {
     try store.close()
 }
 
+/// `read-all DIR`: peer-comparison's `cold-read` split into its three steps (open, every
+/// instance made, every attribute read), then the reads again over the same instances.
+func readAllPhase(_ directory: URL) throws {
+    let start = ContinuousClock.now
+    let store = try Stores.open(directory, durability: .none, schema: Importing.schema())
+    let opened = seconds(since: start)
+    let made = ContinuousClock.now
+    let people = try measuredObjects(store.context)
+    let making = seconds(since: made)
+    var reads: [Double] = []
+    var checksum = 0
+    for _ in 0..<3 {
+        let read = ContinuousClock.now
+        checksum &+= measuredReadAll(people)
+        reads.append(seconds(since: read))
+    }
+    let ms = { (s: Double) in String(format: "%.1f ms", s * 1e3) }
+    print("open \(ms(opened)), objects(of:) \(ms(making)), reads \(reads.map(ms).joined(separator: " / ")) (first / again / again); \(people.count) objects, checksum \(checksum)")
+    withExtendedLifetime(store) {}
+}
+
+@inline(never)
+func measuredObjects(_ context: ModelContext) throws -> [UniquePerson] {
+    try context.objects(of: UniquePerson.self)
+}
+
+/// Every attribute of every object, as `cold-read` reads them.
+@inline(never)
+func measuredReadAll(_ people: [UniquePerson]) -> Int {
+    var ids: Int64 = 0, ages = 0, score = 0.0, stringBytes = 0
+    for p in people {
+        let id = p.id, name = p.name, email = p.email, age = p.age, city = p.city, s = p.score
+        ids &+= id
+        ages &+= age
+        score += s
+        stringBytes &+= name.utf8.count &+ email.utf8.count &+ city.utf8.count
+    }
+    return Int(ids) &+ ages &+ Int(score) &+ stringBytes
+}
+
 func openRSSPhase(_ directory: URL) throws {
     let before = residentSetSize()
     let store = try Stores.open(directory, durability: .none)
@@ -380,6 +421,8 @@ do {
     switch phase {
     case "churn", "survivors":
         try churnPhase(URL(fileURLWithPath: args[3]), survivorsOnly: phase == "survivors")
+    case "read-all":
+        try readAllPhase(URL(fileURLWithPath: args[2]))
     case "open-rss":
         try openRSSPhase(URL(fileURLWithPath: args[2]))
     case "cascade":
