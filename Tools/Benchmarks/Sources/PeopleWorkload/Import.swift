@@ -47,6 +47,30 @@ extension UniquePerson: ImportableUniqueObject {
     }
 }
 
+/// Sums over every attribute of a set of people, so that no read can be dropped.
+public struct AttributeSums {
+    public var ids: Int64 = 0
+    public var ages = 0
+    public var score = 0.0
+    public var stringBytes = 0
+
+    /// All four sums as one number, to report.
+    public var checksum: Double { Double(ids) + Double(ages) + score + Double(stringBytes) }
+
+    /// Reads each of the six attributes of every person in `people`: what a reader that
+    /// builds every object of the store does (the like-for-like row to SQLite's row cursor).
+    @inline(never)
+    public init(readingEveryAttributeOf people: [UniquePerson]) {
+        for p in people {
+            let id = p.id, name = p.name, email = p.email, age = p.age, city = p.city, s = p.score
+            ids &+= id
+            ages &+= age
+            score += s
+            stringBytes &+= name.utf8.count &+ email.utf8.count &+ city.utf8.count
+        }
+    }
+}
+
 public enum Importing {
     /// A schema of just the importable people.
     public static func schema() -> Schema {

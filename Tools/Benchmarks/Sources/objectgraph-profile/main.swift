@@ -378,10 +378,10 @@ func readAllPhase(_ directory: URL) throws {
     let people = try measuredObjects(store.context)
     let making = seconds(since: made)
     var reads: [Double] = []
-    var checksum = 0
+    var checksum = 0.0
     for _ in 0..<3 {
         let read = ContinuousClock.now
-        checksum &+= measuredReadAll(people)
+        checksum += AttributeSums(readingEveryAttributeOf: people).checksum
         reads.append(seconds(since: read))
     }
     let ms = { (s: Double) in String(format: "%.1f ms", s * 1e3) }
@@ -392,20 +392,6 @@ func readAllPhase(_ directory: URL) throws {
 @inline(never)
 func measuredObjects(_ context: ModelContext) throws -> [UniquePerson] {
     try context.objects(of: UniquePerson.self)
-}
-
-/// Every attribute of every object, as `cold-read` reads them.
-@inline(never)
-func measuredReadAll(_ people: [UniquePerson]) -> Int {
-    var ids: Int64 = 0, ages = 0, score = 0.0, stringBytes = 0
-    for p in people {
-        let id = p.id, name = p.name, email = p.email, age = p.age, city = p.city, s = p.score
-        ids &+= id
-        ages &+= age
-        score += s
-        stringBytes &+= name.utf8.count &+ email.utf8.count &+ city.utf8.count
-    }
-    return Int(ids) &+ ages &+ Int(score) &+ stringBytes
 }
 
 func openRSSPhase(_ directory: URL) throws {
