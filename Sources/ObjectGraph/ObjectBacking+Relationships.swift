@@ -52,7 +52,7 @@ extension ObjectBacking {
     /// count once): objects that leave get `nil` in their to-one inverse, objects that join point
     /// here, leaving their previous owner. Objects not yet in a context are inserted.
     ///
-    /// - Precondition: as for ``setToOne(_:_:)`` (generated code calls ``Entity/_setToMany(_:_:)``).
+    /// - Precondition: as for ``setToOne(_:_:)`` (generated code calls `Entity._setToMany(_:_:)`).
     public func setToMany<T: Entity>(_ relationship: Int, _ value: [T]) {
         let t = relationshipTable(relationship)
         let r = t.relationships[relationship]

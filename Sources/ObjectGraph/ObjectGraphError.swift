@@ -1,5 +1,5 @@
 /// A schema that cannot be used: an empty schema, a duplicate entity or attribute name, an
-/// unencodable default value. Thrown by ``Schema/init(_:)``.
+/// unencodable default value. Thrown by ``Schema``'s initializers.
 public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, naming the entity and attribute.
     public let message: String

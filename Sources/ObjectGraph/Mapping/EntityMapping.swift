@@ -97,7 +97,7 @@ public struct EntityMapping<T: Entity>: Sendable {
     /// one that comes later in the same payload. The destination is found through a unique
     /// index on the destination attributes in O(1), or else through a table built once per run.
     /// A to-one takes the one match; a to-many takes every match. No match leaves the
-    /// relationship empty and is counted in ``MappingResult/unresolvedConnections``.
+    /// relationship empty and is counted in ``MappingCounts/unresolvedConnections`` (``MappingResult/counts``).
     public mutating func connect(_ relationship: String, by pairs: [String: String]) throws(MappingError) {
         try connect(relationship, pairs: pairs.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
     }

@@ -212,7 +212,7 @@ public final class ObjectStore {
     // MARK: Replication
 
     /// Calls `body` with the wire form of every live schema, transaction and base record above
-    /// `sequence`, in order (``Journal/forEachShippedRecord(after:_:)``): what a shipper sends
+    /// `sequence`, in order (GraphJournal's `Journal.forEachShippedRecord(after:_:)`): what a shipper sends
     /// to replicas when it catches up from the files.
     ///
     /// - Throws: what `body` throws, or ``StoreError`` with code `journal`.
@@ -238,7 +238,7 @@ public final class ObjectStore {
     /// try replica.applyShipped(record, schema: schemaRecordPayload, origin: position)
     /// ```
     ///
-    /// - Parameter record: a checked transaction record (``ShippedRecord/init(wire:)``).
+    /// - Parameter record: a checked transaction record (GraphJournal's `ShippedRecord.init(wire:)`).
     /// - Parameter schema: the payload of the source's schema record in force for `record`.
     /// - Parameter origin: where the record came from (at most 1 KiB), reported by ``origin``.
     /// - Throws: ``StoreError``: `corruptPayload` when the record does not decode with

@@ -42,7 +42,7 @@ extension StoredSchema {
         try result.get()
     }
 
-    /// ``validateTransaction(_:into:)`` on a payload in memory the caller holds (the package's
+    /// ``validateTransaction(_:into:)-([UInt8],_)`` on a payload in memory the caller holds (the package's
     /// tools and tests), without copying it into an array.
     package func validateTransaction(_ payload: UnsafeRawBufferPointer, into outline: inout TransactionOutline) throws(StoreError) {
         var visitor = OutlineVisitor(reusing: &outline)
@@ -50,13 +50,13 @@ extension StoredSchema {
         try PayloadDecoder.decode(payload, stored: self, into: &visitor)
     }
 
-    /// Checks a transaction or base record's payload as ``validateTransaction(_:into:)`` does,
+    /// Checks a transaction or base record's payload as ``validateTransaction(_:into:)-([UInt8],_)`` does,
     /// with the same outline and the same error, reading the payload piece by piece as
-    /// ``Journal/streamPayloads(directory:io:_:)`` lends it: a chunked payload of tens of MB is
+    /// GraphJournal's `Journal.streamPayloads(directory:io:_:)` lends it: a chunked payload of tens of MB is
     /// checked one decompressed chunk at a time, never held whole.
     ///
     /// When the pieces end before the payload does (a chunk that does not decompress), it
-    /// returns false with `outline` incomplete; ``JournalPayload/finish()`` then returns false
+    /// returns false with `outline` incomplete; `JournalPayload.finish()` then returns false
     /// and the journal reports the record, so the caller should ignore it.
     ///
     /// ```swift

@@ -1,6 +1,6 @@
 /// Which object serials a transaction or base payload inserts, updates and deletes, entity by
-/// entity: what ``StoredSchema/validateTransaction(_:into:)`` keeps of a payload it checks
-/// without building its values.
+/// entity: what ``StoredSchema/validateTransaction(_:into:)-([UInt8],_)`` keeps of a payload it
+/// checks without building its values.
 ///
 /// One outline can be reused for payload after payload: validating clears it but keeps its
 /// storage, so a long journal is checked without an allocation per record.

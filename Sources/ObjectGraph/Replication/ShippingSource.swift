@@ -9,10 +9,10 @@ public struct ShippingSource: Sendable {
 
     init(journal: Journal) { self.journal = journal }
 
-    /// ``Journal/forEachShippedRecord(after:_:)``: every live schema, transaction and base
+    /// GraphJournal's `Journal.forEachShippedRecord(after:_:)`: every live schema, transaction and base
     /// record above `sequence`, in order.
     ///
-    /// - Throws: what `body` throws, or ``JournalError``.
+    /// - Throws: what `body` throws, or GraphJournal's `JournalError`.
     public func forEachRecord(after sequence: UInt64, _ body: (ShippedRecord) throws -> Void) throws {
         try journal.forEachShippedRecord(after: sequence, body)
     }
@@ -23,7 +23,7 @@ public struct ShippingSource: Sendable {
     /// The payload of the schema record in force (the source's, for a replica).
     public var schema: [UInt8]? { journal.schema }
 
-    /// ``Journal/origin``: for a replica, where it is in its source.
+    /// GraphJournal's `Journal.origin`: for a replica, where it is in its source.
     public var origin: [UInt8]? { journal.origin }
 }
 

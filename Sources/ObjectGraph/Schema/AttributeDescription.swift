@@ -3,7 +3,7 @@ import Foundation
 /// One persisted attribute of an entity: its name, storage type, optionality and default.
 ///
 /// The `@Entity` macro builds these from a class's stored properties; hand-written models call
-/// the ``attribute(_:_:optional:default:originalName:)-(_,T.Type,_,_,_)`` factories the same way:
+/// the `attribute(_:_:optional:default:originalName:)` factories the same way:
 ///
 /// ```swift
 /// .attribute("name", String.self),

@@ -42,8 +42,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
 
     /// Creates an entity description.
     ///
-    /// Problems such as duplicate attribute names are not fatal here; ``Schema/init(_:)`` reports
-    /// them as ``SchemaError``.
+    /// Problems such as duplicate attribute names are not fatal here; ``Schema``'s initializers
+    /// report them as ``SchemaError``.
     ///
     /// - Parameters:
     ///   - name: The entity's name.
@@ -57,12 +57,12 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     ///   - indexes: Non-unique indexes that fetches may use (`#Index`); kept in memory only, so
     ///     adding or removing one needs no migration.
     public convenience init(
-        name: String, type: any Entity.Type, attributes declared: [AttributeDescription], keyPaths: [AnyKeyPath] = [],
+        name: String, type: any Entity.Type, attributes: [AttributeDescription], keyPaths: [AnyKeyPath] = [],
         uniqueConstraints: [UniqueConstraint] = [], relationships: [RelationshipDescription] = [],
         indexes: [IndexDescription] = []
     ) {
         self.init(
-            name: name, type: type, attributes: declared, keyPaths: keyPaths, uniqueConstraints: uniqueConstraints,
+            name: name, type: type, attributes: attributes, keyPaths: keyPaths, uniqueConstraints: uniqueConstraints,
             relationships: relationships, indexes: indexes, linkedToOnes: [])
     }
 
