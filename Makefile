@@ -1,6 +1,7 @@
 # ObjectGraph — the commands the README promises.
 #   make demo   the main job on the bundled Debian package index
-#   make test   every test (a short, bounded property/fuzz pass included)
+#   make test   every test (a short, bounded property/fuzz pass included), then make docs' check
+#   make docs   the DocC catalog into .build/docs, failing on any DocC warning
 #   make bench  the benchmark package (release mode)
 #   make bench-mapping   JSON mapping against JSONDecoder + GRDB (Tools/Benchmarks/Results/mapping.md)
 #   make bench-indexes   #Index fetches and import with 0, 1, 2 indexes against SQLite's CREATE INDEX (Tools/Benchmarks/Results/indexes.md)
@@ -20,7 +21,7 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 DEPS := Tools/install-deps.sh
 
-.PHONY: all deps build demo test replication-test fuzz soak tsan bench bench-concurrency bench-replication bench-peers bench-mapping bench-http example fixture install clean
+.PHONY: all deps build demo test docs replication-test fuzz soak tsan bench bench-concurrency bench-replication bench-peers bench-mapping bench-http example fixture install clean
 
 all: build
 
@@ -42,6 +43,13 @@ demo: deps
 
 test: deps
 	$(SWIFT) test
+	bash Tools/build-docs.sh
+
+# The DocC catalog (Sources/ObjectGraph/ObjectGraph.docc) and every public doc comment, built
+# into .build/docs as a static site; any DocC warning (a link that names nothing) fails it.
+docs: deps
+	$(SWIFT) build
+	bash Tools/build-docs.sh
 
 FUZZ_SECONDS ?= 300
 
