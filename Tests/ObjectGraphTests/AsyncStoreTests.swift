@@ -1,6 +1,7 @@
 import Foundation
 import GraphJournal
 import ObjectGraph
+import ObjectGraphTestSupport
 import PropertyBased
 import Synchronization
 import Testing
@@ -485,27 +486,11 @@ struct AsyncStoreTests {
 
 /// What the writer and the readers of the interleaving test share.
 ///
-/// Guarded by `NSLock` rather than `Mutex`: ThreadSanitizer does not see the hand-over of a
-/// contended `Mutex` on Linux (its slow path is a kernel futex inside the uninstrumented
-/// standard library), and reported this state as a race under `make tsan`.
+/// Guarded by `Locked` (an `NSLock`), not `Mutex`: see `Locked`.
 private final class InterleavingState: @unchecked Sendable {
     let expected = Locked<[UInt64: [Int64: VolumeRecord]]>([0: [:]])
     let problems = Locked<[String]>([])
     let done = Atomic<Bool>(false)
-}
-
-/// A value behind an `NSLock`. `@unchecked Sendable`: every access goes through `withLock`.
-private final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
 }
 
 private final class BatchCounter: Sendable {

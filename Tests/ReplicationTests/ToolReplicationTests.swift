@@ -2,6 +2,7 @@ import Foundation
 import NATSJetStream
 import ObjectGraph
 import ObjectGraphReplication
+import ObjectGraphTestSupport
 import Testing
 
 /// What the tool tests' writer stores: a named counter.
@@ -40,15 +41,7 @@ struct ToolReplicationTests {
         /// (its termination handler runs on a Dispatch thread, not on the tasks' pool, which
         /// other suites' blocking tests can hold for seconds).
         private(set) var started = ContinuousClock.now
-        private let exit = ExitTime()
-
-        /// The instant a process exited, set from its termination handler.
-        private final class ExitTime: @unchecked Sendable {
-            private let lock = NSLock()
-            private var instant: ContinuousClock.Instant?
-            var value: ContinuousClock.Instant? { lock.withLock { instant } }
-            func set(_ now: ContinuousClock.Instant) { lock.withLock { instant = now } }
-        }
+        private let exit = Locked<ContinuousClock.Instant?>(nil)
 
         init(_ arguments: [String]) throws {
             out = scratchDirectory("out")
@@ -61,13 +54,13 @@ struct ToolReplicationTests {
             process.standardOutput = try FileHandle(forWritingTo: out)
             process.standardError = try FileHandle(forWritingTo: err)
             process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-            process.terminationHandler = { [exit] _ in exit.set(.now) }
+            process.terminationHandler = { [exit] _ in exit.withLock { $0 = .now } }
             started = .now
             try process.run()
         }
 
         /// How long the process ran, from its start to its exit (to now while it runs).
-        var lifetime: Duration { (exit.value ?? .now) - started }
+        var lifetime: Duration { (exit.withLock { $0 } ?? .now) - started }
 
         /// A run the test left behind (it failed before the exit) is killed.
         deinit {
