@@ -43,6 +43,9 @@ struct SyncPropertyTests {
             var refused = broken
             if !refused && listed.isEmpty && !stored.isEmpty && !allowEmpty { refused = true }
             if !refused, let limit, wouldSweep > limit { refused = true }
+            // No limit given: the default one, half of the saved objects, except for an empty
+            // sync the caller allowed.
+            if !refused, limit == nil, !(listed.isEmpty && allowEmpty), wouldSweep > stored.count / 2 { refused = true }
             if !refused { expected = listed }
 
             do {

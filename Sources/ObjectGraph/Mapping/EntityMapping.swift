@@ -186,8 +186,10 @@ public struct EntityMapping<T: Entity>: Sendable {
 
     /// Skips an existing object whose `attribute` shows it is already up to date: for strings,
     /// when the source's value equals the stored one; for numbers and dates, unless the
-    /// source's value is greater. A skipped object is not mapped at all (relationships included)
-    /// and is not dirtied. New objects are always mapped.
+    /// source's value is greater. A skipped object's source is not read further (its nested
+    /// relationships included) and the object is not dirtied, but its connections
+    /// (``connect(_:by:)-(String,String)``) are resolved again: a destination can appear, or come
+    /// back after a sweep, while the object itself does not change. New objects are always mapped.
     public mutating func useModificationAttribute(_ attribute: String) throws(MappingError) {
         guard let a = entity.attribute(named: attribute), !a.isRelationship else { throw unknown(attribute, "attribute") }
         definition.modificationAttribute = attribute

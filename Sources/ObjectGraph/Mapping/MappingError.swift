@@ -37,6 +37,10 @@ public struct MappingError: Error, Sendable, Hashable, CustomStringConvertible {
         case unknownProperty
         /// A `Codable` value could not be encoded into, or decoded from, an object.
         case codingFailed
+        /// A Foundation value nests arrays and dictionaries deeper than a mapping accepts (1,024
+        /// levels, the depth simdjson accepts in a JSON document, where a deeper one is
+        /// ``malformedJSON``).
+        case tooDeeplyNested
     }
 
     /// The kind of failure.

@@ -77,8 +77,13 @@ final class MappingPlan {
     // What the run did.
     /// Per row: 0 untouched, else an ``Outcome``.
     @exclusivity(unchecked) var outcome: [UInt8] = []
-    /// The rows mapped (not skipped), each once, for connections.
+    /// The rows to connect, each once: the rows mapped, and with connections the rows skipped
+    /// as unmodified too (a skipped object's destinations may have appeared or come back since).
     @exclusivity(unchecked) var mappedRows: [Int32] = []
+    /// The rows whose relationships the run changed (nested mappings, connections): counted as
+    /// updated whatever their attributes say (``MappingRun`` drops phantom updates by the
+    /// attributes' saved state only).
+    var relationshipUpdates: [Int32] = []
     /// The rows this run inserted, with the top-level source that created each.
     @exclusivity(unchecked) var insertedRows: [(row: Int32, source: Int32)] = []
     @exclusivity(unchecked) var counts = MappingCounts()
@@ -298,7 +303,7 @@ final class MappingPlan {
         let old = outcome[row]
         if old == 0 {
             outcome[row] = new.rawValue
-            if new != .skipped { mappedRows.append(Int32(row)) }
+            if new != .skipped || !connections.isEmpty { mappedRows.append(Int32(row)) }
             counts.add(new)
             return
         }
@@ -308,7 +313,25 @@ final class MappingPlan {
         counts.remove(previous)
         counts.add(new)
         outcome[row] = new.rawValue
-        if previous == .skipped { mappedRows.append(Int32(row)) }
+        if previous == .skipped && connections.isEmpty { mappedRows.append(Int32(row)) }
+    }
+
+    /// Counts as unchanged the objects counted as updated whose saved state the run did not
+    /// change after all: a document that lists one object twice with different values (the
+    /// last one wins) and ends where the store already was. Their attribute changes cancelled
+    /// out, and no relationship of theirs changed.
+    func dropPhantomUpdates() {
+        guard counts.updated > 0 else { return }
+        let relationshipChanged = Set(relationshipUpdates)
+        for r in mappedRows {
+            let row = Int(r)
+            guard row < outcome.count, outcome[row] == Outcome.updated.rawValue, !relationshipChanged.contains(r),
+                  table.isVisible(row: row), !table.isInserted(row: row), !table.isUpdated(row: row)
+            else { continue }
+            outcome[row] = Outcome.unchanged.rawValue
+            counts.remove(.updated)
+            counts.add(.unchanged)
+        }
     }
 }
 
@@ -344,10 +367,15 @@ public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
     public var tombstoned = 0
     /// New objects removed because they failed insert validation.
     public var discarded = 0
-    /// Connections that found no destination.
+    /// Objects with a connection key that named no destination, summed over the mapping's
+    /// connections (an object whose list names three packages, one of them unknown, counts
+    /// once). Objects that gave no key are not in it: see ``connections``.
     public var unresolvedConnections = 0
     /// Sources skipped because their identification values were missing or `null`.
     public var skippedWithoutIdentification = 0
+    /// Per connection, by relationship name: objects that gave no key, and keys that named
+    /// nothing (``ConnectionCounts``).
+    public var connections: [String: ConnectionCounts] = [:]
 
     public init() {}
 
@@ -372,6 +400,7 @@ public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
         r.discarded += b.discarded
         r.unresolvedConnections += b.unresolvedConnections
         r.skippedWithoutIdentification += b.skippedWithoutIdentification
+        r.connections.merge(b.connections) { $0 + $1 }
         return r
     }
 
@@ -379,5 +408,58 @@ public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
         "inserted \(inserted), updated \(updated), unchanged \(unchanged), skipped as unmodified \(skippedUnmodified), "
             + "tombstoned \(tombstoned), discarded \(discarded), unresolved connections \(unresolvedConnections)"
             + (skippedWithoutIdentification > 0 ? ", skipped without identification \(skippedWithoutIdentification)" : "")
+    }
+}
+
+/// What one connection (``EntityMapping/connect(_:by:)``) of a mapping run found: a missing key
+/// told apart from a key that matches nothing.
+///
+/// ```swift
+/// let r = try context.map(json, with: packages)
+/// if let depends = r.counts.connections["depends"] {
+///     print(depends.withoutKey, depends.unresolved, depends.unmatchedKeys, depends.sampleUnmatchedKeys)
+///     // 7644 1574 2210 ["libc6-udeb", …]
+/// }
+/// ```
+public struct ConnectionCounts: Sendable, Hashable, CustomStringConvertible {
+    /// How many of ``sampleUnmatchedKeys`` a count keeps.
+    public static let sampleLimit = 10
+
+    /// Objects connected to at least one destination.
+    public var resolved = 0
+    /// Objects whose connection attribute gave no key: `nil`, or an empty list. Their
+    /// relationship is emptied; nothing is wrong with them.
+    public var withoutKey = 0
+    /// Objects with at least one key that named no destination (a list whose other keys
+    /// matched counts here too).
+    public var unresolved = 0
+    /// Keys that named no destination: one per object for a connection by attributes, one per
+    /// element for a list.
+    public var unmatchedKeys = 0
+    /// The first of those keys, as text (at most ``sampleLimit``), to tell a typo from a
+    /// missing object.
+    public var sampleUnmatchedKeys: [String] = []
+
+    public init() {}
+
+    /// Counts one key that named nothing.
+    mutating func noteUnmatched(_ key: @autoclosure () -> String) {
+        unmatchedKeys += 1
+        if sampleUnmatchedKeys.count < Self.sampleLimit { sampleUnmatchedKeys.append(key()) }
+    }
+
+    static func + (a: ConnectionCounts, b: ConnectionCounts) -> ConnectionCounts {
+        var r = a
+        r.resolved += b.resolved
+        r.withoutKey += b.withoutKey
+        r.unresolved += b.unresolved
+        r.unmatchedKeys += b.unmatchedKeys
+        r.sampleUnmatchedKeys = Array((a.sampleUnmatchedKeys + b.sampleUnmatchedKeys).prefix(sampleLimit))
+        return r
+    }
+
+    public var description: String {
+        "resolved \(resolved), without a key \(withoutKey), unresolved \(unresolved) (\(unmatchedKeys) keys"
+            + (sampleUnmatchedKeys.isEmpty ? ")" : ": " + sampleUnmatchedKeys.joined(separator: ", ") + (unmatchedKeys > sampleUnmatchedKeys.count ? ", …)" : ")"))
     }
 }

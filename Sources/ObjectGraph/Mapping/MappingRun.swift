@@ -103,6 +103,7 @@ struct MappingRun<Source: MappingSource> {
     /// because it lacks its identification values.
     mutating func map(_ node: Source.Node, with plan: MappingPlan, keyPath prefix: String) throws -> Int {
         guard source.kind(node) == .object else {
+            if source.nestsTooDeep(node) { throw tooDeep(keyPath: prefix.isEmpty ? nil : prefix, entity: plan.table.entity.name) }
             throw MappingError(
                 .notAnObject, "expected an object for \(plan.table.entity.name), found \(source.text(node))",
                 sourceIndex: sourceIndex, keyPath: prefix.isEmpty ? nil : prefix, value: source.text(node), entity: plan.table.entity.name)
@@ -150,10 +151,12 @@ struct MappingRun<Source: MappingSource> {
             }
             depth += 1
             defer { depth -= 1 }
+            var relationshipChanged = false
             for step in plan.relationships {
-                changed = try mapRelationship(node, step, row: existing, plan, prefix) || changed
+                relationshipChanged = try mapRelationship(node, step, row: existing, plan, prefix) || relationshipChanged
             }
-            plan.note(existing, changed ? .updated : .unchanged)
+            if relationshipChanged { plan.relationshipUpdates.append(Int32(existing)) }
+            plan.note(existing, changed || relationshipChanged ? .updated : .unchanged)
             return existing
         }
 
@@ -289,6 +292,9 @@ struct MappingRun<Source: MappingSource> {
 
     private func untransformable(_ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String) -> MappingError {
         let a = step.attribute
+        if source.nestsTooDeep(node) {
+            return tooDeep(keyPath: joined(prefix, step.keyPath), entity: plan.table.entity.name, attribute: a.name)
+        }
         let text = source.text(node)
         return MappingError(
             .untransformableValue,
@@ -322,6 +328,13 @@ struct MappingRun<Source: MappingSource> {
             table.setCell(row: row, slot: step.slot, cell)
             return true
         }
+    }
+
+    /// The error for a source value nested deeper than ``mappingMaxDepth``.
+    private func tooDeep(keyPath: String?, entity: String, attribute: String? = nil) -> MappingError {
+        MappingError(
+            .tooDeeplyNested, "a value nests arrays and objects deeper than \(mappingMaxDepth) levels; a mapping reads at most that many",
+            sourceIndex: sourceIndex, keyPath: keyPath, entity: entity, attribute: attribute)
     }
 
     private func missingRequired(_ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String, present: Bool) -> MappingError {
@@ -427,6 +440,7 @@ struct MappingRun<Source: MappingSource> {
     /// Connections, tombstones and discarded objects, in that order, for every plan.
     mutating func finish() throws -> [DiscardedObject] {
         for plan in plans { connect(plan) }
+        for plan in plans { plan.dropPhantomUpdates() }
         for plan in plans where plan.definition.deletionFetch != nil {
             guard let fetch = plan.definition.deletionFetch else { continue }
             for object in try fetch(context) {
@@ -450,52 +464,85 @@ struct MappingRun<Source: MappingSource> {
         let table = plan.table
         for c in plan.connections {
             var lookup: [IdentityKey: [Int32]]?
+            var counts = ConnectionCounts()
             for r in plan.mappedRows {
                 let row = Int(r)
                 guard table.isVisible(row: row) else { continue }
                 if c.mySlots.contains(where: { table.isNull(row: row, slot: $0) }) {
-                    if clear(c, row: row, table) { plan.note(row, .updated) }
+                    counts.withoutKey += 1
+                    if clear(c, row: row, table) { noteRelationshipChanged(row, plan) }
                     continue
                 }
                 var targets: [Int] = []
+                var unmatched = false
                 if c.isCollection {
-                    targets = collectionTargets(c, row: row, table: table, lookup: &lookup)
-                } else if let index = c.index {
-                    let owner = withRowCells(table, row: row, slots: c.mySlots) { cells in
-                        cells.count == 1 ? c.destination.owner(ofCell: cells[0], in: index) : c.destination.owner(ofCells: cells, in: index)
+                    let before = counts.unmatchedKeys
+                    guard let found = collectionTargets(c, row: row, table: table, lookup: &lookup, counts: &counts) else {
+                        counts.withoutKey += 1
+                        if clear(c, row: row, table) { noteRelationshipChanged(row, plan) }
+                        continue
                     }
-                    if let owner, c.destination.isVisible(row: owner) { targets = [owner] }
+                    targets = found
+                    unmatched = counts.unmatchedKeys > before
                 } else {
-                    if lookup == nil { lookup = destinations(c) }
-                    let key = withRowCells(table, row: row, slots: c.mySlots) { IdentityKey($0) }
-                    targets = (lookup?[key] ?? []).map(Int.init)
+                    if let index = c.index {
+                        let owner = withRowCells(table, row: row, slots: c.mySlots) { cells in
+                            cells.count == 1 ? c.destination.owner(ofCell: cells[0], in: index) : c.destination.owner(ofCells: cells, in: index)
+                        }
+                        if let owner, c.destination.isVisible(row: owner) { targets = [owner] }
+                    } else {
+                        if lookup == nil { lookup = destinations(c) }
+                        let key = withRowCells(table, row: row, slots: c.mySlots) { IdentityKey($0) }
+                        targets = (lookup?[key] ?? []).map(Int.init)
+                    }
+                    if targets.isEmpty {
+                        unmatched = true
+                        counts.noteUnmatched(c.mySlots.map { slot in
+                            switch table.value(row: row, slot: slot) {
+                            case .string(let text)?: text
+                            case let value?: "\(value)"
+                            case nil: "nil"
+                            }
+                        }.joined(separator: ", "))
+                    }
                 }
+                if unmatched { counts.unresolved += 1 }
+                if !targets.isEmpty { counts.resolved += 1 }
                 // A connection that changes an object's relationship counts it as updated.
                 if targets.isEmpty {
-                    plan.counts.unresolvedConnections += 1
-                    if clear(c, row: row, table) { plan.note(row, .updated) }
+                    if clear(c, row: row, table) { noteRelationshipChanged(row, plan) }
                 } else if c.relationship.isToMany {
                     if !table.toManyHolds(row: row, c.relationship, exactly: targets) {
                         table.setToMany(row: row, c.relationship, to: targets)
-                        plan.note(row, .updated)
+                        noteRelationshipChanged(row, plan)
                     }
                 } else if table.toOneDestination(row: row, c.relationship) != targets[0] {
                     table.setToOne(row: row, c.relationship, to: targets[0])
-                    plan.note(row, .updated)
+                    noteRelationshipChanged(row, plan)
                 }
             }
+            plan.counts.unresolvedConnections += counts.unresolved
+            plan.counts.connections[c.relationship.name] = (plan.counts.connections[c.relationship.name] ?? ConnectionCounts()) + counts
         }
+    }
+
+    /// Counts `row` as updated because one of its relationships changed.
+    private func noteRelationshipChanged(_ row: Int, _ plan: MappingPlan) {
+        plan.relationshipUpdates.append(Int32(row))
+        plan.note(row, .updated)
     }
 
     /// The destinations named by the elements of `row`'s collection attribute (a JSON array of
     /// strings or numbers), in the array's order, each once; elements that name nothing are
-    /// skipped.
+    /// skipped and counted in `counts`. Nil when the attribute holds no key: an empty list, or
+    /// no list.
     private func collectionTargets(
-        _ c: MappingPlan.Connection, row: Int, table: EntityTable, lookup: inout [IdentityKey: [Int32]]?
-    ) -> [Int] {
+        _ c: MappingPlan.Connection, row: Int, table: EntityTable, lookup: inout [IdentityKey: [Int32]]?,
+        counts: inout ConnectionCounts
+    ) -> [Int]? {
         guard case .data(let json)? = table.value(row: row, slot: c.mySlots[0]),
-              let elements = (try? JSONSerialization.jsonObject(with: json)) as? [Any]
-        else { return [] }
+              let elements = (try? JSONSerialization.jsonObject(with: json)) as? [Any], !elements.isEmpty
+        else { return nil }
         let type = c.destination.entity.attributes[c.destinationSlots[0]].type
         var targets: [Int] = []
         var seen = Set<Int>()
@@ -506,9 +553,14 @@ struct MappingRun<Source: MappingSource> {
             case let number as NSNumber:
                 let integer = number.int64Value
                 raw = Double(integer) == number.doubleValue ? .int(integer) : .double(number.doubleValue)
-            default: continue
+            default:
+                counts.noteUnmatched("\(element)")
+                continue
             }
-            guard let key = AttributeValue.coerce(attributeValue: raw, to: type) else { continue }
+            guard let key = AttributeValue.coerce(attributeValue: raw, to: type) else {
+                counts.noteUnmatched("\(element)")
+                continue
+            }
             let found: [Int] = withCells([key]) { cells in
                 if let index = c.index {
                     return c.destination.owner(ofCell: cells[0], in: index).map { [$0] } ?? []
@@ -516,7 +568,9 @@ struct MappingRun<Source: MappingSource> {
                 if lookup == nil { lookup = destinations(c) }
                 return (lookup?[IdentityKey(cells)] ?? []).map(Int.init)
             }
-            for t in found where c.destination.isVisible(row: t) && seen.insert(t).inserted { targets.append(t) }
+            let visible = found.filter { c.destination.isVisible(row: $0) }
+            if visible.isEmpty { counts.noteUnmatched("\(element)") }
+            for t in visible where seen.insert(t).inserted { targets.append(t) }
         }
         return targets
     }

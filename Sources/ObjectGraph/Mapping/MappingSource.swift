@@ -56,12 +56,23 @@ protocol MappingSource {
     /// Prefetches what the sources after the object `node` are read from, for sources whose
     /// storage is larger than the caches; nothing for others.
     func prefetchPast(_ node: Node)
+    /// Whether `node` nests arrays and objects deeper than ``mappingMaxDepth`` levels. Such a
+    /// node is refused (``MappingError/Code/tooDeeplyNested``) before anything walks it
+    /// recursively (its text, its JSON): a parsed document can never be (its parser bounds the
+    /// depth); Foundation values built in code can.
+    func nestsTooDeep(_ node: Node) -> Bool
 }
+
+/// The deepest nesting of arrays and objects a mapping accepts, in levels (the root container
+/// is level 1): simdjson's default, which bounds JSON documents, and the bound of Foundation
+/// values too.
+let mappingMaxDepth = JSONSyntaxLocator.defaultMaxDepth
 
 extension MappingSource {
     static var peeksFields: Bool { false }
     func peekField(_ node: Node, _ key: MappingKey, hint: Int) -> Node? { nil }
     func prefetchPast(_ node: Node) {}
+    func nestsTooDeep(_ node: Node) -> Bool { false }
 }
 
 extension MappingSource {
@@ -166,11 +177,17 @@ struct FoundationSource: MappingSource {
         return node
     }
 
+    // Arrays and dictionaries are recognized before any cast to a class (`NSNull`,
+    // `NSNumber`): such a cast bridges a Swift collection to its Foundation counterpart, element
+    // by element and level by level, which costs a copy of the whole value and, thousands of
+    // levels down, overflows the stack.
+
     func kind(_ node: Any) -> JSONKind {
-        guard let v = unwrap(node), !(v is NSNull) else { return .null }
+        guard let v = unwrap(node) else { return .null }
         switch v {
         case is [String: Any]: return .object
         case is [Any]: return .array
+        case is NSNull: return .null
         case is String: return .string
         case is Bool where type(of: v) == Bool.self: return .bool
         case is NSNumber, is any BinaryInteger, is any BinaryFloatingPoint: return .number
@@ -179,8 +196,10 @@ struct FoundationSource: MappingSource {
     }
 
     func scalar(_ node: Any) -> SourceScalar {
-        guard let v = unwrap(node), !(v is NSNull) else { return .null }
+        guard let v = unwrap(node) else { return .null }
         switch v {
+        case is [String: Any], is [Any]: return .composite
+        case is NSNull: return .null
         case let b as Bool where type(of: v) == Bool.self: return .bool(b)
         case let s as String: return .string(s)
         case let i as Int: return .int(Int64(i))
@@ -202,7 +221,6 @@ struct FoundationSource: MappingSource {
         case let u as UUID: return .native(.uuid(u))
         case let u as URL: return .native(.url(u))
         case let d as Data: return .native(.data(d))
-        case is [String: Any], is [Any]: return .composite
         default: return .unsupported("\(type(of: v))")
         }
     }
@@ -221,12 +239,32 @@ struct FoundationSource: MappingSource {
 
     func text(_ node: Any) -> String {
         guard let v = unwrap(node) else { return "null" }
+        if nestsTooDeep(v) { return "a value nested deeper than \(mappingMaxDepth) levels" }
         if let d = json(v), let s = String(data: d, encoding: .utf8) { return s }
         return "\(v)"
     }
 
     func json(_ node: Any) -> Data? {
         guard let v = unwrap(node) else { return Data("null".utf8) }
+        if nestsTooDeep(v) { return nil }
         return JSONSerializationValue.data(v)
+    }
+
+    /// Walks the containers of `node` with a stack of its own, not the thread's: Foundation's
+    /// serialization and `description` recurse, and overflow the stack some thousands of levels
+    /// down.
+    func nestsTooDeep(_ node: Any) -> Bool {
+        var stack: [(value: Any, depth: Int)] = [(node, 1)]
+        while let (value, depth) = stack.popLast() {
+            guard let v = unwrap(value) else { continue }
+            if let array = v as? [Any] {
+                if depth > mappingMaxDepth { return true }
+                for element in array { stack.append((element, depth + 1)) }
+            } else if let object = v as? [String: Any] {
+                if depth > mappingMaxDepth { return true }
+                for element in object.values { stack.append((element, depth + 1)) }
+            }
+        }
+        return false
     }
 }

@@ -10,10 +10,15 @@ extension ModelContext {
     /// - an entity of which the operation marked no object is not wiped, unless
     ///   ``SyncOperation/allowEmptySync(of:)`` says so: the operation throws ``SyncError``
     ///   `emptySync` instead;
-    /// - with `sweepLimit`, a sweep that would remove more throws ``SyncError``
-    ///   `sweepLimitExceeded`, naming how many it would have removed;
-    /// - a save that fails (a `deny` delete rule hit by the sweep: ``ValidationError``) undoes
-    ///   the whole operation too;
+    /// - a sweep that would remove more than `sweepLimit` allows throws ``SyncError``
+    ///   `sweepLimitExceeded`, naming how many it would have removed. With no `sweepLimit`,
+    ///   ``SweepLimit/default`` applies: at most half of an entity's saved objects in scope
+    ///   (a one-object payload where a list was expected must not wipe the mirror). Pass
+    ///   ``SweepLimit/unlimited`` when a large sweep is meant; an empty sync allowed by
+    ///   ``SyncOperation/allowEmptySync(of:)`` is consent enough for that entity;
+    /// - a save that fails (a `deny` delete rule hit by the sweep: ``ValidationError``, a full
+    ///   disk) undoes the whole operation too, and only it: changes pending before the sync
+    ///   stay pending, exactly as they were;
     /// - a sync whose task is cancelled throws `CancellationError` and is undone like a sync
     ///   whose body throws: its mapping runs check every 4,096 records, the sweep every 4,096
     ///   objects it examines, and the sync once more just before it saves.
@@ -62,8 +67,14 @@ extension ModelContext {
             try operation.progress.checkCancellation()
             result = try finishSync(operation, limit: sweepLimit)
             try operation.progress.checkCancellation()
-            if savepointDepth > depth { releaseSavepoint() }
-            if !outer { try save() }
+            if outer {
+                if savepointDepth > depth { releaseSavepoint() }
+            } else {
+                // Saved inside the sync's own savepoint: a save that fails (a deny rule, a full
+                // disk) undoes what it changed itself, and the catch below then undoes the sync,
+                // leaving the changes pending before the sync as they were.
+                try save()
+            }
         } catch {
             if savepointDepth > depth { rollbackToSavepoint() } else if !outer { rollback() }
             throw error
@@ -82,6 +93,8 @@ extension ModelContext {
             c.unchanged = m.unchanged + m.skippedUnmodified
             c.tombstoned = m.tombstoned
             c.discarded = m.discarded
+            c.unresolvedConnections = m.unresolvedConnections
+            c.connections = m.connections
             counts[name] = c
         }
         var invalid = [Int](repeating: 0, count: tables.count)
@@ -93,37 +106,39 @@ extension ModelContext {
         var doomed: [(EntityTable, [Int])] = []
         for t in tables where operation.isSwept[t.entityIndex] {
             let e = t.entityIndex
-            var inScope = 0
+            // Objects in scope that were saved before the sync (those it inserted are never swept).
+            var saved = 0
             var marked = 0
             var unmarked: [Int] = []
             for row in 0..<t.rowCount where t.isVisible(row: row) {
                 try operation.examine()
                 if let scope = operation.scopes[e], !(try scope(t.instance(row: row))) { continue }
-                inScope += 1
-                if operation.isMarked(e, row: row) || t.isInserted(row: row) {
+                let inserted = t.isInserted(row: row)
+                if !inserted { saved += 1 }
+                if operation.isMarked(e, row: row) || inserted {
                     marked += 1
                 } else {
                     unmarked.append(row)
                 }
             }
-            if marked == 0 && !unmarked.isEmpty && !operation.emptyAllowed[e] {
+            let empty = marked == 0 && !unmarked.isEmpty
+            if empty && !operation.emptyAllowed[e] {
                 throw SyncError(
                     code: .emptySync, entity: t.entity.name, wouldRemove: unmarked.count,
                     message: "the sync marked no \(t.entity.name) object and would have swept all \(unmarked.count) in scope; "
                         + "nothing was changed (call allowEmptySync(of:) if an empty response is the truth)")
             }
-            if let limit {
-                let allowed: Int
-                switch limit {
-                case .count(let n): allowed = n
-                case .fraction(let f): allowed = Int((Double(inScope) * f).rounded(.down))
-                }
-                if unmarked.count > allowed {
-                    throw SyncError(
-                        code: .sweepLimitExceeded, entity: t.entity.name, wouldRemove: unmarked.count,
-                        message: "the sync would have swept \(unmarked.count) of \(inScope) \(t.entity.name) objects in scope, "
-                            + "more than its limit of \(allowed); nothing was changed")
-                }
+            // With no limit given, the default one applies, except to an empty sync the caller
+            // allowed: allowEmptySync(of:) is consent to sweep everything in scope.
+            let effective = limit ?? (empty ? SweepLimit.unlimited : SweepLimit.default)
+            if let allowed = effective.allowed(saved: saved), unmarked.count > allowed {
+                let which = limit == nil
+                    ? "more than the default limit of half of them (\(allowed)); nothing was changed (pass a sweepLimit, "
+                        + ".unlimited if the API really dropped them)"
+                    : "more than its limit of \(allowed); nothing was changed"
+                throw SyncError(
+                    code: .sweepLimitExceeded, entity: t.entity.name, wouldRemove: unmarked.count,
+                    message: "the sync would have swept \(unmarked.count) of the \(saved) saved \(t.entity.name) objects in scope, " + which)
             }
             doomed.append((t, unmarked))
         }

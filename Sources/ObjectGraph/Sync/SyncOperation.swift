@@ -206,11 +206,37 @@ extension SyncError.Code {
 }
 
 /// The most a sync's sweep may remove per entity before it refuses.
+///
+/// A sync given no limit uses ``default``: its sweep may remove at most half of each entity's
+/// saved objects in scope. Objects the sync itself inserted are never swept, and do not count.
+///
+/// ```swift
+/// try context.sync([Package.self]) { ... }                           // at most half
+/// try context.sync([Package.self], sweepLimit: .count(100)) { ... }  // at most 100
+/// try context.sync([Package.self], sweepLimit: .unlimited) { ... }   // whatever the API dropped
+/// ```
 public enum SweepLimit: Sendable, Hashable {
     /// At most this many objects per entity.
     case count(Int)
-    /// At most this fraction (0…1) of the entity's objects in scope.
+    /// At most this fraction (0…1, clamped; NaN counts as 0) of the entity's saved objects in
+    /// scope, rounded down.
     case fraction(Double)
+    /// No limit: the sweep removes every unmarked object in scope.
+    case unlimited
+
+    /// The limit of a sync given none: `.fraction(0.5)`, at most half of an entity's saved
+    /// objects in scope. Removing more than that is far more often a truncated or misread
+    /// response than the truth.
+    public static let `default` = SweepLimit.fraction(0.5)
+
+    /// How many objects the sweep may remove out of `saved` saved objects in scope; nil for no limit.
+    func allowed(saved: Int) -> Int? {
+        switch self {
+        case .count(let n): n
+        case .fraction(let f): f.isNaN ? 0 : Int((Double(saved) * min(max(f, 0), 1)).rounded(.down))
+        case .unlimited: nil
+        }
+    }
 }
 
 /// What a sync did to the objects of one entity.
@@ -229,11 +255,18 @@ public struct SyncCounts: Sendable, Hashable, CustomStringConvertible {
     public var invalid = 0
     /// New objects the mappings discarded for failing insert validation.
     public var discarded = 0
+    /// Objects with a connection key that named no destination
+    /// (``MappingCounts/unresolvedConnections``), summed over the sync's mappings.
+    public var unresolvedConnections = 0
+    /// Per connection, by relationship name: what the sync's mappings' connections found
+    /// (``MappingCounts/connections``).
+    public var connections: [String: ConnectionCounts] = [:]
 
     public init() {}
 
     public var description: String {
         "inserted \(inserted), updated \(updated), unchanged \(unchanged), tombstoned \(tombstoned), swept \(swept), invalid \(invalid), discarded \(discarded)"
+            + (unresolvedConnections > 0 ? ", unresolved connections \(unresolvedConnections)" : "")
     }
 }
 
