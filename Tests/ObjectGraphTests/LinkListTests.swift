@@ -230,7 +230,7 @@ struct LongOrderedListTests {
             for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(generator.next() % UInt64(i + 1))) }
             let start = ContinuousClock.now
             mix.tracks = order
-            #expect(ContinuousClock.now - start < .seconds(5), "assigning 20,000 members in a new order")
+            #expect(ContinuousClock.now - start < .seconds(60), "assigning 20,000 members in a new order (a quadratic reorder takes minutes)")
             #expect(mix.tracks.map(\.title) == order.map(\.title))
             c.rollback()
             #expect(mix.tracks.map(\.title) == tracks.map(\.title), "rolled back")

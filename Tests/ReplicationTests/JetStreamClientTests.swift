@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphTestSupport
 import NATSJetStream
 import Testing
 
@@ -87,7 +88,7 @@ struct JetStreamClientTests {
 
             let reader = try client.reader(stream: "JOURNAL", from: 1)
             defer { reader.close() }
-            let read = try reader.next(max: 10, timeout: .seconds(2))
+            let read = try reader.next(max: 10, timeout: eventBound)
             #expect(read.map(\.sequence) == [1, 2])
             #expect(read.first?.payload == payload && read.last?.payload == [])
             for (name, value) in headers { #expect(read.first?.headers[name] == value) }
@@ -138,7 +139,7 @@ struct JetStreamClientTests {
             // A reader from before the first sequence starts at the first one held.
             let reader = try client.reader(stream: "JOURNAL", from: 1)
             defer { reader.close() }
-            #expect(try reader.next(max: 100, timeout: .seconds(2)).map(\.sequence) == [7, 8, 9, 10])
+            #expect(try reader.next(max: 100, timeout: eventBound).map(\.sequence) == [7, 8, 9, 10])
         }
     }
 
@@ -147,17 +148,17 @@ struct JetStreamClientTests {
             for index in 1...5 { _ = try client.publish(subject: "journal.records", payload: bytes("\(index)")) }
             let reader = try client.reader(stream: "JOURNAL", from: 3)
             defer { reader.close() }
-            #expect(try reader.next(max: 2, timeout: .seconds(2)).map(\.sequence) == [3, 4])
-            #expect(try reader.next(max: 10, timeout: .seconds(2)).map(\.sequence) == [5])
+            #expect(try reader.next(max: 2, timeout: eventBound).map(\.sequence) == [3, 4])
+            #expect(try reader.next(max: 10, timeout: eventBound).map(\.sequence) == [5])
 
             let clock = ContinuousClock()
             var empty: [StoredMessage] = [StoredMessage(subject: "", sequence: 0, time: Date(), headers: [:], payload: [])]
             let waited = try clock.measure { empty = try reader.next(max: 10, timeout: .milliseconds(300)) }
             #expect(empty.isEmpty)
-            #expect(waited >= .milliseconds(250) && waited < .seconds(2), "waited \(waited)")
+            #expect(waited >= .milliseconds(250) && waited < atOnceBound, "waited \(waited)")
 
             for index in 6...7 { _ = try client.publish(subject: "journal.records", payload: bytes("\(index)")) }
-            #expect(try reader.next(max: 10, timeout: .seconds(2)).map(\.sequence) == [6, 7])
+            #expect(try reader.next(max: 10, timeout: eventBound).map(\.sequence) == [6, 7])
 
             // A reader waiting for the next message returns as soon as one is stored.
             let publisher = Thread {
@@ -166,9 +167,9 @@ struct JetStreamClientTests {
             }
             publisher.start()
             var tail: [StoredMessage] = []
-            let tailWait = try clock.measure { tail = try reader.next(max: 10, timeout: .seconds(5)) }
+            let tailWait = try clock.measure { tail = try reader.next(max: 10, timeout: eventBound) }
             #expect(tail.map(\.sequence) == [8])
-            #expect(tailWait < .seconds(2), "waited \(tailWait) for a message published after 0.2 s")
+            #expect(tailWait < atOnceBound, "waited \(tailWait) for a message published after 0.2 s: the reader waited for its timeout")
         }
     }
 
@@ -179,7 +180,7 @@ struct JetStreamClientTests {
             }
             let reader = try client.reader(stream: "JOURNAL", subject: "journal.records", from: 2)
             defer { reader.close() }
-            #expect(try reader.next(max: 100, timeout: .seconds(2)).map(\.sequence) == [2, 4, 5])
+            #expect(try reader.next(max: 100, timeout: eventBound).map(\.sequence) == [2, 4, 5])
         }
     }
 
@@ -197,7 +198,7 @@ struct JetStreamClientTests {
             var last: UInt64 = 0
             let readTime = try clock.measure {
                 while received < count {
-                    let batch = try reader.next(max: 256, timeout: .seconds(2))
+                    let batch = try reader.next(max: 256, timeout: eventBound)
                     guard !batch.isEmpty else { break }
                     for message in batch {
                         #expect(message.sequence == last + 1)
@@ -219,7 +220,7 @@ struct JetStreamClientTests {
         try withStream { client, server in
             for index in 1...3 { _ = try client.publish(subject: "journal.records", payload: bytes("\(index)")) }
             let reader = try client.reader(stream: "JOURNAL", from: 1)
-            #expect(try reader.next(max: 10, timeout: .seconds(2)).count == 3)
+            #expect(try reader.next(max: 10, timeout: eventBound).count == 3)
 
             server.kill()
             let clock = ContinuousClock()
@@ -231,14 +232,14 @@ struct JetStreamClientTests {
                     } catch { caught = error }
                 }
                 #expect(caught?.code == .connectionFailed || caught?.code == .timeout, "\(String(describing: caught))")
-                #expect(elapsed < .milliseconds(1500), "failed after \(elapsed)")
+                #expect(elapsed < atOnceBound, "failed after \(elapsed)")
             }
             #expect(!client.isConnected)
             #expect(throws: JetStreamError.self) { try client.streamState("JOURNAL") }
             #expect(throws: JetStreamError.self) { try reader.next(max: 10, timeout: .milliseconds(200)) }
 
             try server.restart()
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + eventBound
             while !client.isConnected && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
             #expect(client.isConnected)
             let state = try client.streamState("JOURNAL")
@@ -251,7 +252,7 @@ struct JetStreamClientTests {
             reader.close()
             let again = try client.reader(stream: "JOURNAL", from: 4)
             defer { again.close() }
-            #expect(try again.next(max: 10, timeout: .seconds(2)).map(\.sequence) == [4])
+            #expect(try again.next(max: 10, timeout: eventBound).map(\.sequence) == [4])
         }
     }
 
@@ -275,14 +276,14 @@ struct JetStreamClientTests {
 
         cluster.kill(0)
         // Until a new stream leader is elected (when the killed member led), publishes time out.
-        let ack = try retry(for: .seconds(15)) { () throws(JetStreamError) in
+        let ack = try retry(for: eventBound) { () throws(JetStreamError) in
             try client.publish(subject: "replicated.records", payload: [2], messageID: "after-kill", expectedLastSequence: 1)
         }
         #expect(ack.sequence == 2)
         #expect(try client.streamState("REPLICATED").messages == 2)
 
         try cluster.restart(0)
-        let third = try retry(for: .seconds(15)) { () throws(JetStreamError) in
+        let third = try retry(for: eventBound) { () throws(JetStreamError) in
             try client.publish(subject: "replicated.records", payload: [3], messageID: "after-restart")
         }
         #expect(third.sequence == 3)
@@ -292,7 +293,7 @@ struct JetStreamClientTests {
         let reader = try memberClient.reader(stream: "REPLICATED", from: 1)
         defer { reader.close() }
         var sequences: [UInt64] = []
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + eventBound
         while sequences.count < 3 && ContinuousClock.now < deadline {
             sequences += try reader.next(max: 10, timeout: .seconds(1)).map(\.sequence)
         }
@@ -310,7 +311,7 @@ struct JetStreamClientTests {
             } catch { noQuorum = error }
         }
         #expect(noQuorum?.code == .timeout, "\(String(describing: noQuorum))")
-        #expect(waited < .milliseconds(1500), "failed after \(waited)")
+        #expect(waited < atOnceBound, "failed after \(waited)")
         print("JetStream cluster without quorum: \(String(describing: noQuorum)) after \(waited)")
     }
 

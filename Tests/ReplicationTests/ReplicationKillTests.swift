@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphTestSupport
 import GraphJournal
 import ObjectGraph
 import ObjectGraphReplication
@@ -58,7 +59,7 @@ struct ReplicationKillTests {
         #expect(acknowledged > 0)
         // The writer comes back once more, in this process, and ships what the kills left.
         let writer = try ReplicatedStore.open(at: directory, schema: pkgSchema, target: target)
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(20))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         #expect(try writer.context.fetchCount(FetchDescriptor<Pkg>()) >= acknowledged)
         #expect(try checkLogChain(target) == Array(1...writer.store.stats.lastSequence))
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
@@ -88,7 +89,7 @@ struct ReplicationKillTests {
         kill(writerProcess.processIdentifier, SIGKILL)
         writerProcess.waitUntilExit()
         let writer = try ReplicatedStore.open(at: writerDirectory, schema: pkgSchema, target: target)
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(20))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         print("replication kill test: followers killed after applying \(killedAt.joined(separator: ", ")) of \(writer.store.stats.lastSequence)")
         let follower = try await ObjectStore.follow(at: replica, schema: pkgSchema, source: target)
         #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: followerCatchUpTimeout), "\(follower.status)")

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphTestSupport
 import GraphJournal
 import NATSJetStream
 import ObjectGraph
@@ -145,7 +146,7 @@ struct ReplicationTests {
         let directory = replicationDirectory()
         var writer = try ReplicatedStore.open(at: directory, schema: pkgSchema, target: target)
         for round in 0..<5 { try syncRound(writer.context, round: round) }
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(5))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         // The servers go away: saves go on locally (asynchronous policy).
         server.kill()
         for round in 5..<10 { try syncRound(writer.context, round: round) }
@@ -157,9 +158,9 @@ struct ReplicationTests {
         try server.restart()
         // The writer comes back: what the stream lacks ships first.
         writer = try ReplicatedStore.open(at: directory, schema: pkgSchema, target: target)
-        try writer.shipper.waitShipped(through: last, timeout: .seconds(10))
+        try writer.shipper.waitShipped(through: last, timeout: eventBound)
         for round in 10..<12 { try syncRound(writer.context, round: round) }
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(5))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         let shipped = try checkLogChain(target)
         #expect(shipped == Array(1...writer.store.stats.lastSequence))
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
@@ -187,7 +188,7 @@ struct ReplicationTests {
         #expect(try writer.context.object(Pkg.self, where: \.name, equals: "pkg-1-0") != nil)
         let local = try state(writer.context)
         try server.restart()
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(10))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         try syncRound(writer.context, round: 2)  // acknowledged again
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
         #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence))
@@ -203,7 +204,7 @@ struct ReplicationTests {
         let directory = replicationDirectory()
         let writer = try ReplicatedStore.open(at: directory, schema: pkgSchema, target: target)
         for round in 0..<3 { try syncRound(writer.context, round: round) }
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(5))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         // A copy taken now, restored later: the writer goes on meanwhile.
         let backup = replicationDirectory()
         try FileManager.default.copyItem(at: directory, to: backup)
@@ -235,7 +236,7 @@ struct ReplicationTests {
             try syncRound(writer.context, round: round, new: 5)
             states[writer.store.stats.lastSequence] = try state(writer.context)
         }
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(5))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         // A follower that was running crosses the base; a new one starts from it.
         #expect(await early.waitUntilApplied(writer.store.stats.lastSequence))
         #expect(try state(early.store.snapshot) == state(writer.context))
@@ -265,7 +266,7 @@ struct ReplicationTests {
             try syncRound(writer.context, round: round)
             states[writer.store.stats.lastSequence] = try state(writer.context)
         }
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(5))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         // 31 records (a schema and 30 transactions) in a few messages.
         let published = writer.shipper.status.messagesPublished
         #expect(published < 10, "\(published) messages for 31 records")
@@ -300,7 +301,7 @@ struct ReplicationTests {
         let covered = writer.store.stats.lastSequence
         try writer.compact()
         for round in 20..<25 { try syncRound(writer.context, round: round) }
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(5))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         // Nothing to trim while fewer bases than asked for exist.
         #expect(try writer.shipper.trim(keepingBases: 3) == nil)
         let kept = try #require(try writer.shipper.trim(keepingBases: 1))
@@ -342,8 +343,8 @@ struct ReplicationTests {
             }
         }
         #expect(acknowledged > 0)
-        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: .seconds(20))
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: .seconds(20)))
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         #expect(try state(follower.store.snapshot) == state(writer.context))
         try await follower.stop()
         try writer.close()

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphTestSupport
 import NATSJetStream
 
 /// Why a nats-server could not be had.
@@ -111,7 +112,7 @@ final class NATSServer: @unchecked Sendable {
         let configPath = directory.appendingPathComponent("server.conf").path
         let started = try ChildProcessSpawner.shared.spawn(executable: executable, arguments: ["-c", configPath], log: log)
         lock.withLock { process = started }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + eventBound
         while !Self.acceptsConnections(port: port) {
             if !started.isRunning {
                 throw NATSServerError(description: "nats-server \(name) exited with status \(started.terminationStatus)\n\(logTail())")
