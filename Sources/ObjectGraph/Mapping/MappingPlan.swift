@@ -416,9 +416,9 @@ public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
 ///
 /// ```swift
 /// let r = try context.map(json, with: packages)
-/// if let depends = r.counts.connections["depends"] {
-///     print(depends.withoutKey, depends.unresolved, depends.unmatchedKeys, depends.sampleUnmatchedKeys)
-///     // 7644 1574 2210 ["libc6-udeb", …]
+/// if let depends = r.counts.connections["depends"], depends.unresolved > 0 {
+///     // Packages whose Depends name a package the index does not have (not those without any).
+///     log.warning("\(depends.unresolved) packages name unknown dependencies: \(depends.sampleUnmatchedKeys)")
 /// }
 /// ```
 public struct ConnectionCounts: Sendable, Hashable, CustomStringConvertible {

@@ -146,6 +146,34 @@ func emptyDocumentMessage(wouldDelete count: Int) -> String {
     "the document lists no package: it would delete all \(count) stored packages, so nothing was changed"
 }
 
+/// The answer to a sync document that would delete more than half of the stored packages:
+/// far more often a truncated or wrong document than the truth (the library's default sweep
+/// limit, which both backends apply).
+func sweepRefusedMessage(wouldDelete count: Int, of stored: Int) -> String {
+    "the document would delete \(count) of the \(stored) stored packages, more than half, so nothing was changed"
+}
+
+/// Why a `POST /sync` body is not a JSON array, or nil when it starts like one (what follows is
+/// the backend's to parse). A sync document lists the whole set; a single object, `null` or a
+/// number mapped as a one-element list would sweep everything else.
+func notAnArrayProblem(_ body: Data) -> String? {
+    let whitespace: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+    guard let first = body.first(where: { !whitespace.contains($0) }) else {
+        return "the body is empty; a sync document is a JSON array of package records"
+    }
+    let found: String
+    switch first {
+    case UInt8(ascii: "["): return nil
+    case UInt8(ascii: "{"): found = "an object"
+    case UInt8(ascii: "n"): found = "null"
+    case UInt8(ascii: "\""): found = "a string"
+    case UInt8(ascii: "t"), UInt8(ascii: "f"): found = "a boolean"
+    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): found = "a number"
+    default: found = "something that is not JSON"
+    }
+    return "the body must be a JSON array of package records, not \(found)"
+}
+
 /// The total size of the regular files directly in `directory`.
 func bytesOnDisk(_ directory: URL) -> Int64 {
     let files = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey])) ?? []

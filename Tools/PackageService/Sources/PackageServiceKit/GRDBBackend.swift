@@ -135,6 +135,14 @@ public final class GRDBBackend: PackageBackend {
                     packages.updated += 1
                 }
             }
+            // The library's default sweep limit, applied the same way: at most half of the
+            // packages stored before this sync (throwing rolls the transaction back).
+            let stored = packages.updated + packages.unchanged + (try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM package WHERE name NOT IN (SELECT name FROM listed)") ?? 0)
+            let doomed = stored - packages.updated - packages.unchanged
+            if doomed > stored / 2 {
+                throw RequestRejected(.conflict, ErrorBody(error: sweepRefusedMessage(wouldDelete: doomed, of: stored)))
+            }
             try db.execute(sql: "DELETE FROM package WHERE name NOT IN (SELECT name FROM listed)")
             packages.deleted = db.changesCount
             try db.execute(sql: "DELETE FROM maintainer WHERE id NOT IN (SELECT maintainerId FROM package WHERE maintainerId IS NOT NULL)")

@@ -70,6 +70,11 @@ public final class ObjectGraphBackend: PackageBackend {
         } catch let error as SyncError where error.code == .emptySync {
             let stored = (try? store.snapshot.count(of: DebianPackage.self)) ?? error.wouldRemove
             throw RequestRejected(.conflict, ErrorBody(error: emptyDocumentMessage(wouldDelete: stored)))
+        } catch let error as SyncError where error.code == .sweepLimitExceeded {
+            guard error.entity == "DebianPackage", let stored = try? store.snapshot.count(of: DebianPackage.self) else {
+                throw RequestRejected(.conflict, ErrorBody(error: error.message))
+            }
+            throw RequestRejected(.conflict, ErrorBody(error: sweepRefusedMessage(wouldDelete: error.wouldRemove, of: stored)))
         }
         let elapsed = ContinuousClock.now - start
         func counts(_ entity: String) -> SyncCountsBody {

@@ -44,7 +44,9 @@ public enum ListLimit {
 /// - `GET /packages?section=…&limit=…`: the section's packages (every package without
 ///   `section`) sorted by name, `limit` 1…1000 (default 50), 400 for another limit;
 /// - `POST /sync`: the body, a JSON array of fixture records, becomes the stored set (see
-///   ``PackageBackend/sync(_:)``); 400 with the byte offset for malformed JSON;
+///   ``PackageBackend/sync(_:)``); 400 for a body that is not an array (an object, `null`) and
+///   with the byte offset for malformed JSON; 409 for an empty array, or one that would delete
+///   more than half of the stored packages;
 /// - `GET /stats`: counts, snapshot version and publishing figures, where the store is.
 ///
 /// Every error answer is JSON (``ErrorBody``).
@@ -80,7 +82,9 @@ public func buildRouter(backend: any PackageBackend, configuration: ServiceConfi
     router.post("/sync") { request, _ -> Response in
         var request = request
         let buffer = try await request.collectBody(upTo: configuration.maxSyncBytes)
-        let result = try await backend.sync(Data(buffer.readableBytesView))
+        let body = Data(buffer.readableBytesView)
+        if let problem = notAnArrayProblem(body) { throw RequestRejected(.badRequest, ErrorBody(error: problem, byteOffset: 0)) }
+        let result = try await backend.sync(body)
         logger.info(
             "synced",
             metadata: [

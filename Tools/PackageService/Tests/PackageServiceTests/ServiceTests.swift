@@ -194,6 +194,33 @@ struct ServiceTests {
         }
     }
 
+    @Test("POST /sync of one object, {}, null or a number is 400 and deletes nothing", arguments: backends)
+    func aSyncBodyThatIsNotAnArrayIsRefusedWith400(_ kind: BackendKind) async throws {
+        let one = try PackageRecord.jsonArray(Array(fixtureRecords.prefix(1)))
+        let text = String(decoding: one, as: UTF8.self)
+        // The single record as an object, not a one-element array.
+        let object = Data(text.dropFirst().dropLast().utf8)
+        try await withService(kind) { client in
+            for body in [object, Data("{}".utf8), Data("null".utf8), Data(" 42".utf8), Data("".utf8)] {
+                let answer = try await client.post("/sync", body)
+                #expect(answer.status == 400, "\(String(decoding: body.prefix(20), as: UTF8.self))")
+                #expect(try answer.decode(ErrorBody.self).error.contains(body.isEmpty ? "empty" : "JSON array"))
+            }
+            #expect(try await client.get("/stats").decode(StatsBody.self).packages == 4000)
+        }
+    }
+
+    @Test("POST /sync of a document that would delete most packages is refused with 409", arguments: backends)
+    func aSyncThatWouldDeleteMostPackagesIsRefused(_ kind: BackendKind) async throws {
+        let document = try PackageRecord.jsonArray(Array(fixtureRecords.prefix(3)))
+        try await withService(kind) { client in
+            let answer = try await client.post("/sync", document)
+            #expect(answer.status == 409)
+            #expect(try answer.decode(ErrorBody.self).error.contains("would delete 3997 of the 4000 stored packages"))
+            #expect(try await client.get("/stats").decode(StatsBody.self).packages == 4000)
+        }
+    }
+
     @Test("a body above the limit is 413 and an unknown path 404, both with a JSON error", arguments: backends)
     func refusalsOutsideTheRoutesAreJSON(_ kind: BackendKind) async throws {
         let document = try PackageRecord.jsonArray(Array(fixtureRecords.prefix(10)))
