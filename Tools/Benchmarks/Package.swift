@@ -64,6 +64,13 @@ let package = Package(
         // Mapping a JSON document into a store, ObjectGraph next to JSONDecoder + GRDB:
         // `swift run -c release mapping-comparison` writes Results/mapping.md.
         // `make bench-mapping` from the repository root.
+        // A no-op resync of a Debian-shaped mirror (connections by attribute and by a list of
+        // names, a modification attribute): `swift run -c release resync-profile [packages]`.
+        .executableTarget(
+            name: "resync-profile",
+            dependencies: [.product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
+        ),
         .executableTarget(
             name: "mapping-comparison",
             dependencies: [

@@ -80,6 +80,17 @@ final class JSONDocument {
         self.init(storage: .reused(parser))
     }
 
+    /// Parses `bytes` into `parser`'s buffers, as ``init(parsing:reusing:)-(Data,_)`` does.
+    convenience init(parsing bytes: UnsafeRawBufferPointer, reusing parser: JSONParser) throws(MappingError) {
+        parser.inUse = true
+        let code = og_json_parse_into(parser.handle, bytes.baseAddress, bytes.count)
+        guard code == Int32(OG_JSON_SUCCESS) else {
+            parser.inUse = false
+            throw Self.malformedJSONError(in: bytes, simdjsonCode: code)
+        }
+        self.init(storage: .reused(parser))
+    }
+
     /// Parses the bytes of `data`, as `init(parsing:)` does for a buffer.
     convenience init(parsing data: Data) throws(MappingError) {
         let parsed = data.withUnsafeBytes { bytes in

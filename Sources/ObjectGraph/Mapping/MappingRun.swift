@@ -462,6 +462,8 @@ struct MappingRun<Source: MappingSource> {
     private func connect(_ plan: MappingPlan) {
         guard !plan.connections.isEmpty else { return }
         let table = plan.table
+        // One parser for the key lists of every object (its buffers grow to the longest list).
+        let parser = plan.connections.contains(where: \.isCollection) ? JSONParser() : nil
         for c in plan.connections {
             var lookup: [IdentityKey: [Int32]]?
             var counts = ConnectionCounts()
@@ -477,7 +479,7 @@ struct MappingRun<Source: MappingSource> {
                 var unmatched = false
                 if c.isCollection {
                     let before = counts.unmatchedKeys
-                    guard let found = collectionTargets(c, row: row, table: table, lookup: &lookup, counts: &counts) else {
+                    guard let found = collectionTargets(c, row: row, table: table, lookup: &lookup, counts: &counts, parser: parser) else {
                         counts.withoutKey += 1
                         if clear(c, row: row, table) { noteRelationshipChanged(row, plan) }
                         continue
@@ -536,43 +538,62 @@ struct MappingRun<Source: MappingSource> {
     /// strings or numbers), in the array's order, each once; elements that name nothing are
     /// skipped and counted in `counts`. Nil when the attribute holds no key: an empty list, or
     /// no list.
+    ///
+    /// The list is parsed where the arena holds it, by simdjson into `parser`'s buffers, and a
+    /// string element is looked up by its bytes: a resync connects every object again, so this
+    /// runs once per object and connection (Foundation's parser and its bridged values were
+    /// most of a no-op resync).
     private func collectionTargets(
         _ c: MappingPlan.Connection, row: Int, table: EntityTable, lookup: inout [IdentityKey: [Int32]]?,
-        counts: inout ConnectionCounts
+        counts: inout ConnectionCounts, parser: JSONParser?
     ) -> [Int]? {
-        guard case .data(let json)? = table.value(row: row, slot: c.mySlots[0]),
-              let elements = (try? JSONSerialization.jsonObject(with: json)) as? [Any], !elements.isEmpty
-        else { return nil }
+        let slot = c.mySlots[0]
+        guard table.types[slot].isVariableLength, !table.isNull(row: row, slot: slot), let parser else { return nil }
         let type = c.destination.entity.attributes[c.destinationSlots[0]].type
-        var targets: [Int] = []
-        var seen = Set<Int>()
-        for element in elements {
-            let raw: AttributeValue
-            switch element {
-            case let string as String: raw = .string(string)
-            case let number as NSNumber:
-                let integer = number.int64Value
-                raw = Double(integer) == number.doubleValue ? .int(integer) : .double(number.doubleValue)
-            default:
-                counts.noteUnmatched("\(element)")
-                continue
-            }
-            guard let key = AttributeValue.coerce(attributeValue: raw, to: type) else {
-                counts.noteUnmatched("\(element)")
-                continue
-            }
-            let found: [Int] = withCells([key]) { cells in
+        return table.arena.withBytes(ArenaRef(table.values[row * table.stride + slot])) { bytes -> [Int]? in
+            guard let document = try? JSONDocument(parsing: bytes, reusing: parser) else { return nil }
+            let list = document.root
+            guard document.kind(list) == .array, document.count(list) > 0 else { return nil }
+            var targets: [Int] = []
+            var seen = Set<Int>()
+            func find(_ cell: RawCell) -> [Int] {
                 if let index = c.index {
-                    return c.destination.owner(ofCell: cells[0], in: index).map { [$0] } ?? []
+                    return c.destination.owner(ofCell: cell, in: index).map { [$0] } ?? []
                 }
                 if lookup == nil { lookup = destinations(c) }
-                return (lookup?[IdentityKey(cells)] ?? []).map(Int.init)
+                return (lookup?[IdentityKey([cell])] ?? []).map(Int.init)
             }
-            let visible = found.filter { c.destination.isVisible(row: $0) }
-            if visible.isEmpty { counts.noteUnmatched("\(element)") }
-            for t in visible where seen.insert(t).inserted { targets.append(t) }
+            document.forEachElement(list) { element in
+                let found: [Int]
+                switch document.kind(element) {
+                case .string where type == .string:
+                    found = find(.bytes(document.stringBytes(element)))
+                case .string, .number:
+                    let raw: AttributeValue
+                    if document.kind(element) == .string {
+                        raw = .string(document.string(element))
+                    } else {
+                        switch document.number(element) {
+                        case .int(let i): raw = .int(i)
+                        case .uint(let u): raw = Int64(exactly: u).map(AttributeValue.int) ?? .double(Double(u))
+                        case .double(let d): raw = Int64(exactly: d).map(AttributeValue.int) ?? .double(d)
+                        }
+                    }
+                    guard let key = AttributeValue.coerce(attributeValue: raw, to: type) else {
+                        counts.noteUnmatched(document.jsonText(element))
+                        return
+                    }
+                    found = key.withCell { find($0) }
+                default:
+                    counts.noteUnmatched(document.jsonText(element))
+                    return
+                }
+                let visible = found.filter { c.destination.isVisible(row: $0) }
+                if visible.isEmpty { counts.noteUnmatched(document.kind(element) == .string ? document.string(element) : document.jsonText(element)) }
+                for t in visible where seen.insert(t).inserted { targets.append(t) }
+            }
+            return targets
         }
-        return targets
     }
 
     /// Empties the connection's relationship of `row`; returns whether it held anything.
