@@ -101,7 +101,10 @@ extension ModelContext {
     /// and an object whose values are all equal is not updated. Atomic: when anything throws,
     /// the context is as it was before the call.
     ///
-    /// - Parameter identity: The attributes that identify the object; by default the model's.
+    /// - Parameters:
+    ///   - value: The struct whose stored properties set the attributes.
+    ///   - name: The name of the entity, as the context's schema has it.
+    ///   - identity: The attributes that identify the object; by default the model's.
     /// - Returns: The object created or updated.
     /// - Throws: ``MappingError`` with a code of ``insert(structValue:entityNamed:)``, or:
     ///   `invalidIdentification` (no identity declared, several unique constraints and no
@@ -123,7 +126,10 @@ extension ModelContext {
     /// let bookmark = try context.upsert(structValue: saved, as: Bookmark.self, identifiedBy: .attribute("url"))
     /// ```
     ///
-    /// - Parameter identity: The attributes that identify the object; by default the model's.
+    /// - Parameters:
+    ///   - value: The struct whose stored properties set the attributes.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the object; by default the model's.
     /// - Throws: ``MappingError``, as ``upsert(structValue:entityNamed:identifiedBy:)`` does;
     ///   `unknownEntity` when `type` is not in the context's schema.
     @discardableResult
@@ -257,7 +263,10 @@ extension ModelContext {
     /// ``upsert(structValue:entityNamed:identifiedBy:)`` finds it: by the model's declared
     /// identity unless `identity` says otherwise, through an index. Atomic.
     ///
-    /// - Parameter identity: The attributes that identify the object; by default the model's.
+    /// - Parameters:
+    ///   - value: The value whose encoded keys set the attributes.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the object; by default the model's.
     /// - Returns: The object created or updated.
     /// - Throws: ``MappingError`` with a code of ``insert(_:as:)-(V,_)``, or
     ///   `invalidIdentification`, `unknownAttribute` or `ambiguousIdentification` as
@@ -288,7 +297,10 @@ extension ModelContext {
     /// itself, such as a `Set`, comes here when the result is typed `[T]`
     /// (`let people: [Person] = try context.upsert(set, as: Person.self)`).
     ///
-    /// - Parameter identity: The attributes that identify the objects; by default the model's.
+    /// - Parameters:
+    ///   - values: The values, one object each.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the objects; by default the model's.
     /// - Throws: ``MappingError`` as ``upsert(_:as:identifiedBy:)-(V,_,_)`` throws it, whose
     ///   ``MappingError/sourceIndex`` is the position of the failing value in `values`.
     @discardableResult
@@ -305,7 +317,10 @@ extension ModelContext {
     /// let people = try context.upsert([ada, grace], as: Person.self)
     /// ```
     ///
-    /// - Parameter identity: The attributes that identify the objects; by default the model's.
+    /// - Parameters:
+    ///   - values: The values, one object each.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the objects; by default the model's.
     /// - Throws: ``MappingError`` whose ``MappingError/sourceIndex`` is the failing element's index.
     @discardableResult
     public func upsert<T: Entity, E: Encodable>(_ values: [E], as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> [T] {
