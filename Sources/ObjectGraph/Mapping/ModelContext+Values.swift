@@ -95,7 +95,7 @@ extension ModelContext {
     /// objects inserted earlier in the same unsaved transaction: the unique constraint's index
     /// when one consists of exactly the identifying attributes, else a hash index of them that
     /// the context builds at the first such lookup and keeps up to date from then on (in
-    /// memory only, about 16 bytes per object).
+    /// memory only, about 30 bytes per object).
     ///
     /// An update goes through change tracking: a value equal to the stored one changes nothing,
     /// and an object whose values are all equal is not updated. Atomic: when anything throws,
