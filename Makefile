@@ -155,6 +155,14 @@ bench-indexes: deps
 	$(SWIFT) build --target ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release indexes-comparison
 
+# Structs converted one call at a time (upsert by a URL no unique constraint covers, then
+# again to update, then plain inserts) at 10k, 50k and 100k objects: the time per struct, which
+# must not grow with the number of objects. About a minute after the release build.
+.PHONY: bench-struct-conversion
+bench-struct-conversion: deps
+	$(SWIFT) build --target ObjectGraphMacros
+	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release struct-conversion
+
 # Tools/PackageService, a separate package with its own .build (Hummingbird, GRDB): builds it
 # in debug, runs its tests (each starts the service on a free loopback port and sends it real
 # HTTP requests, over both backends), then starts it on a fresh store, curls every endpoint and

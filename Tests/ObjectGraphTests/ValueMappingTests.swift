@@ -35,7 +35,8 @@ struct VMDimensions: Codable, Hashable, Sendable {
     @Relationship(inverse: "shelf") var items: [VMItem]
 }
 
-/// Identified by `id` by inference, without a unique constraint: lookups scan.
+/// Declares no identity: upserts name `id` (or ask for the guess, which picks `id`), and
+/// lookups go through an identity index, as no unique constraint covers it.
 @Entity final class VMNote {
     var id: Int64 = 0
     var text: String = ""
@@ -116,6 +117,9 @@ final class VMItemClass {
     var id = 1
 }
 
+/// How the tests identify notes, which declare no identity.
+private let byID = ValueIdentity.attribute("id")
+
 private func makeVMContext() throws -> ModelContext {
     ModelContext(schema: try Schema(VMItem.self, VMShelf.self, VMNote.self, VMLogLine.self, VMEdition.self, VMSeat.self, VMHooked.self))
 }
@@ -154,8 +158,8 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func anEntityNamedAtRuntimeIsUpserted() throws {
         let context = try makeVMContext()
         struct Note { var id: Int64; var text: String }
-        let first = try context.upsert(structValue: Note(id: 3, text: "one"), entityNamed: "VMNote")
-        let second = try context.upsert(structValue: Note(id: 3, text: "two"), entityNamed: "VMNote")
+        let first = try context.upsert(structValue: Note(id: 3, text: "one"), entityNamed: "VMNote", identifiedBy: byID)
+        let second = try context.upsert(structValue: Note(id: 3, text: "two"), entityNamed: "VMNote", identifiedBy: byID)
         #expect(first === second)
         #expect((second as? VMNote)?.text == "two")
     }
@@ -183,7 +187,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func aPropertyTheEntityLacksIsAnErrorNamingIt() throws {
         let context = try makeVMContext()
         struct Noted { var id: Int64; var text: String; var colour: String }
-        let error = mappingError { try context.upsert(structValue: Noted(id: 1, text: "x", colour: "red"), as: VMNote.self) }
+        let error = mappingError { try context.upsert(structValue: Noted(id: 1, text: "x", colour: "red"), as: VMNote.self, identifiedBy: byID) }
         #expect(error?.code == .unknownProperty)
         #expect(error?.attribute == "colour")
         #expect(error?.entity == "VMNote")
@@ -199,7 +203,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         #expect(error?.attribute == "shelf")
         #expect(error?.message.contains("relationship") == true)
         struct Filled { var label: String; var items: [Int] }
-        #expect(mappingError { try context.upsert(structValue: Filled(label: "A", items: [1]), as: VMShelf.self) }?.code == .unknownProperty)
+        #expect(mappingError { try context.insert(structValue: Filled(label: "A", items: [1]), as: VMShelf.self) }?.code == .unknownProperty)
     }
 
     @Test func anUnstorablePropertyTypeIsNamed() throws {
@@ -277,11 +281,12 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         #expect(item.title == "Dune Messiah")
         #expect(item.isUpdated)
         #expect(try context.count(of: VMItem.self) == 1)
-        // Through a scan: VMNote's `id` has no unique constraint.
+        // Through an identity index: VMNote's `id` has no unique constraint, and is a guess.
+        #expect(try ValueIdentity.inferred.identificationAttributes(for: VMNote.self) == ["id"])
         struct Note { var id: Int64; var text: String }
-        let note = try context.upsert(structValue: Note(id: 1, text: "a"), as: VMNote.self)
-        try context.upsert(structValue: Note(id: 2, text: "b"), as: VMNote.self)
-        #expect(try context.upsert(structValue: Note(id: 1, text: "c"), as: VMNote.self) === note)
+        let note = try context.upsert(structValue: Note(id: 1, text: "a"), as: VMNote.self, identifiedBy: .inferred)
+        try context.upsert(structValue: Note(id: 2, text: "b"), as: VMNote.self, identifiedBy: .inferred)
+        #expect(try context.upsert(structValue: Note(id: 1, text: "c"), as: VMNote.self, identifiedBy: .inferred) === note)
         #expect(note.text == "c")
         #expect(try context.count(of: VMNote.self) == 2)
     }
@@ -320,30 +325,48 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         #expect(editions[0].title == "40")
     }
 
-    @Test func anEntityWithoutIdentificationAlwaysInserts() throws {
+    @Test func anEntityWithoutIdentificationIsInsertedNotUpserted() throws {
         let context = try makeVMContext()
         struct Line { var text: String }
-        try context.upsert(structValue: Line(text: "same"), as: VMLogLine.self)
-        try context.upsert(structValue: Line(text: "same"), as: VMLogLine.self)
+        try context.insert(structValue: Line(text: "same"), as: VMLogLine.self)
+        try context.insert(structValue: Line(text: "same"), as: VMLogLine.self)
+        #expect(try context.count(of: VMLogLine.self) == 2)
+        let error = mappingError { try context.upsert(structValue: Line(text: "same"), as: VMLogLine.self, identifiedBy: .inferred) }
+        #expect(error?.code == .invalidIdentification)
+        #expect(error?.entity == "VMLogLine")
         #expect(try context.count(of: VMLogLine.self) == 2)
     }
 
-    @Test func aValueWithoutItsIdentificationInserts() throws {
+    @Test func aValueWithoutItsIdentifyingPropertyIsRefused() throws {
         let context = try makeVMContext()
         struct Texted { var text: String }
-        try context.upsert(structValue: Texted(text: "a"), as: VMNote.self)
-        try context.upsert(structValue: Texted(text: "a"), as: VMNote.self)
-        #expect(try context.count(of: VMNote.self) == 2)
+        let error = mappingError { try context.upsert(structValue: Texted(text: "a"), as: VMNote.self, identifiedBy: byID) }
+        #expect(error?.code == .invalidIdentification)
+        #expect(error?.entity == "VMNote")
+        #expect(error?.attribute == "id")
+        struct Untagged: Encodable { var text: String }
+        let batch = mappingError { try context.upsert([Untagged(text: "a")], as: VMNote.self, identifiedBy: byID) }
+        #expect(batch?.code == .invalidIdentification)
+        #expect(batch?.sourceIndex == 0)
+        #expect(try context.count(of: VMNote.self) == 0)
+    }
+
+    @Test func aNilIdentifyingValueInsertsANewObject() throws {
+        let context = try makeVMContext()
+        struct Coded { var id: Int; var ean: UInt64? }
+        try context.upsert(structValue: Coded(id: 1, ean: nil), as: VMItem.self, identifiedBy: .attribute("ean"))
+        try context.upsert(structValue: Coded(id: 2, ean: nil), as: VMItem.self, identifiedBy: .attribute("ean"))
+        #expect(try context.count(of: VMItem.self) == 2)
     }
 
     @Test func settingEqualValuesDoesNotDirtyTheObject() throws {
         let context = try makeVMContext()
         let item = try context.upsert(structValue: VMItemRecord.sample(1), as: VMItem.self)
-        let note = try context.upsert(VMNoteRecord(id: 5, text: "n", tag: nil), as: VMNote.self)
+        let note = try context.upsert(VMNoteRecord(id: 5, text: "n", tag: nil), as: VMNote.self, identifiedBy: byID)
         try context.save()
         #expect(try context.upsert(structValue: VMItemRecord.sample(1), as: VMItem.self) === item)
         #expect(try context.upsert(VMItemRecord.sample(1), as: VMItem.self) === item)
-        #expect(try context.upsert([VMNoteRecord(id: 5, text: "n", tag: nil)], as: VMNote.self).first === note)
+        #expect(try context.upsert([VMNoteRecord(id: 5, text: "n", tag: nil)], as: VMNote.self, identifiedBy: byID).first === note)
         #expect(!item.isUpdated)
         #expect(!note.isUpdated)
         #expect(!context.hasChanges)
@@ -392,7 +415,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func anUnknownKeyInAnEncodableValueIsAnErrorNamingIt() throws {
         let context = try makeVMContext()
         struct Extra: Encodable { var id: Int64; var text: String; var colour: String }
-        let error = mappingError { try context.upsert(Extra(id: 1, text: "x", colour: "red"), as: VMNote.self) }
+        let error = mappingError { try context.upsert(Extra(id: 1, text: "x", colour: "red"), as: VMNote.self, identifiedBy: byID) }
         #expect(error?.code == .unknownProperty)
         #expect(error?.attribute == "colour")
         #expect(error?.keyPath == "colour")
@@ -415,7 +438,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
 
     @Test func aValueWithoutKeyedPropertiesIsRefused() throws {
         let context = try makeVMContext()
-        #expect(mappingError { try context.upsert(42, as: VMNote.self) }?.code == .codingFailed)
+        #expect(mappingError { try context.upsert(42, as: VMNote.self, identifiedBy: byID) }?.code == .codingFailed)
         #expect(try context.count(of: VMNote.self) == 0)
     }
 
@@ -432,7 +455,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
                 try? c.encode("ignored", forKey: .extra)
             }
         }
-        let error = mappingError { try context.upsert(Nested(), as: VMNote.self) }
+        let error = mappingError { try context.upsert(Nested(), as: VMNote.self, identifiedBy: byID) }
         #expect(error?.code == .unstorableProperty)
         #expect(error?.keyPath == "text")
         #expect(try context.count(of: VMNote.self) == 0)
@@ -440,7 +463,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
 
     @Test func aFailingValueInABatchLeavesTheContextUnchanged() throws {
         let context = try makeVMContext()
-        let kept = try context.upsert(VMNoteRecord(id: 1, text: "kept"), as: VMNote.self)  // pending, stays
+        let kept = try context.upsert(VMNoteRecord(id: 1, text: "kept"), as: VMNote.self, identifiedBy: byID)  // pending, stays
         struct Line: Encodable { var id: Int64; var text: String; var colour: String? }
         let lines = [
             Line(id: 1, text: "changed", colour: nil), Line(id: 2, text: "new", colour: nil), Line(id: 3, text: "bad", colour: "red"),
@@ -455,7 +478,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
                 if let colour = line.colour { try c.encode(colour, forKey: .colour) }
             }
         }
-        let error = mappingError { try context.upsert(lines.map(Skipping.init), as: VMNote.self) }
+        let error = mappingError { try context.upsert(lines.map(Skipping.init), as: VMNote.self, identifiedBy: byID) }
         #expect(error?.code == .unknownProperty)
         #expect(error?.sourceIndex == 2)
         #expect(error?.attribute == "colour")
@@ -467,7 +490,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func aBatchFindsTheObjectsItInsertedEarlier() throws {
         let context = try makeVMContext()
         let notes = try context.upsert(
-            [VMNoteRecord(id: 1, text: "a"), VMNoteRecord(id: 2, text: "b"), VMNoteRecord(id: 1, text: "c")], as: VMNote.self)
+            [VMNoteRecord(id: 1, text: "a"), VMNoteRecord(id: 2, text: "b"), VMNoteRecord(id: 1, text: "c")], as: VMNote.self, identifiedBy: byID)
         #expect(notes.count == 3)
         #expect(notes[0] === notes[2])
         #expect(notes[0].text == "c")
@@ -479,11 +502,11 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
 
     @Test func aBatchFindsObjectsAlreadyStoredWithoutAUniqueIndex() throws {
         let context = try makeVMContext()
-        for id in 0..<40 { try context.upsert(VMNoteRecord(id: Int64(id), text: "v1"), as: VMNote.self) }
+        for id in 0..<40 { try context.upsert(VMNoteRecord(id: Int64(id), text: "v1"), as: VMNote.self, identifiedBy: byID) }
         try context.save()
-        // Enough values to grow the batch's lookup table several times.
+        // Enough values to grow the identity index several times.
         let records = (0..<100).map { VMNoteRecord(id: Int64($0 % 70), text: "v2-\($0)") }
-        let notes = try context.upsert(records.lazy.map { $0 }, as: VMNote.self)
+        let notes = try context.upsert(records.lazy.map { $0 }, as: VMNote.self, identifiedBy: byID)
         #expect(notes.count == 100)
         #expect(try context.count(of: VMNote.self) == 70)
         #expect(notes[5] === notes[75])
@@ -492,7 +515,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
 
     @Test func aSequenceOfValuesIsOneBatch() throws {
         let context = try makeVMContext()
-        let notes: [VMNote] = try context.upsert((1...3).lazy.map { VMNoteRecord(id: Int64($0), text: "\($0)") }, as: VMNote.self)
+        let notes: [VMNote] = try context.upsert((1...3).lazy.map { VMNoteRecord(id: Int64($0), text: "\($0)") }, as: VMNote.self, identifiedBy: byID)
         #expect(notes.map(\.text) == ["1", "2", "3"])
         let set: Set<VMItemRecord> = [VMItemRecord.sample(1), VMItemRecord.sample(2)]
         let items: [VMItem] = try context.upsert(set, as: VMItem.self)
@@ -503,7 +526,7 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
 
     @Test func decodingAnAttributeTheObjectLacksThrowsKeyNotFound() throws {
         let context = try makeVMContext()
-        let note = try context.upsert(VMNoteRecord(id: 1, text: "a", tag: nil), as: VMNote.self)
+        let note = try context.insert(VMNoteRecord(id: 1, text: "a", tag: nil), as: VMNote.self)
         struct Missing: Decodable { var id: Int64; var colour: String }
         #expect(throws: DecodingError.self) { try note.decode(as: Missing.self) }
         do {

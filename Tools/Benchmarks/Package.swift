@@ -126,6 +126,14 @@ let package = Package(
             ],
             swiftSettings: macroSettings
         ),
+        // Structs converted one call at a time, identified by an attribute without a unique
+        // constraint: time per struct at 10k, 50k and 100k objects, which must stay flat.
+        // `make bench-struct-conversion` from the repository root.
+        .executableTarget(
+            name: "struct-conversion",
+            dependencies: [.product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
+        ),
         .executableTarget(
             name: "peer-comparison",
             dependencies: [

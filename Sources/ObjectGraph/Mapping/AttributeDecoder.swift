@@ -2,7 +2,7 @@ import Foundation
 
 extension Entity {
     /// The object's current attribute values as a `Decodable` value: each key the value decodes
-    /// reads the attribute of the same name (the inverse of ``ModelContext/upsert(_:as:)-(V,_)``).
+    /// reads the attribute of the same name (the inverse of ``ModelContext/upsert(_:as:identifiedBy:)-(V,_,_)``).
     ///
     /// ```swift
     /// struct PersonRecord: Codable, Sendable { var id: Int64; var name: String; var city: String? }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One source's values for the slots of one entity: what a Swift value maps to before it is
-/// written into an object (``ModelContext/upsert(_:as:)-(V,_)``, ``ModelContext/upsert(structValue:entityNamed:)``).
+/// written into an object (``ModelContext/upsert(_:as:identifiedBy:)-(V,_,_)``, ``ModelContext/upsert(structValue:entityNamed:identifiedBy:)``).
 ///
 /// A slot is either untouched (the source did not name its attribute: an existing object keeps
 /// its value, a new one its default) or set, to a value of the attribute's storage type or to

@@ -301,6 +301,17 @@ struct MappingDefinition: Sendable {
         if let declared = (entity.type as? any IdentifiedEntity.Type)?.identificationAttributes, !declared.isEmpty {
             return declared
         }
+        return guessIdentification(of: entity).map { [$0] } ?? []
+    }
+
+    /// The guess from names alone: the first of ``guessedNames(for:)`` that is an attribute.
+    static func guessIdentification(of entity: EntityDescription) -> String? {
+        guessedNames(for: entity).first { entity.attribute(named: $0).map { !$0.isRelationship } ?? false }
+    }
+
+    /// The names a guess tries, in order: `<entity>ID`, `<entity>_id`, `identifier`, `id`,
+    /// `ID`, `URL`, `url`.
+    static func guessedNames(for entity: EntityDescription) -> [String] {
         let name = entity.name
         let llama = (name.first.map { String($0).lowercased() } ?? "") + name.dropFirst() + "ID"
         var snake = ""
@@ -309,9 +320,6 @@ struct MappingDefinition: Sendable {
             snake += c.lowercased()
         }
         snake += "_id"
-        for candidate in [llama, snake, "identifier", "id", "ID", "URL", "url"] {
-            if let a = entity.attribute(named: candidate), !a.isRelationship { return [candidate] }
-        }
-        return []
+        return [llama, snake, "identifier", "id", "ID", "URL", "url"]
     }
 }

@@ -25,8 +25,13 @@ public struct MappingError: Error, Sendable, Hashable, CustomStringConvertible {
         case missingRequiredValue
         /// A mapping names an attribute or relationship its entity does not have.
         case unknownAttribute
-        /// An identification list is empty, or names an attribute the mapping does not map.
+        /// An identification list is empty, or names an attribute the mapping does not map; an
+        /// upsert of a Swift value whose entity declares no identity, or a value without a
+        /// property for an identifying attribute.
         case invalidIdentification
+        /// An upsert's value identifies several existing objects (its entity has no unique
+        /// constraint on the identifying attributes), so it updates none.
+        case ambiguousIdentification
         /// A mapping's entity (or a nested mapping's) is not in the context's schema.
         case unknownEntity
         /// A value given as a struct source is not a struct.

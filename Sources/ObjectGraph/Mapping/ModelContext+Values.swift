@@ -6,14 +6,15 @@ import Foundation
 extension ModelContext {
     // MARK: Structs, through reflection
 
-    /// Creates or updates an object of the entity named `name` from the stored properties of
-    /// the struct `value`, read through reflection (`Mirror`): each property sets the attribute
-    /// of the same name.
+    /// Inserts a new object of the entity named `name` holding the stored properties of the
+    /// struct `value`, read through reflection (`Mirror`): each property sets the attribute of
+    /// the same name. Never looks for an existing object: two values insert two objects, even
+    /// when all their values are equal (Core Data's `insertNewObject(forEntityName:into:)`).
     ///
     /// ```swift
-    /// struct PersonRecord { var id: Int64; var name: String; var city: String? }
-    /// let person = try context.upsert(structValue: PersonRecord(id: 7, name: "Ada", city: nil),
-    ///                                  entityNamed: "Person")
+    /// struct BookmarkRecord { var url: URL; var title: String }
+    /// try context.insert(structValue: BookmarkRecord(url: home, title: "Home"), entityNamed: "Bookmark")
+    /// try context.insert(structValue: BookmarkRecord(url: home, title: "Start"), entityNamed: "Bookmark")  // a second object
     /// ```
     ///
     /// Values:
@@ -27,61 +28,122 @@ extension ModelContext {
     /// - A property for a `Codable` attribute (``AttributeValueKind/codable``) must be of the
     ///   attribute's own type, and is stored as its JSON encoding, as the attribute's setter
     ///   stores it.
-    /// - Attributes the struct has no property for keep their values (an existing object) or
-    ///   get their defaults (a new one).
+    /// - Attributes the struct has no property for get their defaults. `awakeFromInsert` runs
+    ///   before the values are set, as for an insert by hand.
     ///
-    /// Identification: the object to update is the one whose identification attributes equal
-    /// the struct's values for them. They are the attributes an ``EntityMapping`` infers for the
-    /// entity (whatever ``EntityMapping/infersIdentificationAttributes`` says, which concerns
-    /// mappings only): the ``IdentifiedEntity`` declaration,
-    /// else an attribute named after the entity (`personID`, `person_id`), else the first of
-    /// `identifier`, `id`, `ID`, `URL`, `url`. When a unique constraint consists of exactly those
-    /// attributes, the object is found through its index in O(1); otherwise every object of the
-    /// entity is scanned, O(n). With no identification attribute, or a `nil` or missing value
-    /// for one, a new object is inserted. Values compare as stored bytes, as unique constraints
-    /// compare them.
+    /// A unique constraint still holds: an insert whose key another object has is a collision
+    /// that the save reports or merges, as for any insert. Atomic: when anything throws, the
+    /// context is as it was before the call.
+    ///
+    /// - Returns: The object inserted.
+    /// - Throws: ``MappingError`` with code `unknownEntity` (no entity named `name`),
+    ///   `notAStruct` (`value` is not a struct), `unknownProperty` (a property the entity has no
+    ///   attribute for; relationships are not set from values), `unstorableProperty` (a
+    ///   property whose type or value its attribute cannot hold, or `nil` for a non-optional
+    ///   attribute) or `codingFailed` (a `Codable` property whose encoding threw). Each names
+    ///   the entity, and the property and attribute concerned.
+    @discardableResult
+    public func insert(structValue value: Any, entityNamed name: String) throws -> any Entity {
+        let table = try valueMappingTable(named: name)
+        return table.instance(row: try writeStruct(value, into: table, identifiedBy: nil))
+    }
+
+    /// Inserts a new object of `type` holding the stored properties of the struct `value`, read
+    /// through reflection; see ``insert(structValue:entityNamed:)`` for every rule. Never looks
+    /// for an existing object.
+    ///
+    /// ```swift
+    /// let first = try context.insert(structValue: BookmarkRecord(url: home, title: "Home"), as: Bookmark.self)
+    /// let second = try context.insert(structValue: BookmarkRecord(url: home, title: "Start"), as: Bookmark.self)
+    /// // first !== second: two bookmarks of the same URL
+    /// ```
+    ///
+    /// - Throws: ``MappingError``, as ``insert(structValue:entityNamed:)`` does; `unknownEntity`
+    ///   when `type` is not in the context's schema.
+    @discardableResult
+    public func insert<T: Entity>(structValue value: Any, as type: T.Type) throws -> T {
+        let table = try valueMappingTable(for: type)
+        return try valueMappingObject(row: writeStruct(value, into: table, identifiedBy: nil), in: table, as: type)
+    }
+
+    /// Updates the object of the entity named `name` that the struct `value` identifies, or
+    /// inserts one, from the struct's stored properties, read through reflection (`Mirror`).
+    ///
+    /// ```swift
+    /// struct PersonRecord { var id: Int64; var name: String; var city: String? }
+    /// // Person declares its identity: `@Attribute(.unique) var id: Int64`.
+    /// let person = try context.upsert(structValue: PersonRecord(id: 7, name: "Ada", city: nil),
+    ///                                  entityNamed: "Person")
+    /// ```
+    ///
+    /// Values convert as ``insert(structValue:entityNamed:)`` says. Attributes the struct has
+    /// no property for keep their values (an existing object) or get their defaults (a new one).
+    ///
+    /// Identification (``ValueIdentity``): the object updated is the one whose identifying
+    /// attributes hold the struct's values for them, compared as stored bytes. By default
+    /// (``ValueIdentity/declared``) they are the ones the model declares: its
+    /// ``IdentifiedEntity`` declaration, else its one unique constraint; an entity that declares
+    /// neither is refused rather than guessed at. `identifiedBy: .attribute("url")` names
+    /// them; `identifiedBy: .inferred` guesses from the attribute names, and
+    /// ``ValueIdentity/identificationAttributes(for:)-(EntityDescription)`` says what it picks.
+    /// - A `nil` value for an identifying attribute identifies nothing: a new object is
+    ///   inserted.
+    /// - A struct without a property for an identifying attribute is refused.
+    /// - A value that identifies several existing objects is refused; none of them is changed.
+    ///
+    /// The lookup goes through an index, O(1) whatever the number of objects, and finds the
+    /// objects inserted earlier in the same unsaved transaction: the unique constraint's index
+    /// when one consists of exactly the identifying attributes, else a hash index of them that
+    /// the context builds at the first such lookup and keeps up to date from then on (in
+    /// memory only, about 30 bytes per object).
     ///
     /// An update goes through change tracking: a value equal to the stored one changes nothing,
     /// and an object whose values are all equal is not updated. Atomic: when anything throws,
     /// the context is as it was before the call.
     ///
+    /// - Parameters:
+    ///   - value: The struct whose stored properties set the attributes.
+    ///   - name: The name of the entity, as the context's schema has it.
+    ///   - identity: The attributes that identify the object; by default the model's.
     /// - Returns: The object created or updated.
-    /// - Throws: ``MappingError`` with code `unknownEntity` (no entity named `name`),
-    ///   `notAStruct` (`value` is not a struct), `unknownProperty` (a property the entity has no
-    ///   attribute for; relationships are not set from values), `unstorableProperty` (a
-    ///   property whose type or value its attribute cannot hold, or `nil` for a non-optional
-    ///   attribute), `codingFailed` (a `Codable` property whose encoding threw) or
-    ///   `invalidIdentification` (an ``IdentifiedEntity`` names an attribute the entity lacks).
-    ///   Each names the entity, and the property and attribute concerned.
+    /// - Throws: ``MappingError`` with a code of ``insert(structValue:entityNamed:)``, or:
+    ///   `invalidIdentification` (no identity declared, several unique constraints and no
+    ///   declaration, a struct without a property for an identifying attribute), `unknownAttribute`
+    ///   (`identity` names what is no attribute) or `ambiguousIdentification` (several objects
+    ///   have the value's identity). Each names the entity, and the attribute concerned.
     @discardableResult
-    public func upsert(structValue value: Any, entityNamed name: String) throws -> any Entity {
-        guard let table = table(named: name) else {
-            throw MappingError(.unknownEntity, "no entity named '\(name)' in this context's schema", entity: name)
-        }
-        let row = try upsertStruct(value, into: table)
-        return table.instance(row: row)
+    public func upsert(structValue value: Any, entityNamed name: String, identifiedBy identity: ValueIdentity = .declared) throws -> any Entity {
+        let table = try valueMappingTable(named: name)
+        return table.instance(row: try writeStruct(value, into: table, identifiedBy: identity))
     }
 
-    /// Creates or updates an object of `type` from the stored properties of the struct `value`,
-    /// read through reflection; see ``upsert(structValue:entityNamed:)`` for every rule.
+    /// Updates the object of `type` that the struct `value` identifies, or inserts one, from
+    /// the struct's stored properties, read through reflection; see
+    /// ``upsert(structValue:entityNamed:identifiedBy:)`` for every rule.
     ///
     /// ```swift
     /// let person = try context.upsert(structValue: record, as: Person.self)
+    /// let bookmark = try context.upsert(structValue: saved, as: Bookmark.self, identifiedBy: .attribute("url"))
     /// ```
     ///
-    /// - Throws: ``MappingError``, as ``upsert(structValue:entityNamed:)`` does; `unknownEntity`
-    ///   when `type` is not in the context's schema.
+    /// - Parameters:
+    ///   - value: The struct whose stored properties set the attributes.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the object; by default the model's.
+    /// - Throws: ``MappingError``, as ``upsert(structValue:entityNamed:identifiedBy:)`` does;
+    ///   `unknownEntity` when `type` is not in the context's schema.
     @discardableResult
-    public func upsert<T: Entity>(structValue value: Any, as type: T.Type) throws -> T {
+    public func upsert<T: Entity>(structValue value: Any, as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> T {
         let table = try valueMappingTable(for: type)
-        let row = try upsertStruct(value, into: table)
-        return try valueMappingObject(row: row, in: table, as: type)
+        return try valueMappingObject(row: writeStruct(value, into: table, identifiedBy: identity), in: table, as: type)
     }
 
-    private func upsertStruct(_ value: Any, into table: EntityTable) throws -> Int {
+    /// Writes the struct `value` into the object it identifies, or a new one (`identity` nil:
+    /// always a new one); returns its row.
+    private func writeStruct(_ value: Any, into table: EntityTable, identifiedBy identity: ValueIdentity?) throws -> Int {
+        let writer = try SlotValueWriter(table: table, identifiedBy: identity)
         let slots = try structSlots(value, entity: table.entity)
-        let writer = try SlotValueWriter(table: table, batch: false)
-        return try _withImportSavepoint { writer.write(slots) }
+        return try _withImportSavepoint { try writer.write(slots, sourceIndex: nil) }
     }
 
     /// The values of a struct's stored properties for the slots of `entity`.
@@ -127,44 +189,98 @@ extension ModelContext {
 
     // MARK: Encodable values
 
-    /// Creates or updates an object of `type` from an `Encodable` value: each key the value
-    /// encodes sets the attribute of the same name, without reflection.
+    /// Inserts a new object of `type` from an `Encodable` value: each key the value encodes
+    /// sets the attribute of the same name, without reflection. Never looks for an existing
+    /// object: two values insert two objects.
+    ///
+    /// ```swift
+    /// struct BookmarkRecord: Codable { var url: URL; var title: String }
+    /// let bookmark = try context.insert(BookmarkRecord(url: home, title: "Home"), as: Bookmark.self)
+    /// ```
+    ///
+    /// Values convert as for ``insert(structValue:entityNamed:)`` (enums by raw value, other
+    /// `Codable` properties into `Codable` attributes of their type); a `nil` optional sets
+    /// `nil` (refused for a non-optional attribute; the synthesized `encodeIfPresent` counts as
+    /// setting it), and attributes the value does not encode get their defaults. Properties a
+    /// superclass encodes through `superEncoder()` map onto the same object. Atomic.
+    ///
+    /// - Returns: The object inserted.
+    /// - Throws: ``MappingError`` with code `unknownEntity` (`type` is not in the schema),
+    ///   `unknownProperty` (an encoded key that names no attribute), `unstorableProperty` (a
+    ///   value its attribute cannot hold, `nil` for a non-optional attribute, or a key encoded
+    ///   as a nested container) or `codingFailed` (the value encodes no keyed properties, or
+    ///   its encoding threw).
+    @discardableResult
+    public func insert<T: Entity, V: Encodable>(_ value: V, as type: T.Type) throws -> T {
+        try writeEncodable(value, as: type, identifiedBy: nil)
+    }
+
+    /// Inserts one new object of `type` per `Encodable` value, in order, with the rules of
+    /// ``insert(_:as:)-(V,_)``; returns the objects in the order of the values.
+    ///
+    /// ```swift
+    /// let bookmarks = try context.insert(records, as: Bookmark.self)
+    /// try context.save()
+    /// ```
+    ///
+    /// Made for bulk use: one encoder, one keyed container and one buffer of attribute values
+    /// serve every value. Atomic as a whole: when a value fails, every change this call made is
+    /// undone.
+    ///
+    /// Arrays come here through their own overload. Another sequence that is `Encodable`
+    /// itself, such as a `Set`, comes here when the result is typed `[T]`.
+    ///
+    /// - Throws: ``MappingError`` as ``insert(_:as:)-(V,_)`` throws it, whose
+    ///   ``MappingError/sourceIndex`` is the position of the failing value in `values`.
+    @discardableResult
+    public func insert<T: Entity, S: Sequence>(_ values: S, as type: T.Type) throws -> [T] where S.Element: Encodable {
+        try writeBatch(values, as: type, identifiedBy: nil)
+    }
+
+    /// Inserts one new object of `type` per element of the array `values`: the batch
+    /// ``insert(_:as:)-(S,_)``, chosen for arrays (which are `Encodable` values themselves).
+    ///
+    /// ```swift
+    /// let bookmarks = try context.insert([home, start], as: Bookmark.self)
+    /// ```
+    ///
+    /// - Throws: ``MappingError`` whose ``MappingError/sourceIndex`` is the failing element's index.
+    @discardableResult
+    public func insert<T: Entity, E: Encodable>(_ values: [E], as type: T.Type) throws -> [T] {
+        try writeBatch(values, as: type, identifiedBy: nil)
+    }
+
+    /// Updates the object of `type` that the `Encodable` value identifies, or inserts one: each
+    /// key the value encodes sets the attribute of the same name, without reflection.
     ///
     /// ```swift
     /// struct PersonRecord: Codable { var id: Int64; var name: String; var city: String? }
     /// let person = try context.upsert(PersonRecord(id: 7, name: "Ada", city: nil), as: Person.self)
     /// ```
     ///
-    /// The rules are those of ``upsert(structValue:entityNamed:)``: values convert the same
-    /// way (enums by raw value, other `Codable` properties into `Codable` attributes of their
-    /// type), a `nil` optional sets `nil` (refused for a non-optional attribute; the synthesized
-    /// `encodeIfPresent` counts as setting it), keys the value does not encode leave their
-    /// attributes alone, and the object is found by the inferred identification attributes,
-    /// in O(1) through a unique index on exactly those, otherwise by a scan of the entity's
-    /// objects. Properties a superclass encodes through `superEncoder()` map onto the same
-    /// object. Atomic.
+    /// Values convert as ``insert(_:as:)-(V,_)`` says; keys the value does not encode leave
+    /// their attributes alone. The object is found as
+    /// ``upsert(structValue:entityNamed:identifiedBy:)`` finds it: by the model's declared
+    /// identity unless `identity` says otherwise, through an index. Atomic.
     ///
+    /// - Parameters:
+    ///   - value: The value whose encoded keys set the attributes.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the object; by default the model's.
     /// - Returns: The object created or updated.
-    /// - Throws: ``MappingError`` with code `unknownEntity` (`type` is not in the schema),
-    ///   `unknownProperty` (an encoded key that names no attribute), `unstorableProperty` (a
-    ///   value its attribute cannot hold, `nil` for a non-optional attribute, or a key encoded
-    ///   as a nested container), `codingFailed` (the value encodes no keyed properties, or its
-    ///   encoding threw) or `invalidIdentification`.
+    /// - Throws: ``MappingError`` with a code of ``insert(_:as:)-(V,_)``, or
+    ///   `invalidIdentification`, `unknownAttribute` or `ambiguousIdentification` as
+    ///   ``upsert(structValue:entityNamed:identifiedBy:)`` throws them (a value that does not
+    ///   encode an identifying attribute has no property for it).
     @discardableResult
-    public func upsert<T: Entity, V: Encodable>(_ value: V, as type: T.Type) throws -> T {
-        let table = try valueMappingTable(for: type)
-        let writer = try SlotValueWriter(table: table, batch: false)
-        let encoder = AttributeEncoder(entity: table.entity)
-        defer { encoder.finish() }
-        try encoder.encode(value, sourceIndex: nil)
-        return try _withImportSavepoint {
-            try valueMappingObject(row: writer.write(encoder.slots), in: table, as: type)
-        }
+    public func upsert<T: Entity, V: Encodable>(_ value: V, as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> T {
+        try writeEncodable(value, as: type, identifiedBy: identity)
     }
 
-    /// Creates or updates one object of `type` per `Encodable` value, in order, with the rules
-    /// of ``upsert(_:as:)-(V,_)``; returns the objects in the order of the values (an object
-    /// that several values identify appears once per value, with the last value's attributes).
+    /// Updates or inserts one object of `type` per `Encodable` value, in order, with the rules
+    /// of ``upsert(_:as:identifiedBy:)-(V,_,_)``; returns the objects in the order of the
+    /// values (an object that several values identify appears once per value, with the last
+    /// value's attributes).
     ///
     /// ```swift
     /// let people = try context.upsert(records, as: Person.self)
@@ -172,9 +288,8 @@ extension ModelContext {
     /// ```
     ///
     /// Made for bulk use: one encoder, one keyed container and one buffer of attribute values
-    /// serve every value, and without a unique index on the identification attributes the
-    /// objects are found through a table of them built once per call, so n values cost O(n)
-    /// lookups rather than n scans.
+    /// serve every value, and each value's object is found through an index in O(1), those
+    /// inserted by earlier values of the call included.
     ///
     /// Atomic as a whole: when a value fails, every change this call made is undone.
     ///
@@ -182,25 +297,51 @@ extension ModelContext {
     /// itself, such as a `Set`, comes here when the result is typed `[T]`
     /// (`let people: [Person] = try context.upsert(set, as: Person.self)`).
     ///
-    /// - Throws: ``MappingError`` as ``upsert(_:as:)-(V,_)`` throws it, whose ``MappingError/sourceIndex``
-    ///   is the position of the failing value in `values`.
+    /// - Parameters:
+    ///   - values: The values, one object each.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the objects; by default the model's.
+    /// - Throws: ``MappingError`` as ``upsert(_:as:identifiedBy:)-(V,_,_)`` throws it, whose
+    ///   ``MappingError/sourceIndex`` is the position of the failing value in `values`.
     @discardableResult
-    public func upsert<T: Entity, S: Sequence>(_ values: S, as type: T.Type) throws -> [T] where S.Element: Encodable {
-        try upsertBatch(values, as: type)
+    public func upsert<T: Entity, S: Sequence>(_ values: S, as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> [T]
+    where S.Element: Encodable {
+        try writeBatch(values, as: type, identifiedBy: identity)
     }
 
-    /// Creates or updates one object of `type` per element of the array `values`: the batch
-    /// ``upsert(_:as:)-(S,_)``, chosen for arrays (which are `Encodable` values themselves).
+    /// Updates or inserts one object of `type` per element of the array `values`: the batch
+    /// ``upsert(_:as:identifiedBy:)-(S,_,_)``, chosen for arrays (which are `Encodable` values
+    /// themselves).
     ///
+    /// ```swift
+    /// let people = try context.upsert([ada, grace], as: Person.self)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - values: The values, one object each.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the objects; by default the model's.
     /// - Throws: ``MappingError`` whose ``MappingError/sourceIndex`` is the failing element's index.
     @discardableResult
-    public func upsert<T: Entity, E: Encodable>(_ values: [E], as type: T.Type) throws -> [T] {
-        try upsertBatch(values, as: type)
+    public func upsert<T: Entity, E: Encodable>(_ values: [E], as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> [T] {
+        try writeBatch(values, as: type, identifiedBy: identity)
     }
 
-    private func upsertBatch<T: Entity, S: Sequence>(_ values: S, as type: T.Type) throws -> [T] where S.Element: Encodable {
+    private func writeEncodable<T: Entity, V: Encodable>(_ value: V, as type: T.Type, identifiedBy identity: ValueIdentity?) throws -> T {
         let table = try valueMappingTable(for: type)
-        let writer = try SlotValueWriter(table: table, batch: true)
+        let writer = try SlotValueWriter(table: table, identifiedBy: identity)
+        let encoder = AttributeEncoder(entity: table.entity)
+        defer { encoder.finish() }
+        try encoder.encode(value, sourceIndex: nil)
+        return try _withImportSavepoint {
+            try valueMappingObject(row: writer.write(encoder.slots, sourceIndex: nil), in: table, as: type)
+        }
+    }
+
+    private func writeBatch<T: Entity, S: Sequence>(_ values: S, as type: T.Type, identifiedBy identity: ValueIdentity?) throws -> [T]
+    where S.Element: Encodable {
+        let table = try valueMappingTable(for: type)
+        let writer = try SlotValueWriter(table: table, identifiedBy: identity)
         let encoder = AttributeEncoder(entity: table.entity)
         defer { encoder.finish() }
         return try _withImportSavepoint {
@@ -210,7 +351,7 @@ extension ModelContext {
             var i = 0
             for value in values {
                 try encoder.encode(value, sourceIndex: i)
-                result.append(try valueMappingObject(row: writer.write(encoder.slots), in: table, as: type))
+                result.append(try valueMappingObject(row: writer.write(encoder.slots, sourceIndex: i), in: table, as: type))
                 i += 1
             }
             return result
@@ -218,6 +359,14 @@ extension ModelContext {
     }
 
     // MARK: Helpers
+
+    /// The table of the entity named `name`, or ``MappingError`` `unknownEntity`.
+    func valueMappingTable(named name: String) throws(MappingError) -> EntityTable {
+        guard let table = table(named: name) else {
+            throw MappingError(.unknownEntity, "no entity named '\(name)' in this context's schema", entity: name)
+        }
+        return table
+    }
 
     /// The table of `type`, or ``MappingError`` `unknownEntity`.
     func valueMappingTable<T: Entity>(for type: T.Type) throws(MappingError) -> EntityTable {
@@ -329,47 +478,38 @@ extension MappingError {
 // MARK: Writing
 
 /// Writes the values of an ``AttributeSlots`` buffer into objects of one entity: finds the
-/// object the identification attributes' values name and updates it through change tracking,
-/// or inserts a new object.
+/// object the identifying attributes' values name and updates it through change tracking, or
+/// inserts a new object. Without identification it inserts every value.
 ///
-/// Identification is by the attributes `MappingDefinition.inferIdentification(of:)` returns.
-/// With a unique index on exactly those, the lookup is the index's, O(1). Without one, a
-/// single value scans the entity's objects (O(n)); a batch builds a hash table of them on its
-/// first lookup and adds what it inserts, so that each further lookup is O(1). Values compare
-/// as stored bytes, as the unique indexes compare them. When several objects share a key, the
-/// first in storage order is the one found.
-///
-/// The mutable properties opt out of dynamic exclusivity checking, as `EntityTable`'s do: a
-/// writer serves one call on its context's isolation domain, and no method holds an access to
-/// one of them across a call that touches the same property.
+/// The lookup goes through the unique index whose keys are exactly the identifying attributes,
+/// or else through the table's ``IdentityIndex`` of them (made and built at the first lookup,
+/// then kept up to date by the table): O(1) per value either way, pending inserts included.
+/// Values compare as stored bytes, as the unique indexes compare them.
 final class SlotValueWriter {
     let table: EntityTable
-    /// The slots of the identification attributes (in the unique index's order when there is
-    /// one); empty: every value inserts.
+    /// The slots of the identifying attributes, in the order of the index that serves them;
+    /// empty: every value inserts.
     let identification: [Int]
-    /// The unique index whose keys are exactly the identification attributes.
-    let index: UniqueIndex?
-    /// Whether lookups without an index use ``buckets`` (a batch) rather than a scan.
-    let usesLookupTable: Bool
+    /// The unique index whose keys are exactly the identifying attributes.
+    let unique: UniqueIndex?
+    /// The index of the identifying attributes when no unique index has exactly them as keys.
+    let identity: IdentityIndex?
 
-    /// Open addressing over the rows with an identification key: -1 empty, else a row. Built on
-    /// the first lookup of a batch without an index.
-    @exclusivity(unchecked) private var buckets: [Int32]?
-    @exclusivity(unchecked) private var used = 0
-    private let seed = _KeyHasher.randomSeed()
-    /// The hash of the key the last lookup in ``buckets`` did not find: the key of the row
-    /// inserted next, unless `awakeFromInsert` runs.
-    @exclusivity(unchecked) private var missedHash: Int?
-
-    /// A writer into `table`; `batch` when it serves many values.
+    /// A writer into `table` that identifies objects by `identity`, or inserts every value
+    /// when it is nil.
     ///
-    /// - Throws: ``MappingError`` `invalidIdentification` when the entity's declared
-    ///   identification names an attribute it lacks.
-    init(table: EntityTable, batch: Bool) throws(MappingError) {
+    /// - Throws: ``MappingError`` as ``ValueIdentity/identificationAttributes(for:)-(EntityDescription)`` does.
+    init(table: EntityTable, identifiedBy identity: ValueIdentity?) throws(MappingError) {
         self.table = table
+        guard let identity else {
+            identification = []
+            unique = nil
+            self.identity = nil
+            return
+        }
         let entity = table.entity
         var slots: [Int] = []
-        for name in MappingDefinition.inferIdentification(of: entity) {
+        for name in try identity.identificationAttributes(for: entity) {
             guard let s = entity.slot(forKey: name), !entity.attributes[s].isRelationship else {
                 throw MappingError(
                     .invalidIdentification, "the identification attributes of \(entity.name) name '\(name)', which is no attribute of it",
@@ -377,21 +517,30 @@ final class SlotValueWriter {
             }
             slots.append(s)
         }
-        index = slots.isEmpty ? nil : table.uniqueIndex(slots: slots)
-        identification = index?.slots ?? slots
-        usesLookupTable = batch
+        if let index = table.uniqueIndex(slots: slots) {
+            unique = index
+            self.identity = nil
+            identification = index.slots
+        } else {
+            let index = table.identityIndex(slots: slots)
+            unique = nil
+            self.identity = index
+            identification = index.slots
+        }
     }
 
     /// Writes `values` into the object they identify, or into a new object; returns its row.
-    func write(_ values: AttributeSlots) -> Int {
-        missedHash = nil
-        if let row = existingRow(values) {
+    ///
+    /// - Throws: ``MappingError`` `invalidIdentification` when `values` has no value for an
+    ///   identifying attribute, or `ambiguousIdentification` when several objects have the
+    ///   values' key; located at `sourceIndex`.
+    func write(_ values: AttributeSlots, sourceIndex: Int?) throws(MappingError) -> Int {
+        if !identification.isEmpty, let row = try existingRow(values, sourceIndex: sourceIndex) {
             for s in values.touched { table.set(row: row, slot: s, value: values.values[s]) }
             return row
         }
         let row: Int
-        let awakened = table.hooks.contains(.awakeFromInsert)
-        if awakened {
+        if table.hooks.contains(.awakeFromInsert) {
             // The hook runs before the values are set, as for an insert by hand.
             row = table.insertRow()
             table.instance(row: row).awakeFromInsert()
@@ -409,158 +558,52 @@ final class SlotValueWriter {
             table.touchIndexes(row: row)
             if !table.uniqueIndexes.isEmpty { table.indexAll(row: row) }
         }
-        if buckets != nil {
-            // The hook may have changed the key; without it the key is the one just missed.
-            if let h = awakened ? rowHash(row) : missedHash ?? rowHash(row) { add(row, hash: h) }
-        }
         return row
     }
 
     // MARK: Lookup
 
-    /// The visible row whose identification attributes hold the values' ones, if any.
-    private func existingRow(_ values: AttributeSlots) -> Int? {
-        guard !identification.isEmpty else { return nil }
-        if identification.count == 1 {
+    /// The visible row whose identifying attributes hold the values' ones, if any.
+    private func existingRow(_ values: AttributeSlots, sourceIndex: Int?) throws(MappingError) -> Int? {
+        let entity = table.entity
+        for s in identification where !values.isSet[s] {
+            let name = entity.attributes[s].name
+            throw MappingError(
+                .invalidIdentification,
+                "the value has no property '\(name)', and \(entity.name).\(name) identifies its objects: without it, the upsert cannot "
+                    + "tell which object the value describes",
+                sourceIndex: sourceIndex, keyPath: name, entity: entity.name, attribute: name)
+        }
+        if let unique, identification.count == 1 {
             guard let v = values.value(identification[0]) else { return nil }
-            return v.withCell { find(cell: $0) }
+            guard let row = v.withCell({ table.owner(ofCell: $0, in: unique) }), table.isVisible(row: row) else { return nil }
+            return row
         }
         var key: [AttributeValue] = []
         key.reserveCapacity(identification.count)
         for s in identification {
-            guard let v = values.value(s) else { return nil }
+            guard let v = values.value(s) else { return nil }  // a nil key identifies nothing
             key.append(v)
         }
-        return withCells(key) { find(cells: $0) }
-    }
-
-    /// ``existingRow(_:)`` for a one-attribute key: no array, no generic code.
-    private func find(cell: RawCell) -> Int? {
-        let slot = identification[0]
-        if let index {
-            guard let row = table.owner(ofCell: cell, in: index), table.isVisible(row: row) else { return nil }
+        if let unique {
+            guard let row = withCells(key, { table.owner(ofCells: $0, in: unique) }), table.isVisible(row: row) else { return nil }
             return row
         }
-        return lookUp(hashing: { Self.combine(cell, into: &$0) }, matches: { self.row($0, holds: cell, slot: slot) })
-    }
-
-    /// ``existingRow(_:)`` for a compound key, its cells in ``identification``'s order.
-    private func find(cells: [RawCell]) -> Int? {
-        if let index {
-            guard let row = table.owner(ofCells: cells, in: index), table.isVisible(row: row) else { return nil }
-            return row
-        }
-        func holds(_ row: Int) -> Bool {
-            for (i, s) in identification.enumerated() where !self.row(row, holds: cells[i], slot: s) { return false }
-            return true
-        }
-        return lookUp(hashing: { hasher in for cell in cells { Self.combine(cell, into: &hasher) } }, matches: holds)
-    }
-
-    /// The visible row whose key `matches` accepts: a scan of the table, or a probe of the
-    /// batch's lookup table (built on first use) with the key's hash, which `hashing` feeds.
-    private func lookUp(hashing: (inout _KeyHasher) -> Void, matches: (Int) -> Bool) -> Int? {
-        guard usesLookupTable else {
-            for row in 0..<table.rowCount where table.isVisible(row: row) && matches(row) { return row }
+        guard let identity else { return nil }
+        switch withCells(key, { table.identityMatch(cells: $0, in: identity) }) {
+        case .none:
             return nil
+        case .one(let row):
+            return row
+        case .several(let a, let b):
+            let names = identification.map { entity.attributes[$0].name }
+            let shown = zip(names, key).map { "\($0) = \($1)" }.joined(separator: ", ")
+            throw MappingError(
+                .ambiguousIdentification,
+                "several objects of \(entity.name) have \(shown) (serials \(table.serial(ofRow: a)) and \(table.serial(ofRow: b))), so the value "
+                    + "identifies none of them: a unique constraint on \(names.joined(separator: ", ")) keeps identities unique",
+                sourceIndex: sourceIndex, keyPath: names.joined(separator: ","), value: key.map { "\($0)" }.joined(separator: ", "),
+                entity: entity.name, attribute: names.joined(separator: ", "))
         }
-        if buckets == nil { buildLookupTable() }
-        guard let buckets else { return nil }
-        var hasher = _KeyHasher(seed: seed)
-        hashing(&hasher)
-        let mask = buckets.count - 1
-        let h = hasher.finalize()
-        var b = h & mask
-        while true {
-            let r = Int(buckets[b])
-            if r < 0 {
-                missedHash = h
-                return nil
-            }
-            if table.isVisible(row: r) && matches(r) { return r }
-            b = (b + 1) & mask
-        }
-    }
-
-    /// Whether `row`'s attribute at `slot` holds `cell`, byte for byte.
-    private func row(_ row: Int, holds cell: RawCell, slot s: Int) -> Bool {
-        if table.isNull(row: row, slot: s) { return false }
-        let x = table.values[row * table.stride + s]
-        switch cell {
-        case .fixed(let bits): return !table.types[s].isVariableLength && x == bits
-        case .bytes(let buffer): return table.types[s].isVariableLength && table.arena.equal(ArenaRef(x), buffer)
-        }
-    }
-
-    /// Whether two rows have the same identification key.
-    private func sameKey(_ a: Int, _ b: Int) -> Bool {
-        for s in identification {
-            let x = table.values[a * table.stride + s], y = table.values[b * table.stride + s]
-            if x == y { continue }
-            if !table.types[s].isVariableLength || !table.arena.equal(ArenaRef(x), ArenaRef(y)) { return false }
-        }
-        return true
-    }
-
-    private static func combine(_ cell: RawCell, into hasher: inout _KeyHasher) {
-        switch cell {
-        case .fixed(let bits): hasher.combine(bits)
-        case .bytes(let buffer): hasher.combine(bytes: buffer)
-        }
-    }
-
-    /// The hash of `row`'s key, equal to the hash ``find(cell:)`` and ``find(cells:)`` compute of
-    /// its cells; nil when a key attribute is nil.
-    private func rowHash(_ row: Int) -> Int? {
-        var hasher = _KeyHasher(seed: seed)
-        for s in identification {
-            if table.isNull(row: row, slot: s) { return nil }
-            let cell = table.values[row * table.stride + s]
-            if table.types[s].isVariableLength {
-                table.arena.withBytes(ArenaRef(cell)) { hasher.combine(bytes: $0) }
-            } else {
-                hasher.combine(cell)
-            }
-        }
-        return hasher.finalize()
-    }
-
-    /// Fills ``buckets`` with every visible row that has a key.
-    private func buildLookupTable() {
-        var size = 16
-        while size < table.liveCount * 2 { size <<= 1 }
-        buckets = Array(repeating: -1, count: size)
-        used = 0
-        for row in 0..<table.rowCount where table.isVisible(row: row) {
-            if let h = rowHash(row) { add(row, hash: h) }
-        }
-    }
-
-    /// Adds `row` under `hash`, unless a row with its key is there already (the first stays).
-    private func add(_ row: Int, hash h: Int) {
-        guard var current = buckets else { return }
-        buckets = nil  // `current` the only reference: changed in place
-        defer { buckets = current }
-        if (used + 1) * 2 > current.count {
-            let rows = current.filter { $0 >= 0 }
-            current = Array(repeating: -1, count: current.count * 2)
-            used = 0
-            for r in rows where table.isVisible(row: Int(r)) {
-                if let rh = rowHash(Int(r)) { place(Int(r), hash: rh, in: &current) }
-            }
-        }
-        place(row, hash: h, in: &current)
-    }
-
-    private func place(_ row: Int, hash h: Int, in buckets: inout [Int32]) {
-        let mask = buckets.count - 1
-        var b = h & mask
-        while buckets[b] >= 0 {
-            let r = Int(buckets[b])
-            if r == row || (table.isVisible(row: r) && sameKey(r, row)) { return }
-            b = (b + 1) & mask
-        }
-        buckets[b] = Int32(row)
-        used += 1
     }
 }

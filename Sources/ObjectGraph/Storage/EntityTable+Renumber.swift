@@ -132,6 +132,7 @@ extension EntityTable {
         for index in secondaryIndexes {
             if index.isBuilt { index.renumber(newRow) } else { index.discard() }
         }
+        for index in identityIndexes { index.discard() }
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
 
         // The bytes: only the live rows' and the defaults', unless a pending change's bytes

@@ -109,6 +109,15 @@ final class EntityTable {
     /// Bit `s` for each slot `s` below 64 that a secondary index keys, and bit 63 also for
     /// every slot from 63 on that one keys: a set of another slot skips the index hook at once.
     let secondarySlotMask: UInt64
+    /// The hash indexes that conversions of Swift values made to find objects by attributes
+    /// no unique constraint covers (IdentityIndex.swift), kept up to date by the same hooks as
+    /// the secondary indexes.
+    @exclusivity(unchecked) var identityIndexes: [IdentityIndex] = []
+    /// ``secondarySlotMask`` for the identity indexes.
+    @exclusivity(unchecked) var identitySlotMask: UInt64 = 0
+    /// Whether any index keeps rows by key and must hear of every change of a row
+    /// (``touchIndexes(row:)``).
+    var tracksRowKeys: Bool { !secondaryIndexes.isEmpty || !identityIndexes.isEmpty }
 
     /// The entity's relationships, resolved against the context's schema.
     let relationships: [ResolvedRelationship]
@@ -240,7 +249,7 @@ final class EntityTable {
         }
         if serial >= nextSerial { nextSerial = serial + 1 }
         liveCount += 1
-        if !secondaryIndexes.isEmpty { touchIndexes(row: row) }
+        if tracksRowKeys { touchIndexes(row: row) }
         return row
     }
 
@@ -274,7 +283,7 @@ final class EntityTable {
         extendCells(toRows: first + n)  // room `reserveRows` made is used first
         if defaults { update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) } }
         liveCount += n
-        if !secondaryIndexes.isEmpty { discardSecondaryIndexes() }
+        if tracksRowKeys { discardSecondaryIndexes() }
         if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
         return first..<first + n
     }
@@ -371,7 +380,7 @@ final class EntityTable {
         beforeIndex.clear(row)
         freeRows.append(Int32(row))
         liveCount -= 1
-        if !secondaryIndexes.isEmpty { touchIndexes(row: row) }
+        if tracksRowKeys { touchIndexes(row: row) }
     }
 
     /// Turns a stored instance back into `any Entity` without a dynamic cast: every instance
@@ -706,7 +715,7 @@ final class EntityTable {
             releaseRow(Int(r))
         }
         for r in vanishedRows { releaseRow(Int(r)) }
-        if !secondaryIndexes.isEmpty {
+        if tracksRowKeys {
             for r in dirtyRows where beforeIndex[Int(r)] >= 0 { touchIndexes(row: Int(r)) }
         }
         restoreBeforeImages()

@@ -432,10 +432,14 @@ extension EntityTable {
     // MARK: Maintenance hooks
 
     /// Notes a possible change of `row`'s key in every index `slot` belongs to.
+    /// Notes a possible change of `row`'s key in every index `slot` belongs to, identity
+    /// indexes (IdentityIndex.swift) included.
     @inline(__always)
     func touchIndexes(row: Int, slot: Int) {
-        if secondarySlotMask & (1 << UInt64(min(slot, 63))) == 0 { return }
+        let bit = UInt64(1) << UInt64(min(slot, 63))
+        if (secondarySlotMask | identitySlotMask) & bit == 0 { return }
         for i in secondaryBySlot[slot] { secondaryIndexes[i].touch(row) }
+        if identitySlotMask & bit != 0 { for index in identityIndexes where index.mayKey(slot) { index.touch(row) } }
     }
 
     /// Notes a possible change of `row`'s key in every index (the row was allocated, freed or
@@ -443,10 +447,13 @@ extension EntityTable {
     @inline(__always)
     func touchIndexes(row: Int) {
         for index in secondaryIndexes { index.touch(row) }
+        for index in identityIndexes { index.touch(row) }
     }
 
-    /// Forgets every index; each is rebuilt at its next lookup (after replay).
+    /// Forgets every index, identity indexes included; each is rebuilt at its next lookup
+    /// (after replay).
     func discardSecondaryIndexes() {
         for index in secondaryIndexes { index.discard() }
+        for index in identityIndexes { index.discard() }
     }
 }
