@@ -175,11 +175,6 @@ public final class ObjectStore {
         }
         try door.replay(into: context, progress: &progress)
         do throws(CancellationError) { try progress.checkCancellation() } catch { throw door.openCancelled() }
-        for t in context.tables {
-            if let problem = t.firstInvalidRawValue() {
-                throw StoreError(.incompatibleSchema, "\(problem): the journal was written by a model with cases this one lacks; add the case back to open it")
-            }
-        }
         var duplicates = 0
         for t in context.tables { duplicates += t.rebuildIndexes() }
         if context.tables.reduce(0, { $0 + $1.rowCount }) >= Self.trimmedOpenRows {
