@@ -6,7 +6,7 @@
 #   make bench-mapping   JSON mapping against JSONDecoder + GRDB (Tools/Benchmarks/Results/mapping.md)
 #   make bench-indexes   #Index fetches and import with 0, 1, 2 indexes against SQLite's CREATE INDEX (Tools/Benchmarks/Results/indexes.md)
 #   make bench-links   many-to-many and ordered relationships against to-one slots: build, open, memory, removal (Tools/Benchmarks/Results/links.md)
-#   make fuzz   longer property runs, then the journal reader's libFuzzer target (FUZZ_SECONDS)
+#   make fuzz   longer property runs, then the libFuzzer targets: the journal reader's, and hostile payloads through open, point in time and a follower (FUZZ_SECONDS each)
 #   make replication-test   the replication suites against real nats-server processes, with 20 kill rounds
 #   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases, then make tsan
 #   make tsan   the concurrency tests built with the thread sanitizer
@@ -58,6 +58,8 @@ fuzz: deps
 	bash Tools/Fuzz/build.sh
 	mkdir -p .build/fuzz/corpus
 	.build/fuzz/journal-reader-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=.build/fuzz/ .build/fuzz/corpus Tools/Fuzz/corpus
+	mkdir -p .build/fuzz/payload-corpus
+	.build/fuzz/objectgraph-payload-fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -len_control=0 -artifact_prefix=.build/fuzz/payload- .build/fuzz/payload-corpus
 
 # The replication suites (Tests/ReplicationTests) start their own nats-server processes on
 # loopback (Debian's, installed by Tools/install-deps.sh) and stop them. `make test` runs them

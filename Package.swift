@@ -127,6 +127,15 @@ let package = Package(
             path: "Tools/ReplicationChild",
             swiftSettings: strictSettings + macroSettings
         ),
+        // The libFuzzer target over hostile payloads behind valid checksums, through open, point
+        // in time and a follower (Tools/Fuzz/build.sh builds it with the fuzzer; a plain build
+        // makes a program that says so).
+        .executableTarget(
+            name: "objectgraph-payload-fuzz",
+            dependencies: ["ObjectGraph", "GraphJournal"],
+            path: "Tools/Fuzz/Payload",
+            swiftSettings: strictSettings + macroSettings
+        ),
         // The tool's progress bar, a library so that its tests import it (a test target that
         // imports an executable's module may be compiled before that module exists).
         .target(

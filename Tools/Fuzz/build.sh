@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the journal reader's libFuzzer target with AddressSanitizer:
+# Builds the libFuzzer targets with AddressSanitizer. The journal reader's:
 # GraphJournal's sources and Tools/Fuzz/JournalReaderFuzz.swift as one module, the CRC32C C
 # file beside it. Output: .build/fuzz/journal-reader-fuzz
 set -euo pipefail
@@ -20,3 +20,14 @@ swiftc -parse-as-library -module-name GraphJournal -package-name ObjectGraph -sw
     $(find Sources/GraphJournal -name "*.swift") Tools/Fuzz/JournalReaderFuzz.swift "$out/CRC32C.o" -llz4 \
     -o "$out/journal-reader-fuzz" 2> >(grep -v "Cannot export local symbol '__asan" >&2)
 echo "$out/journal-reader-fuzz"
+
+# The payload target (Tools/Fuzz/Payload): ObjectGraph and its dependencies built with the
+# fuzzer's coverage and AddressSanitizer in their own build folder, the `@Entity` macros loaded
+# from the debug build's macro executable (as `make demo` does) so that swift-syntax is not
+# compiled again. Output: .build/fuzz/objectgraph-payload-fuzz
+plugin="$PWD/.build/debug/ObjectGraphMacros-tool"
+[ -x "$plugin" ] || swift build --target ObjectGraphMacros
+OBJECTGRAPH_MACRO_PLUGIN="$plugin" swift build --build-path .build/fuzz-spm --product objectgraph-payload-fuzz \
+    -Xswiftc -DOBJECTGRAPH_PAYLOAD_FUZZ -Xswiftc -sanitize=fuzzer,address -Xswiftc -g 2>&1 | tail -3
+cp "$(OBJECTGRAPH_MACRO_PLUGIN="$plugin" swift build --build-path .build/fuzz-spm --show-bin-path)/objectgraph-payload-fuzz" "$out/objectgraph-payload-fuzz"
+echo "$out/objectgraph-payload-fuzz"

@@ -7,10 +7,13 @@ import ObjectGraph
 /// the live objects (or only their serials), without the application's code and without
 /// opening the store for writing. `stats`, `verify` and `dump --objects` share it.
 ///
-/// It checks what opening the store would check beyond the framing: a transaction follows a
-/// schema record and decodes against it, inserts a serial that is not live, updates and deletes
-/// serials that are; and for the relationships stored as links (``LinkState``), links and
-/// orders objects that are live, removes pairs that are linked, adds pairs that are not.
+/// It checks what opening the store would check beyond the framing, with the library's rules
+/// (`RecordRules`, which also word the problems): a transaction follows a schema record and
+/// decodes against it (every count and serial within its bounds), inserts a serial that is not
+/// live, updates and deletes serials that are; and for the relationships stored as links
+/// (``LinkState``), links and orders objects that are live, removes pairs that are linked, adds
+/// pairs that are not. The one rule it cannot apply is an enum attribute's raw value being a
+/// case: the cases are in the application's code, which the tool does not have.
 struct JournalReplay {
     /// The live objects of one entity.
     struct Table {
@@ -278,7 +281,7 @@ struct JournalReplay {
                     continue
                 }
                 if let run = block.insertedRun {
-                    for serial in tables[t].insertBits(run) { report(entry, "inserts \(name)/\(serial), which already exists") }
+                    for serial in tables[t].insertBits(run) { report(entry, RecordRules.insertOfLiveSerial(name, serial).reason) }
                     trackSerials(t, name, entry, inserted: EmptyCollection(), updated: outline.serials[block.updated],
                                  deleted: outline.serials[block.deleted])
                 } else {
@@ -365,13 +368,13 @@ struct JournalReplay {
         inserted: some Collection<UInt64>, updated: some Sequence<UInt64>, deleted: some Sequence<UInt64>
     ) {
         for serial in tables[t].insertBits(inserted) {
-            report(entry, "inserts \(name)/\(serial), which already exists")
+            report(entry, RecordRules.insertOfLiveSerial(name, serial).reason)
         }
         for serial in tables[t].missingBits(updated) {
-            report(entry, "updates \(name)/\(serial), which does not exist")
+            report(entry, RecordRules.updateOfMissingSerial(name, serial).reason)
         }
         for serial in tables[t].removeBits(deleted) {
-            report(entry, "deletes \(name)/\(serial), which does not exist")
+            report(entry, RecordRules.deleteOfMissingSerial(name, serial).reason)
         }
         dropLinks(of: name, deleted)
     }
@@ -391,18 +394,18 @@ struct JournalReplay {
         for (i, serial) in changes.insertedSerials.enumerated() {
             let values = Array(changes.insertedValues[(i * width)..<((i + 1) * width)])
             if tables[t].objects.updateValue(values, forKey: serial) != nil {
-                report(record, "inserts \(name)/\(serial), which already exists")
+                report(record, RecordRules.insertOfLiveSerial(name, serial).reason)
             }
         }
         for update in changes.updates {
             guard tables[t].objects[update.serial] != nil else {
-                report(record, "updates \(name)/\(update.serial), which does not exist")
+                report(record, RecordRules.updateOfMissingSerial(name, update.serial).reason)
                 continue
             }
             tables[t].objects[update.serial]![update.attribute] = update.value
         }
         for serial in changes.deletedSerials where tables[t].objects.removeValue(forKey: serial) == nil {
-            report(record, "deletes \(name)/\(serial), which does not exist")
+            report(record, RecordRules.deleteOfMissingSerial(name, serial).reason)
         }
         dropLinks(of: name, changes.deletedSerials)
     }
@@ -608,31 +611,33 @@ extension JournalReplay {
         let names = links[k].entityNames, prefix = links[k].shortName + ": ", exact = links[k].exact
         let sideTables = names.map { tableIndex[$0] }
         /// Whether `serial` of `side` is live; reports it when not.
+        // The rules and their words are the library's (`RecordRules`); only the facts are this
+        // replay's. Where the links are not known exactly, the rules that need them are not
+        // applied.
         func exists(_ side: Int, _ serial: UInt64) -> Bool {
-            if let t = sideTables[side], isLive(table: t, serial) { return true }
-            report(entry, prefix + "link of \(names[side])/\(serial), which does not exist")
-            return false
+            let live = sideTables[side].map { isLive(table: $0, serial) } ?? false
+            if let v = RecordRules.linkedObject(names[side], serial, isLive: live) { report(entry, prefix + v.reason) }
+            return live
         }
         func pair(_ p: LinkChanges.Pair) -> String { "\(names[0])/\(p.serial0) and \(names[1])/\(p.serial1)" }
         for p in changes.removed where exists(0, p.serial0) && exists(1, p.serial1) {
-            if !links[k].remove(p.serial0, p.serial1) && exact { report(entry, prefix + "unlink of \(pair(p)), which are not linked") }
+            let removed = links[k].remove(p.serial0, p.serial1)
+            if exact, let v = RecordRules.unlink(pair(p), linked: removed) { report(entry, prefix + v.reason) }
         }
         for p in changes.added where exists(0, p.serial0) && exists(1, p.serial1) {
-            // A record removes a to-one's link before it adds another; the library refuses one
-            // that does not.
             let serials = [p.serial0, p.serial1]
-            if exact, !links[k].contains(p.serial0, p.serial1),
-               let side = (0..<2).first(where: { links[k].link.toOne[$0] && !links[k].members($0, serials[$0]).isEmpty }) {
-                report(entry, prefix + "link of \(pair(p)): \(names[side]).\(links[k].link.names[side]) is a to-one that holds a link already")
+            let holding = (0..<2).first { links[k].link.toOne[$0] && !links[k].members($0, serials[$0]).isEmpty }
+            if exact, let v = RecordRules.link(
+                pair(p), linked: links[k].contains(p.serial0, p.serial1), toOneHolding: holding.map { (entity: names[$0], name: links[k].link.names[$0]) }) {
+                report(entry, prefix + v.reason)
                 continue
             }
-            if !links[k].add(p.serial0, p.serial1) && exact { report(entry, prefix + "link of \(pair(p)), which are linked already") }
+            links[k].add(p.serial0, p.serial1)
         }
         for o in changes.orders where (0..<2).contains(o.side) {
             guard exists(o.side, o.owner), o.placements.allSatisfy({ exists(1 - o.side, $0.member) }) else { continue }
-            if !links[k].reorder(o.side, o.owner, o.placements) && exact {
-                report(entry, prefix + "order of \(names[o.side])/\(o.owner) names a member it does not have or an index past its end")
-            }
+            let applies = links[k].reorder(o.side, o.owner, o.placements)
+            if exact, let v = RecordRules.order(names[o.side], o.owner, applies: applies) { report(entry, prefix + v.reason) }
         }
     }
 }

@@ -201,14 +201,19 @@ final class JournalDoor: PersistenceDoor {
         } catch {
             throw StoreError(journal: error)
         }
-        do {
-            try context.apply(changes)
+        do throws(RecordViolation) {
+            // The rules open's replay holds the record to (`RecordRules`), so that reopening
+            // reaches the same verdict on it.
+            try context.applyCommitted(changes)
         } catch {
             state = .closed
             try? journal.close()
+            let consequence = error.rule == .rawValueNotACase
+                ? "this replica's model lacks a case its source has"
+                : "the replica diverged from its source"
             throw StoreError(
-                .corruptPayload,
-                "shipped record \(record.sequence) was written but does not apply here (\(error)): the replica diverged from its source; the store was closed, reopen it to see the record named",
+                error.storeErrorCode,
+                "shipped record \(record.sequence) was written but does not apply here (\(error.reason)): \(consequence); the store was closed, reopen it to see the record named",
                 sequence: record.sequence)
         }
     }

@@ -175,11 +175,6 @@ public final class ObjectStore {
         }
         try door.replay(into: context, progress: &progress)
         do throws(CancellationError) { try progress.checkCancellation() } catch { throw door.openCancelled() }
-        for t in context.tables {
-            if let problem = t.firstInvalidRawValue() {
-                throw StoreError(.incompatibleSchema, "\(problem): the journal was written by a model with cases this one lacks; add the case back to open it")
-            }
-        }
         var duplicates = 0
         for t in context.tables { duplicates += t.rebuildIndexes() }
         if context.tables.reduce(0, { $0 + $1.rowCount }) >= Self.trimmedOpenRows {
@@ -241,9 +236,12 @@ public final class ObjectStore {
     /// - Parameter record: a checked transaction record (GraphJournal's `ShippedRecord.init(wire:)`).
     /// - Parameter schema: the payload of the source's schema record in force for `record`.
     /// - Parameter origin: where the record came from (at most 1 KiB), reported by ``origin``.
-    /// - Throws: ``StoreError``: `corruptPayload` when the record does not decode with
-    ///   `schema` (nothing changed) or decodes but does not apply (the replica diverged: the
-    ///   store is closed, and reopening it reports the record); `incompatibleSchema`; `journal`
+    /// - Throws: ``StoreError`` naming the record's sequence: `corruptPayload` when the record
+    ///   does not decode with `schema` or claims a size or serial it cannot hold (nothing
+    ///   changed), or decodes but does not apply (the replica diverged: the store is closed, and
+    ///   reopening it reports the record); `incompatibleSchema` when it stores an enum raw value
+    ///   that is not a case of this model's enum (the store is closed likewise), or for its
+    ///   schema; `journal`
     ///   when the append fails (nothing changed); `readOnly` when the context has pending
     ///   changes; `closed`.
     public func applyShipped(_ record: ShippedRecord, schema: [UInt8], origin: [UInt8]) throws(StoreError) {

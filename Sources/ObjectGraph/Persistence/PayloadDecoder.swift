@@ -10,8 +10,9 @@ protocol PayloadVisitor {
     /// A block of the stored entity `entity` begins; `attributes` are its stored attributes.
     mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure)
 
-    /// Reads the block's inserted serials (a serial list) and returns how many there are.
-    mutating func insertedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) -> Int
+    /// Reads the deltas of the block's `count` inserted serials (a serial list whose count the
+    /// decoder read and bounded: ``RecordRules/maximumInsertedCount(remaining:attributes:)``).
+    mutating func insertedSerials(_ r: inout PayloadReader, count: Int) throws(PayloadReader.Failure)
 
     /// Reads the inserted objects' values of attribute `attribute`: one per row of `rows`,
     /// except where `nulls` (when the column has nil values) has the row's bit set.
@@ -84,17 +85,28 @@ enum PayloadDecoder {
         for _ in 0..<(try r.count(limit: entities)) {
             let entity = try r.count(limit: entities - 1)
             let attributes = stored.entities[entity].attributes
-            try visitor.beginBlock(entity: entity, attributes: attributes, nextSerial: try r.varint())
-            let rows = try visitor.insertedSerials(&r)
+            let claimOffset = r.offset
+            let nextSerial = try r.varint()
+            if let v = RecordRules.nextSerial(nextSerial) { throw PayloadReader.violation(claimOffset, v) }
+            try visitor.beginBlock(entity: entity, attributes: attributes, nextSerial: nextSerial)
+            // Every count is bounded by the bytes that follow it before a visitor sees it: it
+            // sizes what the visitor allocates (rows, a change set's values).
+            let countOffset = r.offset
+            let claimed = try r.varint()
+            let most = RecordRules.maximumInsertedCount(remaining: r.remaining, attributes: attributes.count)
+            if let v = RecordRules.insertedCount(claimed, most: most, remaining: r.remaining) { throw PayloadReader.violation(countOffset, v) }
+            let rows = Int(claimed)
+            try visitor.insertedSerials(&r, count: rows)
             if rows > 0 {
                 for (j, a) in attributes.enumerated() {
                     let nulls = try r.nullFlag() ? try r.nullBitmap(rows, into: &bitmap) : nil
                     try visitor.insertedColumn(&r, attribute: j, encoding: a.type.payloadEncoding, rows: rows, nulls: nulls)
                 }
             }
-            for _ in 0..<(try r.count(limit: r.count)) {
+            // Each update takes at least two bytes: its serial and its field count.
+            for _ in 0..<(try r.count(limit: r.remaining / 2)) {
                 let start = r.offset
-                try visitor.updatedObject(serial: try r.varint(), at: start)
+                try visitor.updatedObject(serial: try r.serial(), at: start)
                 for _ in 0..<(try r.count(limit: attributes.count)) {
                     let field = try r.varint()
                     let j = Int(field >> 1)
@@ -139,20 +151,24 @@ enum PayloadDecoder {
                 for _ in 0..<n {
                     let at = r.offset
                     serial0 &+= try r.signed()
-                    let serial1 = try r.varint()
-                    guard serial0 > 0, serial1 > 0 else { throw PayloadReader.malformed(at, "link of serial 0") }
+                    guard RecordRules.isValidSerial(UInt64(bitPattern: serial0)) else {
+                        throw PayloadReader.violation(at, RecordRules.serialOutOfBounds(serial0))
+                    }
+                    let serial1 = try r.serial()
                     try visitor.linkPair(removed: removed, UInt64(serial0), serial1, at: at)
                 }
             }
             var placements: [(member: UInt64, index: Int)] = []
             for side in 0..<2 where stored.links[k].ordered[side] {
-                for _ in 0..<(try r.count(limit: r.count)) {
+                // Each owner takes at least two bytes (its serial and its count), each placement
+                // two (its member and its index).
+                for _ in 0..<(try r.count(limit: r.remaining / 2)) {
                     let at = r.offset
-                    let owner = try r.varint()
+                    let owner = try r.serial()
                     placements.removeAll(keepingCapacity: true)
                     var last = -1
-                    for _ in 0..<(try r.count(limit: r.count)) {
-                        let member = try r.varint()
+                    for _ in 0..<(try r.count(limit: r.remaining / 2)) {
+                        let member = try r.serial()
                         let indexOffset = r.offset
                         let index = try r.count(limit: Int(Int32.max))
                         guard index > last else { throw PayloadReader.malformed(indexOffset, "order index \(index) after \(last)") }
@@ -181,7 +197,9 @@ enum PayloadDecoder {
         for _ in 0..<runs {
             let at = r.offset
             serial0 &+= try r.signed()
-            guard serial0 > 0 else { throw PayloadReader.malformed(at, "link of serial \(serial0)") }
+            guard RecordRules.isValidSerial(UInt64(bitPattern: serial0)) else {
+                throw PayloadReader.violation(at, RecordRules.serialOutOfBounds(serial0))
+            }
             let countOffset = r.offset
             let k = try r.count(limit: left)
             guard k > 0 else { throw PayloadReader.malformed(countOffset, "a run of no pairs") }
@@ -190,7 +208,9 @@ enum PayloadDecoder {
             for _ in 0..<k {
                 let memberOffset = r.offset
                 serial1 &+= try r.signed()
-                guard serial1 > 0 else { throw PayloadReader.malformed(memberOffset, "link of serial \(serial1)") }
+                guard RecordRules.isValidSerial(UInt64(bitPattern: serial1)) else {
+                    throw PayloadReader.violation(memberOffset, RecordRules.serialOutOfBounds(serial1))
+                }
                 try visitor.linkPair(removed: removed, UInt64(serial0), UInt64(serial1), at: memberOffset)
             }
         }
@@ -217,6 +237,7 @@ extension StoreError {
         switch failure {
         case .malformed(let malformed): self.init(.corruptPayload, "\(malformed)")
         case .piecesEnded: self.init(.corruptPayload, "the payload ends before its length")
+        case .violation(let offset, let violation): self.init(violation.storeErrorCode, "at byte \(offset) of the payload: \(violation.reason)")
         }
     }
 }

@@ -29,6 +29,9 @@ struct PayloadReader {
         case malformed(Malformed)
         /// The pieces ended before the payload's length.
         case piecesEnded
+        /// The payload is well-formed there, but what it says breaks a rule of the journal
+        /// (``RecordRules``): a serial out of bounds, or a change the objects do not allow.
+        case violation(offset: Int, RecordViolation)
     }
 
     /// The payload whose pieces are read; nil when the reader was given the whole payload.
@@ -73,6 +76,23 @@ struct PayloadReader {
     /// The failure for a malformation at payload offset `offset`.
     static func malformed(_ offset: Int, _ reason: String) -> Failure {
         .malformed(Malformed(offset: offset, reason: reason))
+    }
+
+    /// The failure for a record that breaks `violation` at payload offset `offset`.
+    static func violation(_ offset: Int, _ violation: RecordViolation) -> Failure {
+        .violation(offset: offset, violation)
+    }
+
+    /// The bytes of the payload not read yet: what bounds every count read next.
+    var remaining: Int { count - offset }
+
+    /// A serial (a varint) within `1...RecordRules.maximumSerial`.
+    @inline(__always)
+    mutating func serial() throws(Failure) -> UInt64 {
+        let start = offset
+        let v = try varint()
+        guard RecordRules.isValidSerial(v) else { throw Self.violation(start, RecordRules.serialOutOfBounds(v)) }
+        return v
     }
 
     /// Moves to the next non-empty piece, when the current one is read to its end.
@@ -157,7 +177,8 @@ struct PayloadReader {
 
     /// Reads a serial list's deltas (zig-zag varints) into `out`, each serial the running sum
     /// of the deltas from 0, failing as the transaction codec's serial reading does: at the
-    /// first read that fails, or with "serial N" at the delta that makes a serial below 1.
+    /// first read that fails, or with "serial N" at the delta that makes a serial outside
+    /// `1...RecordRules.maximumSerial`.
     ///
     /// The common case, a varint of at most 9 bytes with 10 bytes left in the piece, is
     /// decoded over locals (the reader's state stays in registers); the others go through
@@ -189,9 +210,9 @@ struct PayloadReader {
                         }
                     }
                     previous = previous &+ (Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1))
-                    guard previous >= 1 else {
+                    guard RecordRules.isValidSerial(UInt64(bitPattern: previous)) else {
                         position = p
-                        throw Self.malformed(pieceStart + start, "serial \(previous)")
+                        throw Self.violation(pieceStart + start, RecordRules.serialOutOfBounds(previous))
                     }
                     out[i] = UInt64(previous)
                     i += 1
@@ -201,7 +222,9 @@ struct PayloadReader {
             }
             let start = offset
             previous = previous &+ (try signed())
-            guard previous >= 1 else { throw Self.malformed(start, "serial \(previous)") }
+            guard RecordRules.isValidSerial(UInt64(bitPattern: previous)) else {
+                throw Self.violation(start, RecordRules.serialOutOfBounds(previous))
+            }
             out[i] = UInt64(previous)
             i += 1
         }
@@ -413,40 +436,50 @@ extension PayloadReader {
         return NullBitmap(bytes: storage)
     }
 
-    /// Reads a serial list (a count, then zig-zag deltas from 0, each serial at least 1),
-    /// appending its serials to `serials`; returns how many.
+    /// Reads a serial list (a count, then zig-zag deltas from 0, each serial within
+    /// `1...RecordRules.maximumSerial`), appending its serials to `serials`; returns how many.
+    /// The count is bounded by the bytes left (each serial takes at least one).
     @inline(__always)
     mutating func serialList(appendingTo serials: inout [UInt64]) throws(Failure) -> Int {
-        let n = try self.count(limit: count)
+        let n = try self.count(limit: remaining)
+        try serialList(count: n, appendingTo: &serials)
+        return n
+    }
+
+    /// Reads the `n` deltas of a serial list whose count was read (and bounded) by the caller,
+    /// appending its serials to `serials`.
+    @inline(__always)
+    mutating func serialList(count n: Int, appendingTo serials: inout [UInt64]) throws(Failure) {
+        guard n <= remaining else { throw Self.malformed(offset, "\(n) serials in \(remaining) bytes") }
         let first = serials.count
         serials.append(contentsOf: repeatElement(0, count: n))
         try serials.withUnsafeMutableBufferPointer { out throws(Failure) in
             try readSerials(into: UnsafeMutableBufferPointer(rebasing: out[first...]))
         }
-        return n
     }
 
-    /// Reads a serial list as ``serialList(appendingTo:)`` does, with the same failures, but
-    /// returns the run `first...last` without storing a serial when they are consecutive
-    /// (as a save of new objects writes them). Returns the count, and the run or nil (then
-    /// the serials were appended).
-    mutating func serialRun(appendingTo serials: inout [UInt64]) throws(Failure) -> (Int, ClosedRange<UInt64>?) {
-        let n = try self.count(limit: count)
-        guard n > 0 else { return (0, nil) }
+    /// Reads the `n` deltas of a serial list as ``serialList(count:appendingTo:)`` does, with
+    /// the same failures, but returns the run `first...last` without storing a serial when
+    /// they are consecutive (as a save of new objects writes them). Returns the run, or nil
+    /// (then the serials were appended).
+    mutating func serialRun(count n: Int, appendingTo serials: inout [UInt64]) throws(Failure) -> ClosedRange<UInt64>? {
+        guard n > 0 else { return nil }
+        guard n <= remaining else { throw Self.malformed(offset, "\(n) serials in \(remaining) bytes") }
         let start = offset
         let first = try signed()  // the first delta is from 0
-        guard first >= 1 else { throw Self.malformed(start, "serial \(first)") }
-        // Deltas of +1 after it are skipped without storing; a run that could pass Int64.max is
-        // read as a list, whose reads report the overflow.
-        let k = first <= Int64.max - Int64(n) ? try skipSerialIncrements(limit: n - 1) : 0
-        if k == n - 1 { return (n, UInt64(first)...UInt64(first + Int64(k))) }
+        guard RecordRules.isValidSerial(UInt64(bitPattern: first)) else { throw Self.violation(start, RecordRules.serialOutOfBounds(first)) }
+        // Deltas of +1 after it are skipped without storing, as far as the largest serial; past
+        // it the rest is read as a list, whose reads report the serial out of bounds.
+        let room = Int(RecordRules.maximumSerial - UInt64(first))
+        let k = try skipSerialIncrements(limit: min(n - 1, room))
+        if k == n - 1 { return UInt64(first)...UInt64(first + Int64(k)) }
         serials.append(contentsOf: UInt64(first)...UInt64(first + Int64(k)))
         let rest = serials.count
         serials.append(contentsOf: repeatElement(0, count: n - 1 - k))
         try serials.withUnsafeMutableBufferPointer { out throws(Failure) in
             try readSerials(into: UnsafeMutableBufferPointer(rebasing: out[rest...]), after: first + Int64(k))
         }
-        return (n, nil)
+        return nil
     }
 
     /// One value of a fixed-width or varint encoding, as its cell's bits (a byte string is

@@ -182,6 +182,7 @@ public struct StoredSchema: Sendable, Hashable {
             switch error {
             case .malformed(let malformed): throw StoreError(.corruptPayload, "schema record: \(malformed)")
             case .piecesEnded: throw StoreError(.corruptPayload, "schema record: truncated")
+            case .violation(_, let violation): throw StoreError(.corruptPayload, "schema record: \(violation.reason)")
             }
         }
     }

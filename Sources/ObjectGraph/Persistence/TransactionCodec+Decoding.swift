@@ -18,10 +18,10 @@ struct ChangeSetVisitor: PayloadVisitor {
         current = EntityChanges(entityName: stored.entities[entity].name, attributeNames: attributes.map(\.name))
     }
 
-    mutating func insertedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) -> Int {
-        let n = try r.serialList(appendingTo: &current.insertedSerials)
+    mutating func insertedSerials(_ r: inout PayloadReader, count n: Int) throws(PayloadReader.Failure) {
+        try r.serialList(count: n, appendingTo: &current.insertedSerials)
+        // The decoder bounded `n` by the bytes left: at most 8 values per byte of the payload.
         current.insertedValues = Array(repeating: nil, count: n * attributes.count)
-        return n
     }
 
     mutating func insertedColumn(
@@ -94,18 +94,16 @@ struct OutlineVisitor: PayloadVisitor {
         self.entity = entity
     }
 
-    mutating func insertedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) -> Int {
+    mutating func insertedSerials(_ r: inout PayloadReader, count n: Int) throws(PayloadReader.Failure) {
         inserted = outline.serials.count
         if outline.keepsInsertedRuns {
-            let (n, run) = try r.serialRun(appendingTo: &outline.serials)
-            insertedRun = run
+            insertedRun = try r.serialRun(count: n, appendingTo: &outline.serials)
             updatedStart = outline.serials.count
-            return n
+            return
         }
         insertedRun = nil
-        let n = try r.serialList(appendingTo: &outline.serials)
+        try r.serialList(count: n, appendingTo: &outline.serials)
         updatedStart = outline.serials.count
-        return n
     }
 
     mutating func insertedColumn(

@@ -120,12 +120,10 @@ struct ReplayVisitor: PayloadVisitor {
         if let (a, b) = l.linkMany(runs) {
             let s0 = l.table(0).serialOfRow[Int(a)], s1 = l.table(1).serialOfRow[Int(b)]
             let names = "\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)"
-            if l.contains(Int(a), Int(b)) {
-                throw PayloadReader.malformed(additionsOffset, "link of \(names), which are linked already")
-            }
             let side = l.link.toOne[0] && l.listCount(0, Int(a)) > 0 ? 0 : 1
-            throw PayloadReader.malformed(
-                additionsOffset, "link of \(names): \(l.table(side).entity.name).\(l.link.names[side]) is a to-one that holds a link already")
+            let violation = RecordRules.link(
+                names, linked: l.contains(Int(a), Int(b)), toOneHolding: (entity: l.table(side).entity.name, name: l.link.names[side]))
+            if let violation { throw PayloadReader.violation(additionsOffset, violation) }
         }
     }
 
@@ -134,6 +132,7 @@ struct ReplayVisitor: PayloadVisitor {
     mutating func finish() throws(StoreError) {
         do throws(PayloadReader.Failure) {
             try flushAdditions()
+            if let (offset, v) = rawValueViolation { throw PayloadReader.violation(offset, v) }
         } catch {
             throw StoreError(payload: error)
         }
@@ -145,7 +144,8 @@ struct ReplayVisitor: PayloadVisitor {
             for old in l.members(m.side, owner) { _ = m.side == 0 ? l.unlink(owner, Int(old)) : l.unlink(Int(old), owner) }
             guard m.destination != 0 else { continue }
             guard let target = l.table(1 - m.side).row(ofSerial: m.destination) else {
-                throw StoreError(.corruptPayload, "\(l.link.names[m.side]) points at \(l.table(1 - m.side).entity.name)/\(m.destination), which does not exist")
+                let violation = RecordRules.linkOfMissingObject(l.table(1 - m.side).entity.name, m.destination)
+                throw StoreError(.corruptPayload, "\(l.link.names[m.side]), a to-one now stored as links: \(violation.reason)")
             }
             _ = m.side == 0 ? l.link(owner, target) : l.link(target, owner)
         }
@@ -178,7 +178,7 @@ struct ReplayVisitor: PayloadVisitor {
         let row = side == 0 ? Self.row(rows0, serial) : Self.row(rows1, serial)
         if row >= 0 { return row }
         let name = linkTable.map { $0.table(side).entity.name } ?? "?"
-        throw PayloadReader.malformed(offset, "link of \(name)/\(serial), which does not exist")
+        throw PayloadReader.violation(offset, RecordRules.linkOfMissingObject(name, serial))
     }
 
     @inline(__always)
@@ -215,9 +215,8 @@ struct ReplayVisitor: PayloadVisitor {
         let (s0, s1) = linkSwapped ? (serial1, serial0) : (serial0, serial1)
         let a = try linkRow(0, s0, offset), b = try linkRow(1, s1, offset)
         if removed, let l = linkTable {
-            guard l.unlink(a, b) else {
-                throw PayloadReader.malformed(
-                    offset, "unlink of \(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1), which are not linked")
+            if let v = RecordRules.unlink("\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)", linked: l.unlink(a, b)) {
+                throw PayloadReader.violation(offset, v)
             }
         } else {
             if additions.isEmpty { additionsOffset = offset }
@@ -233,8 +232,8 @@ struct ReplayVisitor: PayloadVisitor {
         let row = try linkRow(side, owner, offset)
         var rows: [Int32] = []
         for p in placements { rows.append(Int32(try linkRow(1 - side, p.member, offset))) }
-        guard l.reorder(side, row, placing: Array(zip(rows, placements.map(\.index)))) else {
-            throw PayloadReader.malformed(offset, "order of \(l.table(side).entity.name)/\(owner) names a member it does not have or an index past its end")
+        if let v = RecordRules.order(l.table(side).entity.name, owner, applies: l.reorder(side, row, placing: Array(zip(rows, placements.map(\.index))))) {
+            throw PayloadReader.violation(offset, v)
         }
     }
 
@@ -247,15 +246,17 @@ struct ReplayVisitor: PayloadVisitor {
         if let t = table, nextSerial > t.nextSerial { t.nextSerial = nextSerial }
     }
 
-    mutating func insertedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) -> Int {
+    mutating func insertedSerials(_ r: inout PayloadReader, count n: Int) throws(PayloadReader.Failure) {
         let start = r.offset
         serials.removeAll(keepingCapacity: true)
         // A save of new objects and a snapshot write consecutive serials: read as a run, they
-        // are never stored in a list (8 MB for a block of 1M).
-        let (n, run) = try r.serialRun(appendingTo: &serials)
+        // are never stored in a list (8 MB for a block of 1M). The reader keeps every serial
+        // within `RecordRules.maximumSerial`, and the decoder bounded `n` by the bytes left,
+        // before any row is allocated.
+        let run = try r.serialRun(count: n, appendingTo: &serials)
         guard let t = table else {
             if let run { orphans[entity, default: []].formUnion(run) } else { orphans[entity, default: []].formUnion(serials) }
-            return n
+            return
         }
         t.reserve(n)
         t.warm(rows: n)
@@ -265,7 +266,7 @@ struct ReplayVisitor: PayloadVisitor {
         let zeroedOnAppend = mapping.feedsEverySlot[entity] && t.cellsEndAtLastRow
         if let run {
             if let s = run.first(where: { t.row(ofSerial: $0) != nil }) {
-                throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice")
+                throw PayloadReader.violation(start, RecordRules.insertOfLiveSerial(t.entity.name, s))
             }
             if t.freeRows.isEmpty {
                 appendedRows = t.appendRows(serials: run, defaults: !mapping.feedsEverySlot[entity])
@@ -273,20 +274,19 @@ struct ReplayVisitor: PayloadVisitor {
                 for s in run { rows.append(t.allocateRow(serial: s)) }
             }
         } else if let s = serials.first(where: { t.row(ofSerial: $0) != nil }) {
-            throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice")
+            throw PayloadReader.violation(start, RecordRules.insertOfLiveSerial(t.entity.name, s))
         } else if t.freeRows.isEmpty, zip(serials, serials.dropFirst()).allSatisfy({ $0 < $1 }) {
             // Saves and snapshots write serials in increasing order: distinct without hashing.
             appendedRows = t.appendRows(serials: serials, defaults: !mapping.feedsEverySlot[entity])
         } else {
             for s in serials {
-                guard t.row(ofSerial: s) == nil else { throw PayloadReader.malformed(start, "\(t.entity.name)/\(s) inserted twice") }
+                if let v = RecordRules.insert(t.entity.name, s, isLive: t.row(ofSerial: s) != nil) { throw PayloadReader.violation(start, v) }
                 rows.append(t.allocateRow(serial: s))
             }
         }
         appendedNullsClear = appendedRows != nil && zeroedOnAppend
         // The rest of the payload bounds the bytes this block can append.
         if n > 0, t.types.contains(where: \.isVariableLength) { t.arena.reserveAdditional(r.count - r.offset) }
-        return n
     }
 
     mutating func insertedColumn(
@@ -307,6 +307,7 @@ struct ReplayVisitor: PayloadVisitor {
             try r.skipValues(encoding, count: count - (nulls?.nullCount ?? 0))
             return
         }
+        let columnOffset = r.offset
         // A column without nils whose rows' null words are still all zero, and that no other
         // column of the block writes, leaves the null words alone: clearing a bit per row is a
         // second strided pass over a row's memory (8 MB for 1M rows), per column.
@@ -341,8 +342,30 @@ struct ReplayVisitor: PayloadVisitor {
                 try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in try r.cell(.bool) }
             }
         }
+        if let check = t.rawValueChecks[slot] {
+            if let range = appendedRows {
+                for row in range { checkRawValue(t, row: row, slot: slot, check, at: columnOffset) }
+            } else {
+                for row in rows { checkRawValue(t, row: row, slot: slot, check, at: columnOffset) }
+            }
+        }
         if nulls == nil { startIndexFills(t, slot: slot) }
     }
+
+    /// Notes the first value of an enum attribute at `slot` that is not one of its cases
+    /// (``RecordRules/rawValue(_:attribute:serial:_:check:)``), checked as each record writes
+    /// it, so that open refuses the record that stored it, as a follower does. The refusal
+    /// waits for the end of the payload (``finish()``): a payload malformed further on is
+    /// refused as damage, as a follower, which decodes it whole first, refuses it.
+    private mutating func checkRawValue(_ t: EntityTable, row: Int, slot: Int, _ check: AttributeValidator, at offset: Int) {
+        guard rawValueViolation == nil, let value = t.value(row: row, slot: slot),
+              let v = RecordRules.rawValue(t.entity.name, attribute: t.entity.attributes[slot].name, serial: t.serialOfRow[row], value, check: check)
+        else { return }
+        rawValueViolation = (offset, v)
+    }
+
+    /// The first enum raw value of the payload that is not a case, and where it was read.
+    private var rawValueViolation: (offset: Int, violation: RecordViolation)?
 
     /// Starts the fill of each unique index of `slot` alone on another core
     /// (``IndexFillJob``), when the block's rows are all of a table that was empty and many
@@ -398,7 +421,7 @@ struct ReplayVisitor: PayloadVisitor {
         guard let t = table else { return }
         if !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
         guard let row = t.row(ofSerial: serial) else {
-            throw PayloadReader.malformed(offset, "update of \(t.entity.name)/\(serial), which does not exist")
+            throw PayloadReader.violation(offset, RecordRules.updateOfMissingSerial(t.entity.name, serial))
         }
         updatedRow = row
     }
@@ -423,6 +446,7 @@ struct ReplayVisitor: PayloadVisitor {
             t.nulls[row * t.maskWords + slot / 64] |= 1 << UInt64(slot % 64)
             return
         }
+        let valueOffset = r.offset
         switch encoding {
         case .bytes, .bytes16:
             t.values[cell] = try r.withBytesValue(encoding) { t.arena.append($0) }
@@ -430,6 +454,7 @@ struct ReplayVisitor: PayloadVisitor {
             t.values[cell] = try r.cell(encoding)
         }
         t.nulls[row * t.maskWords + slot / 64] &= ~(1 << UInt64(slot % 64))
+        if let check = t.rawValueChecks[slot] { checkRawValue(t, row: row, slot: slot, check, at: valueOffset) }
     }
 
     mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) {
@@ -443,7 +468,7 @@ struct ReplayVisitor: PayloadVisitor {
         if !serials.isEmpty, !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
         for serial in serials {
             guard let row = t.row(ofSerial: serial) else {
-                throw PayloadReader.malformed(start, "delete of \(t.entity.name)/\(serial), which does not exist")
+                throw PayloadReader.violation(start, RecordRules.deleteOfMissingSerial(t.entity.name, serial))
             }
             for slot in 0..<t.stride where t.types[slot].isVariableLength && !t.isNull(row: row, slot: slot) {
                 t.arena.garbage += ArenaRef(t.values[row * t.stride + slot]).length

@@ -48,6 +48,10 @@ final class EntityTable {
     let stride: Int
     let maskWords: Int
     let types: [AttributeType]
+    /// Per slot, the check that an enum attribute's raw value is a case
+    /// (``AttributeDescription/rawValueCheck``); nil for the other attributes. Replay and a
+    /// change set's apply refuse a record storing one that is not (``RecordRules``).
+    let rawValueChecks: [AttributeValidator?]
     /// Null bits of the attributes that must have a value.
     let requiredMask: [UInt64]
     /// The slots of the attributes with declared validators (`@Attribute(.range(…))`).
@@ -158,6 +162,7 @@ final class EntityTable {
         stride = entity.attributes.count
         maskWords = max(1, (stride + 63) / 64)
         types = entity.attributes.map(\.type)
+        rawValueChecks = entity.attributes.map(\.rawValueCheck)
         var required = Array(repeating: UInt64(0), count: maskWords)
         for (i, a) in entity.attributes.enumerated() where !a.isOptional {
             required[i / 64] |= 1 << UInt64(i % 64)
@@ -513,20 +518,6 @@ final class EntityTable {
     func value(row: Int, slot: Int) -> AttributeValue? {
         if isNull(row: row, slot: slot) { return nil }
         return decode(cell: values[row * stride + slot], slot: slot)
-    }
-
-    /// The first live object holding a raw value that is not a case of its enum attribute's
-    /// type (``AttributeDescription/rawValueCheck``), as a sentence naming the entity,
-    /// attribute, object and value; nil when every stored raw value is a case.
-    func firstInvalidRawValue() -> String? {
-        for (slot, attribute) in entity.attributes.enumerated() {
-            guard let check = attribute.rawValueCheck else { continue }
-            for row in 0..<rowCount where isVisible(row: row) {
-                guard let value = value(row: row, slot: slot), let problem = check.check(value) else { continue }
-                return "\(entity.name).\(attribute.name) of object \(serial(ofRow: row)): \(problem)"
-            }
-        }
-        return nil
     }
 
     func decode(cell: UInt64, slot: Int) -> AttributeValue {
