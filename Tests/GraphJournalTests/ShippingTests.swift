@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphTestSupport
 import Glibc
 import Synchronization
 import Testing
@@ -95,7 +96,7 @@ import Testing
         let delivered = DeliveryLog()
         let journal = try Journal.open(directory: directory, options: delivered.options(.batched(milliseconds: 100)))
         for index in 0..<3 { try journal.append(payload(index, count: 100), schema: [1]) }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + eventBound
         while delivered.sequences.count < 4 && ContinuousClock.now < deadline { usleep(10_000) }
         #expect(delivered.sequences == Array(1...4), "the flusher's sync delivered them")
         #expect(try delivered.decoded() == journal.records())

@@ -15,7 +15,7 @@ let replicationKillRounds = ProcessInfo.processInfo.environment["OBJECTGRAPH_REP
 /// included (two tests blocking for 75 s held this one for 75 s on two cores). Twice in full
 /// runs on two cores a follower applied its first 256 messages, then nothing for 60 s, with no
 /// error; never alone. The wait ends as soon as the follower is there.
-let followerCatchUpTimeout: Duration = .seconds(240)
+let followerCatchUpTimeout: Duration = eventBound
 
 /// SIGKILL a shipping writer mid-publish and a follower mid-apply, at random points.
 @Suite(.serialized, .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's"))

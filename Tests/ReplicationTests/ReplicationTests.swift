@@ -98,11 +98,11 @@ struct ReplicationTests {
         let writer = try ReplicatedStore.open(at: replicationDirectory(), schema: pkgSchema, target: target)
         for round in 0..<20 { try syncRound(writer.context, round: round) }
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         #expect(try state(follower.store.snapshot) == state(writer.context))
         // Saves go on while it follows; it keeps up.
         for round in 20..<40 { try syncRound(writer.context, round: round) }
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         let snapshot = follower.store.snapshot
         #expect(try state(snapshot) == state(writer.context))
         #expect(try snapshot.object(Pkg.self, where: \.name, equals: "pkg-39-2")?.size == 392)
@@ -130,7 +130,7 @@ struct ReplicationTests {
         for cycle in 0..<4 {
             for round in (cycle * 10)..<(cycle * 10 + 10) { try syncRound(writer.context, round: round) }
             let follower = try await ObjectStore.follow(at: replica, schema: pkgSchema, source: target)
-            #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence))
+            #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
             #expect(try state(follower.store.snapshot) == state(writer.context))
             applied += follower.status.recordsApplied
             try await follower.stop()
@@ -164,8 +164,8 @@ struct ReplicationTests {
         let shipped = try checkLogChain(target)
         #expect(shipped == Array(1...writer.store.stats.lastSequence))
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
-        #expect(await follower.waitUntilApplied(last))
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(await follower.waitUntilApplied(last, timeout: eventBound))
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         #expect(try state(follower.store.snapshot) == state(writer.context))
         #expect(expected.count > 0)
         try await follower.stop()
@@ -191,7 +191,7 @@ struct ReplicationTests {
         try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         try syncRound(writer.context, round: 2)  // acknowledged again
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         #expect(try state(follower.store.snapshot) == state(writer.context))
         #expect(local.count > 0)
         try await follower.stop()
@@ -238,10 +238,10 @@ struct ReplicationTests {
         }
         try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
         // A follower that was running crosses the base; a new one starts from it.
-        #expect(await early.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(await early.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         #expect(try state(early.store.snapshot) == state(writer.context))
         let late = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
-        #expect(await late.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(await late.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         #expect(try state(late.store.snapshot) == state(writer.context))
         #expect(late.status.recordsApplied == 4)
         try await early.stop()
@@ -272,7 +272,7 @@ struct ReplicationTests {
         #expect(published < 10, "\(published) messages for 31 records")
         #expect(try checkLogChain(target) == Array(1...writer.store.stats.lastSequence))
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         #expect(try state(follower.store.snapshot) == state(writer.context))
         try await follower.stop()
         // A restore stops inside a message's batch, at the record asked for.
@@ -294,7 +294,7 @@ struct ReplicationTests {
         let early = writer.store.stats.lastSequence
         let replica = replicationDirectory()
         let behind = try await ObjectStore.follow(at: replica, schema: pkgSchema, source: target)
-        #expect(await behind.waitUntilApplied(early))
+        #expect(await behind.waitUntilApplied(early, timeout: eventBound))
         try await behind.stop()
         try writer.compact()
         for round in 10..<20 { try syncRound(writer.context, round: round) }
@@ -310,7 +310,7 @@ struct ReplicationTests {
         client.close()
         // The follower the stream was trimmed past is rebuilt from the kept base.
         let resumed = try await ObjectStore.follow(at: replica, schema: pkgSchema, source: target)
-        #expect(await resumed.waitUntilApplied(writer.store.stats.lastSequence))
+        #expect(await resumed.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
         #expect(try state(resumed.store.snapshot) == state(writer.context))
         try await resumed.stop()
         // A restore before the kept base is no longer possible; one after it is.

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphTestSupport
 import NATSJetStream
 
 /// A JetStream cluster of nats-server processes on 127.0.0.1: each member has its own client
@@ -33,7 +34,7 @@ final class NATSCluster: @unchecked Sendable {
                 do {
                     for server in servers { try server.launch() }
                     try NATSServer.waitForJetStream(
-                        urls: cluster.urls, replicas: size, deadline: .now + .seconds(20), what: "cluster \(clusterName)"
+                        urls: cluster.urls, replicas: size, deadline: .now + eventBound, what: "cluster \(clusterName)"
                     ) { servers.map { $0.logTail(lines: 10) }.joined(separator: "\n") }
                     return cluster
                 } catch {

@@ -43,7 +43,7 @@ final class NATSServer: @unchecked Sendable {
             let server = try NATSServer(name: "og-single", port: try freePorts(1)[0], jetStream: jetStream)
             do {
                 try server.launch()
-                try server.waitUntilReady(probeURLs: [server.url], deadline: .now + .seconds(15))
+                try server.waitUntilReady(probeURLs: [server.url], deadline: .now + eventBound)
                 return server
             } catch {
                 // Most likely the port was taken between choosing and binding it.
@@ -144,7 +144,7 @@ final class NATSServer: @unchecked Sendable {
     func restart() throws {
         stop()
         try launch()
-        try waitUntilReady(probeURLs: [url], deadline: .now + .seconds(20))
+        try waitUntilReady(probeURLs: [url], deadline: .now + eventBound)
     }
 
     var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
