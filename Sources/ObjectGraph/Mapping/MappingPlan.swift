@@ -411,7 +411,7 @@ public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What one connection (``EntityMapping/connect(_:by:)``) of a mapping run found: a missing key
+/// What one connection (``EntityMapping/connect(_:by:)-(String,String)``) of a mapping run found: a missing key
 /// told apart from a key that matches nothing.
 ///
 /// ```swift
