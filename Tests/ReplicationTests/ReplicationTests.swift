@@ -175,7 +175,9 @@ struct ReplicationTests {
     @Test func theSynchronousPolicyFailsSavesTheStreamDidNotAcknowledgeAndKeepsThem() async throws {
         let server = try NATSServer.start()
         let target = ReplicationTarget(
-            servers: [server.url], stream: freshStream(), policy: .synchronous(timeout: .milliseconds(700)), timeout: .milliseconds(300))
+            // Generous: the first save must be acknowledged on a loaded machine; the save after
+            // the kill waits the whole policy timeout before it fails, whatever its length.
+            servers: [server.url], stream: freshStream(), policy: .synchronous(timeout: .seconds(30)), timeout: .seconds(10))
         let directory = replicationDirectory()
         let writer = try ReplicatedStore.open(at: directory, schema: pkgSchema, target: target)
         try syncRound(writer.context, round: 0)
@@ -328,7 +330,7 @@ struct ReplicationTests {
     @Test func aClusterMemberKilledWhileTheWriterSavesLosesNothingAcknowledged() async throws {
         let cluster = try NATSCluster.start()
         let target = ReplicationTarget(
-            servers: cluster.urls, stream: freshStream(), replicas: 3, policy: .synchronous(timeout: .seconds(5)))
+            servers: cluster.urls, stream: freshStream(), replicas: 3, policy: .synchronous(timeout: .seconds(5)), timeout: .seconds(30))
         let writer = try ReplicatedStore.open(at: replicationDirectory(), schema: pkgSchema, target: target)
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
         var acknowledged: UInt64 = 0
