@@ -142,7 +142,7 @@ struct ReplicationTests {
 
     @Test func aRestartedWriterShipsItsBacklogWithoutGapOrDuplicate() async throws {
         let server = try NATSServer.start()
-        let target = ReplicationTarget(servers: [server.url], stream: freshStream(), timeout: .milliseconds(500))
+        let target = ReplicationTarget(servers: [server.url], stream: freshStream(), timeout: .seconds(10))
         let directory = replicationDirectory()
         var writer = try ReplicatedStore.open(at: directory, schema: pkgSchema, target: target)
         for round in 0..<5 { try syncRound(writer.context, round: round) }
