@@ -170,10 +170,10 @@ struct RecordRulesAgreementTests {
 
     /// A version 1 payload of one block of `RuleNote`: `body` writes what follows its entity
     /// index (next serial, inserts, updates, deletes).
-    static func noteBlock(_ body: (inout LinkBytesWriter, _ attributes: Int) -> Void) throws -> [UInt8] {
+    static func noteBlock(_ body: (inout PayloadBytes, _ attributes: Int) -> Void) throws -> [UInt8] {
         let stored = StoredSchema(try ruleSchema())
         let entity = try #require(stored.entities.firstIndex { $0.name == "RuleNote" })
-        var w = LinkBytesWriter()
+        var w = PayloadBytes()
         w.bytes = [1, 1]
         w.varint(UInt64(entity))
         body(&w, stored.entities[entity].attributes.count)
@@ -441,20 +441,4 @@ struct RecordRulesAgreementTests {
             }
         }
     }
-}
-
-/// Bytes as the journal's payloads write them (varints, zig-zag varints).
-struct LinkBytesWriter {
-    var bytes: [UInt8] = []
-
-    mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
-
-    mutating func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
 }

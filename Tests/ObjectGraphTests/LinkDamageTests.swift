@@ -8,27 +8,10 @@ import Testing
 // with indexes, serials, pairs and order edits that cannot be), in the schema record (version
 // 3 with a bad link side), and as the last record of a store.
 
-/// Bytes as the journal's payloads write them.
-struct LinkBytes {
-    var bytes: [UInt8] = []
+/// Bytes as the journal's payloads write them, with the link section's grammar.
+typealias LinkBytes = PayloadBytes
 
-    mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
-
-    mutating func varint(_ value: Int) { varint(UInt64(value)) }
-    mutating func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
-
-    mutating func string(_ s: String) {
-        varint(s.utf8.count)
-        bytes += Array(s.utf8)
-    }
-
+extension PayloadBytes {
     /// The version of a payload with links: its pairs in runs.
     static let version: UInt8 = 3
     /// The earlier version, each pair alone.
