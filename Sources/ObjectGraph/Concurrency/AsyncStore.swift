@@ -43,6 +43,9 @@ public actor AsyncStore {
     private let publisher: SnapshotPublisher
     private nonisolated let snapshots: SnapshotHub
     private nonisolated let changeHub: ChangeHub
+    /// With `.always` durability: the context's door, which holds back each save's snapshot,
+    /// changes and confirmation until the shared sync covered its record.
+    private let groupCommit: GroupCommitDoor?
     /// With `.always` durability: the syncs that transactions share.
     private nonisolated let committer: GroupCommitter?
     /// The store's journal, for its figures (a `Journal` is `Sendable`).
@@ -78,17 +81,16 @@ public actor AsyncStore {
 
     private init(store: sending ObjectStore, groupCommit: Bool) {
         let publisher = SnapshotPublisher(context: store.context)
-        publisher.defersPublication = groupCommit
         store.context.snapshotPublisher = publisher
-        // With group commit a save is durable only once the shared sync ran: confirmed then.
-        store.door.defersConfirmation = groupCommit
-        let changeHub = ChangeHub(snapshots: publisher.hub, defersDelivery: groupCommit)
+        let changeHub = ChangeHub(snapshots: publisher.hub)
         store.context.ensureObservers().changeHub = changeHub
-        committer =
-            groupCommit
-            ? GroupCommitter(journal: store.door.journal, snapshots: publisher.hub, changes: changeHub, directory: store.directory.path)
-            : nil
-        journal = store.door.journal
+        // With group commit a save is published, delivered and confirmed once the shared sync
+        // made it durable: the context saves through a door that holds them back until then.
+        let door = groupCommit ? GroupCommitDoor(wrapping: store.door, snapshots: publisher.hub, changes: changeHub) : nil
+        if let door { store.context.door = door }
+        self.groupCommit = door
+        committer = door?.committer
+        journal = store.journal
         self.store = store
         self.publisher = publisher
         self.snapshots = publisher.hub
@@ -143,18 +145,16 @@ public actor AsyncStore {
             context.rollback()
             // A body that saved before it threw: that save stands, so it is made durable and
             // published like any other before the error is passed on.
-            if let committer, let snapshot = publisher.takeBuilt() {
-                let unconfirmed = store.door.takeUnconfirmed()
-                try await committer.waitDurable(publishing: snapshot)
-                try? store.door.confirm(unconfirmed)
+            if let committer, let held = groupCommit?.takeHeld() {
+                try await committer.waitDurable(publishing: held.snapshot)
+                try? store.door.confirm(held.sequence)
             }
             throw error
         }
-        if let committer, let snapshot = publisher.takeBuilt() {
-            // Taken before the wait: other transactions save meanwhile.
-            let unconfirmed = store.door.takeUnconfirmed()
-            try await committer.waitDurable(publishing: snapshot)
-            try store.door.confirm(unconfirmed)
+        // Taken before the wait: other transactions save meanwhile.
+        if let committer, let held = groupCommit?.takeHeld() {
+            try await committer.waitDurable(publishing: held.snapshot)
+            try store.door.confirm(held.sequence)
         }
         return result
     }
@@ -175,8 +175,8 @@ public actor AsyncStore {
             try store.applyShipped(r.record, schema: r.schema, origin: r.origin)
             // With group commit the record is durable, and its snapshot published, once the
             // shared sync covered it.
-            if let committer, let snapshot = publisher.takeBuilt() {
-                try await committer.waitDurable(publishing: snapshot)
+            if let committer, let held = groupCommit?.takeHeld() {
+                try await committer.waitDurable(publishing: held.snapshot)
             }
         }
         return records.count

@@ -86,16 +86,6 @@ final class SnapshotPublisher {
     private var generation: UInt64 = 1
     private var version: UInt64 = 0
     let hub: SnapshotHub
-    /// With group commit: a save's snapshot is kept here (``takeBuilt()``) instead of being
-    /// published, until its record is durable.
-    var defersPublication = false
-    private var built: StoreSnapshot?
-
-    /// The snapshot the last save built and did not publish, if any; clears it.
-    func takeBuilt() -> StoreSnapshot? {
-        defer { built = nil }
-        return built
-    }
 
     /// Builds the first snapshot from the context's committed state.
     init(context: ModelContext) {
@@ -170,7 +160,7 @@ final class SnapshotPublisher {
             }
             if publishLinks(context, deleted: deleted) { changed = true }
         }
-        if changed { finish(start) }
+        if changed { finish(start, context) }
     }
 
     /// Publishes the state ``ModelContext/apply(_:)`` just committed.
@@ -195,18 +185,20 @@ final class SnapshotPublisher {
             }
             if publishLinks(context, deleted: deleted) { changed = true }
         }
-        if changed { finish(start) }
+        if changed { finish(start, context) }
     }
 
-    private func finish(_ start: ContinuousClock.Instant) {
+    /// Builds the next snapshot and hands it to the context's door, which publishes it at once
+    /// or, under group commit, once the save's record is durable (``GroupCommitDoor``).
+    private func finish(_ start: ContinuousClock.Instant, _ context: ModelContext) {
         version += 1
         let snapshot = StoreSnapshot(version: version, schema: schema, tables: tables, links: links)
         generation += 1
-        if defersPublication {
-            built = snapshot
-            hub.didBuild(version, took: ContinuousClock.now - start)
+        let took = ContinuousClock.now - start
+        if let door = context.door {
+            door.publish(snapshot, to: hub, took: took)
         } else {
-            hub.publish(snapshot, took: ContinuousClock.now - start)
+            hub.publish(snapshot, took: took)
         }
     }
 }

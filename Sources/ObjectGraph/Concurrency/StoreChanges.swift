@@ -56,12 +56,8 @@ final class ChangeHub: Sendable {
     /// Where the version of the snapshot a save published is read.
     private let snapshots: SnapshotHub
 
-    /// Whether saves are staged until ``release(through:)`` (group commit).
-    private let defers: Bool
-
-    init(snapshots: SnapshotHub, defersDelivery: Bool = false) {
+    init(snapshots: SnapshotHub) {
         self.snapshots = snapshots
-        defers = defersDelivery
     }
 
     /// Whether anybody subscribes: when not, a save builds no ``ContextChanges``.
@@ -85,12 +81,14 @@ final class ChangeHub: Sendable {
     /// Hands one save's changes to every subscriber: to its waiting consumer, or merged into its
     /// pending element.
     func deliver(_ changes: ContextChanges) {
+        hand(SavedChanges(changes: changes, saves: 1, version: snapshots.builtVersion))
+    }
+
+    /// Keeps one save's changes until ``release(through:)`` reaches the version of the snapshot
+    /// it built (group commit: once its record is durable).
+    func stage(_ changes: ContextChanges) {
         let element = SavedChanges(changes: changes, saves: 1, version: snapshots.builtVersion)
-        if defers {
-            state.withLock { $0.staged.append(element) }
-        } else {
-            hand(element)
-        }
+        state.withLock { $0.staged.append(element) }
     }
 
     /// Delivers the staged saves whose snapshot `version` or an earlier one shows.

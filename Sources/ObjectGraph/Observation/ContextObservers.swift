@@ -70,7 +70,10 @@ final class ContextObservers {
                 }
             }
             streams.yield(c)
-            changeHub?.deliver(c)
+            if let changeHub {
+                // Under group commit the door holds them until the save is durable.
+                if let door = context.door { door.deliver(c, to: changeHub) } else { changeHub.deliver(c) }
+            }
         }
     }
 }

@@ -26,8 +26,6 @@ final class JournalDoor: PersistenceDoor {
     private(set) var state = State.open
     /// The sequence of the record the last save appended, until its confirmation ran.
     private var unconfirmed: UInt64?
-    /// Set by an ``AsyncStore`` with group commit: it confirms saves itself, once durable.
-    var defersConfirmation = false
     /// A replica's schemas, decoded once: the raw schema record and its decoding.
     private var shippedSchema: (bytes: [UInt8], stored: StoredSchema)?
     /// Bytes on disk after the last compaction (or at open): the base for auto-compaction.
@@ -146,13 +144,12 @@ final class JournalDoor: PersistenceDoor {
     }
 
     func confirmSave() throws {
-        guard !defersConfirmation else { return }
         try confirm(takeUnconfirmed())
     }
 
-    /// The last save's record that awaits its confirmation, handed over once (an
-    /// ``AsyncStore`` with group commit takes it before it waits for the shared sync, during
-    /// which other transactions save).
+    /// The last save's record that awaits its confirmation, handed over once (under group
+    /// commit, ``GroupCommitDoor/takeHeld()`` takes it before the ``AsyncStore`` waits for the
+    /// shared sync, during which other transactions save).
     func takeUnconfirmed() -> UInt64? {
         defer { unconfirmed = nil }
         return unconfirmed

@@ -202,7 +202,11 @@ public final class ObjectStore {
     }
 
     /// Journal statistics: segments, records, bytes on disk, compression.
-    public var stats: JournalStats { door.journal.stats }
+    public var stats: JournalStats { journal.stats }
+
+    /// The journal the store's door owns (a `Journal` is `Sendable`: its figures and shipping
+    /// are read from any thread).
+    var journal: Journal { door.journal }
 
     // MARK: Replication
 

@@ -3,8 +3,10 @@ import GraphJournal
 /// The one way a ``ModelContext`` reaches its persistence: a save hands the door its pending
 /// changes, and after the save committed the door hears about it.
 ///
-/// Two implementations: ``JournalDoor`` (an ``ObjectStore``'s journal) and ``BackendDoor`` (a
-/// public ``PersistenceBackend``). The context holds its door strongly; a door never holds its
+/// Three implementations: ``JournalDoor`` (an ``ObjectStore``'s journal), ``BackendDoor`` (a
+/// public ``PersistenceBackend``) and ``GroupCommitDoor`` (an ``AsyncStore``'s journal under
+/// group commit, which wraps the ``JournalDoor`` and holds back what a save makes visible until
+/// its record is durable). The context holds its door strongly; a door never holds its
 /// context (the store owns the context, the context owns the door), so the methods that need
 /// the context's tables receive it.
 protocol PersistenceDoor: AnyObject {
@@ -18,6 +20,22 @@ protocol PersistenceDoor: AnyObject {
     /// Called last by a save that committed: an error thrown here is thrown by `save()`, whose
     /// changes stay committed (``StoreOptions/saveConfirmation``).
     func confirmSave() throws
+
+    /// Hands on the snapshot a committed save built for an ``AsyncStore``'s readers
+    /// (``SnapshotPublisher``). Every door but ``GroupCommitDoor`` publishes it at once.
+    func publish(_ snapshot: StoreSnapshot, to hub: SnapshotHub, took duration: Duration)
+
+    /// Hands on a committed save's changes to an ``AsyncStore``'s subscribers
+    /// (``AsyncStore/changes``). Every door but ``GroupCommitDoor`` delivers them at once.
+    func deliver(_ changes: ContextChanges, to hub: ChangeHub)
+}
+
+extension PersistenceDoor {
+    func publish(_ snapshot: StoreSnapshot, to hub: SnapshotHub, took duration: Duration) {
+        hub.publish(snapshot, took: duration)
+    }
+
+    func deliver(_ changes: ContextChanges, to hub: ChangeHub) { hub.deliver(changes) }
 }
 
 /// One save's pending changes as the context hands them to its door: each table's pending
