@@ -15,7 +15,7 @@ internal import Glibc
 ///
 /// A process started with `OBJECTGRAPH_HUGE_PAGES=off` (or `0`, `never`) marks nothing: on a
 /// virtual machine whose host backs a huge page slowly, a fault can cost several times its
-/// 512 small ones (`Docs/Architecture.md`, "Transparent huge pages for the open's write-once
+/// 512 small ones (`Docs/Performance.md`, "Transparent huge pages for the open's write-once
 /// buffers").
 package enum HugePages {
     /// `MADV_HUGEPAGE` (linux/mman.h).

@@ -264,7 +264,7 @@ public final class ObjectStore {
     /// fresh one), and glibc's `malloc_trim` returns the freed heap to the system. The objects
     /// you hold stay valid and keep their ``ObjectID``s. Skipped, memory staying as it is until
     /// the next compaction, when called inside a transaction, import, sync or save, or from a
-    /// lifecycle hook (`Docs/Architecture.md`, "Compaction and memory").
+    /// lifecycle hook (`Docs/Performance.md`, "Compaction and memory").
     ///
     /// `progress` receives ``WorkProgress`` reports (operation `compaction`, unit `objects`, out
     /// of the live committed objects): the first before anything is written, then as the objects
