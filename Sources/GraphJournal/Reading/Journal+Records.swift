@@ -90,9 +90,12 @@ extension Journal {
                   _ payload: () -> Result<[UInt8], JournalError>) throws -> Void
     ) throws {
         let files = state.withLock { s in s.files }
+        // The chain `open` settled: no gap to fill, no unlisted log to add, no torn tail (each
+        // file is read up to the end of its checked records).
+        var chain = SegmentChain(settled: files.map(\.name))
         var fileStart: Int64 = 0
-        for file in files {
-            defer { fileStart += file.size }
+        while let link = chain.current {
+            let file = files[link.index]
             let path = self.path(file.name)
             let fd = try fs.open(path, .readOnly)
             let bytesResult: Result<[UInt8], JournalError>
@@ -105,16 +108,10 @@ extension Journal {
             let history = RecordHistory(header: file.header)
             let scan = bytes.withUnsafeBytes { raw in
                 RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
-                    var decoded: Result<[UInt8], JournalError>?
-                    defer { if decoded == nil { history.note(record, in: raw, file: path) } }
                     do {
-                        // Decompressed on the first call only (a closure that does not escape).
-                        try visit(record, raw, path, fileStart, {
-                            if let decoded { return decoded }
-                            let result = history.payload(of: record, in: raw, file: path)
-                            decoded = result
-                            return result
-                        })
+                        try history.visit(record, in: raw, file: path) { payload in
+                            try visit(record, raw, path, fileStart, payload)
+                        }
                     } catch {
                         failure = error
                         return false
@@ -127,6 +124,8 @@ extension Journal {
             }
             if let failure { throw failure }
             if scan.validEnd == bytes.count { adoptHistory(history, of: file) }
+            fileStart += file.size
+            chain.advance(endsTorn: false, nextSequence: scan.nextSequence)
         }
     }
 

@@ -94,49 +94,43 @@ struct JournalOpener {
     }
 
     /// Checks the files of `listed` in order, with the unlisted logs that continue the
-    /// sequence, until the last or a drop point.
+    /// sequence (the rules of ``SegmentChain``), until the last or a drop point.
     private mutating func checkChain(_ listed: [String], unlisted: SegmentSet) throws(JournalError) -> LiveChain {
+        var chain = SegmentChain(listed: listed, unlisted: unlisted)
         var live = LiveChain(names: listed)
-        var index = 0
-        while index < live.names.count {
-            let name = live.names[index]
+        while let link = chain.current {
+            let name = link.name
             var bytes: [UInt8]?
             do throws(JournalError) { bytes = try fs.readFile(path(name)) } catch {
                 guard case .io(let errno, _) = error.code, errno == ENOENT else { throw error }
             }
             // A gap before this file, or a missing file, that an unlisted log fills: walk that
             // log first. (With no unlisted log, as at nearly every open, nothing is parsed twice.)
-            if index > 0, !unlisted.logs.isEmpty, bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence != live.tail.nextSequence,
-               let fill = unlisted.continuation(at: live.tail.nextSequence, after: fileNumber(live.names[index - 1]), before: fileNumber(name)) {
-                live.names.insert(fill.name, at: index)
-                live.adopted.append(fill.name)
+            if chain.fillGap(expecting: live.tail.nextSequence, firstSequence: bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence) {
                 continue
             }
             guard let bytes else {
                 let reason = "MANIFEST lists \(name), which does not exist (a segment is missing)"
                 guard pointInTime else { throw JournalError(.corrupt, reason, file: path(name)) }
-                live.drop = DropPoint(index: index, offset: 0, reason: reason, recordsAfter: 0)
+                live.drop = DropPoint(index: link.index, offset: 0, reason: reason, recordsAfter: 0)
                 break
             }
-            let isLast = index == live.names.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
-            let endsTorn = try add(bytes, name: name, index: index, isLast: isLast, to: &live)
+            let endsTorn = try add(bytes, link: link, to: &live)
             if live.drop != nil { break }
-            if index == live.names.count - 1, !endsTorn,
-               let next = unlisted.continuation(at: live.tail.nextSequence, after: fileNumber(name), before: nil) {
-                live.names.append(next.name)
-                live.adopted.append(next.name)
-            }
-            index += 1
+            chain.advance(endsTorn: endsTorn, nextSequence: live.tail.nextSequence)
         }
+        live.names = chain.names
+        live.adopted = chain.adopted
         return live
     }
 
-    /// Checks the segment `name` (its `bytes`, at `index` of the chain) and adds it to `live`:
+    /// Checks the segment `link` (its `bytes`) and adds it to `live`:
     /// its records to the tail, a torn tail to truncate, or the drop point.
     ///
     /// - Returns: whether the segment ends in a torn tail.
-    private mutating func add(_ bytes: [UInt8], name: String, index: Int, isLast: Bool, to live: inout LiveChain) throws(JournalError) -> Bool {
-        let check = try checkSegment(bytes, name: name, index: index, isLast: isLast, tail: &live.tail)
+    private mutating func add(_ bytes: [UInt8], link: SegmentChain.Link, to live: inout LiveChain) throws(JournalError) -> Bool {
+        let name = link.name
+        let check = try checkSegment(bytes, link: link, tail: &live.tail)
         if let drop = check.drop {
             live.drop = drop
             if drop.offset > 0 { live.files.append(check.file) }
@@ -189,9 +183,8 @@ struct JournalOpener {
     }
 
     /// Checks one segment, adding its records to `tail`.
-    private func checkSegment(
-        _ bytes: [UInt8], name: String, index: Int, isLast: Bool, tail: inout Tail
-    ) throws(JournalError) -> SegmentCheck {
+    private func checkSegment(_ bytes: [UInt8], link: SegmentChain.Link, tail: inout Tail) throws(JournalError) -> SegmentCheck {
+        let (name, index, isLast) = (link.name, link.index, link.isLast)
         let filePath = path(name)
         let header: SegmentHeader
         switch checkedHeader(bytes, name: name, index: index, nextSequence: tail.nextSequence) {
@@ -206,7 +199,7 @@ struct JournalOpener {
         let scan = scanRecords(bytes, header: header, path: filePath, tail: &tail)
         let file = LiveFile(name: name, header: header, size: Int64(scan.validEnd))
         guard let damage = scan.damage else { return SegmentCheck(file: file) }
-        if damage.couldBeTornTail, isLast, header.kind == .log {
+        if link.isTornTail(damage, kind: header.kind) {
             return SegmentCheck(file: file, torn: (Int64(bytes.count - damage.offset), damage.reason))
         }
         if pointInTime {
