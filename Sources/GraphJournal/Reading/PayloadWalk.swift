@@ -1,7 +1,7 @@
 /// One read-only walk of a journal's live records, behind ``Journal/walkPayloads(directory:io:window:streamingChunks:_:)``.
 ///
-/// It follows the chain of live files (MANIFEST order, with the unlisted logs `open` would
-/// adopt inserted where they belong) and, in each file, lends every clean record's payload to
+/// It follows the chain of live files (``SegmentChain``: MANIFEST order, with the unlisted logs
+/// `open` would adopt inserted where they belong) and, in each file, lends every clean record's payload to
 /// `body` while it lists the records and the problems it finds in ``report``. The buffers,
 /// the two record batches and the ``JournalPayload`` are reused from file to file and from
 /// record to record, so the walk allocates nothing per record.
@@ -14,8 +14,8 @@ struct PayloadWalk {
         var name = ""
         /// The file's path.
         var path = ""
-        /// Whether it is the last live file: only there may damage be a torn tail.
-        var isLast = false
+        /// Where it is in the chain: whether damage there may be a torn tail.
+        var link = SegmentChain.Link(name: "", index: 0, isLast: false)
     }
 
     /// Where the walk resumes in a file whose records before it were streamed already.
@@ -27,17 +27,14 @@ struct PayloadWalk {
     private let window: Int?
     /// Whether a chunked payload is lent chunk by chunk as it is decompressed.
     private let streamingChunks: Bool
-    /// The files not listed in MANIFEST, judged as `open` judges them.
-    private let unlisted: SegmentSet
     /// Called once per valid record with where it lies and its payload.
     private let body: (JournalReport.Entry, JournalPayload) throws -> Void
 
     /// What the walk found so far: entries and problems (``finishedReport()`` adds the rest).
     private(set) var report = JournalReport()
-    /// The live files in order, as far as they are known.
-    private var chain: [String]
-    /// The unlisted logs inserted into `chain`.
-    private var adopted: [String] = []
+    /// The live files in order, as far as they are known, with the files MANIFEST does not
+    /// list, judged as `open` judges them.
+    private var chain: SegmentChain
     /// The sequence number the next file must start at, while the walk knows it.
     private var nextSequence: UInt64?
     /// What `body` threw: the walk stops and rethrows it.
@@ -81,68 +78,42 @@ struct PayloadWalk {
         self.window = window
         self.streamingChunks = streamingChunks
         self.body = body
-        unlisted = try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest)
-        chain = manifest.files
+        chain = SegmentChain(listed: manifest.files, unlisted: try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest))
     }
 
     /// Walks every live file in order, then returns the report.
     ///
     /// - Throws: what `body` throws, or ``JournalError`` for a file that is not a regular one.
     mutating func run() throws -> JournalReport {
-        var index = 0
-        while index < chain.count {
-            if index > 0, insertGapFill(at: index) { continue }
-            let name = chain[index]
-            let isLast = index == chain.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
-            let endsTorn = try walkFile(name, isLast: isLast)
-            if index == chain.count - 1, !endsTorn { appendContinuation(after: name) }
-            index += 1
+        while let link = chain.current {
+            if chain.fillGap(expecting: nextSequence, firstSequence: Journal.firstSequence(of: directory + "/" + link.name, fs: fs)) {
+                continue
+            }
+            let endsTorn = try walkFile(link)
+            chain.advance(endsTorn: endsTorn, nextSequence: nextSequence)
         }
         return finishedReport()
     }
 
     // MARK: The chain of files
 
-    /// Inserts at `index` the unlisted log that fills a gap before the file there (or stands
-    /// in for it when it is missing), to be walked first, as `open` adds it to MANIFEST.
-    ///
-    /// - Returns: whether a log was inserted.
-    private mutating func insertGapFill(at index: Int) -> Bool {
-        let name = chain[index]
-        guard !unlisted.logs.isEmpty, let expected = nextSequence,
-              Journal.firstSequence(of: directory + "/" + name, fs: fs) != expected,
-              let fill = unlisted.continuation(at: expected, after: fileNumber(chain[index - 1]), before: fileNumber(name))
-        else { return false }
-        chain.insert(fill.name, at: index)
-        adopted.append(fill.name)
-        return true
-    }
-
-    /// Appends the unlisted log that continues the sequence after the last file, `name`.
-    private mutating func appendContinuation(after name: String) {
-        guard let expected = nextSequence,
-              let next = unlisted.continuation(at: expected, after: fileNumber(name), before: nil) else { return }
-        chain.append(next.name)
-        adopted.append(next.name)
-    }
-
     /// The report with the files walked, the adopted logs, and the unlisted files that are
     /// strays or leftovers.
     private func finishedReport() -> JournalReport {
         var report = report
-        report.files = chain
+        report.files = chain.names
         if let highestVersion { report.formatVersion = Int(highestVersion) }
-        for name in adopted {
+        for name in chain.adopted {
             report.problems.append(.init(kind: .unlistedSegment, file: name, offset: nil, bytes: nil, recordsAfter: 0,
                                          message: "not listed in MANIFEST but continues the sequence (a crash before MANIFEST was rewritten, or an older MANIFEST): open adds it to MANIFEST with its records"))
         }
         let firstLive = report.entries.first?.sequence ?? nextSequence ?? 0
-        let (superseded, strays) = unlisted.remaining(adopted: Set(adopted), firstLiveSequence: firstLive)
+        let (superseded, strays) = chain.unlisted.remaining(adopted: Set(chain.adopted), firstLiveSequence: firstLive)
         for stray in strays {
             report.problems.append(.init(kind: .corruption, file: stray.name, offset: 0, bytes: Int64(stray.size), recordsAfter: stray.records,
                                          message: SegmentSet.strayReason(stray)))
         }
-        for name in (unlisted.leftovers + superseded).sorted() {
+        for name in (chain.unlisted.leftovers + superseded).sorted() {
             report.problems.append(.init(kind: .leftoverFile, file: name, offset: nil, bytes: nil, recordsAfter: 0,
                                          message: "not listed in MANIFEST and holds no record the live files lack: the next writer removes it"))
         }
@@ -156,8 +127,8 @@ struct PayloadWalk {
     ///
     /// - Returns: whether the file ends in a torn tail.
     /// - Throws: what `body` threw, or ``JournalError`` when the file is not a regular file.
-    private mutating func walkFile(_ name: String, isLast: Bool) throws -> Bool {
-        file = CurrentFile(name: name, path: directory + "/" + name, isLast: isLast)
+    private mutating func walkFile(_ link: SegmentChain.Link) throws -> Bool {
+        file = CurrentFile(name: link.name, path: directory + "/" + link.name, link: link)
         let entriesBefore = report.entries.count
         let problemsBefore = report.problems.count
         do throws(JournalError) {
@@ -233,7 +204,7 @@ struct PayloadWalk {
         ) { deliver($0, in: raw, at: 0) }
         nextSequence = scan.nextSequence
         if failure == nil, let damage = scan.damage {
-            let torn = damage.couldBeTornTail && file.isLast && header.kind == .log
+            let torn = file.link.isTornTail(damage, kind: header.kind)
             report.problems.append(.init(kind: torn ? .tornTail : .corruption, file: file.name, offset: Int64(damage.offset),
                                          bytes: Int64(raw.count - damage.offset), recordsAfter: damage.recordsAfter,
                                          message: damage.reason))
@@ -406,7 +377,6 @@ struct PayloadWalk {
         payload.reset(bytes)
         do { try body(entry, payload) } catch { failure = error }
     }
-
     /// Lends a chunked payload to `body` chunk by chunk as its chunks are decompressed,
     /// keeping what `body` throws.
     ///
@@ -415,22 +385,11 @@ struct PayloadWalk {
     private mutating func lendChunks(
         of record: ScannedRecord, _ entry: JournalReport.Entry, in bytes: UnsafeRawBufferPointer, at base: Int
     ) -> String? {
-        let range = record.payloadRange
-        let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
-        let starts: [Int]
-        switch ChunkedPayload.chunkStarts(stored, rawLength: record.rawLength) {
-        case .success(let found): starts = found
-        case .failure(let problem): return RecordCodec.decompressionProblem(of: record, problem.message, file: file.name).message
+        let lent = payload.lendChunks(of: record, in: bytes, at: base, file: file.name, slots: chunkSlots) { payload in
+            try body(entry, payload)
         }
-        let slots = chunkSlots.reserve(ChunkStream.slotCount * JournalFormat.chunkSize)
-        payload.reset(chunks: ChunkStream(stored: stored, starts: starts, rawLength: record.rawLength, slots: slots),
-                      rawLength: record.rawLength)
-        do { try body(entry, payload) } catch { failure = error }
-        defer { payload.reset(pieces: []) }
-        guard payload.finish() else {
-            return RecordCodec.decompressionProblem(of: record, payload.failure ?? "", file: file.name).message
-        }
-        return nil
+        if let thrown = lent.thrown { failure = thrown }
+        return lent.problem?.message
     }
 }
 

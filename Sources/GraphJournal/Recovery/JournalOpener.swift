@@ -3,16 +3,45 @@ internal import Glibc
 
 /// The steps of ``Journal/open(directory:options:)`` after the lock is taken: read MANIFEST,
 /// check every segment, recover, remove leftovers, open the active segment.
+///
+/// With a ``Sink``, the open also hands each record it keeps to the sink as soon as its
+/// segment is checked, from the bytes the check read: a replay at open reads each byte once.
 struct JournalOpener {
+    /// Takes the records the open keeps, in order: each with its segment's bytes (the whole
+    /// file), the segment's path, the bytes of the kept segments before it, the size of the
+    /// live segments as far as they are known, and a function that returns its payload,
+    /// decompressed. Returns false to stop: the open then checks the rest of the chain (so
+    /// that damage there is reported as it is without a sink), hands nothing more, and throws
+    /// ``stop`` before it changes anything on disk.
+    typealias Sink = (
+        _ record: ScannedRecord, _ bytes: UnsafeRawBufferPointer, _ path: String, _ bytesBefore: Int64, _ bytesTotal: Int64,
+        _ payload: @escaping () -> Result<[UInt8], JournalError>
+    ) -> Bool
+
     let fs: FileSystem
     let directory: String
     let options: JournalOptions
     var report = JournalOpenReport()
+    /// Where the records kept go, if anywhere.
+    private let sink: Sink?
+    /// Whether the sink asked to stop.
+    private var stopped = false
+    /// The size of the live segments, as far as the check knows them (for the sink's progress).
+    private var bytesTotal: Int64 = 0
+    /// The history of the last segment handed to the sink, when every byte of it was a
+    /// record: the writer's history of the active segment, if it is that one.
+    private var lastHistory: (name: String, history: RecordHistory)?
 
-    init(fs: FileSystem, directory: String, options: JournalOptions) {
+    init(fs: FileSystem, directory: String, options: JournalOptions, sink: Sink? = nil) {
         self.fs = fs
         self.directory = directory
         self.options = options
+        self.sink = sink
+    }
+
+    /// The error `run` throws once the sink asked to stop, before anything on disk changed.
+    static var stop: JournalError {
+        JournalError(.corrupt, "the open was stopped by the replay of its records; nothing was changed")
     }
 
     func path(_ name: String) -> String { directory + "/" + name }
@@ -53,6 +82,8 @@ struct JournalOpener {
         var torn: (bytes: Int64, reason: String)?
         /// Where point-in-time recovery starts dropping, in this segment or at its start.
         var drop: DropPoint?
+        /// The records kept, when the open has a sink.
+        var records: [ScannedRecord] = []
     }
 
     /// A segment header that does not parse or does not fit, and the header when it parsed.
@@ -80,6 +111,7 @@ struct JournalOpener {
         }
         let unlisted = try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest)
         var live = try checkChain(manifest.files, unlisted: unlisted)
+        if stopped { throw Self.stop }
         try settle(&live, manifest: &manifest, unlisted: unlisted, nextFileNumber: &nextFileNumber)
         guard let active = live.files.last else {
             throw JournalError(.corrupt, "no live segment after recovery", file: directory)
@@ -90,53 +122,85 @@ struct JournalOpener {
             tail: live.tail, segmentStartTail: live.tail, pendingTruncation: live.pendingTruncation,
             nextFileNumber: nextFileNumber)
         state.lastSynced = (active.header.number, live.tail.end)  // as found on disk: nothing to flush
+        if let (name, history) = lastHistory, name == active.name, live.pendingTruncation == nil, history.enabled {
+            // The sink had every record of the active segment decompressed: the writer goes
+            // on from that history instead of reading the segment again before its first append.
+            _ = history.window { window in
+                if let encoder = HistoryEncoder(window: window) { state.history = .ready(encoder) }
+            }
+        }
         return state
     }
 
     /// Checks the files of `listed` in order, with the unlisted logs that continue the
-    /// sequence, until the last or a drop point.
+    /// sequence (the rules of ``SegmentChain``), until the last or a drop point.
     private mutating func checkChain(_ listed: [String], unlisted: SegmentSet) throws(JournalError) -> LiveChain {
+        var chain = SegmentChain(listed: listed, unlisted: unlisted)
         var live = LiveChain(names: listed)
-        var index = 0
-        while index < live.names.count {
-            let name = live.names[index]
+        if sink != nil { bytesTotal = listedSize(listed) }
+        while let link = chain.current {
+            let name = link.name
             var bytes: [UInt8]?
             do throws(JournalError) { bytes = try fs.readFile(path(name)) } catch {
                 guard case .io(let errno, _) = error.code, errno == ENOENT else { throw error }
             }
             // A gap before this file, or a missing file, that an unlisted log fills: walk that
             // log first. (With no unlisted log, as at nearly every open, nothing is parsed twice.)
-            if index > 0, !unlisted.logs.isEmpty, bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence != live.tail.nextSequence,
-               let fill = unlisted.continuation(at: live.tail.nextSequence, after: fileNumber(live.names[index - 1]), before: fileNumber(name)) {
-                live.names.insert(fill.name, at: index)
-                live.adopted.append(fill.name)
+            if chain.fillGap(expecting: live.tail.nextSequence, firstSequence: bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence) {
                 continue
             }
             guard let bytes else {
                 let reason = "MANIFEST lists \(name), which does not exist (a segment is missing)"
                 guard pointInTime else { throw JournalError(.corrupt, reason, file: path(name)) }
-                live.drop = DropPoint(index: index, offset: 0, reason: reason, recordsAfter: 0)
+                live.drop = DropPoint(index: link.index, offset: 0, reason: reason, recordsAfter: 0)
                 break
             }
-            let isLast = index == live.names.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
-            let endsTorn = try add(bytes, name: name, index: index, isLast: isLast, to: &live)
+            let endsTorn = try add(bytes, link: link, to: &live)
             if live.drop != nil { break }
-            if index == live.names.count - 1, !endsTorn,
-               let next = unlisted.continuation(at: live.tail.nextSequence, after: fileNumber(name), before: nil) {
-                live.names.append(next.name)
-                live.adopted.append(next.name)
-            }
-            index += 1
+            chain.advance(endsTorn: endsTorn, nextSequence: live.tail.nextSequence)
         }
+        live.names = chain.names
+        live.adopted = chain.adopted
         return live
     }
 
-    /// Checks the segment `name` (its `bytes`, at `index` of the chain) and adds it to `live`:
+    /// The size of the files of `listed` that exist.
+    private func listedSize(_ listed: [String]) -> Int64 {
+        listed.reduce(Int64(0)) { total, name in
+            guard let fd = try? fs.open(path(name), .readOnly) else { return total }
+            defer { fs.closeQuietly(fd) }
+            return total + ((try? fs.fileSize(fd, path(name))) ?? 0)
+        }
+    }
+
+    /// Hands the records `check` kept of the segment `bytes` to the sink, decompressed through
+    /// the segment's history, until the sink asks to stop.
+    private mutating func deliver(_ check: SegmentCheck, of bytes: [UInt8], bytesBefore: Int64) {
+        guard let sink, !stopped, !check.records.isEmpty else { return }
+        let filePath = path(check.file.name)
+        let history = RecordHistory(header: check.file.header)
+        let total = bytesTotal
+        var stop = false
+        bytes.withUnsafeBytes { raw in
+            for record in check.records where !stop {
+                history.visit(record, in: raw, file: filePath) { payload in
+                    stop = !sink(record, raw, filePath, bytesBefore, total, payload)
+                }
+            }
+        }
+        stopped = stop
+        lastHistory = !stop && check.file.size == Int64(bytes.count) ? (check.file.name, history) : nil
+    }
+
+    /// Checks the segment `link` (its `bytes`) and adds it to `live`:
     /// its records to the tail, a torn tail to truncate, or the drop point.
     ///
     /// - Returns: whether the segment ends in a torn tail.
-    private mutating func add(_ bytes: [UInt8], name: String, index: Int, isLast: Bool, to live: inout LiveChain) throws(JournalError) -> Bool {
-        let check = try checkSegment(bytes, name: name, index: index, isLast: isLast, tail: &live.tail)
+    private mutating func add(_ bytes: [UInt8], link: SegmentChain.Link, to live: inout LiveChain) throws(JournalError) -> Bool {
+        let name = link.name
+        let check = try checkSegment(bytes, link: link, tail: &live.tail)
+        if !live.names.contains(name) { bytesTotal += Int64(bytes.count) }  // an unlisted log adopted
+        deliver(check, of: bytes, bytesBefore: live.files.reduce(Int64(0)) { $0 + $1.size })
         if let drop = check.drop {
             live.drop = drop
             if drop.offset > 0 { live.files.append(check.file) }
@@ -189,9 +253,8 @@ struct JournalOpener {
     }
 
     /// Checks one segment, adding its records to `tail`.
-    private func checkSegment(
-        _ bytes: [UInt8], name: String, index: Int, isLast: Bool, tail: inout Tail
-    ) throws(JournalError) -> SegmentCheck {
+    private func checkSegment(_ bytes: [UInt8], link: SegmentChain.Link, tail: inout Tail) throws(JournalError) -> SegmentCheck {
+        let (name, index, isLast) = (link.name, link.index, link.isLast)
         let filePath = path(name)
         let header: SegmentHeader
         switch checkedHeader(bytes, name: name, index: index, nextSequence: tail.nextSequence) {
@@ -205,13 +268,14 @@ struct JournalOpener {
         if index == 0 { tail.nextSequence = header.firstSequence }
         let scan = scanRecords(bytes, header: header, path: filePath, tail: &tail)
         let file = LiveFile(name: name, header: header, size: Int64(scan.validEnd))
-        guard let damage = scan.damage else { return SegmentCheck(file: file) }
-        if damage.couldBeTornTail, isLast, header.kind == .log {
-            return SegmentCheck(file: file, torn: (Int64(bytes.count - damage.offset), damage.reason))
+        guard let damage = scan.damage else { return SegmentCheck(file: file, records: scan.records) }
+        if link.isTornTail(damage, kind: header.kind) {
+            return SegmentCheck(file: file, torn: (Int64(bytes.count - damage.offset), damage.reason), records: scan.records)
         }
         if pointInTime {
+            // The point-in-time cut: the records before the damage are kept.
             return SegmentCheck(file: file, drop: DropPoint(index: index, offset: damage.offset, reason: damage.reason,
-                                                            recordsAfter: damage.recordsDropped))
+                                                            recordsAfter: damage.recordsDropped), records: scan.records)
         }
         let after = damage.recordsAfter > 0
             ? "; \(damage.recordsAfter) valid record(s) follow, from offset \(damage.resyncOffset ?? 0)"
@@ -248,12 +312,15 @@ struct JournalOpener {
     /// does not decompress is damage at that record, so the scan is redone stopping there.
     private func scanRecords(
         _ bytes: [UInt8], header: SegmentHeader, path filePath: String, tail: inout Tail
-    ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?) {
+    ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?, records: [ScannedRecord]) {
         var unreadable = options.unreadableRecord
+        let keepsRecords = sink != nil
         while true {
             var lastSchema: ScannedRecord?
             var running = tail
+            var records: [ScannedRecord] = []
             let scan = RecordCodec.scan(bytes, header: header, unreadable: unreadable) { record in
+                if keepsRecords { records.append(record) }
                 running.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
                 running.noteOrigin(type: record.type, payload: try? RecordCodec.payload(of: record, in: bytes, file: filePath).get())
                 if record.type == JournalFormat.RecordType.schema.rawValue {
@@ -276,7 +343,7 @@ struct JournalOpener {
             if header.kind == .base { running.settleOrigin() }
             tail = running
             tail.end = Int64(scan.validEnd)
-            return scan
+            return (scan.validEnd, scan.nextSequence, scan.damage, records)
         }
     }
 

@@ -1,6 +1,6 @@
 /// The segment files of a store directory that MANIFEST does not list, classified once, by the
-/// rules that `open` (``JournalOpener``) and the read-only walk (``PayloadWalk``)
-/// share, so that `verify` predicts what `open` does with each of them.
+/// rules that every walk of the chain (``SegmentChain``) shares, so that `verify` predicts
+/// what `open` does with each of them.
 ///
 /// An unlisted file is one of:
 /// - **leftover**: a `.tmp` file, a `.base` (the output of a compaction that did not switch
@@ -30,6 +30,9 @@ struct SegmentSet {
     private(set) var leftovers: [String] = []
     /// Unlisted `.log` files, by file number.
     private(set) var logs: [Unlisted] = []
+
+    /// No unlisted file: the set of a chain `open` settled.
+    init() {}
 
     /// Reads the unlisted segment files of `names` (a directory listing).
     ///

@@ -52,6 +52,26 @@ final class JournalDoor: PersistenceDoor {
     ///   that does not decode, `incompatibleSchema` when a removed entity still has objects,
     ///   `journal` for a journal error, `cancelled` when the task was cancelled.
     func replay(into context: ModelContext, progress: inout _WorkReporter) throws(StoreError) {
+        var begins = false
+        try Self.replay(into: context, directory: directory, progress: &progress, begins: &begins) { walkProgress, body in
+            try journal.forEachPayload(progress: walkProgress, body)
+        }
+    }
+
+    /// The records a replay takes, in order: `records` calls its second argument once per
+    /// record and its first with the progress in bytes (done, total), as
+    /// `Journal.forEachPayload(progress:_:)` does.
+    typealias RecordSource = (
+        _ progress: (_ bytesDone: Int64, _ bytesTotal: Int64) throws -> Void,
+        _ body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
+    ) throws -> Void
+
+    /// ``replay(into:progress:)`` from the records `records` walks: the journal's, or those an
+    /// open hands on as it checks them (`ObjectStore.open`). With `begins`, the first progress
+    /// report is made when `records` first reports, and `begins` is then cleared.
+    static func replay(
+        into context: ModelContext, directory: URL, progress: inout _WorkReporter, begins: inout Bool, records: RecordSource
+    ) throws(StoreError) {
         var stored: StoredSchema?
         var mapping: SchemaMapping?
         var orphans: [Int: Set<UInt64>] = [:]
@@ -59,9 +79,17 @@ final class JournalDoor: PersistenceDoor {
         do {
             // Each payload lent piece by piece: a large save's is replayed chunk by chunk as it
             // is decompressed, never held whole (57 MB for a save of 1M objects).
-            try journal.forEachPayload(progress: { done, total in
+            try records({ done, total in
                 progress.total = Int(total)
-                do throws(CancellationError) { try progress.advance(to: Int(done)) } catch { throw openCancelled() }
+                do throws(CancellationError) {
+                    if begins {
+                        begins = false
+                        try progress.begin()
+                    }
+                    try progress.advance(to: Int(done))
+                } catch {
+                    throw openCancelled(directory)
+                }
             }) { sequence, kind, payload in
                 switch kind {
                 case .schema:
@@ -112,6 +140,11 @@ final class JournalDoor: PersistenceDoor {
 
     /// The error of an open whose task was cancelled.
     func openCancelled() -> StoreError {
+        Self.openCancelled(directory)
+    }
+
+    /// The error of an open of `directory` whose task was cancelled.
+    static func openCancelled(_ directory: URL) -> StoreError {
         StoreError(.cancelled, "opening \(directory.path) was cancelled: its task was cancelled; the journal was closed, nothing was written")
     }
 

@@ -81,7 +81,7 @@ public final class ObjectStore {
     ///   modified when opening fails, except that a torn tail is reported (and cut at the next
     ///   append).
     public static func open(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
-        try open(at: directory, options: options) { _ throws(StoreError) in schema }
+        try open(at: directory, options: options, replayingAtOpen: schema) { _ throws(StoreError) in schema }
     }
 
     /// Opens a store with the schema its journal records, without the application's model
@@ -113,8 +113,12 @@ public final class ObjectStore {
     /// (``JournalOptions/UnreadableRecord``), so that a default open refuses with the record's
     /// file, byte offset and sequence, and `.pointInTime` keeps the records before it, saves
     /// the rest aside, and replays the prefix into a fresh context.
+    ///
+    /// With `replayingAtOpen` (the schema, known before the journal is read), the journal is
+    /// replayed as it is checked, in one pass (`Journal.open(directory:options:progress:replay:)`);
+    /// otherwise (`schema` needs the journal's own schema record) it is checked, then replayed.
     private static func open(
-        at directory: URL, options: StoreOptions, schema: (Journal) throws(StoreError) -> Schema
+        at directory: URL, options: StoreOptions, replayingAtOpen known: Schema? = nil, schema: (Journal) throws(StoreError) -> Schema
     ) throws(StoreError) -> ObjectStore {
         // Cancelled before it starts: nothing is created, locked or read.
         guard !Task.isCancelled else {
@@ -130,6 +134,42 @@ public final class ObjectStore {
         // Like `mkdir -p` for the parents; the store directory itself is created 0700.
         try? FileManager.default.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true)
         var earlierReports: [JournalOpenReport] = []
+        var begins = true
+        while let known {
+            var opened: Journal?
+            do throws(StoreError) {
+                let start = ContinuousClock.now
+                let context = ModelContext(schema: known)
+                try JournalDoor.replay(into: context, directory: directory, progress: &progress, begins: &begins) { walkProgress, body in
+                    do {
+                        opened = try Journal.open(directory: directory.path, options: journalOptions, progress: walkProgress, replay: body)
+                    } catch let failure as Journal.ReplayFailure {
+                        throw failure.error
+                    } catch let error as JournalError {
+                        throw StoreError(journal: error)
+                    }
+                }
+                guard let journal = opened else { throw StoreError(.journal, "the journal of \(directory.path) did not open") }
+                // The live segments' size as open settled them (the reports so far counted
+                // the files as found, a torn tail included).
+                progress.total = Int(journal.stats.bytesOnDisk)
+                if begins {
+                    // A journal without a record: the first report, as the replay made none.
+                    do throws(CancellationError) { try progress.begin() } catch { throw JournalDoor.openCancelled(directory) }
+                }
+                let door = JournalDoor(journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(known).encoded())
+                return try make(door: door, replayed: context, since: start, options: options, earlierReports: earlierReports,
+                                progress: &progress)
+            } catch where error.code == .corruptPayload && error.sequence != nil {
+                // Nothing was changed on disk: the open stopped before it settled anything.
+                try? opened?.close()
+                guard let sequence = error.sequence, journalOptions.unreadableRecord?.sequence != sequence else { throw error }
+                journalOptions.unreadableRecord = JournalOptions.UnreadableRecord(sequence: sequence, reason: error.message)
+            } catch {
+                try? opened?.close()
+                throw error
+            }
+        }
         while true {
             let journal: Journal
             do {
@@ -174,6 +214,16 @@ public final class ObjectStore {
             throw door.openCancelled()
         }
         try door.replay(into: context, progress: &progress)
+        return try make(door: door, replayed: context, since: start, options: options, earlierReports: earlierReports, progress: &progress)
+    }
+
+    /// Makes the store from `context`, into which `door`'s journal was replayed from `start` on.
+    private static func make(
+        door: JournalDoor, replayed context: ModelContext, since start: ContinuousClock.Instant, options: StoreOptions,
+        earlierReports: [JournalOpenReport], progress: inout _WorkReporter
+    ) throws(StoreError) -> ObjectStore {
+        let journal = door.journal
+        let directory = door.directory
         do throws(CancellationError) { try progress.checkCancellation() } catch { throw door.openCancelled() }
         var duplicates = 0
         for t in context.tables { duplicates += t.rebuildIndexes() }

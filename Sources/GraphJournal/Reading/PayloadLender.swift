@@ -1,0 +1,52 @@
+/// Lends the payloads of the records a walk of a whole segment visits (the walks of
+/// ``Journal/walkLiveRecords(_:)`` and of `open`) to a replay as a ``JournalPayload``: a
+/// chunked one chunk by chunk as it is decompressed (``JournalPayload/lendChunks(of:in:at:file:slots:_:)``),
+/// any other in one piece. One lender serves a whole walk: the payload and the chunk slots are
+/// reused from record to record.
+///
+/// Not `Sendable`: one walk runs on one thread.
+final class PayloadLender {
+    /// The payload lent, reset from record to record.
+    private let lent = JournalPayload()
+    /// The slots a chunked payload is decompressed into.
+    private let slots = ReadBuffer()
+
+    /// Lends the payload of `record` (in `bytes`, its whole segment file, at `path`) to `body`
+    /// with its sequence and kind; `payload` returns it decompressed. A record of a skippable
+    /// type is not lent.
+    ///
+    /// - Returns: whether the record was lent.
+    /// - Throws: a payload that does not decompress: a ``JournalError`` with the record's
+    ///   sequence (for a chunk that does not, after `body` returned or threw, before what it
+    ///   threw); or what `body` throws.
+    func lend(
+        _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, path: String, payload: () -> Result<[UInt8], JournalError>,
+        to body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
+    ) throws -> Bool {
+        guard let kind = JournalRecord.Kind(recordType: record.type) else { return false }
+        if record.chunked {
+            let chunks = lent.lendChunks(of: record, in: bytes, at: 0, file: path, slots: slots) { payload in
+                try body(record.sequence, kind, payload)
+            }
+            // The chunk's problem first: what `body` did with the record is then void.
+            if var problem = chunks.problem {
+                problem.sequence = record.sequence
+                throw problem
+            }
+            if let thrown = chunks.thrown { throw thrown }
+            return true
+        }
+        switch payload() {
+        case .success(let whole):
+            defer { lent.reset(pieces: []) }
+            try whole.withUnsafeBytes { buffer in
+                lent.reset(buffer)
+                try body(record.sequence, kind, lent)
+            }
+            return true
+        case .failure(var error):
+            error.sequence = record.sequence
+            throw error
+        }
+    }
+}
