@@ -24,7 +24,8 @@ extension Journal {
     ///   ``JournalError/Code/badHeader``, ``JournalError/Code/unsupportedVersion`` or
     ///   ``JournalError/Code/io(errno:operation:)``.
     public static func open(directory: String, options: JournalOptions = JournalOptions()) throws(JournalError) -> Journal {
-        try open(directory: directory, options: options, sink: nil)
+        var stopped = false
+        return try open(directory: directory, options: options, stopped: &stopped, sink: nil)
     }
 
     /// Opens the journal as ``open(directory:options:)-(String,_)`` does and replays it in the
@@ -54,10 +55,12 @@ extension Journal {
         let lender = PayloadLender()
         var failure: (any Error)?
         var begun = false
+        var stopped = false
         return try withoutActuallyEscaping(progress) { progress in
             try withoutActuallyEscaping(body) { body in
                 do {
-                    return try open(directory: directory, options: options) { record, bytes, path, bytesBefore, bytesTotal, payload in
+                    return try open(directory: directory, options: options, stopped: &stopped) {
+                        record, bytes, path, bytesBefore, bytesTotal, payload in
                         do {
                             if !begun {
                                 begun = true
@@ -73,7 +76,7 @@ extension Journal {
                     }
                 } catch {
                     // An error of the replay, unless damage the check found after it comes first.
-                    if let failure, let stop = error as? JournalError, stop.message == JournalOpener.stop.message {
+                    if let failure, stopped {
                         throw ReplayFailure(error: failure)
                     }
                     throw error
@@ -90,7 +93,12 @@ extension Journal {
     }
 
     /// The open, with a sink for the records it keeps.
-    private static func open(directory: String, options: JournalOptions, sink: JournalOpener.Sink?) throws(JournalError) -> Journal {
+    ///
+    /// `stopped` is set when the open threw because the sink asked it to stop (and found no
+    /// damage it would report first).
+    private static func open(
+        directory: String, options: JournalOptions, stopped: inout Bool, sink: JournalOpener.Sink?
+    ) throws(JournalError) -> Journal {
         let fs = FileSystem(io: options.io)
         _ = try fs.makeDirectory(directory)
         let lockPath = directory + "/" + JournalFormat.lockFileName
@@ -108,7 +116,13 @@ extension Journal {
                 usleep(20_000)
             }
             var opener = JournalOpener(fs: fs, directory: directory, options: options, sink: sink)
-            var state = try opener.run()
+            var state: WriterState
+            do throws(JournalError) {
+                state = try opener.run()
+            } catch {
+                stopped = opener.stopped
+                throw error
+            }
             state.lockFD = lockFD
             let journal = Journal(directory: directory, options: options, report: opener.report, state: state)
             if case .batched(let milliseconds) = options.durability {

@@ -24,8 +24,8 @@ struct JournalOpener {
     var report = JournalOpenReport()
     /// Where the records kept go, if anywhere.
     private let sink: Sink?
-    /// Whether the sink asked to stop.
-    private var stopped = false
+    /// Whether the sink asked to stop (`run` then throws ``stop`` unless it found damage first).
+    private(set) var stopped = false
     /// The size of the live segments, as far as the check knows them (for the sink's progress).
     private var bytesTotal: Int64 = 0
     /// The history of the last segment handed to the sink, when every byte of it was a
