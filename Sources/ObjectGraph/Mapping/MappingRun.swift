@@ -391,7 +391,7 @@ struct MappingRun<Source: MappingSource> {
             }
         }
         table.touchIndexes(row: row)
-        if !table.uniqueIndexes.isEmpty { table.indexAll(row: row) }
+        if !table.indexes.uniqueIndexes.isEmpty { table.indexAll(row: row) }
         return row
     }
 

@@ -17,7 +17,7 @@ extension EntityTable {
 
     /// Drops every reference index; the next use rebuilds it from the cells.
     func invalidateReferenceIndexes() {
-        for case let index? in referenceIndexOfSlot where index.isBuilt {
+        for case let index? in indexes.referenceIndexOfSlot where index.isBuilt {
             index.isBuilt = false
             index.rowsBySerial = [:]
         }
@@ -26,7 +26,7 @@ extension EntityTable {
     /// Takes `row` out of the index of `slot` (before the cell changes or the row is deleted).
     @inline(__always)
     func unreference(row: Int, slot: Int) {
-        guard let index = referenceIndexOfSlot[slot], index.isBuilt, let serial = reference(row: row, slot: slot) else { return }
+        guard let index = indexes.referenceIndexOfSlot[slot], index.isBuilt, let serial = reference(row: row, slot: slot) else { return }
         index.rowsBySerial[serial]?.remove(Int32(row))
         if index.rowsBySerial[serial]?.isEmpty == true { index.rowsBySerial[serial] = nil }
     }
@@ -34,12 +34,12 @@ extension EntityTable {
     /// Puts `row` into the index of `slot` (after the cell changed).
     @inline(__always)
     func rereference(row: Int, slot: Int) {
-        guard let index = referenceIndexOfSlot[slot], index.isBuilt, let serial = reference(row: row, slot: slot) else { return }
+        guard let index = indexes.referenceIndexOfSlot[slot], index.isBuilt, let serial = reference(row: row, slot: slot) else { return }
         index.rowsBySerial[serial, default: []].insert(Int32(row))
     }
 
     /// Takes a row being deleted out of every reference index.
     func unreferenceAll(row: Int) {
-        for slot in referenceSlots { unreference(row: row, slot: slot) }
+        for slot in indexes.referenceSlots { unreference(row: row, slot: slot) }
     }
 }

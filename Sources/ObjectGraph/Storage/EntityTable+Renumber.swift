@@ -7,17 +7,17 @@ extension EntityTable {
     /// import or replay reserved). Fewer free rows stay on the free list for the next inserts.
     var hasSlack: Bool {
         let rows = rowCount
-        if !freeRows.isEmpty && freeRows.count * 8 >= rows { return true }
+        if !identity.freeRows.isEmpty && identity.freeRows.count * 8 >= rows { return true }
         let slack = rows / 4 + 64
         return flags.capacity > rows + slack || values.count > (rows + slack) * stride
-            || rowOfSerial.capacity > rowOfSerial.count + rowOfSerial.count / 4 + 64
+            || identity.rowOfSerial.capacity > identity.rowOfSerial.count + identity.rowOfSerial.count / 4 + 64
     }
 
     /// Whether nothing holds row numbers that ``renumberRows()`` cannot rewrite: no savepoint
     /// (a transaction, import, sync or save in progress), no `willSave` pass, no deleted rows
     /// waiting for their `didSave`.
     var canRenumber: Bool {
-        savepoints.isEmpty && undo.isEmpty && willSaveTouched == nil && awaitingRelease.isEmpty
+        changes.savepoints.isEmpty && changes.undo.isEmpty && changes.willSaveTouched == nil && changes.awaitingRelease.isEmpty
     }
 
     /// Moves the live rows (pending inserts and deletes included) to the front, keeping their
@@ -38,12 +38,12 @@ extension EntityTable {
         let n = rowCount
         var newRow = [Int32](repeating: -1, count: n)
         var kept: [Int] = []
-        kept.reserveCapacity(liveCount)
+        kept.reserveCapacity(identity.liveCount)
         var highestSerial: UInt64 = 0
         for r in 0..<n where flags[r] & Flags.live != 0 {
             newRow[r] = Int32(kept.count)
             kept.append(r)
-            highestSerial = max(highestSerial, serialOfRow[r])
+            highestSerial = max(highestSerial, identity.serialOfRow[r])
         }
         let k = kept.count
 
@@ -63,12 +63,12 @@ extension EntityTable {
             newValues.append(contentsOf: values[r * stride..<(r + 1) * stride])
             newNulls.append(contentsOf: nulls[r * maskWords..<(r + 1) * maskWords])
             newFlags.append(flags[r])
-            newSerials.append(serialOfRow[r])
+            newSerials.append(identity.serialOfRow[r])
             if let object = instances[r] {
                 newInstances.append(contentsOf: repeatElement(nil, count: newFlags.count - 1 - newInstances.count))
                 newInstances.append(object)
             }
-            if case let b = beforeIndex[r], b >= 0 {
+            if case let b = changes.beforeIndex[r], b >= 0 {
                 newBefore.append(contentsOf: repeatElement(-1, count: newFlags.count - 1 - newBefore.count))
                 newBefore.append(b)
             }
@@ -77,20 +77,20 @@ extension EntityTable {
         values = consume newValues
         nulls = consume newNulls
         flags = consume newFlags
-        serialOfRow = CountingArray(consume newSerials, offset: 1)  // stores nothing if row r now has serial r + 1
+        identity.serialOfRow = CountingArray(consume newSerials, offset: 1)  // stores nothing if row r now has serial r + 1
         instances = RowSlots(consume newInstances, absent: nil)
-        beforeIndex = RowSlots(consume newBefore, absent: -1)
-        freeRows = []
-        stamps = []
+        changes.beforeIndex = RowSlots(consume newBefore, absent: -1)
+        identity.freeRows = []
+        changes.stamps = []
 
         // The serial map: its entries past the highest serial a row holds are all -1.
-        let mapLength = min(rowOfSerial.count, Int(highestSerial))
-        var newMap = Array(rowOfSerial[0..<mapLength])
+        let mapLength = min(identity.rowOfSerial.count, Int(highestSerial))
+        var newMap = Array(identity.rowOfSerial[0..<mapLength])
         for (j, r) in kept.enumerated() {
-            let s = Int(serialOfRow[j])
+            let s = Int(identity.serialOfRow[j])
             if s >= 1, s <= mapLength, newMap[s - 1] == Int32(r) { newMap[s - 1] = Int32(j) }
         }
-        rowOfSerial = CountingArray(consume newMap, offset: 0)
+        identity.rowOfSerial = CountingArray(consume newMap, offset: 0)
 
         // The instances now live at their new rows (those only this table held are let go).
         releaseUnheldInstances()
@@ -107,29 +107,29 @@ extension EntityTable {
                 return n >= 0 ? n : nil
             }
         }
-        insertedRows = renumbered(insertedRows)
-        deletedRows = renumbered(deletedRows)
-        dirtyRows = renumbered(dirtyRows)
-        vanishedRows = renumbered(vanishedRows)
-        if !primitiveOnly.isEmpty {
+        changes.insertedRows = renumbered(changes.insertedRows)
+        changes.deletedRows = renumbered(changes.deletedRows)
+        changes.dirtyRows = renumbered(changes.dirtyRows)
+        changes.vanishedRows = renumbered(changes.vanishedRows)
+        if !changes.primitiveOnly.isEmpty {
             var moved: [Int32: UInt64] = [:]
-            for (r, mask) in primitiveOnly where newRow[Int(r)] >= 0 { moved[newRow[Int(r)]] = mask }
-            primitiveOnly = moved
+            for (r, mask) in changes.primitiveOnly where newRow[Int(r)] >= 0 { moved[newRow[Int(r)]] = mask }
+            changes.primitiveOnly = moved
         }
 
         // Indexes.
-        for index in uniqueIndexes {
+        for index in indexes.uniqueIndexes {
             let owners = index.buckets.compactMap { r in r >= 0 && newRow[Int(r)] >= 0 ? newRow[Int(r)] : nil }
             let duplicates = index.duplicates.compactMap { r in newRow[Int(r)] >= 0 ? newRow[Int(r)] : nil }
             index.reset(capacity: owners.count)
             place(owners: owners, in: index)
             index.duplicates = Set(duplicates)
         }
-        for index in secondaryIndexes {
+        for index in indexes.secondaryIndexes {
             if index.isBuilt { index.renumber(newRow) } else { index.discard() }
         }
-        for index in identityIndexes { index.discard() }
-        if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
+        for index in indexes.identityIndexes { index.discard() }
+        if !indexes.referenceSlots.isEmpty { invalidateReferenceIndexes() }
 
         // The bytes: only the live rows' and the defaults', unless a pending change's bytes
         // must stay where a rollback truncates them.

@@ -10,7 +10,7 @@ extension EntityTable {
     func prepare(_ index: SecondaryIndex) {
         if !index.isBuilt {
             var rows: [Int32] = []
-            rows.reserveCapacity(liveCount)
+            rows.reserveCapacity(identity.liveCount)
             for row in 0..<rowCount where flags[row] & Flags.live != 0 { rows.append(Int32(row)) }
             sortByKey(&rows, index)
             index.sorted = rows
@@ -218,23 +218,23 @@ extension EntityTable {
     @inline(__always)
     func touchIndexes(row: Int, slot: Int) {
         let bit = UInt64(1) << UInt64(min(slot, 63))
-        if (secondarySlotMask | identitySlotMask) & bit == 0 { return }
-        for i in secondaryBySlot[slot] { secondaryIndexes[i].touch(row) }
-        if identitySlotMask & bit != 0 { for index in identityIndexes where index.mayKey(slot) { index.touch(row) } }
+        if (indexes.secondarySlotMask | indexes.identitySlotMask) & bit == 0 { return }
+        for i in indexes.secondaryBySlot[slot] { indexes.secondaryIndexes[i].touch(row) }
+        if indexes.identitySlotMask & bit != 0 { for index in indexes.identityIndexes where index.mayKey(slot) { index.touch(row) } }
     }
 
     /// Notes a possible change of `row`'s key in every index (the row was allocated, freed or
     /// restored as a whole).
     @inline(__always)
     func touchIndexes(row: Int) {
-        for index in secondaryIndexes { index.touch(row) }
-        for index in identityIndexes { index.touch(row) }
+        for index in indexes.secondaryIndexes { index.touch(row) }
+        for index in indexes.identityIndexes { index.touch(row) }
     }
 
     /// Forgets every index, identity indexes included; each is rebuilt at its next lookup
     /// (after replay).
     func discardSecondaryIndexes() {
-        for index in secondaryIndexes { index.discard() }
-        for index in identityIndexes { index.discard() }
+        for index in indexes.secondaryIndexes { index.discard() }
+        for index in indexes.identityIndexes { index.discard() }
     }
 }

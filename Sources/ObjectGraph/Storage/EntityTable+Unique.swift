@@ -14,14 +14,14 @@ extension EntityTable {
 
     /// The index of the constraint that is exactly the attribute at `slot`.
     func uniqueIndex(slot: Int) -> UniqueIndex? {
-        for i in indexesBySlot[slot] where uniqueIndexes[i].slots.count == 1 { return uniqueIndexes[i] }
+        for i in indexes.indexesBySlot[slot] where indexes.uniqueIndexes[i].slots.count == 1 { return indexes.uniqueIndexes[i] }
         return nil
     }
 
     /// The index of the constraint whose keys are exactly `slots` (in any order).
     func uniqueIndex(slots: [Int]) -> UniqueIndex? {
         let wanted = Set(slots)
-        return uniqueIndexes.first { Set($0.slots) == wanted && $0.slots.count == slots.count }
+        return indexes.uniqueIndexes.first { Set($0.slots) == wanted && $0.slots.count == slots.count }
     }
 }
 
@@ -31,7 +31,7 @@ extension EntityTable {
     /// `owner` would change. Nil when a merge changes no other unique key (giving `owner` a key
     /// it did not have is not a change of identity).
     func otherUniqueKeyThatDiffers(_ row: Int, _ owner: Int, besides index: UniqueIndex) -> UniqueIndex? {
-        uniqueIndexes.first { other in
+        indexes.uniqueIndexes.first { other in
             other !== index
                 && !other.slots.contains { isNull(row: row, slot: $0) || isNull(row: owner, slot: $0) }
                 && !sameKey(row, owner, other)
@@ -227,17 +227,17 @@ extension EntityTable {
     /// Removes `row` from every index that `slot` belongs to (before a change of `slot`).
     @inline(__always)
     func unindex(row: Int, slot: Int) {
-        for i in indexesBySlot[slot] { indexRemove(row: row, from: uniqueIndexes[i]) }
+        for i in indexes.indexesBySlot[slot] { indexRemove(row: row, from: indexes.uniqueIndexes[i]) }
     }
 
     /// Indexes `row` in every index that `slot` belongs to (after a change of `slot`).
     @inline(__always)
     func reindex(row: Int, slot: Int) {
-        for i in indexesBySlot[slot] { indexInsert(row: row, into: uniqueIndexes[i]) }
+        for i in indexes.indexesBySlot[slot] { indexInsert(row: row, into: indexes.uniqueIndexes[i]) }
     }
 
-    func unindexAll(row: Int) { for index in uniqueIndexes { indexRemove(row: row, from: index) } }
-    func indexAll(row: Int) { for index in uniqueIndexes { indexInsert(row: row, into: index) } }
+    func unindexAll(row: Int) { for index in indexes.uniqueIndexes { indexRemove(row: row, from: index) } }
+    func indexAll(row: Int) { for index in indexes.uniqueIndexes { indexInsert(row: row, into: index) } }
 
     /// Rebuilds every index from the live rows (after replay), pre-sized from the row count.
     /// Returns the number of committed duplicates found (possible when a constraint was added
@@ -249,41 +249,41 @@ extension EntityTable {
     /// sorting.
     @discardableResult
     func rebuildIndexes() -> Int {
-        if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
+        if !indexes.referenceSlots.isEmpty { invalidateReferenceIndexes() }
         // Replay wrote cells without telling the secondary indexes: rebuilt at their next lookup.
         discardSecondaryIndexes()
-        guard !uniqueIndexes.isEmpty else { return 0 }
+        guard !indexes.uniqueIndexes.isEmpty else { return 0 }
         // Fills done during replay hold what the fill below would build when the table's rows
         // are still exactly the block's they were started for.
         var filled: [UniqueIndex] = []
-        for job in indexFillJobs {
-            if job.count == rowCount && liveCount == rowCount {
+        for job in indexes.indexFillJobs {
+            if job.count == rowCount && identity.liveCount == rowCount {
                 job.install()
                 filled.append(job.index)
             } else {
                 job.wait()
             }
         }
-        indexFillJobs = []
-        let unfilled = uniqueIndexes.filter { index in !filled.contains { $0 === index } }
+        indexes.indexFillJobs = []
+        let unfilled = indexes.uniqueIndexes.filter { index in !filled.contains { $0 === index } }
         if !unfilled.isEmpty {
             var rows: [Int32] = []
-            rows.reserveCapacity(liveCount)
+            rows.reserveCapacity(identity.liveCount)
             var inSerialOrder = true
             var previous: UInt64 = 0
             for row in 0..<rowCount where isVisible(row: row) {
-                let serial = serialOfRow[row]
+                let serial = identity.serialOfRow[row]
                 if serial < previous { inSerialOrder = false }
                 previous = serial
                 rows.append(Int32(row))
             }
-            if !inSerialOrder { rows.sort { serialOfRow[Int($0)] < serialOfRow[Int($1)] } }
+            if !inSerialOrder { rows.sort { identity.serialOfRow[Int($0)] < identity.serialOfRow[Int($1)] } }
             for index in unfilled {
                 index.reset(capacity: rows.count)
                 fill(index, from: rows)
             }
         }
-        return uniqueIndexes.reduce(0) { $0 + $1.duplicates.count }
+        return indexes.uniqueIndexes.reduce(0) { $0 + $1.duplicates.count }
     }
 
     /// Indexes `rows` (in serial order) in the empty `index`.

@@ -2,10 +2,10 @@ extension EntityTable {
     /// The identity index of exactly `slots` (any order), made (unbuilt) when there is none.
     func identityIndex(slots: [Int]) -> IdentityIndex {
         let wanted = slots.sorted()
-        if let index = identityIndexes.first(where: { $0.slots == wanted }) { return index }
+        if let index = indexes.identityIndexes.first(where: { $0.slots == wanted }) { return index }
         let index = IdentityIndex(slots: wanted)
-        identityIndexes.append(index)
-        identitySlotMask |= index.slotMask
+        indexes.identityIndexes.append(index)
+        indexes.identitySlotMask |= index.slotMask
         return index
     }
 
@@ -54,7 +54,7 @@ extension EntityTable {
     /// Files every live row in the empty `index`.
     private func build(_ index: IdentityIndex) {
         index.discard()
-        index.buckets = Array(repeating: IdentityIndex.empty, count: UniqueIndex.bucketCount(forKeys: liveCount))
+        index.buckets = Array(repeating: IdentityIndex.empty, count: UniqueIndex.bucketCount(forKeys: identity.liveCount))
         index.extend(toRows: rowCount)
         index.isBuilt = true
         index.builds += 1
