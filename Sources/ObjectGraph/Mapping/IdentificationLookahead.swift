@@ -20,7 +20,8 @@
 final class IdentificationLookahead<Source: MappingSource> {
     /// How many places ahead of the mapping a source is walked to.
     static var distance: Int { 12 }
-    /// The size of the window of sources walked and not yet mapped (a power of two).
+    /// The size of the window of sources walked and not yet mapped (a power of two, the count
+    /// of `nodes` and `hashes`).
     private static var window: Int { 16 }
     /// The smallest index for which the lookahead runs: 512 KB of buckets.
     static var minimumBuckets: Int { 1 << 17 }
@@ -43,11 +44,12 @@ final class IdentificationLookahead<Source: MappingSource> {
     private var prefetcher: RowPrefetcher
     private var buckets: PrefetchHint
     private var bucketMask: Int
-    /// The sources walked, the `j`-th at `nodes[j % window]`.
-    private let nodes: UnsafeMutablePointer<Source.Node?>
+    /// The sources walked, the `j`-th at `nodes[j % window]`. Fixed-size arrays held inline:
+    /// no allocation, and an index masked by `window - 1` is within their bounds.
+    @exclusivity(unchecked) private var nodes = InlineArray<16, Source.Node?>(repeating: nil)
     /// The hash of the key of the `j`-th source at `hashes[j % window]`, when `hashed` has bit
     /// `j % window`.
-    private let hashes: UnsafeMutablePointer<Int>
+    @exclusivity(unchecked) private var hashes = InlineArray<16, Int>(repeating: 0)
     private var hashed: UInt32 = 0
     /// How many sources were walked, and how many handed out for mapping.
     private var entered = 0
@@ -65,20 +67,10 @@ final class IdentificationLookahead<Source: MappingSource> {
         slot = index.slots[0]
         self.index = index
         self.source = source
-        updates = plan.table.liveCount > 0
+        updates = plan.table.identity.liveCount > 0
         prefetcher = RowPrefetcher(table: plan.table, index: index)
         buckets = index.prefetchHint
         bucketMask = index.buckets.count - 1
-        nodes = .allocate(capacity: Self.window)
-        nodes.initialize(repeating: nil, count: Self.window)
-        hashes = .allocate(capacity: Self.window)
-        hashes.initialize(repeating: 0, count: Self.window)
-    }
-
-    deinit {
-        nodes.deinitialize(count: Self.window)
-        nodes.deallocate()
-        hashes.deallocate()
     }
 
     /// Takes `node`, the next source of the walk, into the window and runs the stages that are
