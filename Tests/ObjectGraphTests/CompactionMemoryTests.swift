@@ -442,16 +442,16 @@ struct CompactionMemoryTests {
         }
         for (a, b) in zip(churned.context.tables, survivors.context.tables) {
             #expect(a.rowCount == b.rowCount, "\(a.entity.name): rows")
-            #expect(a.freeRows.isEmpty, "\(a.entity.name): free rows")
+            #expect(a.identity.freeRows.isEmpty, "\(a.entity.name): free rows")
             #expect(a.values.count == b.values.count, "\(a.entity.name): cells")
             #expect(a.flags.capacity <= b.flags.capacity, "\(a.entity.name): row capacity")
             #expect(a.values.capacity <= max(b.values.capacity, a.values.count + 16), "\(a.entity.name): cell capacity")
             #expect(a.arena.count <= b.arena.count + 64, "\(a.entity.name): arena")
-            for (x, y) in zip(a.uniqueIndexes, b.uniqueIndexes) {
+            for (x, y) in zip(a.indexes.uniqueIndexes, b.indexes.uniqueIndexes) {
                 #expect(x.buckets.count <= y.buckets.count, "\(a.entity.name): unique index buckets")
             }
             // The serial map stays dense up to the highest live serial: 4 bytes per serial.
-            #expect(a.rowOfSerial.count <= Int(a.serialOfRow.max() ?? 0), "\(a.entity.name): serial map")
+            #expect(a.identity.rowOfSerial.count <= Int(a.identity.serialOfRow.max() ?? 0), "\(a.entity.name): serial map")
         }
         for (a, b) in zip(churned.context.links, survivors.context.links) {
             #expect(a.count == b.count)

@@ -78,22 +78,22 @@ struct CountingArrayTests {
                 try store.context.save()
             }
             let table = try store.context.table(for: Person.self)
-            #expect(table.serialOfRow.isCounting && table.rowOfSerial.isCounting)
+            #expect(table.identity.serialOfRow.isCounting && table.identity.rowOfSerial.isCounting)
             try store.close()
         }
         // Reopened: three blocks of inserts, each continuing the serials, replay as counting.
         let store = try ObjectStore.open(at: dir, schema: schema, options: options)
         defer { try? store.close() }
         let table = try store.context.table(for: Person.self)
-        #expect(table.serialOfRow.isCounting && table.rowOfSerial.isCounting)
-        #expect(table.serialOfRow.count == 300 && table.rowOfSerial.count == 300)
+        #expect(table.identity.serialOfRow.isCounting && table.identity.rowOfSerial.isCounting)
+        #expect(table.identity.serialOfRow.count == 300 && table.identity.rowOfSerial.count == 300)
 
         // Deleting objects frees their rows: both maps are written out, and every lookup by
         // ID and by key still finds its object.
         let ids = try store.context.objects(of: Person.self).map { ($0.id, try #require($0.objectID)) }
         for p in try store.context.fetch(Person.self, where: { $0.id % 7 == 3 }) { store.context.delete(p) }
         try store.context.save()
-        #expect(!table.serialOfRow.isCounting && !table.rowOfSerial.isCounting)
+        #expect(!table.identity.serialOfRow.isCounting && !table.identity.rowOfSerial.isCounting)
         for (key, id) in ids {
             let object = store.context.object(with: id, as: Person.self)
             #expect(key % 7 == 3 ? object == nil : object?.id == key)
@@ -115,15 +115,15 @@ struct CountingArrayTests {
         for p in try store.context.fetch(Person.self, where: { $0.id >= 40 }) { store.context.delete(p) }
         try store.context.save()
         let table = try store.context.table(for: Person.self)
-        #expect(!table.serialOfRow.isCounting)
+        #expect(!table.identity.serialOfRow.isCounting)
         try store.compact()  // most rows free: the table is renumbered
         // Rows 0..<40 keep serials 1...40: the maps store nothing again.
-        #expect(table.serialOfRow.isCounting && table.rowOfSerial.isCounting && table.rowCount == 40)
+        #expect(table.identity.serialOfRow.isCounting && table.identity.rowOfSerial.isCounting && table.rowCount == 40)
         // The next object gets serial 101 in row 40: written out, and found.
         let extra = Person(id: 500, name: "new", email: "e")
         try store.context.insert(extra)
         try store.context.save()
-        #expect(!table.serialOfRow.isCounting && table.serial(ofRow: 40) == 101)
+        #expect(!table.identity.serialOfRow.isCounting && table.serial(ofRow: 40) == 101)
         #expect(try store.context.object(with: #require(extra.objectID), as: Person.self) === extra)
         #expect(try store.context.fetch(Person.self) { $0.id < 40 }.count == 40)
     }

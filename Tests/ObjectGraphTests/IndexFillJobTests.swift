@@ -44,8 +44,8 @@ struct IndexFillJobTests {
         for key in Int64(-3)...40 {
             if let owner = try store.context.object(CounterUnique.self, uniqueKey: ["key": key]) { owners[key] = owner.order }
         }
-        let installed = table.uniqueIndexes.contains { $0.filledDuringReplay }
-        return (owners, table.uniqueIndexes.reduce(0) { $0 + $1.duplicates.count }, installed)
+        let installed = table.indexes.uniqueIndexes.contains { $0.filledDuringReplay }
+        return (owners, table.indexes.uniqueIndexes.reduce(0) { $0 + $1.duplicates.count }, installed)
     }
 
     /// A store written by the plain model: `saves` runs on its context.

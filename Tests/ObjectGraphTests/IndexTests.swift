@@ -69,7 +69,7 @@ struct IndexTests {
         let libs = try sameAsScan(context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "libs" }), "libs")
         #expect(libs.count == 100)
         #expect(libs.map(\.version) == Array(stride(from: 0, to: 300, by: 3)))
-        #expect(try table(context, Listing.self).secondaryIndexes[0].isBuilt, "the fetch built the section index")
+        #expect(try table(context, Listing.self).indexes.secondaryIndexes[0].isBuilt, "the fetch built the section index")
     }
 
     @Test func fetchOnAnEntityWithoutIndexesScans() throws {
@@ -282,7 +282,7 @@ struct IndexStorageTests {
             let store = try ObjectStore.open(at: dir, schema: try Schema(IndexedTag.self))
             let t3 = try sameAsScan(store.context, FetchDescriptor<IndexedTag>(predicate: #Predicate { $0.label == "t3" }), "added")
             #expect(t3.count == 10)
-            #expect(try table(store.context, IndexedTag.self).secondaryIndexes[0].isBuilt)
+            #expect(try table(store.context, IndexedTag.self).indexes.secondaryIndexes[0].isBuilt)
             for t in t3 { t.label = "t4" }
             try store.context.save()
             try store.close()

@@ -44,7 +44,7 @@ struct RowSlotsTests {
         let store = try ObjectStore.open(at: dir, schema: schema, options: options)
         defer { try? store.close() }
         let table = try store.context.table(for: Person.self)
-        #expect(table.instances.stored.isEmpty && table.beforeIndex.stored.isEmpty)
+        #expect(table.instances.stored.isEmpty && table.changes.beforeIndex.stored.isEmpty)
 
         // One object materialized and changed: rows up to its own are stored, no further.
         // A translated predicate reads the cells; only the object it returns is materialized.
@@ -53,12 +53,12 @@ struct RowSlotsTests {
         let row = try #require(table.row(ofSerial: id.serial))
         #expect(table.instances.stored.count == row + 1)
         p.name = "changed"
-        #expect(table.beforeIndex.stored.count == row + 1 && table.beforeIndex[row] >= 0)
+        #expect(table.changes.beforeIndex.stored.count == row + 1 && table.changes.beforeIndex[row] >= 0)
         // Read by address: the changed row has its before-image, a row past the stored ones none.
         #expect(table.read { $0.beforeImage(ofRow: row) } != nil)
         #expect(table.read { $0.beforeImage(ofRow: table.rowCount - 1) } == nil)
         store.context.rollback()
-        #expect(p.name == "n150" && table.beforeIndex[row] == -1)
+        #expect(p.name == "n150" && table.changes.beforeIndex[row] == -1)
 
         // A later row changed and saved, then every object read: each reads its own values.
         let last = try #require(try store.context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.id == 299 })).first)

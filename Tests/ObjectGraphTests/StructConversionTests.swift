@@ -187,8 +187,8 @@ private func conversionError(_ body: () throws -> Void) -> MappingError? {
             }
             #expect(try context.count(of: Bookmark.self) == n)
             let table = try context.table(for: Bookmark.self)
-            #expect(table.identityIndexes.count == 1)
-            let index = try #require(table.identityIndexes.first)
+            #expect(table.indexes.identityIndexes.count == 1)
+            let index = try #require(table.indexes.identityIndexes.first)
             #expect(index.builds == 1)
             #expect(index.lookups == n + n / 4)
             perLookup.append(Double(index.rowsCompared) / Double(index.lookups))

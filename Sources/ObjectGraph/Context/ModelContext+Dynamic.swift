@@ -10,7 +10,7 @@ extension ModelContext {
             throw ObjectGraphError(.unknownEntity, "no entity named '\(name)' in this context's schema", entity: name)
         }
         var result: [any Entity] = []
-        result.reserveCapacity(table.liveCount)
+        result.reserveCapacity(table.identity.liveCount)
         for row in 0..<table.rowCount where table.isVisible(row: row) { result.append(table.instance(row: row)) }
         return result
     }

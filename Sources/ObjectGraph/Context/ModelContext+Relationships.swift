@@ -54,7 +54,7 @@ extension ModelContext {
                         work.append((d, target))
                     case .nullify:
                         // A to-many inverse loses the row when it is deleted below.
-                        if !rel.inverseIsToMany, d.reference(row: target, slot: rel.inverseSlot) == t.serialOfRow[r] {
+                        if !rel.inverseIsToMany, d.reference(row: target, slot: rel.inverseSlot) == t.identity.serialOfRow[r] {
                             d.set(row: target, slot: rel.inverseSlot, value: nil)
                         }
                     case .deny, .noAction:

@@ -130,7 +130,7 @@ extension ModelContext {
                 if let v = RecordRules.insert(c.entityName, serial, isLive: t.row(ofSerial: serial) != nil) { throw v }
                 let row = t.allocateRow(serial: serial)
                 t.flags[row] |= EntityTable.Flags.inserted
-                t.insertedRows.append(Int32(row))
+                t.changes.insertedRows.append(Int32(row))
                 for (j, slot) in slots.enumerated() {
                     try store(c.insertedValues[i * width + j], table: t, row: row, slot: slot)
                 }
@@ -159,7 +159,7 @@ extension ModelContext {
         let coerced = AttributeValue.coerce(attributeValue: value, to: a.type)
         if let v = RecordRules.value(t.entity.name, attribute: a.name, type: a.type, value, fits: coerced != nil) { throw v }
         guard let coerced else { return }
-        if let v = RecordRules.rawValue(t.entity.name, attribute: a.name, serial: t.serialOfRow[row], coerced, check: t.rawValueChecks[slot]) {
+        if let v = RecordRules.rawValue(t.entity.name, attribute: a.name, serial: t.identity.serialOfRow[row], coerced, check: t.rawValueChecks[slot]) {
             throw v
         }
         t.set(row: row, slot: slot, value: coerced)

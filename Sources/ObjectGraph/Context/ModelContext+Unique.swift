@@ -100,7 +100,7 @@ extension ModelContext {
     /// policy is `.merge`. Runs inside the save's savepoint.
     func mergeUniqueCollisions() {
         for t in tables {
-            for index in t.uniqueIndexes where index.constraint.onCollision == .merge && !index.duplicates.isEmpty {
+            for index in t.indexes.uniqueIndexes where index.constraint.onCollision == .merge && !index.duplicates.isEmpty {
                 for r in index.duplicates.sorted() {
                     let row = Int(r)
                     guard t.isVisible(row: row), t.isInserted(row: row),
@@ -134,7 +134,7 @@ extension ModelContext {
     func uniqueFailures() -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         for t in tables {
-            for index in t.uniqueIndexes where !index.duplicates.isEmpty {
+            for index in t.indexes.uniqueIndexes where !index.duplicates.isEmpty {
                 for r in index.duplicates.sorted() {
                     let row = Int(r)
                     guard t.isVisible(row: row) else {

@@ -233,7 +233,7 @@ public final class ModelContext {
         let table = try table(for: type)
         // Written in place: this function is generic, and called from another module it runs
         // unspecialized, where each `append` was a call into the generic array code.
-        return [T](unsafeUninitializedCapacity: table.liveCount) { buffer, count in
+        return [T](unsafeUninitializedCapacity: table.identity.liveCount) { buffer, count in
             count = 0
             guard let base = buffer.baseAddress else { return }
             for row in 0..<table.rowCount where count < buffer.count && table.isVisible(row: row) {
@@ -248,7 +248,7 @@ public final class ModelContext {
     /// - Throws: ``ObjectGraphError`` with code `unknownEntity`.
     public func count<T: Entity>(of type: T.Type) throws(ObjectGraphError) -> Int {
         let table = try table(for: type)
-        return table.liveCount - table.deletedRows.count - table.vanishedRows.count
+        return table.identity.liveCount - table.changes.deletedRows.count - table.changes.vanishedRows.count
     }
 
     // MARK: Pending changes
@@ -379,7 +379,7 @@ public final class ModelContext {
         var pass = 0
         while pending.contains(where: { !$0.isEmpty }) {
             guard pass < willSavePassLimit else {
-                for t in tables { t.willSaveTouched = nil }
+                for t in tables { t.changes.willSaveTouched = nil }
                 let ids = zip(tables, pending).flatMap { t, rows in rows.map { "\(t.entity.name)/\(t.serial(ofRow: Int($0)))" } }
                 throw ObjectGraphError(
                     .willSaveDidNotSettle,
@@ -387,7 +387,7 @@ public final class ModelContext {
                         + ids.prefix(10).joined(separator: ", ") + (ids.count > 10 ? ", …" : ""))
             }
             pass += 1
-            for t in tables where t.hooks.contains(.willSave) { t.willSaveTouched = [] }
+            for t in tables where t.hooks.contains(.willSave) { t.changes.willSaveTouched = [] }
             for (t, rows) in zip(tables, pending) {
                 for r in rows where t.flags[Int(r)] & (EntityTable.Flags.live | EntityTable.Flags.vanished) == EntityTable.Flags.live {
                     guard t.hooks.contains(.willSave) else { break }  // learned: the class has none
@@ -395,9 +395,9 @@ public final class ModelContext {
                 }
             }
             pending = tables.map { t in
-                defer { t.willSaveTouched = nil }
+                defer { t.changes.willSaveTouched = nil }
                 guard t.hooks.contains(.willSave) else { return [] }
-                return (t.willSaveTouched ?? []).filter { t.isVisible(row: Int($0)) || t.isDeleted(row: Int($0)) }.sorted()
+                return (t.changes.willSaveTouched ?? []).filter { t.isVisible(row: Int($0)) || t.isDeleted(row: Int($0)) }.sorted()
             }
         }
     }

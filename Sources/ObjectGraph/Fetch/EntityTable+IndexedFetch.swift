@@ -77,12 +77,12 @@ extension StorageCondition {
 extension EntityTable {
     /// The index lookup that narrows `condition` most, or nil when no index helps.
     func indexPlan(for condition: StorageCondition) -> IndexPlan? {
-        guard !secondaryIndexes.isEmpty else { return nil }
+        guard !indexes.secondaryIndexes.isEmpty else { return nil }
         var atoms: [IndexAtom] = []
         condition.indexAtoms(into: &atoms)
         guard !atoms.isEmpty else { return nil }
         var best: IndexPlan?
-        for index in secondaryIndexes {
+        for index in indexes.secondaryIndexes {
             let plan = IndexPlan(index: index, atoms: atoms)
             if plan.score > (best?.score ?? 0) { best = plan }
         }
@@ -123,14 +123,14 @@ extension EntityTable {
     private func forEachUnindexedRow(_ index: SecondaryIndex, committedOnly: Bool, _ body: (Int32) -> Void) {
         for r in index.dirty { body(r) }
         if committedOnly {
-            for r in dirtyRows where beforeIndex[Int(r)] >= 0 && !index.isDirty(Int(r)) { body(r) }
+            for r in changes.dirtyRows where changes.beforeIndex[Int(r)] >= 0 && !index.isDirty(Int(r)) { body(r) }
         }
     }
 
     /// Whether the entry at a clean position of the index stands for its row in the view.
     @inline(__always)
     private func isIndexed(_ row: Int, _ index: SecondaryIndex, committedOnly: Bool) -> Bool {
-        !index.isDirty(row) && !(committedOnly && beforeIndex[row] >= 0)
+        !index.isDirty(row) && !(committedOnly && changes.beforeIndex[row] >= 0)
     }
 
     /// The rows in view that meet `condition`, found through `plan`, in storage order (as
@@ -183,11 +183,11 @@ extension EntityTable {
     /// keys the condition fixes, or a matching row's key is NaN (whose place in a sort is not
     /// the index's).
     func indexWalk(sortSlot: Int, reverse: Bool, condition: StorageCondition?, end: Int, committedOnly: Bool) -> [Int32]? {
-        guard !secondaryIndexes.isEmpty else { return nil }
+        guard !indexes.secondaryIndexes.isEmpty else { return nil }
         var atoms: [IndexAtom] = []
         condition?.indexAtoms(into: &atoms)
         var chosen: (plan: IndexPlan, position: Int)?
-        for index in secondaryIndexes {
+        for index in indexes.secondaryIndexes {
             guard let e = index.slots.firstIndex(of: sortSlot) else { continue }
             let plan = IndexPlan(index: index, atoms: atoms, equalities: e)
             if plan.equal.count == e { chosen = (plan, e); break }

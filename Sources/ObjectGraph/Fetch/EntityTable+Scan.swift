@@ -51,7 +51,7 @@ extension EntityTable {
     /// committed view of a row changed since the last save, a throw-away standalone instance
     /// holding its committed values (no lifecycle hook runs on it).
     func evaluationObject<T: Entity>(row: Int, committedOnly: Bool, as type: T.Type) -> T {
-        guard committedOnly, beforeIndex[row] >= 0 else { return object(row: row, as: T.self) }
+        guard committedOnly, changes.beforeIndex[row] >= 0 else { return object(row: row, as: T.self) }
         let snapshot = StandaloneValues(entity: entity)
         for slot in 0..<stride { snapshot.values[slot] = .some(committedValue(row: row, slot: slot)) }
         return T(_backing: ObjectBacking(standalone: snapshot))
@@ -61,9 +61,9 @@ extension EntityTable {
     @inline(__always)
     func cell(row: Int, slot: Int, committedOnly: Bool) -> (bits: UInt64, isNull: Bool) {
         let bit = UInt64(1) << UInt64(slot % 64)
-        if committedOnly, beforeIndex[row] >= 0 {
-            let b = Int(beforeIndex[row])
-            return (beforeValues[b * stride + slot], beforeNulls[b * maskWords + slot / 64] & bit != 0)
+        if committedOnly, changes.beforeIndex[row] >= 0 {
+            let b = Int(changes.beforeIndex[row])
+            return (changes.beforeValues[b * stride + slot], changes.beforeNulls[b * maskWords + slot / 64] & bit != 0)
         }
         return (values[row * stride + slot], nulls[row * maskWords + slot / 64] & bit != 0)
     }

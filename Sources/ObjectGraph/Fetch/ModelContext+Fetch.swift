@@ -150,9 +150,9 @@ extension ModelContext {
     /// (``EntityTable/indexWalk(sortSlot:reverse:condition:end:committedOnly:)``); nil when no
     /// index can answer, and the fetch sorts every match.
     func indexWalk<T: Entity>(_ d: FetchDescriptor<T>, _ first: SortDescriptor<T>, end: Int, in table: EntityTable) -> [Int32]? {
-        guard d.allowsStorageEvaluation, d.allowsIndexes, !table.secondaryIndexes.isEmpty, let keyPath = first.keyPath,
+        guard d.allowsStorageEvaluation, d.allowsIndexes, !table.indexes.secondaryIndexes.isEmpty, let keyPath = first.keyPath,
               let a = KeyPathResolver.resolve(keyPath, in: table, as: T.self), !a.isOptional, a.type.cellOrder != nil,
-              !table.secondaryBySlot[a.slot].isEmpty else { return nil }
+              !table.indexes.secondaryBySlot[a.slot].isEmpty else { return nil }
         var condition: StorageCondition?
         if let predicate = d.predicate {
             guard let t = PredicateTranslator<T>(table: table).translate(predicate), t.exact else { return nil }

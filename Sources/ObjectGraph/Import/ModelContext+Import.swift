@@ -347,7 +347,7 @@ final class _UniqueImporter {
 
     /// Whether the entity has any object, pending inserts included.
     @usableFromInline
-    var hasObjects: Bool { table.liveCount > 0 }
+    var hasObjects: Bool { table.identity.liveCount > 0 }
 
     /// While not nil, the index's ``UniqueIndex/changes`` count when it holds only keys this
     /// import inserted: every further ID of the import is then known to be absent, and is
@@ -448,8 +448,8 @@ final class _UniqueImporter {
         table.indexInsertAbsent(row: row, cell: cell, into: index)
         changesWhileOnlyOurs = index.changes
         // Most entities have one unique constraint: then no loop (iterating retained the array).
-        if table.uniqueIndexes.count > 1 {
-            for other in table.uniqueIndexes where other !== index { table.indexInsert(row: row, into: other) }
+        if table.indexes.uniqueIndexes.count > 1 {
+            for other in table.indexes.uniqueIndexes where other !== index { table.indexInsert(row: row, into: other) }
         }
         return row
     }

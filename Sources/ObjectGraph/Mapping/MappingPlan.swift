@@ -166,7 +166,7 @@ final class MappingPlan {
         }
         let idSlots = positions.map { steps[$0].slot }
         guard !idSlots.isEmpty,
-              let index = table.uniqueIndexes.first(where: { Set($0.slots) == Set(idSlots) && $0.slots.count == idSlots.count })
+              let index = table.indexes.uniqueIndexes.first(where: { Set($0.slots) == Set(idSlots) && $0.slots.count == idSlots.count })
         else { return (nil, positions) }
         return (index, index.slots.compactMap { s in idSlots.firstIndex(of: s).map { positions[$0] } })
     }
@@ -228,7 +228,7 @@ final class MappingPlan {
                 theirs.append(d)
             }
             var index: UniqueIndex?
-            if let i = destination.uniqueIndexes.first(where: { $0.slots.count == theirs.count && Set($0.slots) == Set(theirs) }) {
+            if let i = destination.indexes.uniqueIndexes.first(where: { $0.slots.count == theirs.count && Set($0.slots) == Set(theirs) }) {
                 // Order both sides as the index orders its keys.
                 let order = i.slots.compactMap { s in theirs.firstIndex(of: s) }
                 mine = order.map { mine[$0] }
@@ -247,7 +247,7 @@ final class MappingPlan {
     /// entity holds none: then most sources will be inserts, and growing the rows and the index
     /// as they come copied every row and rehashed every key several times.
     func prepare(count: Int) {
-        guard table.liveCount == 0, count > 0 else { return }
+        guard table.identity.liveCount == 0, count > 0 else { return }
         table.prepareForInserts(count: count)
         outcome.reserveCapacity(table.rowCount + count)
         mappedRows.reserveCapacity(count)

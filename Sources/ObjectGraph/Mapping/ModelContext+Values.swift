@@ -556,7 +556,7 @@ final class SlotValueWriter {
                 }
             }
             table.touchIndexes(row: row)
-            if !table.uniqueIndexes.isEmpty { table.indexAll(row: row) }
+            if !table.indexes.uniqueIndexes.isEmpty { table.indexAll(row: row) }
         }
         return row
     }

@@ -70,7 +70,7 @@ extension ContextChanges {
             inserted += p.inserts.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
             for row in p.updates {
                 var keys: Set<String> = []
-                let primitiveOnly = t.primitiveOnly[Int32(row)] ?? 0  // saved, not reported (Docs/Semantics.md, rule 3)
+                let primitiveOnly = t.changes.primitiveOnly[Int32(row)] ?? 0  // saved, not reported (Docs/Semantics.md, rule 3)
                 for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
                     if slot < 64 && primitiveOnly & (1 << UInt64(slot)) != 0 { continue }
                     keys.insert(t.entity.attributes[slot].name)
@@ -95,7 +95,7 @@ extension ContextChanges {
                 for row in p.inserts { touch(t.value(row: row, slot: r.slot)) }
                 for row in p.deletes { touch(t.committedValue(row: row, slot: r.slot)) }
                 for row in p.updates where t.slotDiffers(row: row, slot: r.slot) {
-                    if r.slot < 64, (t.primitiveOnly[Int32(row)] ?? 0) & (1 << UInt64(r.slot)) != 0 { continue }
+                    if r.slot < 64, (t.changes.primitiveOnly[Int32(row)] ?? 0) & (1 << UInt64(r.slot)) != 0 { continue }
                     touch(t.committedValue(row: row, slot: r.slot))
                     touch(t.value(row: row, slot: r.slot))
                 }

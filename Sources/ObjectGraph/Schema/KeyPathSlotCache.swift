@@ -44,11 +44,17 @@ final class KeyPathSlotCache: Sendable {
     func remember(_ keyPath: AnyKeyPath, slot: Int) {
         guard let word = Self.word(keyPath, slot: slot) else { return }
         let i = next.wrappingAdd(1, ordering: .relaxed).oldValue & (Self.capacity - 1)
+        // Unmanaged invariant: every nonzero entry owns exactly one retain of the key path at
+        // its address. The retain is taken before the word is published, and the exchange
+        // hands the replaced word, and so its retain, to this call alone, which gives it up.
         _ = Unmanaged.passRetained(keyPath)
         let old = entries[i].exchange(word, ordering: .relaxed)
         Self.release(old)
     }
 
+    /// Gives up the retain a word taken out of `entries` owned (none for 0). Each word is
+    /// taken out once: by the exchange that replaced it, or by `deinit`. The address came from
+    /// a live key path (``word(_:slot:)``) and the word's own retain kept it alive since.
     private static func release(_ word: UInt64) {
         guard let pointer = UnsafeRawPointer(bitPattern: UInt(word & addressMask)) else { return }
         Unmanaged<AnyKeyPath>.fromOpaque(pointer).release()

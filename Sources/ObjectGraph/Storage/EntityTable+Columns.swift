@@ -357,9 +357,9 @@ extension EntityTable {
         return try values.withUnsafeBufferPointer { v throws(E) in
             try nulls.withUnsafeBufferPointer { n throws(E) in
                 try flags.withUnsafeBufferPointer { f throws(E) in
-                    try beforeIndex.withUnsafeBufferPointer { bi throws(E) in
-                        try beforeValues.withUnsafeBufferPointer { bv throws(E) in
-                            try beforeNulls.withUnsafeBufferPointer { bn throws(E) in
+                    try changes.beforeIndex.withUnsafeBufferPointer { bi throws(E) in
+                        try changes.beforeValues.withUnsafeBufferPointer { bv throws(E) in
+                            try changes.beforeNulls.withUnsafeBufferPointer { bn throws(E) in
                                 try body(ColumnsHandle(
                                     stride: stride, maskWords: maskWords, values: v, nulls: n, flags: f, beforeIndex: bi,
                                     beforeValues: bv, beforeNulls: bn))
@@ -399,7 +399,7 @@ extension EntityTable {
     /// Sets `rowOfSerial` for `serials`, the i-th of them to row `first + i`. The map must
     /// already be long enough.
     func mapSerials<Serials: Collection<UInt64>>(_ serials: Serials, toRowsFrom first: Int) {
-        rowOfSerial.withUnsafeMutableBufferPointer { map in
+        identity.rowOfSerial.withUnsafeMutableBufferPointer { map in
             for (i, s) in serials.enumerated() { map[Int(s - 1)] = Int32(first + i) }
         }
     }
@@ -409,10 +409,10 @@ extension EntityTable {
     func appendBeforeImage(ofRow row: Int) {
         let stride = self.stride, maskWords = self.maskWords
         values.withUnsafeBufferPointer { v in
-            beforeValues.append(contentsOf: UnsafeBufferPointer(rebasing: v[row * stride..<(row + 1) * stride]))
+            changes.beforeValues.append(contentsOf: UnsafeBufferPointer(rebasing: v[row * stride..<(row + 1) * stride]))
         }
         nulls.withUnsafeBufferPointer { n in
-            beforeNulls.append(contentsOf: UnsafeBufferPointer(rebasing: n[row * maskWords..<(row + 1) * maskWords]))
+            changes.beforeNulls.append(contentsOf: UnsafeBufferPointer(rebasing: n[row * maskWords..<(row + 1) * maskWords]))
         }
     }
 
@@ -422,16 +422,16 @@ extension EntityTable {
         let stride = self.stride, maskWords = self.maskWords
         values.withUnsafeMutableBufferPointer { v in
             nulls.withUnsafeMutableBufferPointer { n in
-                beforeValues.withUnsafeBufferPointer { bv in
-                    beforeNulls.withUnsafeBufferPointer { bn in
-                        for r in dirtyRows {
+                changes.beforeValues.withUnsafeBufferPointer { bv in
+                    changes.beforeNulls.withUnsafeBufferPointer { bn in
+                        for r in changes.dirtyRows {
                             let row = Int(r)
-                            let b = Int(beforeIndex[row])
+                            let b = Int(changes.beforeIndex[row])
                             guard b >= 0 else { continue }
                             for i in 0..<stride { v[row * stride + i] = bv[b * stride + i] }
                             for i in 0..<maskWords { n[row * maskWords + i] = bn[b * maskWords + i] }
                             flags[row] &= ~Flags.dirty
-                            beforeIndex.clear(row)
+                            changes.beforeIndex.clear(row)
                         }
                     }
                 }
@@ -475,7 +475,7 @@ extension EntityTable {
     func prefetchRowState(_ row: Int) {
         flags.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row) } }
         instances.withUnsafeBufferPointer { if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) } }
-        beforeIndex.withUnsafeBufferPointer { if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) } }
+        changes.beforeIndex.withUnsafeBufferPointer { if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) } }
     }
 
     /// Prefetches the cell of `row` at `slot`.
@@ -686,7 +686,7 @@ extension EntityTable {
         PageWarmer.warm(values, first * stride..<(first + n) * stride)
         if !nullsStartAsZeroPages(rows: first + n) { PageWarmer.warm(nulls, first * maskWords..<(first + n) * maskWords) }
         PageWarmer.warm(flags, first..<first + n)
-        if !serialOfRow.isCounting { PageWarmer.warm(serialOfRow.stored, first..<first + n) }
+        if !identity.serialOfRow.isCounting { PageWarmer.warm(identity.serialOfRow.stored, first..<first + n) }
     }
 
     /// Has another core fault in the null words of `rows`, which a column is about to write.

@@ -6,11 +6,11 @@ extension EntityTable {
     /// indexes as they come copied every row and rehashed every key several times. Into a
     /// populated entity most may be updates, and nothing is done.
     func prepareForInserts(count: Int) {
-        guard liveCount == 0, count > 0 else { return }
+        guard identity.liveCount == 0, count > 0 else { return }
         reserve(count)
         warm(rows: count)
         reserveRows(count)
-        for index in uniqueIndexes where (index.used + count) * 2 > index.buckets.count {
+        for index in indexes.uniqueIndexes where (index.used + count) * 2 > index.buckets.count {
             growIndex(index, toHold: index.used + count)
         }
     }

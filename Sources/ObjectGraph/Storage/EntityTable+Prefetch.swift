@@ -48,7 +48,7 @@ final class RowPrefetcher {
         values = PrefetchHint(table.values)
         nulls = PrefetchHint(table.nulls)
         flags = PrefetchHint(table.flags)
-        beforeIndex = PrefetchHint(table.beforeIndex.stored)
+        beforeIndex = PrefetchHint(table.changes.beforeIndex.stored)
         instanceSlots = PrefetchHint(table.instances.stored)
         arena = PrefetchHint(table.arena)
         rowBytes = table.stride * 8

@@ -35,8 +35,8 @@ extension EntityTable {
     func toManyDestinations(row: Int, _ r: ResolvedRelationship) -> [Int] {
         if r.isLinked { return context.links[r.link].visibleMembers(r.linkSide, row) }
         let d = destinationTable(r)
-        guard let index = d.referenceIndexOfSlot[r.inverseSlot] else { return [] }
-        return d.referencingRows(index, serial: serialOfRow[row]).map(Int.init).sorted()
+        guard let index = d.indexes.referenceIndexOfSlot[r.inverseSlot] else { return [] }
+        return d.referencingRows(index, serial: identity.serialOfRow[row]).map(Int.init).sorted()
     }
 
     /// Whether the to-many `r` of `row` holds exactly `targets` (distinct rows), in that order
@@ -71,7 +71,7 @@ extension EntityTable {
         let old = toOneDestination(row: row, r)
         if old == target && (target != nil || isNull(row: row, slot: r.slot)) { return }
         if !primitive && !r.inverseIsToMany {
-            let mySerial = serialOfRow[row]
+            let mySerial = identity.serialOfRow[row]
             if let old, d.reference(row: old, slot: r.inverseSlot) == mySerial {
                 d.set(row: old, slot: r.inverseSlot, value: nil)
             }
@@ -84,7 +84,7 @@ extension EntityTable {
             }
         }
         if let target {
-            setCell(row: row, slot: r.slot, .fixed(d.serialOfRow[target]), primitive: primitive)
+            setCell(row: row, slot: r.slot, .fixed(d.identity.serialOfRow[target]), primitive: primitive)
         } else {
             set(row: row, slot: r.slot, value: nil, primitive: primitive)
         }
@@ -148,7 +148,7 @@ extension EntityTable {
     /// The serials of the to-many `r`'s current members of `row`, ascending.
     func currentMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
         let d = destinationTable(r)
-        let serials = toManyDestinations(row: row, r).map { d.serialOfRow[$0] }
+        let serials = toManyDestinations(row: row, r).map { d.identity.serialOfRow[$0] }
         return r.isOrdered ? serials : serials.sorted()
     }
 
@@ -156,7 +156,7 @@ extension EntityTable {
     /// when `r` is ordered, else ascending.
     func committedLinkedMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
         let d = destinationTable(r)
-        let serials = context.links[r.link].committedMembers(r.linkSide, row).map { d.serialOfRow[Int($0)] }
+        let serials = context.links[r.link].committedMembers(r.linkSide, row).map { d.identity.serialOfRow[Int($0)] }
         return r.isOrdered ? serials : serials.sorted()
     }
 
@@ -172,13 +172,13 @@ extension EntityTable {
     func committedMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
         if r.isLinked { return committedLinkedMembers(row: row, r) }
         let d = destinationTable(r)
-        let mine = serialOfRow[row]
+        let mine = identity.serialOfRow[row]
         var candidates = Set(toManyDestinations(row: row, r))
-        candidates.formUnion(d.dirtyRows.map(Int.init))
-        candidates.formUnion(d.deletedRows.map(Int.init))
+        candidates.formUnion(d.changes.dirtyRows.map(Int.init))
+        candidates.formUnion(d.changes.deletedRows.map(Int.init))
         var serials: [UInt64] = []
         for c in candidates where d.flags[c] & (Flags.inserted | Flags.vanished) == 0 && d.flags[c] & Flags.live != 0 {
-            if case .uint(let s)? = d.committedValue(row: c, slot: r.inverseSlot), s == mine { serials.append(d.serialOfRow[c]) }
+            if case .uint(let s)? = d.committedValue(row: c, slot: r.inverseSlot), s == mine { serials.append(d.identity.serialOfRow[c]) }
         }
         return serials.sorted()
     }

@@ -26,33 +26,26 @@ enum UndoEntry {
 
 extension EntityTable {
     func beginSavepoint() {
-        insertClock += 1
-        savepoints.append(SavepointMark(
-            clock: insertClock, rowCount: rowCount, undoCount: undo.count, insertedCount: insertedRows.count,
-            deletedCount: deletedRows.count, vanishedCount: vanishedRows.count, dirtyCount: dirtyRows.count,
+        changes.insertClock += 1
+        changes.savepoints.append(SavepointMark(
+            clock: changes.insertClock, rowCount: rowCount, undoCount: changes.undo.count, insertedCount: changes.insertedRows.count,
+            deletedCount: changes.deletedRows.count, vanishedCount: changes.vanishedRows.count, dirtyCount: changes.dirtyRows.count,
             arenaCount: arena.count, garbage: arena.garbage))
     }
 
     /// Forgets the innermost savepoint, keeping its changes (they belong to the enclosing one).
     func releaseSavepoint() {
-        guard savepoints.popLast() != nil else { return }
-        if savepoints.isEmpty { undo.removeAll() }
+        guard changes.savepoints.popLast() != nil else { return }
+        if changes.savepoints.isEmpty { changes.undo.removeAll() }
     }
 
     func stampInsertion(row: Int) {
-        if stamps.count < rowCount {
+        if changes.stamps.count < rowCount {
             // One row at a time in an import: a plain append, not a generic `Repeated` one.
-            if stamps.count + 1 == rowCount { stamps.append(0) } else { stamps.append(contentsOf: repeatElement(0, count: rowCount - stamps.count)) }
+            if changes.stamps.count + 1 == rowCount { changes.stamps.append(0) } else { changes.stamps.append(contentsOf: repeatElement(0, count: rowCount - changes.stamps.count)) }
         }
-        insertClock += 1
-        stamps[row] = insertClock
-    }
-
-    /// Whether `row` was inserted after the innermost savepoint began.
-    @inline(__always)
-    func isNewInInnermostSavepoint(row: Int) -> Bool {
-        guard let mark = savepoints.last else { return false }
-        return row >= mark.rowCount || (row < stamps.count && stamps[row] > mark.clock)
+        changes.insertClock += 1
+        changes.stamps[row] = changes.insertClock
     }
 
     /// Records a cell's value before it changes, unless the row is new since the savepoint or
@@ -61,27 +54,27 @@ extension EntityTable {
     /// bulk import of updates thus logs no entry per cell (five per updated object before).
     @inline(__always)
     func logCell(row: Int, slot: Int) {
-        if isNewInInnermostSavepoint(row: row) { return }
-        if let mark = savepoints.last, Int(beforeIndex[row]) >= mark.dirtyCount { return }
-        undo.append(.cell(row: Int32(row), slot: Int32(slot), bits: values[row * stride + slot], wasNull: isNull(row: row, slot: slot)))
+        if changes.isNewInInnermostSavepoint(row: row) { return }
+        if let mark = changes.savepoints.last, Int(changes.beforeIndex[row]) >= mark.dirtyCount { return }
+        changes.undo.append(.cell(row: Int32(row), slot: Int32(slot), bits: values[row * stride + slot], wasNull: isNull(row: row, slot: slot)))
     }
 
     /// Undoes everything since the innermost savepoint and forgets it.
     func rollbackToSavepoint() {
-        guard let mark = savepoints.popLast() else { return }
-        if !referenceSlots.isEmpty { invalidateReferenceIndexes() }
-        let isNew = { (row: Int) -> Bool in row >= mark.rowCount || (row < self.stamps.count && self.stamps[row] > mark.clock) }
+        guard let mark = changes.savepoints.popLast() else { return }
+        if !indexes.referenceSlots.isEmpty { invalidateReferenceIndexes() }
+        let isNew = { (row: Int) -> Bool in row >= mark.rowCount || (row < self.changes.stamps.count && self.changes.stamps[row] > mark.clock) }
         // Rows inserted since the mark go away wholesale.
-        for r in insertedRows[mark.insertedCount...] where flags[Int(r)] & Flags.inserted != 0 {
-            if !uniqueIndexes.isEmpty { unindexAll(row: Int(r)) }
+        for r in changes.insertedRows[mark.insertedCount...] where flags[Int(r)] & Flags.inserted != 0 {
+            if !indexes.uniqueIndexes.isEmpty { unindexAll(row: Int(r)) }
             detachInstance(row: Int(r))
             releaseRow(Int(r))
         }
-        for r in vanishedRows[mark.vanishedCount...] where isNew(Int(r)) { releaseRow(Int(r)) }
+        for r in changes.vanishedRows[mark.vanishedCount...] where isNew(Int(r)) { releaseRow(Int(r)) }
         // Everything else is in the undo log, newest first. Entries of rows new since the mark
         // are skipped: those rows were just freed (an inner savepoint, released into this one,
         // may have logged the vanishing of a row this one inserted).
-        for entry in undo[mark.undoCount...].reversed() {
+        for entry in changes.undo[mark.undoCount...].reversed() {
             switch entry {
             case .cell(let r, _, _, _), .delete(let r), .vanish(let r, _):
                 if isNew(Int(r)) { continue }
@@ -89,7 +82,7 @@ extension EntityTable {
             switch entry {
             case .cell(let r, let s, let bits, let wasNull):
                 let row = Int(r), slot = Int(s)
-                let indexed = !indexesBySlot[slot].isEmpty && isVisible(row: row)
+                let indexed = !indexes.indexesBySlot[slot].isEmpty && isVisible(row: row)
                 if indexed { unindex(row: row, slot: slot) }
                 values[row * stride + slot] = bits
                 let bit = UInt64(1) << UInt64(slot % 64)
@@ -98,44 +91,44 @@ extension EntityTable {
                 touchIndexes(row: row, slot: slot)
             case .delete(let r):
                 flags[Int(r)] &= ~Flags.deleted
-                if !uniqueIndexes.isEmpty { indexAll(row: Int(r)) }
+                if !indexes.uniqueIndexes.isEmpty { indexAll(row: Int(r)) }
             case .vanish(let r, let object):
                 let row = Int(r)
                 flags[row] = Flags.live | Flags.inserted
-                rowOfSerial[Int(serialOfRow[row] - 1)] = r
+                identity.rowOfSerial[Int(identity.serialOfRow[row] - 1)] = r
                 if let object, let e = object as? any Entity {
                     e._backing = ObjectBacking(table: self, row: r)
                     instances[row] = object
                 }
-                if !uniqueIndexes.isEmpty { indexAll(row: row) }
+                if !indexes.uniqueIndexes.isEmpty { indexAll(row: row) }
             }
         }
         // Rows first changed since the mark get their state at the mark back from their
         // before-images (their cell changes were not logged), and are clean again.
-        for r in dirtyRows[mark.dirtyCount...] {
+        for r in changes.dirtyRows[mark.dirtyCount...] {
             let row = Int(r)
-            let b = Int(beforeIndex[row])
-            let reindexed = !uniqueIndexes.isEmpty && isVisible(row: row)
+            let b = Int(changes.beforeIndex[row])
+            let reindexed = !indexes.uniqueIndexes.isEmpty && isVisible(row: row)
             if reindexed { unindexAll(row: row) }
             if b >= 0 {
-                for i in 0..<stride { values[row * stride + i] = beforeValues[b * stride + i] }
-                for i in 0..<maskWords { nulls[row * maskWords + i] = beforeNulls[b * maskWords + i] }
+                for i in 0..<stride { values[row * stride + i] = changes.beforeValues[b * stride + i] }
+                for i in 0..<maskWords { nulls[row * maskWords + i] = changes.beforeNulls[b * maskWords + i] }
                 touchIndexes(row: row)
             }
             if reindexed { indexAll(row: row) }
             flags[row] &= ~Flags.dirty
-            beforeIndex.clear(row)
+            changes.beforeIndex.clear(row)
         }
-        dirtyRows.removeSubrange(mark.dirtyCount...)
-        beforeValues.removeSubrange((mark.dirtyCount * stride)...)
-        beforeNulls.removeSubrange((mark.dirtyCount * maskWords)...)
-        insertedRows.removeSubrange(mark.insertedCount...)
-        deletedRows.removeSubrange(mark.deletedCount...)
-        vanishedRows.removeSubrange(mark.vanishedCount...)
-        undo.removeSubrange(mark.undoCount...)
+        changes.dirtyRows.removeSubrange(mark.dirtyCount...)
+        changes.beforeValues.removeSubrange((mark.dirtyCount * stride)...)
+        changes.beforeNulls.removeSubrange((mark.dirtyCount * maskWords)...)
+        changes.insertedRows.removeSubrange(mark.insertedCount...)
+        changes.deletedRows.removeSubrange(mark.deletedCount...)
+        changes.vanishedRows.removeSubrange(mark.vanishedCount...)
+        changes.undo.removeSubrange(mark.undoCount...)
         arena.truncate(to: mark.arenaCount, garbage: mark.garbage)
-        if !uniqueIndexes.isEmpty {
-            for index in uniqueIndexes { index.duplicates = index.duplicates.filter { isVisible(row: Int($0)) } }
+        if !indexes.uniqueIndexes.isEmpty {
+            for index in indexes.uniqueIndexes { index.duplicates = index.duplicates.filter { isVisible(row: Int($0)) } }
         }
     }
 }

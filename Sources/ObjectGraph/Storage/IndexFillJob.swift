@@ -89,22 +89,3 @@ final class IndexFillJob: @unchecked Sendable {
         buckets = []
     }
 }
-
-extension UniqueIndex {
-    /// Takes `buckets` (filled by an ``IndexFillJob``) as the index's.
-    func install(buckets: [Int32], used: Int, duplicates: [Int32]) {
-        self.buckets = buckets
-        self.used = used
-        self.duplicates = Set(duplicates)
-        changes += 1
-        filledDuringReplay = true
-    }
-}
-
-extension EntityTable {
-    /// Waits for the table's index fill jobs and drops them: the table is about to change.
-    func discardIndexFillJobs() {
-        for job in indexFillJobs { job.wait() }
-        indexFillJobs = []
-    }
-}
