@@ -211,8 +211,8 @@ struct SnapshotLinks: Sendable {
     /// Copies `row`'s visible list on `side` from the context's link table.
     mutating func refresh(_ side: Int, row: Int, of l: LinkTable) {
         let other = l.table(1 - side)
-        let serial = l.table(side).serialOfRow[row]
-        let members = l.visibleMembers(side, row).map { other.serialOfRow[$0] }
+        let serial = l.table(side).identity.serialOfRow[row]
+        let members = l.visibleMembers(side, row).map { other.identity.serialOfRow[$0] }
         sides[side][serial] = members.isEmpty ? nil : members
     }
 }

@@ -28,7 +28,7 @@ final class RowLayout: Sendable {
         types = table.types
         varSlots = table.types.indices.filter { table.types[$0].isVariableLength }
         uniqueSlots = table.entity.uniqueSlots
-        referenceSlots = table.referenceSlots
+        referenceSlots = table.indexes.referenceSlots
     }
 }
 

@@ -134,7 +134,7 @@ final class JournalDoor: PersistenceDoor {
                     .map { "entity '\($0.key)' was removed from the model but the store still holds \($0.value) of its objects" }
                     .joined(separator: "; "))
         }
-        for t in context.tables { t.committedArenaCount = t.arena.count; t.committedGarbage = t.arena.garbage }
+        for t in context.tables { t.changes.committedArenaCount = t.arena.count; t.changes.committedGarbage = t.arena.garbage }
         for l in context.links { l.flattenIfWorthIt() }
     }
 

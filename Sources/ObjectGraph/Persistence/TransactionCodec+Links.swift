@@ -125,7 +125,7 @@ extension LinkTable {
 
     private func serials(_ pairs: [(Int32, Int32)]) -> [(UInt64, UInt64)] {
         let t0 = table(0), t1 = table(1)
-        return pairs.map { (t0.serialOfRow[Int($0.0)], t1.serialOfRow[Int($0.1)]) }
+        return pairs.map { (t0.identity.serialOfRow[Int($0.0)], t1.identity.serialOfRow[Int($0.1)]) }
     }
 
     /// The pending transaction's net changes: pairs removed and added between objects that
@@ -213,7 +213,7 @@ extension LinkTable {
             let final = members(side, owner).filter { survives(1 - side, $0) }
             guard expected != final else { continue }
             let placements = Self.placements(from: expected, to: final)
-            result.append((table(side).serialOfRow[owner], placements.map { (other.serialOfRow[Int($0.0)], $0.1) }))
+            result.append((table(side).identity.serialOfRow[owner], placements.map { (other.identity.serialOfRow[Int($0.0)], $0.1) }))
         }
         result.sort { $0.owner < $1.owner }
         return result
@@ -244,21 +244,21 @@ extension LinkTable {
         for row in 0..<t0.rowCount where wasSaved(0, Int32(row)) {
             if listCount(0, row) > 0 || byOwner[0][Int32(row)] != nil { owners.append(row) }
         }
-        owners.sort { t0.serialOfRow[$0] < t0.serialOfRow[$1] }
+        owners.sort { t0.identity.serialOfRow[$0] < t0.identity.serialOfRow[$1] }
         var added: [Int32: [Int32]] = [:]  // side 1 owner -> members in the order appended
         for a in owners {
-            let s0 = t0.serialOfRow[a]
+            let s0 = t0.identity.serialOfRow[a]
             for b in committed(0, a) {
-                block.added.append((s0, t1.serialOfRow[Int(b)]))
+                block.added.append((s0, t1.identity.serialOfRow[Int(b)]))
                 if link.ordered[1] { added[b, default: []].append(Int32(a)) }
             }
         }
         if link.ordered[1] {
-            for (b, expected) in added.sorted(by: { t1.serialOfRow[Int($0.key)] < t1.serialOfRow[Int($1.key)] }) {
+            for (b, expected) in added.sorted(by: { t1.identity.serialOfRow[Int($0.key)] < t1.identity.serialOfRow[Int($1.key)] }) {
                 let final = committed(1, Int(b))
                 guard expected != final else { continue }
                 block.orders[1].append((
-                    t1.serialOfRow[Int(b)], Self.placements(from: expected, to: final).map { (t0.serialOfRow[Int($0.0)], $0.1) }))
+                    t1.identity.serialOfRow[Int(b)], Self.placements(from: expected, to: final).map { (t0.identity.serialOfRow[Int($0.0)], $0.1) }))
             }
         }
         return block

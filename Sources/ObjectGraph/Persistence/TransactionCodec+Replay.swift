@@ -22,7 +22,7 @@ extension TransactionCodec {
     /// Waits for and drops every index fill started during a payload that was replayed only in
     /// part: it leaves its tables as they are, and no fill started for it may be taken for theirs.
     private static func discardIndexFills(in context: ModelContext) {
-        for t in context.tables where !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
+        for t in context.tables where !t.indexes.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
     }
 
     /// ``replay(_:stored:mapping:into:orphans:)`` of a payload lent piece by piece
@@ -118,7 +118,7 @@ struct ReplayVisitor: PayloadVisitor {
         let runs = additions
         additions = LinkRuns()
         if let (a, b) = l.linkMany(runs) {
-            let s0 = l.table(0).serialOfRow[Int(a)], s1 = l.table(1).serialOfRow[Int(b)]
+            let s0 = l.table(0).identity.serialOfRow[Int(a)], s1 = l.table(1).identity.serialOfRow[Int(b)]
             let names = "\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)"
             let side = l.link.toOne[0] && l.listCount(0, Int(a)) > 0 ? 0 : 1
             let violation = RecordRules.link(
@@ -158,8 +158,8 @@ struct ReplayVisitor: PayloadVisitor {
         if let (k, swapped) = mapping.links[link] ?? nil {
             linkTable = links[k]
             linkSwapped = swapped
-            rows0 = links[k].table(0).rowOfSerial
-            rows1 = links[k].table(1).rowOfSerial
+            rows0 = links[k].table(0).identity.rowOfSerial
+            rows1 = links[k].table(1).identity.rowOfSerial
         } else {
             linkTable = nil
             rows0 = CountingArray(offset: 0)
@@ -238,12 +238,12 @@ struct ReplayVisitor: PayloadVisitor {
     }
 
     mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
-        if let t = mapping.entity[entity].map({ tables[$0] }), !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
+        if let t = mapping.entity[entity].map({ tables[$0] }), !t.indexes.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
         self.entity = entity
         slots = mapping.slots[entity]
         slotLinks = mapping.slotLinks.indices.contains(entity) ? mapping.slotLinks[entity] : []
         table = mapping.entity[entity].map { tables[$0] }
-        if let t = table, nextSerial > t.nextSerial { t.nextSerial = nextSerial }
+        if let t = table, nextSerial > t.identity.nextSerial { t.identity.nextSerial = nextSerial }
     }
 
     mutating func insertedSerials(_ r: inout PayloadReader, count n: Int) throws(PayloadReader.Failure) {
@@ -268,14 +268,14 @@ struct ReplayVisitor: PayloadVisitor {
             if let s = run.first(where: { t.row(ofSerial: $0) != nil }) {
                 throw PayloadReader.violation(start, RecordRules.insertOfLiveSerial(t.entity.name, s))
             }
-            if t.freeRows.isEmpty {
+            if t.identity.freeRows.isEmpty {
                 appendedRows = t.appendRows(serials: run, defaults: !mapping.feedsEverySlot[entity])
             } else {
                 for s in run { rows.append(t.allocateRow(serial: s)) }
             }
         } else if let s = serials.first(where: { t.row(ofSerial: $0) != nil }) {
             throw PayloadReader.violation(start, RecordRules.insertOfLiveSerial(t.entity.name, s))
-        } else if t.freeRows.isEmpty, zip(serials, serials.dropFirst()).allSatisfy({ $0 < $1 }) {
+        } else if t.identity.freeRows.isEmpty, zip(serials, serials.dropFirst()).allSatisfy({ $0 < $1 }) {
             // Saves and snapshots write serials in increasing order: distinct without hashing.
             appendedRows = t.appendRows(serials: serials, defaults: !mapping.feedsEverySlot[entity])
         } else {
@@ -359,7 +359,7 @@ struct ReplayVisitor: PayloadVisitor {
     /// refused as damage, as a follower, which decodes it whole first, refuses it.
     private mutating func checkRawValue(_ t: EntityTable, row: Int, slot: Int, _ check: AttributeValidator, at offset: Int) {
         guard rawValueViolation == nil, let value = t.value(row: row, slot: slot),
-              let v = RecordRules.rawValue(t.entity.name, attribute: t.entity.attributes[slot].name, serial: t.serialOfRow[row], value, check: check)
+              let v = RecordRules.rawValue(t.entity.name, attribute: t.entity.attributes[slot].name, serial: t.identity.serialOfRow[row], value, check: check)
         else { return }
         rawValueViolation = (offset, v)
     }
@@ -372,11 +372,11 @@ struct ReplayVisitor: PayloadVisitor {
     /// enough, and the slot's cells, just written, are fixed-size and none nil.
     private func startIndexFills(_ t: EntityTable, slot: Int) {
         guard let rows = appendedRows, rows.lowerBound == 0, rows.count >= IndexFillJob.minimumRows,
-              t.rowCount == rows.count, t.liveCount == rows.count, !t.types[slot].isVariableLength,
+              t.rowCount == rows.count, t.identity.liveCount == rows.count, !t.types[slot].isVariableLength,
               slots.lazy.filter({ $0 == slot }).count == 1  // no other column of the block writes these cells
         else { return }
-        for index in t.uniqueIndexes where index.slots == [slot] && !t.indexFillJobs.contains(where: { $0.index === index }) {
-            if let job = IndexFillJob(table: t, index: index, slot: slot, count: rows.count) { t.indexFillJobs.append(job) }
+        for index in t.indexes.uniqueIndexes where index.slots == [slot] && !t.indexes.indexFillJobs.contains(where: { $0.index === index }) {
+            if let job = IndexFillJob(table: t, index: index, slot: slot, count: rows.count) { t.indexes.indexFillJobs.append(job) }
         }
     }
 
@@ -419,7 +419,7 @@ struct ReplayVisitor: PayloadVisitor {
 
     mutating func updatedObject(serial: UInt64, at offset: Int) throws(PayloadReader.Failure) {
         guard let t = table else { return }
-        if !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
+        if !t.indexes.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
         guard let row = t.row(ofSerial: serial) else {
             throw PayloadReader.violation(offset, RecordRules.updateOfMissingSerial(t.entity.name, serial))
         }
@@ -465,7 +465,7 @@ struct ReplayVisitor: PayloadVisitor {
             orphans[entity, default: []].subtract(serials)
             return
         }
-        if !serials.isEmpty, !t.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
+        if !serials.isEmpty, !t.indexes.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
         for serial in serials {
             guard let row = t.row(ofSerial: serial) else {
                 throw PayloadReader.violation(start, RecordRules.deleteOfMissingSerial(t.entity.name, serial))

@@ -36,7 +36,7 @@ enum TransactionCodec {
         for (t, p) in zip(context.tables, pending) where !p.isEmpty {
             blocks.append((t, p.inserts, p.updates, p.deletes))
             let changed = p.inserts.count + p.updates.count
-            estimate += 32 + changed * (4 + t.stride * 3) + p.deletes.count * 4 + max(0, t.arena.count - t.committedArenaCount)
+            estimate += 32 + changed * (4 + t.stride * 3) + p.deletes.count * 4 + max(0, t.arena.count - t.changes.committedArenaCount)
         }
         let links = pendingLinkBlocks(context)
         for b in links { estimate += (b.added.count + b.removed.count) * 8 }
@@ -45,7 +45,7 @@ enum TransactionCodec {
         w.varint(blocks.count)
         for (t, inserted, updated, deleted) in blocks {
             w.varint(t.entityIndex)
-            w.varint(t.nextSerial)
+            w.varint(t.identity.nextSerial)
             writeInserts(t, rows: inserted, into: &w) { _ in }
             w.varint(updated.count)
             for row in updated {
@@ -81,14 +81,14 @@ enum TransactionCodec {
         w.varint(context.tables.count)
         for t in context.tables {
             w.varint(t.entityIndex)
-            w.varint(t.nextSerial)
+            w.varint(t.identity.nextSerial)
             var rows: [Int] = []
-            rows.reserveCapacity(t.liveCount)
+            rows.reserveCapacity(t.identity.liveCount)
             for row in 0..<t.rowCount
             where t.flags[row] & (EntityTable.Flags.live | EntityTable.Flags.inserted | EntityTable.Flags.vanished) == EntityTable.Flags.live {
                 rows.append(row)
             }
-            rows.sort { t.serialOfRow[$0] < t.serialOfRow[$1] }
+            rows.sort { t.identity.serialOfRow[$0] < t.identity.serialOfRow[$1] }
             try writeInserts(t, rows: rows, committed: true, into: &w) { try afterColumn(t, rows.count, $0) }
             w.varint(0)  // updates
             w.varint(0)  // deletes
@@ -141,7 +141,7 @@ enum TransactionCodec {
         _ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter,
         afterColumn: (_ columns: Int) throws -> Void
     ) rethrows {
-        let serialOfRow = t.serialOfRow
+        let serialOfRow = t.identity.serialOfRow
         writeSerials(count: rows.count, into: &w) { serialOfRow[rows[$0]] }
         guard !rows.isEmpty else { return }
         var bitmap = [UInt8](repeating: 0, count: (rows.count + 7) / 8)

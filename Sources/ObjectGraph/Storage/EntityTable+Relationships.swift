@@ -164,7 +164,7 @@ extension EntityTable {
     /// ``committedLinkedMembers(row:_:)``.
     func currentLinkedMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
         if r.isToMany { return currentMembers(row: row, r) }
-        return toOneDestination(row: row, r, visibleOnly: true).map { [destinationTable(r).serialOfRow[$0]] } ?? []
+        return toOneDestination(row: row, r, visibleOnly: true).map { [destinationTable(r).identity.serialOfRow[$0]] } ?? []
     }
 
     /// The serials of the to-many `r`'s members of `row` as last saved, ascending: the saved
