@@ -19,9 +19,10 @@ let strictSettings: [SwiftSetting] = [
 // swift-syntax is not built again. Without the variable, the package builds as usual.
 let prebuiltMacroPlugin = Context.environment["OBJECTGRAPH_MACRO_PLUGIN"].flatMap { $0.isEmpty ? nil : $0 }
 let macroDependency: [Target.Dependency] = prebuiltMacroPlugin == nil ? ["ObjectGraphMacros"] : []
-let macroSettings: [SwiftSetting] = prebuiltMacroPlugin.map {
-    [.unsafeFlags(["-load-plugin-executable", "\($0)#ObjectGraphMacros"])]
-} ?? []
+let macroSettings: [SwiftSetting] =
+    prebuiltMacroPlugin.map {
+        [.unsafeFlags(["-load-plugin-executable", "\($0)#ObjectGraphMacros"])]
+    } ?? []
 
 let package = Package(
     name: "ObjectGraph",
@@ -67,7 +68,9 @@ let package = Package(
             dependencies: ["CLZ4", "CCRC32C"],
             // Fault injection (JournalIO+FaultInjection.swift) exists in debug builds only, for
             // the package's tests; release builds of the library and the tool carry none.
-            swiftSettings: strictSettings + macroSettings + [.define("OBJECTGRAPH_FAULT_INJECTION", .when(configuration: .debug))]
+            swiftSettings: strictSettings + macroSettings + [
+                .define("OBJECTGRAPH_FAULT_INJECTION", .when(configuration: .debug))
+            ]
         ),
         .macro(
             name: "ObjectGraphMacros",
@@ -97,7 +100,8 @@ let package = Package(
         .target(
             name: "ObjectGraphReplication",
             dependencies: [
-                "ObjectGraph", "GraphJournal", "NATSJetStream", .product(name: "DequeModule", package: "swift-collections"),
+                "ObjectGraph", "GraphJournal", "NATSJetStream",
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strictSettings + macroSettings
         ),
@@ -140,7 +144,9 @@ let package = Package(
         // imports an executable's module may be compiled before that module exists).
         .target(
             name: "GraphJournalProgress",
-            dependencies: ["ObjectGraph", "GraphJournal", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "ObjectGraph", "GraphJournal", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Tools/GraphJournalProgress",
             swiftSettings: strictSettings
         ),
@@ -177,8 +183,11 @@ let package = Package(
         // Replication against real nats-server processes on loopback (Tests/ReplicationTests/Support).
         .testTarget(
             name: "ReplicationTests",
-            dependencies: ["ObjectGraphReplication", "NATSJetStream", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport", "graph-journal",
-                           "objectgraph-replication-child"],
+            dependencies: [
+                "ObjectGraphReplication", "NATSJetStream", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport",
+                "graph-journal",
+                "objectgraph-replication-child",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -189,7 +198,9 @@ let package = Package(
         // Runs the built graph-journal binary (a dependency, so it is built first) on fixtures.
         .testTarget(
             name: "GraphJournalToolTests",
-            dependencies: ["graph-journal", "GraphJournalProgress", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport"],
+            dependencies: [
+                "graph-journal", "GraphJournalProgress", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport",
+            ],
             exclude: ["Expected"],
             swiftSettings: strictSettings
         ),

@@ -71,7 +71,8 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Hashable {
         case .locked: label = "locked"
         case .corrupt: label = "corrupt"
         case .tornTail: label = "torn tail"
-        case .io(let errno, let operation): label = "I/O error in \(operation) (errno \(errno): \(Self.errnoName(errno)))"
+        case .io(let errno, let operation):
+            label = "I/O error in \(operation) (errno \(errno): \(Self.errnoName(errno)))"
         case .badHeader: label = "bad header"
         case .unsupportedVersion: label = "unsupported version"
         case .payloadTooLarge: label = "payload too large"

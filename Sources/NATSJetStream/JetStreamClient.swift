@@ -40,7 +40,8 @@ public final class JetStreamClient: Sendable {
     /// Connects to the first reachable server of `servers` (e.g. `["nats://127.0.0.1:4222"]`);
     /// throws `connectionFailed` when none is. `timeout` bounds each JetStream call and the
     /// connect to each server; `name` is how the connection appears in the server's monitoring.
-    public init(servers: [String], name: String = "objectgraph", timeout: Duration = .seconds(2)) throws(JetStreamError) {
+    public init(servers: [String], name: String = "objectgraph", timeout: Duration = .seconds(2)) throws(JetStreamError)
+    {
         guard !servers.isEmpty else { throw JetStreamError(.invalidArgument, "connect: no server URL given") }
         let action = "connect to \(servers.joined(separator: ","))"
         guard natsLibraryStatus == NATS_OK else { throw JetStreamError(status: natsLibraryStatus, action: "nats_Open") }
@@ -120,7 +121,8 @@ public final class JetStreamClient: Sendable {
         }
         let status = natsConnection_Status(handles.connection)
         if status != NATS_CONN_STATUS_CONNECTED {
-            let state = status == NATS_CONN_STATUS_RECONNECTING ? "reconnecting" : "not connected (status \(status.rawValue))"
+            let state =
+                status == NATS_CONN_STATUS_RECONNECTING ? "reconnecting" : "not connected (status \(status.rawValue))"
             throw JetStreamError(.connectionFailed, "\(action()): \(state)")
         }
     }
@@ -223,11 +225,14 @@ public final class JetStreamClient: Sendable {
         subject: String, payload: [UInt8], headers: [String: String] = [:], messageID: String? = nil,
         expectedLastSequence: UInt64? = nil, expectedStream: String? = nil, timeout: Duration? = nil
     ) throws(JetStreamError) -> PublishAck {
-        let action = "publish \(payload.count) bytes to \(subject)"
+        let action =
+            "publish \(payload.count) bytes to \(subject)"
             + (expectedLastSequence.map { " expecting last sequence \($0)" } ?? "")
             + (messageID.map { " with message ID \($0)" } ?? "")
         guard !subject.isEmpty else { throw JetStreamError(.invalidArgument, "\(action): empty subject") }
-        guard payload.count <= Int(Int32.max) else { throw JetStreamError(.invalidArgument, "\(action): payload too large") }
+        guard payload.count <= Int(Int32.max) else {
+            throw JetStreamError(.invalidArgument, "\(action): payload too large")
+        }
         try requireConnection(action)
 
         var messagePointer: OpaquePointer? = nil
@@ -323,7 +328,9 @@ public final class JetStreamClient: Sendable {
 
     /// A reader of `stream` from `sequence` on (1 or 0: from the first message held), only of
     /// the subjects matching `filter` when given. See `JetStreamReader`.
-    public func reader(stream: String, subject filter: String? = nil, from sequence: UInt64) throws(JetStreamError) -> JetStreamReader {
+    public func reader(
+        stream: String, subject filter: String? = nil, from sequence: UInt64
+    ) throws(JetStreamError) -> JetStreamReader {
         try JetStreamReader(client: self, stream: stream, filter: filter, start: max(1, sequence))
     }
 }

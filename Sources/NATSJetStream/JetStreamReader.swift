@@ -48,7 +48,9 @@ public final class JetStreamReader: Sendable {
     /// when none came in time (not an error). Throws when the connection is down or closed, or
     /// the consumer was deleted: the caller then makes a new reader from its last sequence + 1.
     public func next(max: Int, timeout: Duration) throws(JetStreamError) -> [StoredMessage] {
-        guard max > 0 else { throw JetStreamError(.invalidArgument, "read \(stream): max must be positive, not \(max)") }
+        guard max > 0 else {
+            throw JetStreamError(.invalidArgument, "read \(stream): max must be positive, not \(max)")
+        }
         let batch = Int32(clamping: max)
         let wait = timeout.milliseconds()
         return try state.withLock { (state: inout ReaderState) throws(JetStreamError) -> [StoredMessage] in
@@ -62,19 +64,27 @@ public final class JetStreamReader: Sendable {
             // What is already stored comes at once with a request that does not wait. Otherwise,
             // a request for one message waits for the next to be stored (a request for many
             // would wait for all of them or the timeout), then whatever else is there follows.
-            try Self.fetch(subscription, batch: batch, noWait: true, wait: wait, into: &messages, gap: &gap, state: &state, action: action)
+            try Self.fetch(
+                subscription, batch: batch, noWait: true, wait: wait, into: &messages, gap: &gap, state: &state,
+                action: action)
             if messages.isEmpty && !gap {
-                try Self.fetch(subscription, batch: 1, noWait: false, wait: wait, into: &messages, gap: &gap, state: &state, action: action)
+                try Self.fetch(
+                    subscription, batch: 1, noWait: false, wait: wait, into: &messages, gap: &gap, state: &state,
+                    action: action)
                 if !messages.isEmpty && batch > 1 && !gap {
                     // A failure here leaves the messages already received to be returned.
-                    try? Self.fetch(subscription, batch: batch - 1, noWait: true, wait: wait, into: &messages, gap: &gap, state: &state, action: action)
+                    try? Self.fetch(
+                        subscription, batch: batch - 1, noWait: true, wait: wait, into: &messages, gap: &gap,
+                        state: &state, action: action)
                 }
             }
             if gap { try resubscribe(&state) }
             // The server drops pull requests for a consumer it no longer has (deleted after
             // inactivity, or gone with a restart of the server that held it in memory) without
             // an answer, so that nothing came can also mean that: asked once nothing came.
-            if messages.isEmpty && !gap { try Self.requireConsumer(state.consumer, stream: stream, client: client, action: action) }
+            if messages.isEmpty && !gap {
+                try Self.requireConsumer(state.consumer, stream: stream, client: client, action: action)
+            }
             return messages
         }
     }
@@ -102,7 +112,9 @@ public final class JetStreamReader: Sendable {
         state.lastConsumerSequence = 0
     }
 
-    private static func release(_ subscription: OpaquePointer, consumer: String, stream: String, client: JetStreamClient) {
+    private static func release(
+        _ subscription: OpaquePointer, consumer: String, stream: String, client: JetStreamClient
+    ) {
         natsSubscription_Unsubscribe(subscription)
         natsSubscription_Destroy(subscription)
         if client.isConnected {
@@ -112,14 +124,19 @@ public final class JetStreamReader: Sendable {
     }
 
     /// Throws `notFound` when the consumer does not exist any more, or the error of asking.
-    private static func requireConsumer(_ consumer: String, stream: String, client: JetStreamClient, action: String) throws(JetStreamError) {
+    private static func requireConsumer(
+        _ consumer: String, stream: String, client: JetStreamClient, action: String
+    ) throws(JetStreamError) {
         var infoPointer: UnsafeMutablePointer<jsConsumerInfo>? = nil
         var jsCode = jsErrCode(rawValue: 0)
         let status = js_GetConsumerInfo(&infoPointer, client.handles.context, stream, consumer, nil, &jsCode)
         defer { if let infoPointer { jsConsumerInfo_Destroy(infoPointer) } }
         if status == NATS_OK { return }
         if status == NATS_NOT_FOUND || jsCode == JSConsumerNotFoundErr {
-            throw JetStreamError(.notFound, "\(action): the consumer \(consumer) no longer exists (deleted after inactivity, or gone with the server that held it); make a new reader")
+            throw JetStreamError(
+                .notFound,
+                "\(action): the consumer \(consumer) no longer exists (deleted after inactivity, or gone with the server that held it); make a new reader"
+            )
         }
         throw JetStreamError(status: status, jsCode: jsCode, action: "\(action): consumer info of \(consumer)")
     }
@@ -159,7 +176,8 @@ public final class JetStreamReader: Sendable {
             return js_PullSubscribe(&subscriptionPointer, client.handles.context, nil, nil, nil, &options, &jsCode)
         }
         guard status == NATS_OK, let subscription = subscriptionPointer else {
-            let error = JetStreamError(status: status, jsCode: jsCode, action: "\(action): subscribe to consumer \(consumer)")
+            let error = JetStreamError(
+                status: status, jsCode: jsCode, action: "\(action): subscribe to consumer \(consumer)")
             if let subscriptionPointer { natsSubscription_Destroy(subscriptionPointer) }
             _ = js_DeleteConsumer(client.handles.context, stream, consumer, nil, &jsCode)
             throw error
@@ -184,7 +202,10 @@ public final class JetStreamReader: Sendable {
         // 404 (nothing stored for a no-wait request) and 408 (the request expired) mean no message.
         if status == NATS_TIMEOUT || status == NATS_NOT_FOUND { return }
         if status == NATS_NO_RESPONDERS {
-            throw JetStreamError(.notFound, "\(action): the consumer \(state.consumer) no longer exists (deleted after inactivity, or gone with the server that held it); make a new reader")
+            throw JetStreamError(
+                .notFound,
+                "\(action): the consumer \(state.consumer) no longer exists (deleted after inactivity, or gone with the server that held it); make a new reader"
+            )
         }
         guard status == NATS_OK else { throw JetStreamError(status: status, action: action) }
         messages.reserveCapacity(messages.count + Int(list.Count))
@@ -202,7 +223,8 @@ public final class JetStreamReader: Sendable {
             }
             state.lastConsumerSequence = metadata.Sequence.Consumer
             state.lastStreamSequence = metadata.Sequence.Stream
-            messages.append(storedMessage(from: message, sequence: metadata.Sequence.Stream, timeNanoseconds: metadata.Timestamp))
+            messages.append(
+                storedMessage(from: message, sequence: metadata.Sequence.Stream, timeNanoseconds: metadata.Timestamp))
         }
     }
 }

@@ -271,8 +271,8 @@ extension Entity {
             return v
         }
         throw ObjectGraphError(
-            .typeMismatch, "\(d.name).\(key) holds \(a.swiftTypeName) (\(a.type.rawValue)); got \(type(of: value)): \(value)",
+            .typeMismatch,
+            "\(d.name).\(key) holds \(a.swiftTypeName) (\(a.type.rawValue)); got \(type(of: value)): \(value)",
             entity: d.name, key: key)
     }
 }
-

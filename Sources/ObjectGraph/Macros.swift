@@ -66,7 +66,8 @@ public macro Entity() = #externalMacro(module: "ObjectGraphMacros", type: "Entit
 /// }
 /// ```
 @attached(accessor, names: named(init), named(get), named(set))
-public macro _PersistedAttribute(slot: Int) = #externalMacro(module: "ObjectGraphMacros", type: "PersistedAttributeMacro")
+public macro _PersistedAttribute(slot: Int) =
+    #externalMacro(module: "ObjectGraphMacros", type: "PersistedAttributeMacro")
 
 /// Keeps a stored property of an entity out of the object graph.
 ///
@@ -104,7 +105,8 @@ public macro Transient() = #externalMacro(module: "ObjectGraphMacros", type: "Tr
 /// }
 /// ```
 @attached(peer)
-public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) = #externalMacro(module: "ObjectGraphMacros", type: "AttributeMacro")
+public macro Attribute(_ options: AttributeOption..., originalName: String? = nil) =
+    #externalMacro(module: "ObjectGraphMacros", type: "AttributeMacro")
 
 /// Declares a compound unique constraint: no two objects of the entity may share the values of
 /// all the listed attributes (SwiftData's `#Unique`). Write it inside an `@Entity` class; each
@@ -145,12 +147,14 @@ public macro Unique<T>(_ keyPaths: [PartialKeyPath<T>]..., onCollision: UniqueCo
 ///
 /// - Parameter keyPaths: One array of attribute key paths per index.
 @freestanding(declaration)
-public macro Index<T>(_ keyPaths: [PartialKeyPath<T>]...) = #externalMacro(module: "ObjectGraphMacros", type: "IndexMacro")
+public macro Index<T>(_ keyPaths: [PartialKeyPath<T>]...) =
+    #externalMacro(module: "ObjectGraphMacros", type: "IndexMacro")
 
 /// Generates the accessors of a relationship property; `@Entity` attaches it to each
 /// `@Relationship` property. Not for direct use.
 @attached(accessor, names: named(init), named(get), named(set))
-public macro _PersistedRelationship(index: Int) = #externalMacro(module: "ObjectGraphMacros", type: "PersistedRelationshipMacro")
+public macro _PersistedRelationship(index: Int) =
+    #externalMacro(module: "ObjectGraphMacros", type: "PersistedRelationshipMacro")
 
 /// Declares a relationship of an `@Entity` class: `T?` is a to-one, `[T]` a to-many (set
 /// semantics, or an ordered list with `ordered: true`), and `inverse` names the property on

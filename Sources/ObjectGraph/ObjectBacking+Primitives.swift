@@ -17,7 +17,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Bool.Type) -> Bool { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Bool` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Bool.Type) -> Bool? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Bool.Type) -> Bool? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Bool.Type) -> Bool {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Bool._zero
@@ -36,7 +38,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Int.Type) -> Int { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Int.Type) -> Int? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Int.Type) -> Int? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int.Type) -> Int {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Int._zero
@@ -55,7 +59,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Int8.Type) -> Int8 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int8` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Int8.Type) -> Int8? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Int8.Type) -> Int8? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int8.Type) -> Int8 {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Int8._zero
@@ -74,7 +80,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Int16.Type) -> Int16 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int16` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Int16.Type) -> Int16? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Int16.Type) -> Int16? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int16.Type) -> Int16 {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Int16._zero
@@ -93,7 +101,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Int32.Type) -> Int32 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int32` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Int32.Type) -> Int32? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Int32.Type) -> Int32? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int32.Type) -> Int32 {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Int32._zero
@@ -112,7 +122,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Int64.Type) -> Int64 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Int64` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Int64.Type) -> Int64? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Int64.Type) -> Int64? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Int64.Type) -> Int64 {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Int64._zero
@@ -131,7 +143,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: UInt.Type) -> UInt { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: UInt.Type) -> UInt? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: UInt.Type) -> UInt? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt.Type) -> UInt {
         getOptional(owner, row, slot, as: type, generic: ()) ?? UInt._zero
@@ -150,7 +164,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: UInt8.Type) -> UInt8 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt8` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: UInt8.Type) -> UInt8? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: UInt8.Type) -> UInt8? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt8.Type) -> UInt8 {
         getOptional(owner, row, slot, as: type, generic: ()) ?? UInt8._zero
@@ -169,13 +185,16 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: UInt16.Type) -> UInt16 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt16` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: UInt16.Type) -> UInt16? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: UInt16.Type) -> UInt16? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt16.Type) -> UInt16 {
         getOptional(owner, row, slot, as: type, generic: ()) ?? UInt16._zero
     }
     @usableFromInline
-    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt16.Type) -> UInt16? {
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt16.Type) -> UInt16?
+    {
         getOptional(owner, row, slot, as: type, generic: ())
     }
     /// Writes a non-optional `UInt16` attribute.
@@ -188,13 +207,16 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: UInt32.Type) -> UInt32 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt32` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: UInt32.Type) -> UInt32? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: UInt32.Type) -> UInt32? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt32.Type) -> UInt32 {
         getOptional(owner, row, slot, as: type, generic: ()) ?? UInt32._zero
     }
     @usableFromInline
-    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt32.Type) -> UInt32? {
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt32.Type) -> UInt32?
+    {
         getOptional(owner, row, slot, as: type, generic: ())
     }
     /// Writes a non-optional `UInt32` attribute.
@@ -207,13 +229,16 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: UInt64.Type) -> UInt64 { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UInt64` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: UInt64.Type) -> UInt64? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: UInt64.Type) -> UInt64? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt64.Type) -> UInt64 {
         getOptional(owner, row, slot, as: type, generic: ()) ?? UInt64._zero
     }
     @usableFromInline
-    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt64.Type) -> UInt64? {
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UInt64.Type) -> UInt64?
+    {
         getOptional(owner, row, slot, as: type, generic: ())
     }
     /// Writes a non-optional `UInt64` attribute.
@@ -226,13 +251,16 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Double.Type) -> Double { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Double` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Double.Type) -> Double? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Double.Type) -> Double? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Double.Type) -> Double {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Double._zero
     }
     @usableFromInline
-    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Double.Type) -> Double? {
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Double.Type) -> Double?
+    {
         getOptional(owner, row, slot, as: type, generic: ())
     }
     /// Writes a non-optional `Double` attribute.
@@ -245,7 +273,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Float.Type) -> Float { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Float` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Float.Type) -> Float? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Float.Type) -> Float? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Float.Type) -> Float {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Float._zero
@@ -264,13 +294,16 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: String.Type) -> String { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `String` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: String.Type) -> String? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: String.Type) -> String? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: String.Type) -> String {
         getOptional(owner, row, slot, as: type, generic: ()) ?? String._zero
     }
     @usableFromInline
-    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: String.Type) -> String? {
+    static func _getOptional(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: String.Type) -> String?
+    {
         getOptional(owner, row, slot, as: type, generic: ())
     }
     /// Writes a non-optional `String` attribute.
@@ -283,7 +316,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Data.Type) -> Data { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Data` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Data.Type) -> Data? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Data.Type) -> Data? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Data.Type) -> Data {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Data._zero
@@ -302,7 +337,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: Date.Type) -> Date { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `Date` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: Date.Type) -> Date? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: Date.Type) -> Date? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: Date.Type) -> Date {
         getOptional(owner, row, slot, as: type, generic: ()) ?? Date._zero
@@ -321,7 +358,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: UUID.Type) -> UUID { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `UUID` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: UUID.Type) -> UUID? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: UUID.Type) -> UUID? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: UUID.Type) -> UUID {
         getOptional(owner, row, slot, as: type, generic: ()) ?? UUID._zero
@@ -340,7 +379,9 @@ extension ObjectBacking {
     public func get(_ slot: Int, as type: URL.Type) -> URL { Self._get(unretainedOwner, row, slot, as: type) }
     /// Reads an optional `URL` attribute.
     @inlinable @inline(__always)
-    public func getOptional(_ slot: Int, as type: URL.Type) -> URL? { Self._getOptional(unretainedOwner, row, slot, as: type) }
+    public func getOptional(_ slot: Int, as type: URL.Type) -> URL? {
+        Self._getOptional(unretainedOwner, row, slot, as: type)
+    }
     @usableFromInline
     static func _get(_ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: URL.Type) -> URL {
         getOptional(owner, row, slot, as: type, generic: ()) ?? URL._zero

@@ -29,7 +29,9 @@ extension ObjectBacking {
     public func setToOne<T: Entity>(_ relationship: Int, _ value: T?) {
         let t = relationshipTable(relationship)
         let r = t.relationships[relationship]
-        let target = value.map { t.context.managedRow(of: $0, expecting: t.destinationTable(r), relationship: "\(t.entity.name).\(r.name)") }
+        let target = value.map {
+            t.context.managedRow(of: $0, expecting: t.destinationTable(r), relationship: "\(t.entity.name).\(r.name)")
+        }
         t.setToOne(row: Int(row), r, to: target)
     }
 
@@ -59,7 +61,9 @@ extension ObjectBacking {
         let d = t.destinationTable(r)
         var rows: [Int] = []
         rows.reserveCapacity(value.count)
-        for object in value { rows.append(t.context.managedRow(of: object, expecting: d, relationship: "\(t.entity.name).\(r.name)")) }
+        for object in value {
+            rows.append(t.context.managedRow(of: object, expecting: d, relationship: "\(t.entity.name).\(r.name)"))
+        }
         if rows.count > 1 {
             // Duplicates count once; a short list is checked without hashing.
             if rows.count <= 16 {
@@ -76,8 +80,11 @@ extension ObjectBacking {
 
     private func relationshipTable(_ relationship: Int) -> EntityTable {
         guard let t = managedTable else {
-            let name = entity.relationships.indices.contains(relationship) ? entity.relationships[relationship].name : "#\(relationship)"
-            preconditionFailure("\(entity.name).\(name): insert the object into a context before setting its relationships")
+            let name =
+                entity.relationships.indices.contains(relationship)
+                ? entity.relationships[relationship].name : "#\(relationship)"
+            preconditionFailure(
+                "\(entity.name).\(name): insert the object into a context before setting its relationships")
         }
         return t
     }
@@ -124,7 +131,8 @@ extension ModelContext {
     /// relationship number) on its new row, inverses included; destinations not in a context
     /// yet are inserted too.
     func applyRelations(_ relations: [Int: [any Entity]], to table: EntityTable, row: Int) {
-        for (number, objects) in relations.sorted(by: { $0.key < $1.key }) where table.relationships.indices.contains(number) {
+        for (number, objects) in relations.sorted(by: { $0.key < $1.key })
+        where table.relationships.indices.contains(number) {
             let r = table.relationships[number]
             let d = table.destinationTable(r)
             let name = "\(table.entity.name).\(r.name)"

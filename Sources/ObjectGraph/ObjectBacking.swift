@@ -166,11 +166,15 @@ public struct ObjectBacking {
     /// Reads a non-optional attribute of a primitive type.
     public func get<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type) -> T { get(slot, as: type, generic: ()) }
     /// Reads an optional attribute of a primitive type.
-    public func getOptional<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type) -> T? { getOptional(slot, as: type, generic: ()) }
+    public func getOptional<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type) -> T? {
+        getOptional(slot, as: type, generic: ())
+    }
     /// Writes a non-optional attribute of a primitive type.
     public mutating func set<T: PrimitiveAttribute>(_ slot: Int, _ value: T) { set(slot, value, generic: ()) }
     /// Writes an optional attribute of a primitive type.
-    public mutating func setOptional<T: PrimitiveAttribute>(_ slot: Int, _ value: T?) { setOptional(slot, value, generic: ()) }
+    public mutating func setOptional<T: PrimitiveAttribute>(_ slot: Int, _ value: T?) {
+        setOptional(slot, value, generic: ())
+    }
 
     func get<T: PrimitiveAttribute>(_ slot: Int, as type: T.Type, generic: Void) -> T {
         Self.getOptional(unretainedOwner, row, slot, as: type, generic: ()) ?? T._zero
@@ -188,7 +192,9 @@ public struct ObjectBacking {
         _ owner: Unmanaged<AnyObject>, _ row: Int32, _ slot: Int, as type: T.Type, generic: Void
     ) -> T? {
         owner._withUnsafeGuaranteedRef { object in
-            if row >= 0 { return unsafeDowncast(object, to: EntityTable.self).read(row: Int(row), slot: slot, as: T.self) }
+            if row >= 0 {
+                return unsafeDowncast(object, to: EntityTable.self).read(row: Int(row), slot: slot, as: T.self)
+            }
             if row == snapshotRow {
                 let snapshot = unsafeDowncast(object, to: SnapshotObject.self)
                 return snapshot.page.read(snapshot.r, slot, as: T.self)
@@ -223,13 +229,15 @@ public struct ObjectBacking {
     public func get<T: RawRepresentable>(_ slot: Int, as type: T.Type) -> T where T.RawValue: PrimitiveAttribute {
         let raw = get(slot, as: T.RawValue.self)
         guard let value = T(rawValue: raw) else {
-            preconditionFailure("\(entity.name).\(entity.attributes[slot].name): stored raw value \(raw) is not a valid \(T.self)")
+            preconditionFailure(
+                "\(entity.name).\(entity.attributes[slot].name): stored raw value \(raw) is not a valid \(T.self)")
         }
         return value
     }
 
     /// Reads an optional `RawRepresentable` attribute; an unknown raw value reads as `nil`.
-    public func getOptional<T: RawRepresentable>(_ slot: Int, as type: T.Type) -> T? where T.RawValue: PrimitiveAttribute {
+    public func getOptional<T: RawRepresentable>(_ slot: Int, as type: T.Type) -> T?
+    where T.RawValue: PrimitiveAttribute {
         getOptional(slot, as: T.RawValue.self).flatMap(T.init(rawValue:))
     }
 
@@ -239,33 +247,39 @@ public struct ObjectBacking {
     }
 
     /// Writes an optional `RawRepresentable` attribute as its raw value.
-    public mutating func setOptional<T: RawRepresentable>(_ slot: Int, _ value: T?) where T.RawValue: PrimitiveAttribute {
+    public mutating func setOptional<T: RawRepresentable>(_ slot: Int, _ value: T?)
+    where T.RawValue: PrimitiveAttribute {
         setOptional(slot, value?.rawValue)
     }
 
     // Disambiguation for types that are both RawRepresentable and Codable: the raw value wins.
 
     /// Reads a non-optional `RawRepresentable & Codable` attribute, stored as its raw value.
-    public func get<T: RawRepresentable & Codable>(_ slot: Int, as type: T.Type) -> T where T.RawValue: PrimitiveAttribute {
+    public func get<T: RawRepresentable & Codable>(_ slot: Int, as type: T.Type) -> T
+    where T.RawValue: PrimitiveAttribute {
         let raw = get(slot, as: T.RawValue.self)
         guard let value = T(rawValue: raw) else {
-            preconditionFailure("\(entity.name).\(entity.attributes[slot].name): stored raw value \(raw) is not a valid \(T.self)")
+            preconditionFailure(
+                "\(entity.name).\(entity.attributes[slot].name): stored raw value \(raw) is not a valid \(T.self)")
         }
         return value
     }
 
     /// Reads an optional `RawRepresentable & Codable` attribute, stored as its raw value.
-    public func getOptional<T: RawRepresentable & Codable>(_ slot: Int, as type: T.Type) -> T? where T.RawValue: PrimitiveAttribute {
+    public func getOptional<T: RawRepresentable & Codable>(_ slot: Int, as type: T.Type) -> T?
+    where T.RawValue: PrimitiveAttribute {
         getOptional(slot, as: T.RawValue.self).flatMap(T.init(rawValue:))
     }
 
     /// Writes a non-optional `RawRepresentable & Codable` attribute as its raw value.
-    public mutating func set<T: RawRepresentable & Codable>(_ slot: Int, _ value: T) where T.RawValue: PrimitiveAttribute {
+    public mutating func set<T: RawRepresentable & Codable>(_ slot: Int, _ value: T)
+    where T.RawValue: PrimitiveAttribute {
         set(slot, value.rawValue)
     }
 
     /// Writes an optional `RawRepresentable & Codable` attribute as its raw value.
-    public mutating func setOptional<T: RawRepresentable & Codable>(_ slot: Int, _ value: T?) where T.RawValue: PrimitiveAttribute {
+    public mutating func setOptional<T: RawRepresentable & Codable>(_ slot: Int, _ value: T?)
+    where T.RawValue: PrimitiveAttribute {
         setOptional(slot, value?.rawValue)
     }
 
@@ -277,7 +291,8 @@ public struct ObjectBacking {
         do {
             return try CodableAttributeCoder.decode(T.self, from: data)
         } catch {
-            preconditionFailure("\(entity.name).\(entity.attributes[slot].name): stored JSON is not a valid \(T.self): \(error)")
+            preconditionFailure(
+                "\(entity.name).\(entity.attributes[slot].name): stored JSON is not a valid \(T.self): \(error)")
         }
     }
 
@@ -292,7 +307,8 @@ public struct ObjectBacking {
         do {
             set(slot, try CodableAttributeCoder.encode(value))
         } catch {
-            preconditionFailure("\(entity.name).\(entity.attributes[slot].name): \(T.self) cannot be encoded as JSON: \(error)")
+            preconditionFailure(
+                "\(entity.name).\(entity.attributes[slot].name): \(T.self) cannot be encoded as JSON: \(error)")
         }
     }
 

@@ -76,7 +76,8 @@ struct EntityDiagnostic: DiagnosticMessage {
     static func indexKeyNotAttribute(_ name: String) -> EntityDiagnostic {
         EntityDiagnostic(
             id: "indexKeyNotAttribute",
-            message: "#Index names '\(name)', which is not a persisted attribute of this entity (an index key is a stored property that is not @Transient or a relationship)"
+            message:
+                "#Index names '\(name)', which is not a persisted attribute of this entity (an index key is a stored property that is not @Transient or a relationship)"
         )
     }
 
@@ -84,7 +85,8 @@ struct EntityDiagnostic: DiagnosticMessage {
     static func instanceImportHook(_ name: String) -> EntityDiagnostic {
         EntityDiagnostic(
             id: "instanceImportHook",
-            message: "'\(name)(from:in:)' must be declared 'static func': as an instance method the import never calls it"
+            message:
+                "'\(name)(from:in:)' must be declared 'static func': as an instance method the import never calls it"
         )
     }
 }

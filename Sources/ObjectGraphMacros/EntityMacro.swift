@@ -41,11 +41,14 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         // `init(_backing:)`; give it back, so `Tag()` keeps working as in plain Swift.
         let declaresInit = classDecl.memberBlock.members.contains { $0.decl.is(InitializerDeclSyntax.self) }
         if !declaresInit {
-            result.append(DeclSyntax(InitializerDeclSyntax(
-                modifiers: [DeclModifierSyntax(name: .keyword(.public))],
-                signature: FunctionSignatureSyntax(parameterClause: FunctionParameterClauseSyntax(parameters: [])),
-                body: CodeBlockSyntax(statements: [])
-            )))
+            result.append(
+                DeclSyntax(
+                    InitializerDeclSyntax(
+                        modifiers: [DeclModifierSyntax(name: .keyword(.public))],
+                        signature: FunctionSignatureSyntax(
+                            parameterClause: FunctionParameterClauseSyntax(parameters: [])),
+                        body: CodeBlockSyntax(statements: [])
+                    )))
         }
         return result
     }
@@ -81,7 +84,9 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     }
 
     /// `public static let entityDescription = ObjectGraph.EntityDescription(name:type:attributes:…)`
-    static func entityDescriptionDecl(className: String, entityName: String, members: EntityMembers) -> VariableDeclSyntax {
+    static func entityDescriptionDecl(
+        className: String, entityName: String, members: EntityMembers
+    ) -> VariableDeclSyntax {
         VariableDeclSyntax(
             modifiers: [DeclModifierSyntax(name: .keyword(.public)), DeclModifierSyntax(name: .keyword(.static))],
             bindingSpecifier: .keyword(.let),
@@ -97,11 +102,20 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                                 ("attributes", Make.array(members.attributes.map(attributeDescription))),
                                 ("keyPaths", Make.array(members.attributes.map { keyPath(className, $0.name) })),
                                 ("uniqueConstraints", Make.array(members.uniqueConstraints.map(uniqueConstraint))),
-                            ] + (members.relationships.isEmpty ? [] : [
-                                ("relationships", Make.array(members.relationships.map(relationshipDescription))),
-                            ]) + (members.indexes.isEmpty ? [] : [
-                                ("indexes", Make.array(members.indexes.map(indexDescription))),
-                            ]),
+                            ]
+                                + (members.relationships.isEmpty
+                                    ? []
+                                    : [
+                                        (
+                                            "relationships",
+                                            Make.array(members.relationships.map(relationshipDescription))
+                                        )
+                                    ])
+                                + (members.indexes.isEmpty
+                                    ? []
+                                    : [
+                                        ("indexes", Make.array(members.indexes.map(indexDescription)))
+                                    ]),
                             multiline: true
                         )
                     )
@@ -172,13 +186,18 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 
     /// `\Class.name`
     static func keyPath(_ className: String, _ name: String) -> ExprSyntax {
-        ExprSyntax(KeyPathExprSyntax(
-            root: TypeSyntax(IdentifierTypeSyntax(name: .identifier(className))),
-            components: [KeyPathComponentSyntax(
-                period: .periodToken(),
-                component: .property(KeyPathPropertyComponentSyntax(declName: DeclReferenceExprSyntax(baseName: .identifier(name))))
-            )]
-        ))
+        ExprSyntax(
+            KeyPathExprSyntax(
+                root: TypeSyntax(IdentifierTypeSyntax(name: .identifier(className))),
+                components: [
+                    KeyPathComponentSyntax(
+                        period: .periodToken(),
+                        component: .property(
+                            KeyPathPropertyComponentSyntax(
+                                declName: DeclReferenceExprSyntax(baseName: .identifier(name))))
+                    )
+                ]
+            ))
     }
 
     /// `ObjectGraph.IndexDescription(["a", "b"])`
@@ -202,16 +221,17 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
         guard declaration.is(ClassDeclSyntax.self),
-              let variable = member.as(VariableDeclSyntax.self),
-              !variable.attributes.hasAttribute(named: "_PersistedAttribute"),
-              !variable.attributes.hasAttribute(named: "_PersistedRelationship")
+            let variable = member.as(VariableDeclSyntax.self),
+            !variable.attributes.hasAttribute(named: "_PersistedAttribute"),
+            !variable.attributes.hasAttribute(named: "_PersistedRelationship")
         else { return [] }
         switch EntityMembers.role(of: variable) {
         case .persisted(let attribute):
             guard let slot = EntityMembers(declaration.memberBlock.members).slot(of: attribute.name) else { return [] }
             return [Make.attribute("_PersistedAttribute", label: "slot", value: Make.int(slot))]
         case .relationship(let relationship):
-            guard let index = EntityMembers(declaration.memberBlock.members).relationshipIndex(of: relationship.name) else { return [] }
+            guard let index = EntityMembers(declaration.memberBlock.members).relationshipIndex(of: relationship.name)
+            else { return [] }
             return [Make.attribute("_PersistedRelationship", label: "index", value: Make.int(index))]
         case .ignored, .invalid:
             return []
@@ -229,10 +249,11 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     ) throws -> [ExtensionDeclSyntax] {
         // The compiler leaves `Entity` out of `protocols` when the class already conforms.
         guard let classDecl = declaration.as(ClassDeclSyntax.self), !protocols.isEmpty else { return [] }
-        let alreadyListed = classDecl.inheritanceClause?.inheritedTypes.contains { inherited in
-            let text = inherited.type.trimmedDescription
-            return text == "Entity" || text == "ObjectGraph.Entity"
-        } ?? false
+        let alreadyListed =
+            classDecl.inheritanceClause?.inheritedTypes.contains { inherited in
+                let text = inherited.type.trimmedDescription
+                return text == "Entity" || text == "ObjectGraph.Entity"
+            } ?? false
         guard !alreadyListed else { return [] }
         return [
             ExtensionDeclSyntax(

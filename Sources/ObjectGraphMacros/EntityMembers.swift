@@ -83,8 +83,9 @@ struct EntityMembers {
                     guard let array = argument.expression.as(ArrayExprSyntax.self) else { continue }
                     let keys = array.elements.compactMap { element -> String? in
                         guard let keyPath = element.expression.as(KeyPathExprSyntax.self),
-                              keyPath.components.count == 1,
-                              case .property(let property) = keyPath.components.first?.component else { return nil }
+                            keyPath.components.count == 1,
+                            case .property(let property) = keyPath.components.first?.component
+                        else { return nil }
                         return property.declName.baseName.identifier?.name ?? property.declName.baseName.text
                     }
                     if keys.count != array.elements.count || keys.isEmpty {
@@ -109,8 +110,9 @@ struct EntityMembers {
                     var keys: [String] = []
                     for element in array.elements {
                         guard let keyPath = element.expression.as(KeyPathExprSyntax.self),
-                              keyPath.components.count == 1,
-                              case .property(let property) = keyPath.components.first?.component else { continue }
+                            keyPath.components.count == 1,
+                            case .property(let property) = keyPath.components.first?.component
+                        else { continue }
                         let name = property.declName.baseName.identifier?.name ?? property.declName.baseName.text
                         keys.append(name)
                         indexKeys.append((name, Syntax(element)))
@@ -126,9 +128,12 @@ struct EntityMembers {
             if let function = item.decl.as(FunctionDeclSyntax.self) {
                 let name = function.name.text
                 let labels = function.signature.parameterClause.parameters.map { $0.firstName.text }
-                let isStatic = function.modifiers.contains { $0.name.tokenKind == .keyword(.static) || $0.name.tokenKind == .keyword(.class) }
+                let isStatic = function.modifiers.contains {
+                    $0.name.tokenKind == .keyword(.static) || $0.name.tokenKind == .keyword(.class)
+                }
                 if !isStatic, ["shouldInsert", "shouldUpdate", "uniqueID"].contains(name), labels == ["from", "in"] {
-                    diagnostics.append(Diagnostic(node: function.name, message: EntityDiagnostic.instanceImportHook(name)))
+                    diagnostics.append(
+                        Diagnostic(node: function.name, message: EntityDiagnostic.instanceImportHook(name)))
                 }
                 continue
             }
@@ -165,7 +170,8 @@ struct EntityMembers {
     static func role(of variable: VariableDeclSyntax) -> MemberRole {
         // Names added by the `@Entity` member role itself are never attributes.
         if variable.bindings.count == 1, let name = variable.bindings.first?.identifierName,
-           name == "_backing" || name == "entityDescription" {
+            name == "_backing" || name == "entityDescription"
+        {
             return .ignored
         }
         let staticOrLazy = variable.modifiers.contains { modifier in
@@ -186,7 +192,7 @@ struct EntityMembers {
             diagnostics.append(Diagnostic(node: variable.bindingSpecifier, message: EntityDiagnostic.letAttribute))
         }
         guard variable.bindings.count == 1, let binding = variable.bindings.first,
-              let name = binding.identifierName
+            let name = binding.identifierName
         else {
             diagnostics.append(Diagnostic(node: variable.bindings, message: EntityDiagnostic.multipleBindings))
             return .invalid(diagnostics)
@@ -205,7 +211,8 @@ struct EntityMembers {
         if let relationship = variable.attributes.attribute(named: "Relationship") {
             return relationshipRole(
                 relationship, name: name, declaredType: declaredType, valueType: valueType, isOptional: isOptional,
-                hasInitializer: binding.initializer != nil, typeNode: Syntax(binding.typeAnnotation?.type ?? declaredType))
+                hasInitializer: binding.initializer != nil,
+                typeNode: Syntax(binding.typeAnnotation?.type ?? declaredType))
         }
         return .persisted(
             PersistedAttribute(
@@ -235,11 +242,13 @@ extension EntityMembers {
                 switch argument.label?.text {
                 case "inverse":
                     if let keyPath = argument.expression.as(KeyPathExprSyntax.self),
-                       case .property(let property) = keyPath.components.last?.component {
+                        case .property(let property) = keyPath.components.last?.component
+                    {
                         inverse = property.declName.baseName.identifier?.name ?? property.declName.baseName.text
                     } else if let literal = argument.expression.as(StringLiteralExprSyntax.self),
-                              literal.segments.count == 1,
-                              case .stringSegment(let segment) = literal.segments.first {
+                        literal.segments.count == 1,
+                        case .stringSegment(let segment) = literal.segments.first
+                    {
                         inverse = segment.content.text
                     }
                 case "deleteRule":
@@ -256,9 +265,11 @@ extension EntityMembers {
             return .invalid([Diagnostic(node: attribute, message: EntityDiagnostic.relationshipInverse)])
         }
         if !isOptional, let array = declaredType.as(ArrayTypeSyntax.self) {
-            return .relationship(PersistedRelationship(
-                name: name, destinationType: array.element.trimmed, isToMany: true, inverse: inverse, deleteRule: deleteRule,
-                hasInitializer: hasInitializer, ordered: ordered))
+            return .relationship(
+                PersistedRelationship(
+                    name: name, destinationType: array.element.trimmed, isToMany: true, inverse: inverse,
+                    deleteRule: deleteRule,
+                    hasInitializer: hasInitializer, ordered: ordered))
         }
         guard isOptional, !valueType.is(ArrayTypeSyntax.self) else {
             return .invalid([Diagnostic(node: typeNode, message: EntityDiagnostic.relationshipType)])
@@ -266,9 +277,10 @@ extension EntityMembers {
         if let ordered, let orderedArgument, ordered.description != "false" {
             return .invalid([Diagnostic(node: orderedArgument, message: EntityDiagnostic.orderedToOne)])
         }
-        return .relationship(PersistedRelationship(
-            name: name, destinationType: valueType, isToMany: false, inverse: inverse, deleteRule: deleteRule,
-            hasInitializer: hasInitializer))
+        return .relationship(
+            PersistedRelationship(
+                name: name, destinationType: valueType, isToMany: false, inverse: inverse, deleteRule: deleteRule,
+                hasInitializer: hasInitializer))
     }
 }
 
@@ -306,7 +318,8 @@ extension AttributeListSyntax {
                 return attribute
             }
             if let member = type.as(MemberTypeSyntax.self), member.name.text == name,
-               member.baseType.as(IdentifierTypeSyntax.self)?.name.text == "ObjectGraph" {
+                member.baseType.as(IdentifierTypeSyntax.self)?.name.text == "ObjectGraph"
+            {
                 return attribute
             }
         }
@@ -320,16 +333,17 @@ extension AttributeListSyntax {
     /// The unlabeled arguments of `@attributeName(...)`.
     func unlabeledArguments(inAttribute attributeName: String) -> [ExprSyntax] {
         guard let attribute = attribute(named: attributeName),
-              case .argumentList(let arguments) = attribute.arguments else { return [] }
+            case .argumentList(let arguments) = attribute.arguments
+        else { return [] }
         return arguments.filter { $0.label == nil }.map { $0.expression.trimmed }
     }
 
     /// The expression passed as `label:` to `@attributeName(...)`, unless it is absent or `nil`.
     func argument(labeled label: String, inAttribute attributeName: String) -> ExprSyntax? {
         guard let attribute = attribute(named: attributeName),
-              case .argumentList(let arguments) = attribute.arguments,
-              let argument = arguments.first(where: { $0.label?.text == label }),
-              !argument.expression.is(NilLiteralExprSyntax.self)
+            case .argumentList(let arguments) = attribute.arguments,
+            let argument = arguments.first(where: { $0.label?.text == label }),
+            !argument.expression.is(NilLiteralExprSyntax.self)
         else { return nil }
         return argument.expression.trimmed
     }
@@ -349,13 +363,15 @@ extension TypeSyntax {
         if let identifier = self.as(IdentifierTypeSyntax.self), identifier.name.text == "Optional" {
             genericArguments = identifier.genericArgumentClause
         } else if let member = self.as(MemberTypeSyntax.self), member.name.text == "Optional",
-                  member.baseType.as(IdentifierTypeSyntax.self)?.name.text == "Swift" {
+            member.baseType.as(IdentifierTypeSyntax.self)?.name.text == "Swift"
+        {
             genericArguments = member.genericArgumentClause
         } else {
             genericArguments = nil
         }
         if let arguments = genericArguments?.arguments, arguments.count == 1,
-           case .type(let wrapped) = arguments.first?.argument {
+            case .type(let wrapped) = arguments.first?.argument
+        {
             return (wrapped.trimmed, true)
         }
         return (self, false)

@@ -23,8 +23,8 @@ public struct PersistedAttributeMacro: AccessorMacro {
         in context: some MacroExpansionContext
     ) throws -> [AccessorDeclSyntax] {
         guard let slot = slotArgument(of: node),
-              let variable = declaration.as(VariableDeclSyntax.self),
-              case .persisted(let attribute) = EntityMembers.role(of: variable)
+            let variable = declaration.as(VariableDeclSyntax.self),
+            case .persisted(let attribute) = EntityMembers.role(of: variable)
         else {
             // Not a valid attribute: `@Entity` has already reported why.
             return []
@@ -73,8 +73,8 @@ public struct PersistedAttributeMacro: AccessorMacro {
     /// The integer literal passed as `slot:`.
     static func slotArgument(of node: AttributeSyntax) -> Int? {
         guard case .argumentList(let arguments) = node.arguments,
-              let argument = arguments.first(where: { $0.label?.text == "slot" }),
-              let literal = argument.expression.as(IntegerLiteralExprSyntax.self)
+            let argument = arguments.first(where: { $0.label?.text == "slot" }),
+            let literal = argument.expression.as(IntegerLiteralExprSyntax.self)
         else { return nil }
         return Int(literal.literal.text)
     }
@@ -97,11 +97,11 @@ public struct PersistedRelationshipMacro: AccessorMacro {
         in context: some MacroExpansionContext
     ) throws -> [AccessorDeclSyntax] {
         guard case .argumentList(let arguments) = node.arguments,
-              let argument = arguments.first(where: { $0.label?.text == "index" }),
-              let literal = argument.expression.as(IntegerLiteralExprSyntax.self),
-              let index = Int(literal.literal.text),
-              let variable = declaration.as(VariableDeclSyntax.self),
-              case .relationship(let relationship) = EntityMembers.role(of: variable)
+            let argument = arguments.first(where: { $0.label?.text == "index" }),
+            let literal = argument.expression.as(IntegerLiteralExprSyntax.self),
+            let index = Int(literal.literal.text),
+            let variable = declaration.as(VariableDeclSyntax.self),
+            case .relationship(let relationship) = EntityMembers.role(of: variable)
         else { return [] }
         let backing = Make.ref("_backing")
         let suffix = relationship.isToMany ? "ToMany" : "ToOne"
@@ -109,14 +109,22 @@ public struct PersistedRelationshipMacro: AccessorMacro {
         if relationship.hasInitializer {
             let restrictions = Make.attribute("storageRestrictions", label: "accesses", value: Make.ref("_backing"))
                 .with(\.trailingTrivia, .newline)
-            accessors.append(Make.accessor(
-                .`init`, parameter: "initialValue", attributes: [.attribute(restrictions)],
-                body: Make.call(Make.member(backing, "initialize"), [(nil, Make.int(index)), (nil, Make.ref("initialValue"))])))
+            accessors.append(
+                Make.accessor(
+                    .`init`, parameter: "initialValue", attributes: [.attribute(restrictions)],
+                    body: Make.call(
+                        Make.member(backing, "initialize"), [(nil, Make.int(index)), (nil, Make.ref("initialValue"))])))
         }
-        accessors.append(Make.accessor(
-            .get, body: Make.call(Make.member(backing, "get" + suffix), [(nil, Make.int(index)), ("as", Make.metatype(relationship.destinationType))])))
-        accessors.append(Make.accessor(
-            .set, body: Make.call(Make.ref("_set" + suffix), [(nil, Make.int(index)), (nil, Make.ref("newValue"))])))
+        accessors.append(
+            Make.accessor(
+                .get,
+                body: Make.call(
+                    Make.member(backing, "get" + suffix),
+                    [(nil, Make.int(index)), ("as", Make.metatype(relationship.destinationType))])))
+        accessors.append(
+            Make.accessor(
+                .set, body: Make.call(Make.ref("_set" + suffix), [(nil, Make.int(index)), (nil, Make.ref("newValue"))]))
+        )
         return accessors
     }
 }

@@ -23,7 +23,8 @@ enum Make {
     }
 
     /// `callee(label: argument, ...)`; a nil label makes an unlabeled argument.
-    static func call(_ callee: ExprSyntax, _ arguments: [(String?, ExprSyntax)], multiline: Bool = false) -> ExprSyntax {
+    static func call(_ callee: ExprSyntax, _ arguments: [(String?, ExprSyntax)], multiline: Bool = false) -> ExprSyntax
+    {
         var list: [LabeledExprSyntax] = []
         for (index, (label, expression)) in arguments.enumerated() {
             let isLast = index == arguments.count - 1
@@ -54,7 +55,9 @@ enum Make {
                 leftSquare: .leftSquareToken(),
                 elements: ArrayElementListSyntax(
                     elements.enumerated().map { i, e in
-                        ArrayElementSyntax(expression: e, trailingComma: i == elements.count - 1 ? nil : .commaToken(trailingTrivia: .space))
+                        ArrayElementSyntax(
+                            expression: e,
+                            trailingComma: i == elements.count - 1 ? nil : .commaToken(trailingTrivia: .space))
                     }
                 ),
                 rightSquare: .rightSquareToken()
@@ -98,14 +101,17 @@ enum Make {
 
     /// `T.self`, parenthesizing `T` where the grammar needs it (`(any P).self`, `(() -> Void).self`).
     static func metatype(_ type: TypeSyntax) -> ExprSyntax {
-        let isPlain = type.is(IdentifierTypeSyntax.self) || type.is(MemberTypeSyntax.self)
+        let isPlain =
+            type.is(IdentifierTypeSyntax.self) || type.is(MemberTypeSyntax.self)
             || type.is(ArrayTypeSyntax.self) || type.is(DictionaryTypeSyntax.self)
             || type.is(TupleTypeSyntax.self)
         let typeExpression = ExprSyntax(TypeExprSyntax(type: type.trimmed))
-        let base = isPlain
+        let base =
+            isPlain
             ? typeExpression
             : ExprSyntax(TupleExprSyntax(elements: [LabeledExprSyntax(expression: typeExpression)]))
-        return ExprSyntax(MemberAccessExprSyntax(base: base, declName: DeclReferenceExprSyntax(baseName: .keyword(.self))))
+        return ExprSyntax(
+            MemberAccessExprSyntax(base: base, declName: DeclReferenceExprSyntax(baseName: .keyword(.self))))
     }
 
     /// `{ statement }` as a code block.
@@ -133,7 +139,9 @@ enum Make {
         AttributeSyntax(
             attributeName: TypeSyntax(IdentifierTypeSyntax(name: .identifier(name))),
             leftParen: .leftParenToken(),
-            arguments: .argumentList([LabeledExprSyntax(label: .identifier(label), colon: .colonToken(), expression: value)]),
+            arguments: .argumentList([
+                LabeledExprSyntax(label: .identifier(label), colon: .colonToken(), expression: value)
+            ]),
             rightParen: .rightParenToken()
         )
     }

@@ -1,7 +1,7 @@
 public import Foundation
-public import ObjectGraph
 import GraphJournal
 import NATSJetStream
+public import ObjectGraph
 
 extension Follower {
     /// Opens (creating if needed) the replica in `directory` and starts following `source`
@@ -25,7 +25,9 @@ extension Follower {
     ///   or holds neither a base nor a schema record yet (the writer shipped nothing);
     ///   `JournalError` when the replica's journal is locked by another process or damaged; as
     ///   ``start(at:schema:source:options:)`` otherwise.
-    public static func start(at directory: URL, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions) async throws -> Follower {
+    public static func start(
+        at directory: URL, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions
+    ) async throws -> Follower {
         let schema = try dynamicSchema(for: directory, source: source)
         return try await start(at: directory, schema: schema, source: source, options: options)
     }
@@ -45,7 +47,7 @@ extension Follower {
         // without model code has no schema until the writer shipped one.
         do {
             _ = try client.streamState(source.stream)
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             throw ReplicationError(.unavailable, "no stream \(source.stream) on \(servers): nothing to follow")
         } catch {
             throw ReplicationError(error, while: "reading stream \(source.stream)")
@@ -59,7 +61,8 @@ extension Follower {
         } else {
             throw ReplicationError(
                 .unavailable,
-                "stream \(source.stream) holds no base and no schema record on \(source.logSubject) yet (its writer shipped nothing): there is no schema to open the replica with")
+                "stream \(source.stream) holds no base and no schema record on \(source.logSubject) yet (its writer shipped nothing): there is no schema to open the replica with"
+            )
         }
         do {
             return try Schema(dynamic: try StoredSchema.decode(bytes))
@@ -100,12 +103,17 @@ extension Follower {
                 if first && info.previous != 0 {
                     throw ReplicationError(
                         .unavailable,
-                        "stream \(source.stream) holds no base, and its log starts at record \(info.first), not the writer's first: the records before were trimmed; a new replica needs a base (compact the writer)")
+                        "stream \(source.stream) holds no base, and its log starts at record \(info.first), not the writer's first: the records before were trimmed; a new replica needs a base (compact the writer)"
+                    )
                 }
                 first = false
-                guard let batch = try assembler.add(message, info), let record = batch.records.first(where: { $0.kind == .schema }) else { continue }
+                guard let batch = try assembler.add(message, info),
+                    let record = batch.records.first(where: { $0.kind == .schema })
+                else { continue }
                 do { return try record.payload() } catch {
-                    throw ReplicationError(.badMessage, "the schema record \(record.sequence) at stream message \(message.sequence): \(error)")
+                    throw ReplicationError(
+                        .badMessage,
+                        "the schema record \(record.sequence) at stream message \(message.sequence): \(error)")
                 }
             }
         }

@@ -1,7 +1,7 @@
 public import Foundation
-public import ObjectGraph
 import GraphJournal
 import NATSJetStream
+public import ObjectGraph
 
 /// A read-only replica of a shipping store: it replays the stream into its own local journal,
 /// continuously, and serves reads from snapshots that hold whole transactions of the writer.
@@ -73,13 +73,16 @@ public final class Follower: Sendable {
     ///
     /// - Throws: ``ReplicationError`` (`server`, `unavailable` when a new replica finds neither
     ///   a base nor the stream's start), ``StoreError`` from opening the local store.
-    public static func start(at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions) async throws -> Follower {
+    public static func start(
+        at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions
+    ) async throws -> Follower {
         let client: JetStreamClient
         do {
             client = try JetStreamClient(servers: source.servers, name: "objectgraph-follower", timeout: source.timeout)
             try client.ensureStream(source.streamConfiguration)
         } catch {
-            throw ReplicationError(error, while: "connecting to \(source.servers.joined(separator: ",")) for stream \(source.stream)")
+            throw ReplicationError(
+                error, while: "connecting to \(source.servers.joined(separator: ",")) for stream \(source.stream)")
         }
         var options = options
         options.readOnly = true
@@ -96,9 +99,11 @@ public final class Follower: Sendable {
         self.store = store
         self.target = target
         self.client = client
-        self.box = Box(status: Status(
-            appliedSequence: position.recordSequence, streamSequence: position.streamSequence, streamLastSequence: position.streamSequence,
-            appliedMessageTime: nil, recordsApplied: 0, lastError: nil, failed: nil))
+        self.box = Box(
+            status: Status(
+                appliedSequence: position.recordSequence, streamSequence: position.streamSequence,
+                streamLastSequence: position.streamSequence,
+                appliedMessageTime: nil, recordsApplied: 0, lastError: nil, failed: nil))
         let (stream, continuation) = AsyncStream<[StoredMessage]>.makeStream(bufferingPolicy: .bufferingOldest(64))
         box.batches = continuation
         let schema = store.shippingSource.schema
@@ -167,7 +172,9 @@ public final class Follower: Sendable {
             box.condition.unlock()
             if stop { return }
             do {
-                if reader == nil { reader = try client.reader(stream: target.stream, subject: target.logSubject, from: next) }
+                if reader == nil {
+                    reader = try client.reader(stream: target.stream, subject: target.logSubject, from: next)
+                }
                 guard let current = reader else { continue }
                 let batch = try current.next(max: 256, timeout: .milliseconds(100))
                 if Date().timeIntervalSince(lastStateCheck) > 0.5 || batch.isEmpty {
@@ -180,7 +187,9 @@ public final class Follower: Sendable {
                 guard !batch.isEmpty else { continue }
                 next = (batch.last?.sequence ?? next) + 1
                 box.condition.lock()
-                if let last = batch.last?.sequence, last > box.status.streamLastSequence { box.status.streamLastSequence = last }
+                if let last = batch.last?.sequence, last > box.status.streamLastSequence {
+                    box.status.streamLastSequence = last
+                }
                 box.status.lastError = nil
                 let continuation = box.batches
                 box.condition.unlock()
@@ -230,12 +239,15 @@ public final class Follower: Sendable {
                         // again by a restarted writer): skipped.
                         if record.sequence <= applied { continue }
                         let previous = i == 0 ? batch.previous : batch.records[i - 1].sequence
-                        guard previous == applied
-                            || i == 0 && previous > applied && baseCovers(before: batch.firstStreamSequence) == previous
+                        guard
+                            previous == applied
+                                || i == 0 && previous > applied
+                                    && baseCovers(before: batch.firstStreamSequence) == previous
                         else {
                             throw ReplicationError(
                                 .unavailable,
-                                "stream message \(batch.lastStreamSequence) carries record \(record.sequence) after \(previous), but this follower applied \(applied) last: records are missing (trimmed below a newer base?); restart it from a base")
+                                "stream message \(batch.lastStreamSequence) carries record \(record.sequence) after \(previous), but this follower applied \(applied) last: records are missing (trimmed below a newer base?); restart it from a base"
+                            )
                         }
                         applied = record.sequence
                         switch record.kind {
@@ -243,11 +255,16 @@ public final class Follower: Sendable {
                             schema = try record.payload()
                         case .transaction:
                             guard let schema else {
-                                throw ReplicationError(.badMessage, "record \(record.sequence) at stream message \(batch.lastStreamSequence) comes before any schema record")
+                                throw ReplicationError(
+                                    .badMessage,
+                                    "record \(record.sequence) at stream message \(batch.lastStreamSequence) comes before any schema record"
+                                )
                             }
                             pending.append((record, schema, batch.position(of: i).encoded))
                         case .base:
-                            throw ReplicationError(.badMessage, "a base record on the log subject at stream message \(batch.lastStreamSequence)")
+                            throw ReplicationError(
+                                .badMessage,
+                                "a base record on the log subject at stream message \(batch.lastStreamSequence)")
                         }
                     }
                     lastTime = batch.time
@@ -280,7 +297,9 @@ public final class Follower: Sendable {
     /// compaction consumed the sequences between the last log record before it and the first
     /// after it, and the base holds the same state as those log records.
     private func baseCovers(before sequence: UInt64) -> UInt64? {
-        guard sequence > 1, let m = try? client.message(stream: target.stream, sequence: sequence - 1), m.subject == target.baseSubject else {
+        guard sequence > 1, let m = try? client.message(stream: target.stream, sequence: sequence - 1),
+            m.subject == target.baseSubject
+        else {
             return nil
         }
         return m.headers[Header.covers].flatMap(UInt64.init)
@@ -305,7 +324,8 @@ public final class Follower: Sendable {
         guard (Position(store.origin)?.streamSequence ?? 0) + 1 < state.firstSequence else { return store }
         try store.close()
         guard let base = try client.newestBase(target) else {
-            throw ReplicationError(.unavailable, "the stream was trimmed past this replica and holds no base to restart from")
+            throw ReplicationError(
+                .unavailable, "the stream was trimmed past this replica and holds no base to restart from")
         }
         try installReplacing(directory, with: base, client: client, target: target)
         return try open()
@@ -323,13 +343,17 @@ public final class Follower: Sendable {
     }
 
     /// Writes `base` into a staging directory, then puts it in place of `directory`.
-    private static func installReplacing(_ directory: URL, with base: BaseLocation, client: JetStreamClient, target: ReplicationTarget) throws {
+    private static func installReplacing(
+        _ directory: URL, with base: BaseLocation, client: JetStreamClient, target: ReplicationTarget
+    ) throws {
         let fm = FileManager.default
-        let staging = directory.deletingLastPathComponent().appendingPathComponent(directory.lastPathComponent + ".base-install")
+        let staging = directory.deletingLastPathComponent().appendingPathComponent(
+            directory.lastPathComponent + ".base-install")
         try? fm.removeItem(at: staging)
         try install(base, client: client, target: target, into: staging)
         if fm.fileExists(atPath: directory.path) {
-            let old = directory.deletingLastPathComponent().appendingPathComponent(directory.lastPathComponent + ".replaced")
+            let old = directory.deletingLastPathComponent().appendingPathComponent(
+                directory.lastPathComponent + ".replaced")
             try? fm.removeItem(at: old)
             try fm.moveItem(at: directory, to: old)
             try fm.moveItem(at: staging, to: directory)
@@ -341,12 +365,16 @@ public final class Follower: Sendable {
 
     /// Writes `base` as a new journal in `directory` (which must not hold one), its origin the
     /// base's position in the stream.
-    static func install(_ base: BaseLocation, client: JetStreamClient, target: ReplicationTarget, into directory: URL) throws {
+    static func install(
+        _ base: BaseLocation, client: JetStreamClient, target: ReplicationTarget, into directory: URL
+    ) throws {
         let records = try client.readBase(base, target)
         let journal = try Journal.open(directory: directory.path)
         defer { try? journal.close() }
         // The base's records as they came: nothing decompressed or compressed again.
-        try journal.compact(shipped: records, origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded)
+        try journal.compact(
+            shipped: records,
+            origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded)
         try journal.close()
     }
 }
@@ -356,7 +384,9 @@ extension ObjectStore {
     /// continuously (``Follower``).
     ///
     /// - Throws: as ``Follower/start(at:schema:source:options:)``.
-    public static func follow(at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions) async throws -> Follower {
+    public static func follow(
+        at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions
+    ) async throws -> Follower {
         try await Follower.start(at: directory, schema: schema, source: source, options: options)
     }
 }

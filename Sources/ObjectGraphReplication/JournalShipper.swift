@@ -1,8 +1,8 @@
 import DequeModule
 import Foundation
 import GraphJournal
-public import ObjectGraph
 import NATSJetStream
+public import ObjectGraph
 
 /// Ships a store's journal to a JetStream stream: every schema and transaction record once
 /// it is durable locally, in order, each message carrying the records `OG-First...OG-Seq`
@@ -60,7 +60,8 @@ public final class JournalShipper: Sendable {
         /// When the oldest queued record arrived (for the batch delay).
         var firstQueuedAt: ContinuousClock.Instant?
         var status = Status(
-            shippedSequence: 0, streamSequence: 0, backlogRecords: 0, backlogBytes: 0, catchingUp: false, lastError: nil,
+            shippedSequence: 0, streamSequence: 0, backlogRecords: 0, backlogBytes: 0, catchingUp: false,
+            lastError: nil,
             diverged: nil, messagesPublished: 0)
         var source: ShippingSource?
         var running = false
@@ -110,11 +111,13 @@ public final class JournalShipper: Sendable {
 
     private static func connect(_ target: ReplicationTarget) throws(ReplicationError) -> JetStreamClient {
         do {
-            let client = try JetStreamClient(servers: target.servers, name: "objectgraph-shipper", timeout: target.timeout)
+            let client = try JetStreamClient(
+                servers: target.servers, name: "objectgraph-shipper", timeout: target.timeout)
             try client.ensureStream(target.streamConfiguration)
             return client
         } catch {
-            throw ReplicationError(error, while: "connecting to \(target.servers.joined(separator: ",")) for stream \(target.stream)")
+            throw ReplicationError(
+                error, while: "connecting to \(target.servers.joined(separator: ",")) for stream \(target.stream)")
         }
     }
 
@@ -174,12 +177,16 @@ public final class JournalShipper: Sendable {
             let info = try LogMessageInfo(last)
             shipped = info.isLastPart ? info.sequence : info.previous
             // A part before the last is full: its size is the one the batch was cut with.
-            if !info.isLastPart { resume = Resume(first: info.first, last: info.sequence, nextPart: info.part + 1, partSize: last.payload.count) }
+            if !info.isLastPart {
+                resume = Resume(
+                    first: info.first, last: info.sequence, nextPart: info.part + 1, partSize: last.payload.count)
+            }
             let local = source.lastSequence
             guard info.sequence <= local else {
                 throw ReplicationError(
                     .diverged,
-                    "stream \(target.stream) holds record \(info.sequence) but this store's journal ends at \(local): the store was restored from an older copy, or another writer ships to this stream; refusing to fork its history")
+                    "stream \(target.stream) holds record \(info.sequence) but this store's journal ends at \(local): the store was restored from an older copy, or another writer ships to this stream; refusing to fork its history"
+                )
             }
             // The stream's last record must be this journal's record of that sequence.
             let localCRC: UInt32?
@@ -192,7 +199,8 @@ public final class JournalShipper: Sendable {
             if let localCRC, let expected = info.crc, localCRC != expected {
                 throw ReplicationError(
                     .diverged,
-                    "stream \(target.stream) holds a record \(info.sequence) that differs from this store's (checksum \(String(expected, radix: 16)) against \(String(localCRC, radix: 16))): another writer ships to this stream; refusing to fork its history")
+                    "stream \(target.stream) holds a record \(info.sequence) that differs from this store's (checksum \(String(expected, radix: 16)) against \(String(localCRC, radix: 16))): another writer ships to this stream; refusing to fork its history"
+                )
             }
         }
         box.condition.lock()
@@ -245,7 +253,8 @@ public final class JournalShipper: Sendable {
                 if box.status.shippedSequence >= sequence { return }
                 throw ReplicationError(
                     .notAcknowledged,
-                    "record \(sequence) is saved and durable locally, but stream \(target.stream) did not acknowledge it within \(timeout) (\(box.status.lastError ?? "no answer yet")); it ships when the servers answer")
+                    "record \(sequence) is saved and durable locally, but stream \(target.stream) did not acknowledge it within \(timeout) (\(box.status.lastError ?? "no answer yet")); it ships when the servers answer"
+                )
             }
         }
     }
@@ -272,7 +281,9 @@ public final class JournalShipper: Sendable {
             if let diverged = box.status.diverged { throw ReplicationError(.diverged, diverged) }
             if !box.condition.wait(until: deadline), box.baseRequested {
                 throw ReplicationError(
-                    .notAcknowledged, "the base did not ship within \(timeout) (\(box.status.lastError ?? "no answer")); it ships when the servers answer")
+                    .notAcknowledged,
+                    "the base did not ship within \(timeout) (\(box.status.lastError ?? "no answer")); it ships when the servers answer"
+                )
             }
         }
     }
@@ -299,7 +310,8 @@ public final class JournalShipper: Sendable {
         do {
             try client.purge(stream: target.stream, below: kept.firstStreamSequence)
         } catch {
-            throw ReplicationError(error, while: "trimming stream \(target.stream) below message \(kept.firstStreamSequence)")
+            throw ReplicationError(
+                error, while: "trimming stream \(target.stream) below message \(kept.firstStreamSequence)")
         }
         return kept.firstStreamSequence
     }
@@ -545,9 +557,13 @@ public final class JournalShipper: Sendable {
         var last = box.locked { $0.status.streamSequence }
         for (i, part) in parts.enumerated() {
             let headers = [Header.covers: String(covers), Header.part: String(i), Header.parts: String(parts.count)]
-            switch try publish(subject: target.baseSubject, payload: Array(part), headers: headers, id: "base.\(covers).\(i)", after: last) {
+            switch try publish(
+                subject: target.baseSubject, payload: Array(part), headers: headers, id: "base.\(covers).\(i)",
+                after: last)
+            {
             case .stored(let sequence): last = sequence
-            case .shippedThrough: throw ReplicationError(.diverged, "stream \(target.stream) moved while a base was being published")
+            case .shippedThrough:
+                throw ReplicationError(.diverged, "stream \(target.stream) moved while a base was being published")
             }
         }
         box.locked { b in
@@ -572,11 +588,14 @@ public final class JournalShipper: Sendable {
     /// if the stream's last message is this very one, or an earlier attempt at the same
     /// records (an acknowledgement lost on the way), it counts as published; otherwise another
     /// writer wrote, and the history has diverged.
-    private func publish(subject: String, payload: [UInt8], headers: [String: String], id: String, after streamLast: UInt64) throws -> Published {
+    private func publish(
+        subject: String, payload: [UInt8], headers: [String: String], id: String, after streamLast: UInt64
+    ) throws -> Published {
         let ack: PublishAck
         do {
             ack = try client.publish(
-                subject: subject, payload: payload, headers: headers, messageID: id, expectedLastSequence: streamLast, timeout: target.timeout)
+                subject: subject, payload: payload, headers: headers, messageID: id, expectedLastSequence: streamLast,
+                timeout: target.timeout)
         } catch {
             guard error.code == .wrongLastSequence else { throw error }
             return try resolveFence(subject: subject, headers: headers, after: streamLast)
@@ -585,25 +604,27 @@ public final class JournalShipper: Sendable {
         return .stored(ack.duplicate ? max(ack.sequence, streamLast) : ack.sequence)
     }
 
-    private func resolveFence(subject: String, headers: [String: String], after streamLast: UInt64) throws -> Published {
+    private func resolveFence(subject: String, headers: [String: String], after streamLast: UInt64) throws -> Published
+    {
         let state = try client.streamState(target.stream)
-        if state.lastSequence > streamLast, let last = try client.message(stream: target.stream, sequence: state.lastSequence),
-           last.subject == subject
+        if state.lastSequence > streamLast,
+            let last = try client.message(stream: target.stream, sequence: state.lastSequence),
+            last.subject == subject
         {
             let ours = last.headers.filter { $0.key.hasPrefix("OG-") }
             if ours == headers { return .stored(state.lastSequence) }
             if subject == target.logSubject, let info = try? LogMessageInfo(last), info.isLastPart,
-               String(info.first) == headers[Header.first], headers[Header.part] == "0", info.parts == 1
+                String(info.first) == headers[Header.first], headers[Header.part] == "0", info.parts == 1
             {
                 return .shippedThrough(info.sequence, state.lastSequence)
             }
         }
         throw ReplicationError(
             .diverged,
-            "stream \(target.stream) moved to sequence \(state.lastSequence) while this writer expected \(streamLast): another writer ships to it; stopped shipping to keep one history")
+            "stream \(target.stream) moved to sequence \(state.lastSequence) while this writer expected \(streamLast): another writer ships to it; stopped shipping to keep one history"
+        )
     }
 }
-
 
 /// A duration in seconds, as `Date` arithmetic takes it.
 func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }

@@ -36,7 +36,9 @@ public final class ReplicatedStore {
     /// - Throws: ``ReplicationError`` (`server`: no server answered; `diverged`: the stream
     ///   holds another history, see ``JournalShipper/attach(_:)``), or ``StoreError`` from the
     ///   open. Nothing is shipped when it throws.
-    public static func open(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions(), target: ReplicationTarget) throws -> ReplicatedStore {
+    public static func open(
+        at directory: URL, schema: Schema, options: StoreOptions = StoreOptions(), target: ReplicationTarget
+    ) throws -> ReplicatedStore {
         let shipper = try JournalShipper(target: target)
         var options = options
         shipper.prepare(&options)

@@ -1,7 +1,7 @@
 public import Foundation
 import GraphJournal
-import ObjectGraph
 import NATSJetStream
+import ObjectGraph
 
 /// Point-in-time recovery from a stream: the newest base at or before the target, then the
 /// log records after it up to the target.
@@ -43,7 +43,9 @@ public enum Restore {
     ///   and the stream no longer starts at the writer's first record; `server`, `badMessage`;
     ///   ``StoreError`` from the local store. A failed restore removes what it wrote.
     @discardableResult
-    public static func run(from source: ReplicationTarget, to directory: URL, at target: Target = .latest) throws -> Report {
+    public static func run(
+        from source: ReplicationTarget, to directory: URL, at target: Target = .latest
+    ) throws -> Report {
         let start = ContinuousClock.now
         guard !FileManager.default.fileExists(atPath: directory.path) else {
             throw ReplicationError(.store, "\(directory.path) exists; a restore writes a new store")
@@ -67,7 +69,9 @@ public enum Restore {
         }
     }
 
-    private static func restore(_ client: JetStreamClient, _ source: ReplicationTarget, _ directory: URL, _ target: Target) throws -> Report {
+    private static func restore(
+        _ client: JetStreamClient, _ source: ReplicationTarget, _ directory: URL, _ target: Target
+    ) throws -> Report {
         // The newest base at or before the target.
         let bases = try client.allBases(source)
         let base = bases.last { b in
@@ -88,7 +92,9 @@ public enum Restore {
         defer { try? journal.close() }
         if let base {
             let records = try client.readBase(base, source)
-            try journal.compact(shipped: records, origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded)
+            try journal.compact(
+                shipped: records,
+                origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded)
             schema = journal.schema
             readFrom = base.lastStreamSequence + 1
             applied = base.covers
@@ -110,7 +116,9 @@ public enum Restore {
         var first = true
         reading: while position < last {
             let messages: [StoredMessage]
-            do { messages = try reader.next(max: 512, timeout: .seconds(2)) } catch { throw ReplicationError(error, while: "reading \(source.logSubject)") }
+            do { messages = try reader.next(max: 512, timeout: .seconds(2)) } catch {
+                throw ReplicationError(error, while: "reading \(source.logSubject)")
+            }
             if messages.isEmpty { break }
             for message in messages {
                 position = message.sequence
@@ -124,7 +132,8 @@ public enum Restore {
                     if first && base == nil && previous != 0 {
                         throw ReplicationError(
                             .unavailable,
-                            "stream \(source.stream) holds no base at or before the target, and its log starts at record \(record.sequence), not the first: the records before were trimmed")
+                            "stream \(source.stream) holds no base at or before the target, and its log starts at record \(record.sequence), not the first: the records before were trimmed"
+                        )
                     }
                     first = false
                     switch record.kind {
@@ -132,12 +141,14 @@ public enum Restore {
                         schema = try record.payload()
                     case .transaction:
                         guard let schema else {
-                            throw ReplicationError(.badMessage, "record \(record.sequence) comes before any schema record")
+                            throw ReplicationError(
+                                .badMessage, "record \(record.sequence) comes before any schema record")
                         }
                         try journal.append(shipped: record, schema: schema, origin: batch.position(of: i).encoded)
                         count += 1
                     case .base:
-                        throw ReplicationError(.badMessage, "a base record on the log subject at stream message \(message.sequence)")
+                        throw ReplicationError(
+                            .badMessage, "a base record on the log subject at stream message \(message.sequence)")
                     }
                     applied = record.sequence
                 }

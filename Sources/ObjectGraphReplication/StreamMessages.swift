@@ -48,7 +48,9 @@ enum RecordBlob {
             guard blob.count - offset >= 4 else { throw ReplicationError(.badMessage, "\(what()): truncated length") }
             let n = (0..<4).reduce(0) { $0 | Int(blob[offset + $1]) << (8 * $1) }
             offset += 4
-            guard n <= blob.count - offset else { throw ReplicationError(.badMessage, "\(what()): a record runs past the end") }
+            guard n <= blob.count - offset else {
+                throw ReplicationError(.badMessage, "\(what()): a record runs past the end")
+            }
             do {
                 records.append(try ShippedRecord(wire: Array(blob[offset..<offset + n])))
             } catch {
@@ -89,7 +91,9 @@ struct OutgoingBatch {
 /// Cuts `bytes` into slices of at most `maxPart` bytes (one empty slice for no bytes).
 func split(_ bytes: [UInt8], maxPart: Int) -> [ArraySlice<UInt8>] {
     guard !bytes.isEmpty else { return [bytes[...]] }
-    return stride(from: 0, to: bytes.count, by: max(1, maxPart)).map { bytes[$0..<min($0 + max(1, maxPart), bytes.count)] }
+    return stride(from: 0, to: bytes.count, by: max(1, maxPart)).map {
+        bytes[$0..<min($0 + max(1, maxPart), bytes.count)]
+    }
 }
 
 /// The checksum field of a wire record.
@@ -111,11 +115,13 @@ struct LogMessageInfo: Sendable, Hashable {
     init(_ message: StoredMessage) throws(ReplicationError) {
         let h = message.headers
         guard let first = h[Header.first].flatMap(UInt64.init), let s = h[Header.sequence].flatMap(UInt64.init),
-              let count = h[Header.count].flatMap(Int.init), let p = h[Header.previous].flatMap(UInt64.init),
-              let part = h[Header.part].flatMap(Int.init), let parts = h[Header.parts].flatMap(Int.init),
-              parts >= 1, part >= 0, part < parts, count >= 1, first <= s, p < first
+            let count = h[Header.count].flatMap(Int.init), let p = h[Header.previous].flatMap(UInt64.init),
+            let part = h[Header.part].flatMap(Int.init), let parts = h[Header.parts].flatMap(Int.init),
+            parts >= 1, part >= 0, part < parts, count >= 1, first <= s, p < first
         else {
-            throw ReplicationError(.badMessage, "stream message \(message.sequence) on \(message.subject) lacks the OG- headers a shipper writes")
+            throw ReplicationError(
+                .badMessage,
+                "stream message \(message.sequence) on \(message.subject) lacks the OG- headers a shipper writes")
         }
         self.first = first
         sequence = s
@@ -163,25 +169,33 @@ struct RecordAssembler {
             firstStreamSequence = message.sequence
             bytes.removeAll(keepingCapacity: true)
         }
-        guard let current = self.info, info.first == current.first, info.sequence == current.sequence, info.part == expected else {
+        guard let current = self.info, info.first == current.first, info.sequence == current.sequence,
+            info.part == expected
+        else {
             throw ReplicationError(
                 .badMessage,
-                "stream message \(message.sequence) is part \(info.part) of records \(info.first)...\(info.sequence), expected part \(expected) of \(self.info.map { "\($0.first)...\($0.sequence)" } ?? "a new batch")")
+                "stream message \(message.sequence) is part \(info.part) of records \(info.first)...\(info.sequence), expected part \(expected) of \(self.info.map { "\($0.first)...\($0.sequence)" } ?? "a new batch")"
+            )
         }
         bytes.append(contentsOf: message.payload)
         expected += 1
         guard info.isLastPart else { return nil }
         self.info = nil
         expected = 0
-        let records = try RecordBlob.decode(bytes, what: "records \(info.first)...\(info.sequence) ending at stream message \(message.sequence)")
-        guard records.count == info.count, records.first?.sequence == info.first, records.last?.sequence == info.sequence,
-              zip(records, records.dropFirst()).allSatisfy({ $0.sequence < $1.sequence })
+        let records = try RecordBlob.decode(
+            bytes, what: "records \(info.first)...\(info.sequence) ending at stream message \(message.sequence)")
+        guard records.count == info.count, records.first?.sequence == info.first,
+            records.last?.sequence == info.sequence,
+            zip(records, records.dropFirst()).allSatisfy({ $0.sequence < $1.sequence })
         else {
             throw ReplicationError(
-                .badMessage, "stream message \(message.sequence): its batch does not hold records \(info.first)...\(info.sequence) (\(info.count) of them)")
+                .badMessage,
+                "stream message \(message.sequence): its batch does not hold records \(info.first)...\(info.sequence) (\(info.count) of them)"
+            )
         }
         return IncomingBatch(
-            records: records, previous: info.previous, firstStreamSequence: firstStreamSequence, lastStreamSequence: message.sequence,
+            records: records, previous: info.previous, firstStreamSequence: firstStreamSequence,
+            lastStreamSequence: message.sequence,
             time: message.time)
     }
 }
@@ -194,7 +208,9 @@ struct Position: Sendable, Hashable {
 
     var encoded: [UInt8] {
         var bytes: [UInt8] = Array("OGR1".utf8)
-        for v in [recordSequence, streamSequence] { for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) } }
+        for v in [recordSequence, streamSequence] {
+            for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
+        }
         return bytes
     }
 
@@ -231,14 +247,20 @@ extension JetStreamClient {
         return try baseLocation(endingWith: last, target)
     }
 
-    func baseLocation(endingWith last: StoredMessage, _ target: ReplicationTarget) throws(ReplicationError) -> BaseLocation {
+    func baseLocation(
+        endingWith last: StoredMessage, _ target: ReplicationTarget
+    ) throws(ReplicationError) -> BaseLocation {
         guard let covers = last.headers[Header.covers].flatMap(UInt64.init),
-              let part = last.headers[Header.part].flatMap(Int.init), let parts = last.headers[Header.parts].flatMap(Int.init),
-              part == parts - 1, UInt64(parts) <= last.sequence
+            let part = last.headers[Header.part].flatMap(Int.init),
+            let parts = last.headers[Header.parts].flatMap(Int.init),
+            part == parts - 1, UInt64(parts) <= last.sequence
         else {
-            throw ReplicationError(.badMessage, "stream message \(last.sequence) on \(target.baseSubject) is not the last part of a base")
+            throw ReplicationError(
+                .badMessage, "stream message \(last.sequence) on \(target.baseSubject) is not the last part of a base")
         }
-        return BaseLocation(firstStreamSequence: last.sequence - UInt64(parts - 1), lastStreamSequence: last.sequence, covers: covers, time: last.time)
+        return BaseLocation(
+            firstStreamSequence: last.sequence - UInt64(parts - 1), lastStreamSequence: last.sequence, covers: covers,
+            time: last.time)
     }
 
     /// The bases in the stream, oldest first (reads their messages).
@@ -252,7 +274,10 @@ extension JetStreamClient {
             while bases.last?.lastStreamSequence ?? 0 < newest.lastStreamSequence {
                 let batch = try reader.next(max: 64, timeout: .seconds(2))
                 if batch.isEmpty { break }
-                for m in batch where m.headers[Header.part].flatMap(Int.init).map({ $0 + 1 }) == m.headers[Header.parts].flatMap(Int.init) {
+                for m in batch
+                where m.headers[Header.part].flatMap(Int.init).map({ $0 + 1 })
+                    == m.headers[Header.parts].flatMap(Int.init)
+                {
                     bases.append(try baseLocation(endingWith: m, target))
                 }
             }
@@ -268,17 +293,24 @@ extension JetStreamClient {
     func readBase(_ location: BaseLocation, _ target: ReplicationTarget) throws(ReplicationError) -> [ShippedRecord] {
         var blob: [UInt8] = []
         do {
-            let reader = try self.reader(stream: target.stream, subject: target.baseSubject, from: location.firstStreamSequence)
+            let reader = try self.reader(
+                stream: target.stream, subject: target.baseSubject, from: location.firstStreamSequence)
             defer { reader.close() }
             var next = location.firstStreamSequence
             while next <= location.lastStreamSequence {
                 let batch = try reader.next(max: 16, timeout: .seconds(2))
                 guard let first = batch.first, first.sequence == next else {
-                    throw ReplicationError(.unavailable, "the base ending at stream message \(location.lastStreamSequence) lost its part \(next) (trimmed?)")
+                    throw ReplicationError(
+                        .unavailable,
+                        "the base ending at stream message \(location.lastStreamSequence) lost its part \(next) (trimmed?)"
+                    )
                 }
                 for m in batch where m.sequence <= location.lastStreamSequence {
                     guard m.sequence == next else {
-                        throw ReplicationError(.unavailable, "the base ending at stream message \(location.lastStreamSequence) lost its part \(next) (trimmed?)")
+                        throw ReplicationError(
+                            .unavailable,
+                            "the base ending at stream message \(location.lastStreamSequence) lost its part \(next) (trimmed?)"
+                        )
                     }
                     blob.append(contentsOf: m.payload)
                     next += 1
@@ -287,11 +319,17 @@ extension JetStreamClient {
         } catch let error as ReplicationError {
             throw error
         } catch {
-            throw ReplicationError(.server, "reading the base ending at stream message \(location.lastStreamSequence): \(error)")
+            throw ReplicationError(
+                .server, "reading the base ending at stream message \(location.lastStreamSequence): \(error)")
         }
-        let records = try RecordBlob.decode(blob, what: "the base ending at stream message \(location.lastStreamSequence)")
-        guard let schema = records.first, schema.kind == .schema, records.dropFirst().allSatisfy({ $0.kind == .base }) else {
-            throw ReplicationError(.badMessage, "the base ending at stream message \(location.lastStreamSequence) is not a schema record followed by base records")
+        let records = try RecordBlob.decode(
+            blob, what: "the base ending at stream message \(location.lastStreamSequence)")
+        guard let schema = records.first, schema.kind == .schema, records.dropFirst().allSatisfy({ $0.kind == .base })
+        else {
+            throw ReplicationError(
+                .badMessage,
+                "the base ending at stream message \(location.lastStreamSequence) is not a schema record followed by base records"
+            )
         }
         return records
     }

@@ -1,5 +1,6 @@
 import ObjectGraphTestSupport
 import Testing
+
 @testable import GraphJournal
 
 @Suite struct CRC32CTests {
@@ -14,7 +15,7 @@ import Testing
     @Test func extendingInPiecesEqualsOneChecksumAtAnyLengthAndSplit() {
         var generator = SeededGenerator(seed: 42)
         for length in 0..<70 {
-            let bytes = (0..<length).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let whole = CRC32C.checksum(bytes)
             // Bytewise reference: the plain table-driven algorithm.
             var reference: UInt32 = ~0
@@ -25,7 +26,9 @@ import Testing
             #expect(whole == ~reference, "length \(length)")
             for split in stride(from: 0, through: length, by: 7) {
                 let pieces = bytes.withUnsafeBytes { raw in
-                    CRC32C.extend(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[..<split])), UnsafeRawBufferPointer(rebasing: raw[split...]))
+                    CRC32C.extend(
+                        CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[..<split])),
+                        UnsafeRawBufferPointer(rebasing: raw[split...]))
                 }
                 #expect(pieces == whole, "length \(length) split \(split)")
             }
@@ -35,14 +38,16 @@ import Testing
     @Test func hardwareAndTablesAgreeAtEveryLengthAndAlignment() throws {
         guard CRC32C.hasHardware else { return }  // nothing to compare on this CPU
         var generator = SeededGenerator(seed: 7)
-        let bytes = (0..<(300 + 16)).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+        let bytes = (0..<(300 + 16)).map { _ in UInt8.random(in: 0...255, using: &generator) }
         try bytes.withUnsafeBytes { raw in
             for start in 0..<16 {
                 for length in 0...300 {
                     let slice = UnsafeRawBufferPointer(rebasing: raw[start..<(start + length)])
                     for seed: UInt32 in [0, 0xFFFF_FFFF, UInt32.random(in: 0 ... .max, using: &generator)] {
                         let hardware = try #require(CRC32C.extendWithHardware(seed, slice))
-                        #expect(hardware == CRC32C.extendWithTables(seed, slice), "start \(start) length \(length) seed \(seed)")
+                        #expect(
+                            hardware == CRC32C.extendWithTables(seed, slice),
+                            "start \(start) length \(length) seed \(seed)")
                     }
                 }
             }
@@ -55,7 +60,7 @@ import Testing
     @Test func hardwareAndTablesAgreeAcrossTheThreeStreamBlocks() throws {
         guard CRC32C.hasHardware else { return }
         var generator = SeededGenerator(seed: 11)
-        let bytes = (0..<(100_000 + 8)).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+        let bytes = (0..<(100_000 + 8)).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let lengths = [767, 768, 769, 775, 1536, 2000, 24_575, 24_576, 24_577, 24_576 + 768, 49_152 + 767, 100_000]
         try bytes.withUnsafeBytes { raw in
             for start in 0..<8 {
@@ -63,7 +68,9 @@ import Testing
                     let slice = UnsafeRawBufferPointer(rebasing: raw[start..<(start + length)])
                     for seed: UInt32 in [0, UInt32.random(in: 0 ... .max, using: &generator)] {
                         let hardware = try #require(CRC32C.extendWithHardware(seed, slice))
-                        #expect(hardware == CRC32C.extendWithTables(seed, slice), "start \(start) length \(length) seed \(seed)")
+                        #expect(
+                            hardware == CRC32C.extendWithTables(seed, slice),
+                            "start \(start) length \(length) seed \(seed)")
                     }
                 }
             }

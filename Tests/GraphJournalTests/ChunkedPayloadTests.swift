@@ -1,7 +1,8 @@
 import Foundation
-import Synchronization
 import ObjectGraphTestSupport
+import Synchronization
 import Testing
+
 @testable import GraphJournal
 
 /// Payloads of at least `JournalFormat.chunkedThreshold` bytes are stored in independently
@@ -45,7 +46,11 @@ import Testing
         #expect(report.problems.isEmpty)
         let bytes = readBytes(directory + "/" + report.files[0])
         for entry in report.entries { flags.append(bytes[Int(entry.offset) + JournalFormat.RecordHeaderField.flags]) }
-        #expect(flags == [JournalFormat.flagChunked, JournalFormat.flagChunked, 0, JournalFormat.flagChunked, JournalFormat.flagHistory])
+        #expect(
+            flags == [
+                JournalFormat.flagChunked, JournalFormat.flagChunked, 0, JournalFormat.flagChunked,
+                JournalFormat.flagHistory,
+            ])
         #expect(report.entries.map(\.compressed) == [true, true, false, true, true])
         #expect(report.entries[0].storedLength < payloads[0].count / 4)
     }
@@ -57,10 +62,14 @@ import Testing
         let original = payload(7, count: JournalFormat.chunkedThreshold + 12345)
         var record: [UInt8] = []
         let seed: UInt32 = 0x1234_5678
-        original.withUnsafeBytes { _ = RecordCodec.append(to: &record, seed: seed, sequence: 1, type: .transaction, payload: $0) }
+        original.withUnsafeBytes {
+            _ = RecordCodec.append(to: &record, seed: seed, sequence: 1, type: .transaction, payload: $0)
+        }
         #expect(record[JournalFormat.RecordHeaderField.flags] == JournalFormat.flagChunked)
         let table = JournalFormat.recordHeaderSize
-        func length(_ i: Int) -> Int { Int(record.withUnsafeBytes { $0.littleEndian(at: table + 4 + 4 * i, as: UInt32.self) }) }
+        func length(_ i: Int) -> Int {
+            Int(record.withUnsafeBytes { $0.littleEndian(at: table + 4 + 4 * i, as: UInt32.self) })
+        }
         func setLength(_ i: Int, _ value: Int) { record.storeLittleEndian(UInt32(value), at: table + 4 + 4 * i) }
         let expected: String
         switch damage {
@@ -109,11 +118,12 @@ import Testing
         let seed = UInt64.random(in: 0 ... .max)
         print("streamedPayloadsAreStoredExactlyAsWholeOnes seed \(seed)")
         var generator = SeededGenerator(seed: seed)
-        let payloads = largePayloads() + [
-            payload(8, count: JournalFormat.chunkedThreshold - 1),
-            payload(9, count: 2 * JournalFormat.chunkedThreshold + JournalFormat.chunkSize),
-            [],
-        ]
+        let payloads =
+            largePayloads() + [
+                payload(8, count: JournalFormat.chunkedThreshold - 1),
+                payload(9, count: 2 * JournalFormat.chunkedThreshold + JournalFormat.chunkSize),
+                [],
+            ]
         let whole = temporaryJournalPath(), streamed = temporaryJournalPath()
         defer { removeDirectory(whole); removeDirectory(streamed) }
         do {
@@ -144,10 +154,12 @@ import Testing
             #expect(report.problems.isEmpty)
             #expect(read == payloads)
             let bytes = readBytes(directory + "/" + report.files[0])
-            stored.append(report.entries.map { entry in
-                let start = Int(entry.offset) + JournalFormat.RecordHeaderField.flags
-                return Array(bytes[start..<(Int(entry.offset) + JournalFormat.recordHeaderSize + entry.storedLength)])
-            })
+            stored.append(
+                report.entries.map { entry in
+                    let start = Int(entry.offset) + JournalFormat.RecordHeaderField.flags
+                    return Array(
+                        bytes[start..<(Int(entry.offset) + JournalFormat.recordHeaderSize + entry.storedLength)])
+                })
         }
         #expect(stored[0] == stored[1])
     }
@@ -187,12 +199,15 @@ import Testing
         print("arbitraryBytesNeverCrashTheChunkDecoder seed \(seed)")
         var generator = SeededGenerator(seed: seed)
         for _ in 0..<300 {
-            let raw = Int.random(in: 0 ... 3 * JournalFormat.chunkSize, using: &generator)
+            let raw = Int.random(in: 0...3 * JournalFormat.chunkSize, using: &generator)
             let n = (raw + JournalFormat.chunkSize - 1) / JournalFormat.chunkSize
             var stored: [UInt8] = []
-            stored.appendLittleEndian(UInt32(Bool.random(using: &generator) ? n : Int.random(in: 0...5, using: &generator)))
+            stored.appendLittleEndian(
+                UInt32(Bool.random(using: &generator) ? n : Int.random(in: 0...5, using: &generator)))
             for _ in 0..<n { stored.appendLittleEndian(UInt32.random(in: 1...40, using: &generator)) }
-            stored += (0..<Int.random(in: 0...200, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            stored += (0..<Int.random(in: 0...200, using: &generator)).map { _ in
+                UInt8.random(in: 0...255, using: &generator)
+            }
             let destination = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: raw)
             defer { destination.deallocate() }
             _ = stored.withUnsafeBytes { ChunkedPayload.decode($0, into: destination) }

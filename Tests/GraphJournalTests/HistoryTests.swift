@@ -3,6 +3,7 @@ import Glibc
 import ObjectGraphTestSupport
 import Synchronization
 import Testing
+
 @testable import GraphJournal
 
 /// Version 2 log segments: small transaction records copy from the raw payloads of the records
@@ -14,7 +15,9 @@ import Testing
     /// insert, eight columns), of a person whose values are drawn from short lists, as an
     /// application's data repeats: about 100 bytes.
     static func smallSave(_ index: Int, using generator: inout SeededGenerator) -> [UInt8] {
-        let first = ["Anna", "Ben", "Clara", "David", "Emma", "Felix", "Greta", "Hugo", "Ida", "Jonas", "Karla", "Leon"]
+        let first = [
+            "Anna", "Ben", "Clara", "David", "Emma", "Felix", "Greta", "Hugo", "Ida", "Jonas", "Karla", "Leon",
+        ]
         let last = ["Schmidt", "Meyer", "Weber", "Wagner", "Becker", "Hoffmann", "Koch", "Richter", "Klein", "Wolf"]
         let cities = ["Berlin", "Hamburg", "Munich", "Cologne", "Frankfurt", "Stuttgart", "Leipzig", "Dresden"]
         let states = ["active", "pending", "inactive"]
@@ -33,8 +36,11 @@ import Testing
         out.append(0); varint(2 * UInt64.random(in: 18...80, using: &generator))
         out.append(0); string(cities[Int.random(in: 0..<cities.count, using: &generator)])
         out.append(0); string(states[Int.random(in: 0..<states.count, using: &generator)])
-        out.append(0); out.append(contentsOf: withUnsafeBytes(of: Double(Int.random(in: 0..<10_000, using: &generator)) / 100) { Array($0) })
-        out.append(0); out.append(contentsOf: withUnsafeBytes(of: UInt64(1_700_000_000 + 7 * index).littleEndian) { Array($0) })
+        out.append(0);
+        out.append(
+            contentsOf: withUnsafeBytes(of: Double(Int.random(in: 0..<10_000, using: &generator)) / 100) { Array($0) })
+        out.append(0);
+        out.append(contentsOf: withUnsafeBytes(of: UInt64(1_700_000_000 + 7 * index).littleEndian) { Array($0) })
         out.append(0); string("created by import")
         out += [0, 0]
         return out
@@ -45,7 +51,9 @@ import Testing
         readBytes(path).withUnsafeBytes { raw in
             guard case .success(let header) = SegmentHeader.parse(raw, file: path) else { return [] }
             var found: [ScannedRecord] = []
-            _ = RecordCodec.scan(raw, header: header) { found.append($0); return true }
+            _ = RecordCodec.scan(raw, header: header) {
+                found.append($0); return true
+            }
             return found
         }
     }
@@ -63,12 +71,16 @@ import Testing
         #expect(try journal.records().transactions == expected, comment)
         var shipped: [[UInt8]] = []
         try journal.forEachShippedRecord(after: 0) { record in
-            #expect(record.wire[JournalFormat.RecordHeaderField.flags] & JournalFormat.flagHistory == 0, "a shipped record is self-contained")
+            #expect(
+                record.wire[JournalFormat.RecordHeaderField.flags] & JournalFormat.flagHistory == 0,
+                "a shipped record is self-contained")
             if record.kind == .transaction { shipped.append(try ShippedRecord(wire: record.wire).payload()) }
         }
         #expect(shipped == expected, comment)
         var read: [[UInt8]] = []
-        let report = try Journal.readRecords(directory: directory) { if $0.entry.kind == .transaction { read.append($0.payload) } }
+        let report = try Journal.readRecords(directory: directory) {
+            if $0.entry.kind == .transaction { read.append($0.payload) }
+        }
         #expect(report.problems.isEmpty, comment)
         #expect(read == expected, comment)
         var streamed: [[UInt8]] = []
@@ -105,10 +117,13 @@ import Testing
             let stored = try liveSegments(directory).reduce(0) { $0 + readBytes($1).count }
             figures[version] = (raw, stored)
         }
-        let old = try #require(figures[JournalFormat.historyFreeVersion]), new = try #require(figures[JournalFormat.formatVersion])
+        let old = try #require(figures[JournalFormat.historyFreeVersion]),
+            new = try #require(figures[JournalFormat.formatVersion])
         let oldRatio = Double(old.stored) / Double(old.raw), newRatio = Double(new.stored) / Double(new.raw)
         let headers = Double(24 * 100_001) / Double(new.raw)
-        print("100,000 small saves: raw \(new.raw) bytes (\(new.raw / 100_000) a save); segments: version 1 \(old.stored) bytes (\(String(format: "%.1f", 100 * oldRatio)) %), version 2 \(new.stored) bytes (\(String(format: "%.1f", 100 * newRatio)) %, of which record headers \(String(format: "%.1f", 100 * headers)) %)")
+        print(
+            "100,000 small saves: raw \(new.raw) bytes (\(new.raw / 100_000) a save); segments: version 1 \(old.stored) bytes (\(String(format: "%.1f", 100 * oldRatio)) %), version 2 \(new.stored) bytes (\(String(format: "%.1f", 100 * newRatio)) %, of which record headers \(String(format: "%.1f", 100 * headers)) %)"
+        )
         // Measured: 122.0 % and 60.8 % (38.4 % without the record headers); liblz4 versions
         // may choose other matches, hence the margins.
         #expect(oldRatio > 1.1)
@@ -127,7 +142,8 @@ import Testing
         var generator = SeededGenerator(seed: 5)
         var expected: [[UInt8]] = []
         for round in 0..<3 {
-            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, segmentSize: 8 << 10))
+            let journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .none, segmentSize: 8 << 10))
             for index in 0..<400 {
                 let save = Self.smallSave(round * 1000 + index, using: &generator)
                 try journal.append(save, schema: Array("schema".utf8))
@@ -147,7 +163,8 @@ import Testing
             guard first.type == JournalFormat.RecordType.transaction.rawValue, first.history else { continue }
             let bytes = readBytes(segment)
             let alone = bytes.withUnsafeBytes { raw in
-                try? LZ4.decompressBlock(UnsafeRawBufferPointer(rebasing: raw[first.payloadRange]), originalSize: first.rawLength)
+                try? LZ4.decompressBlock(
+                    UnsafeRawBufferPointer(rebasing: raw[first.payloadRange]), originalSize: first.rawLength)
             }
             #expect(alone != nil, "\(segment): first record \(first.sequence)")
         }
@@ -241,17 +258,24 @@ import Testing
         flipBit(segment, bit: 8 * (damaged.offset + JournalFormat.recordHeaderSize + 1) + 2)
         let report = try Journal.inspect(directory: directory)
         let problem = try #require(report.problems.first)
-        #expect(problem.kind == .corruption && problem.offset == Int64(damaged.offset) && problem.recordsAfter == records.count - 4)
+        #expect(
+            problem.kind == .corruption && problem.offset == Int64(damaged.offset)
+                && problem.recordsAfter == records.count - 4)
         #expect(problem.message == "checksum mismatch")
         #expect(throws: JournalError.self) { try Journal.open(directory: directory) }
         do {
             let error = try #require(throws: JournalError.self) { try Journal.open(directory: directory) }
-            #expect(error.code == .corrupt && error.offset == Int64(damaged.offset) && error.file?.hasSuffix(".log") == true)
+            #expect(
+                error.code == .corrupt && error.offset == Int64(damaged.offset) && error.file?.hasSuffix(".log") == true
+            )
         }
         expected = Array(expected.prefix(2))
         do {
-            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, recovery: .pointInTime))
-            #expect(journal.openReport.recordsDropped == records.count - 4, "the records after the damaged one, which fails its checksum")
+            let journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .none, recovery: .pointInTime))
+            #expect(
+                journal.openReport.recordsDropped == records.count - 4,
+                "the records after the damaged one, which fails its checksum")
             #expect(try journal.records().transactions == expected)
             for index in 100..<150 {
                 let save = Self.smallSave(index, using: &generator)
@@ -281,8 +305,11 @@ import Testing
         let records = Self.scannedRecords(segment)
         let damaged = records[10]
         var bytes = readBytes(segment)
-        bytes.storeLittleEndian(UInt32(damaged.rawLength + 1), at: damaged.offset + JournalFormat.RecordHeaderField.rawLength)
-        let crc = bytes.withUnsafeBytes { CRC32C.extend(header.seed, UnsafeRawBufferPointer(rebasing: $0[(damaged.offset + 4)..<damaged.end])) }
+        bytes.storeLittleEndian(
+            UInt32(damaged.rawLength + 1), at: damaged.offset + JournalFormat.RecordHeaderField.rawLength)
+        let crc = bytes.withUnsafeBytes {
+            CRC32C.extend(header.seed, UnsafeRawBufferPointer(rebasing: $0[(damaged.offset + 4)..<damaged.end]))
+        }
         bytes.storeLittleEndian(crc, at: damaged.offset)
         writeBytes(segment, bytes)
 
@@ -294,7 +321,9 @@ import Testing
         #expect(problems.first?.message.contains("does not decompress") == true)
         let later = records[11...].filter { $0.history }
         #expect(problems.count == 1 + later.count)
-        for problem in problems.dropFirst() { #expect(problem.message.contains("needs the history of record 11"), "\(problem.message)") }
+        for problem in problems.dropFirst() {
+            #expect(problem.message.contains("needs the history of record 11"), "\(problem.message)")
+        }
         let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none))
         defer { try? journal.close() }
         let error = try #require(throws: JournalError.self) { try journal.forEachRecord { _ in } }
@@ -329,7 +358,8 @@ import Testing
         #expect(try Journal.inspect(directory: directory).formatVersion == 1)
         try Self.expectEveryReaderReads(directory, expected)
         do {
-            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, segmentSize: 16 << 10))
+            let journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .none, segmentSize: 16 << 10))
             for index in 300..<700 {
                 let save = Self.smallSave(index, using: &generator)
                 try journal.append(save)
@@ -340,7 +370,9 @@ import Testing
         }
         let all = try liveSegments(directory)
         let versions = try all.map { try Self.header($0).version }
-        #expect(Array(versions.prefix(old.count)) == Array(repeating: 1, count: old.count), "the old segments are kept as they are")
+        #expect(
+            Array(versions.prefix(old.count)) == Array(repeating: 1, count: old.count),
+            "the old segments are kept as they are")
         #expect(versions.last == 2)
         try Self.expectEveryReaderReads(directory, expected)
     }
@@ -415,9 +447,12 @@ import Testing
         // A follower: shipped records, a save of its own every 50, then a reopen.
         var expected: [[UInt8]] = []
         do {
-            let follower = try Journal.open(directory: followerDirectory, options: JournalOptions(durability: .none, segmentSize: 32 << 10))
+            let follower = try Journal.open(
+                directory: followerDirectory, options: JournalOptions(durability: .none, segmentSize: 32 << 10))
             for (i, record) in shipped.enumerated() {
-                try follower.append(shipped: try ShippedRecord(wire: record.wire), schema: Array("schema".utf8), origin: Array("leader \(i)".utf8))
+                try follower.append(
+                    shipped: try ShippedRecord(wire: record.wire), schema: Array("schema".utf8),
+                    origin: Array("leader \(i)".utf8))
                 expected.append(saves[i])
                 if i % 50 == 49 {
                     let own = Self.smallSave(10_000 + i, using: &generator)
@@ -439,7 +474,9 @@ import Testing
                 let checked = try ShippedRecord(wire: record.wire)
                 if checked.kind == .transaction { payloads.append(try checked.payload()) }
             }
-            #expect(payloads == Array(saves.suffix(payloads.count)) && payloads.count >= saves.count - Int(after), "after \(after)")
+            #expect(
+                payloads == Array(saves.suffix(payloads.count)) && payloads.count >= saves.count - Int(after),
+                "after \(after)")
         }
 
         // A wire form with the history flag (as a segment of the leader holds it) is refused.
@@ -462,7 +499,8 @@ import Testing
             let plan = JournalIO.FaultPlan()
             var generator = SeededGenerator(seed: 66)
             var expected: [[UInt8]] = []
-            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+            let journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
             for index in 0..<30 {
                 let save = Self.smallSave(index, using: &generator)
                 try journal.append(save)
@@ -497,7 +535,8 @@ import Testing
             defer { removeDirectory(directory) }
             let segmentSize = [4 << 10, 64 << 10, 1 << 20, 64 << 20][Int.random(in: 0..<4, using: &generator)]
             var expected: [[UInt8]] = []
-            var journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, segmentSize: segmentSize))
+            var journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .none, segmentSize: segmentSize))
             for index in 0..<Int.random(in: 50...400, using: &generator) {
                 let size: Int
                 switch Int.random(in: 0..<100, using: &generator) {
@@ -507,7 +546,8 @@ import Testing
                 case 97..<99: size = Int.random(in: 65_530...65_540, using: &generator)
                 default: size = JournalFormat.chunkedThreshold + Int.random(in: 0...1000, using: &generator)
                 }
-                let bytes = Int.random(in: 0..<4, using: &generator) == 0
+                let bytes =
+                    Int.random(in: 0..<4, using: &generator) == 0
                     ? payload(index, count: size, compressible: false)
                     : Self.smallSave(index, using: &generator).cycled(to: size)
                 let schema = Int.random(in: 0..<20, using: &generator) == 0 ? Array("schema \(index)".utf8) : nil
@@ -515,7 +555,8 @@ import Testing
                 expected.append(bytes)
                 if Int.random(in: 0..<40, using: &generator) == 0 {
                     try journal.close()
-                    journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, segmentSize: segmentSize))
+                    journal = try Journal.open(
+                        directory: directory, options: JournalOptions(durability: .none, segmentSize: segmentSize))
                     #expect(try journal.records().transactions == expected, "seed \(seed): after reopen")
                 }
             }
@@ -541,12 +582,17 @@ extension Array where Element == UInt8 {
         let header = SegmentHeader(kind: .log, salt: 0x8c4e_b6cd_41b2_a0ea, number: 1, firstSequence: 1)
         var bytes = header.encoded()
         let history = try #require(HistoryEncoder())
-        RecordCodec.append(to: &bytes, seed: header.seed, sequence: 1, type: .schema, payload: Array("S1".utf8), history: history)
-        RecordCodec.append(to: &bytes, seed: header.seed, sequence: 2, type: .transaction, payload: Array("hello".utf8), history: history)
-        RecordCodec.append(to: &bytes, seed: header.seed, sequence: 3, type: .transaction,
-                           payload: Array(String(repeating: "abcd", count: 20).utf8), history: history)
-        RecordCodec.append(to: &bytes, seed: header.seed, sequence: 4, type: .transaction,
-                           payload: Array("abcdabcdabcdabcdabcdabcd: hello".utf8), history: history)
+        RecordCodec.append(
+            to: &bytes, seed: header.seed, sequence: 1, type: .schema, payload: Array("S1".utf8), history: history)
+        RecordCodec.append(
+            to: &bytes, seed: header.seed, sequence: 2, type: .transaction, payload: Array("hello".utf8),
+            history: history)
+        RecordCodec.append(
+            to: &bytes, seed: header.seed, sequence: 3, type: .transaction,
+            payload: Array(String(repeating: "abcd", count: 20).utf8), history: history)
+        RecordCodec.append(
+            to: &bytes, seed: header.seed, sequence: 4, type: .transaction,
+            payload: Array("abcdabcdabcdabcdabcdabcd: hello".utf8), history: history)
         let hex = stride(from: 0, to: bytes.count, by: 16).map { line in
             let row = bytes[line..<min(line + 16, bytes.count)]
             let words = stride(from: 0, to: row.count, by: 2).map { i in
@@ -555,7 +601,9 @@ extension Array where Element == UInt8 {
             return String(format: "%08x: ", line) + words.joined(separator: " ")
         }.joined(separator: "\n")
         print(hex)
-        let document = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/GraphJournalTests/HistoryTests.swift", with: "Docs/JournalFormat.md"), encoding: .utf8)
+        let document = try String(
+            contentsOfFile: #filePath.replacingOccurrences(
+                of: "Tests/GraphJournalTests/HistoryTests.swift", with: "Docs/JournalFormat.md"), encoding: .utf8)
         for line in hex.split(separator: "\n") {
             #expect(document.contains(line), "the document shows \(line)")
         }

@@ -1,11 +1,12 @@
 import Glibc
 import Testing
+
 @testable import GraphJournal
 
 /// Whether this kernel gives transparent huge pages to marked memory only.
 private let hugePagesOnlyWhereAdvised: Bool = {
     guard HugePages.size != nil,
-          let mode = try? String(contentsOfFile: "/sys/kernel/mm/transparent_hugepage/enabled", encoding: .utf8)
+        let mode = try? String(contentsOfFile: "/sys/kernel/mm/transparent_hugepage/enabled", encoding: .utf8)
     else { return false }
     return mode.contains("[madvise]")
 }()
@@ -37,7 +38,8 @@ struct HugePagesTests {
 
     /// Runs `body` with fresh anonymous memory of `hugePages` huge pages of `size` bytes,
     /// starting at a huge-page boundary, unmapped afterwards.
-    private func withAlignedMapping(hugePages: Int, size: Int, _ body: (UnsafeMutableRawPointer) throws -> Void) throws {
+    private func withAlignedMapping(hugePages: Int, size: Int, _ body: (UnsafeMutableRawPointer) throws -> Void) throws
+    {
         let length = (hugePages + 1) * size  // one more, to start at a boundary
         let mapping = try #require(mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
         try #require(mapping != MAP_FAILED)
@@ -62,7 +64,8 @@ struct HugePagesTests {
             #expect(try residentPages(base + 2 * size, bytes: size) == 1, "a touch after it maps one small page")
             #expect(try residentPages(base + 3 * size, bytes: size) == 1, "no huge page past the range")
             if fallbacks() == before {  // the kernel had a huge page to give (it can fall back under memory pressure)
-                #expect(try residentPages(base + size, bytes: size) == size / page, "one touch maps the whole huge page")
+                #expect(
+                    try residentPages(base + size, bytes: size) == size / page, "one touch maps the whole huge page")
             }
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+
 @testable import GraphJournal
 
 /// Failures injected through the I/O layer.
@@ -11,16 +12,21 @@ import Testing
             let directory = temporaryJournalPath()
             defer { removeDirectory(directory) }
             let plan = JournalIO.FaultPlan()
-            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+            let journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
             try journal.append(payload(1, count: 300))
             plan.arm(fault, atCall: 1, of: [.pwrite])
-            #expect(throws: JournalError.self, "\(fault)") { try journal.append(payload(2, count: 5000, compressible: false)) }
+            #expect(throws: JournalError.self, "\(fault)") {
+                try journal.append(payload(2, count: 5000, compressible: false))
+            }
             #expect(plan.hasFired)
             let sequence = try journal.append(payload(3, count: 300))
             #expect(sequence == 2, "\(fault): the failed append took no sequence number")
             try journal.close()
             #expect(try Journal.inspect(directory: directory).verdict == .clean, "\(fault)")
-            #expect(try recordsAfterReopen(directory).transactions == [payload(1, count: 300), payload(3, count: 300)], "\(fault)")
+            #expect(
+                try recordsAfterReopen(directory).transactions == [payload(1, count: 300), payload(3, count: 300)],
+                "\(fault)")
         }
     }
 
@@ -35,7 +41,8 @@ import Testing
             let directory = temporaryJournalPath()
             defer { removeDirectory(directory) }
             let plan = JournalIO.FaultPlan()
-            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+            let journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
             try journal.append(payload(1, count: 300))
             var stream = PayloadStream()
             stream.bytes = large
@@ -58,10 +65,14 @@ import Testing
                 #expect(try recordsAfterReopen(directory).transactions == [payload(1, count: 300)], "pwrite \(call)")
             } else {
                 plan.disarm()
-                #expect(try journal.append(payload(3, count: 300)) == 2, "pwrite \(call): the failed append took no sequence number")
+                #expect(
+                    try journal.append(payload(3, count: 300)) == 2,
+                    "pwrite \(call): the failed append took no sequence number")
                 try journal.close()
                 #expect(try Journal.inspect(directory: directory).verdict == .clean, "pwrite \(call)")
-                #expect(try recordsAfterReopen(directory).transactions == [payload(1, count: 300), payload(3, count: 300)], "pwrite \(call)")
+                #expect(
+                    try recordsAfterReopen(directory).transactions == [payload(1, count: 300), payload(3, count: 300)],
+                    "pwrite \(call)")
             }
             call += 1
         }
@@ -72,7 +83,8 @@ import Testing
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
         let plan = JournalIO.FaultPlan()
-        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+        let journal = try Journal.open(
+            directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
         try journal.append([1])
         plan.arm(.error(EIO), atCall: 1, of: [.fdatasync])
         #expect {
@@ -93,7 +105,8 @@ import Testing
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
         let plan = JournalIO.FaultPlan()
-        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .batched(milliseconds: 1000), io: .faulty(plan)))
+        let journal = try Journal.open(
+            directory: directory, options: JournalOptions(durability: .batched(milliseconds: 1000), io: .faulty(plan)))
         try journal.append([1])
         plan.arm(.error(EIO), atCall: 1, of: [.fdatasync])
         #expect(throws: JournalError.self) { try journal.sync() }
@@ -115,7 +128,8 @@ import Testing
             let directory = temporaryJournalPath()
             defer { removeDirectory(directory) }
             let plan = JournalIO.FaultPlan()
-            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, io: .faulty(plan)))
+            let journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .none, io: .faulty(plan)))
             for bytes in old { try journal.append(bytes, schema: [1]) }
             plan.arm(.crash, atCall: step)
             var finished = false
@@ -182,7 +196,8 @@ import Testing
         defer { removeDirectory(directory) }
         let plan = JournalIO.FaultPlan()
         plan.arm(.error(EIO), atCall: .max, of: [.fdatasync])  // counts fdatasync calls, never fails
-        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .batched(milliseconds: 300), io: .faulty(plan)))
+        let journal = try Journal.open(
+            directory: directory, options: JournalOptions(durability: .batched(milliseconds: 300), io: .faulty(plan)))
         defer { try? journal.close() }
         let opened = plan.callCount
         try journal.append([1, 2, 3])
@@ -195,7 +210,8 @@ import Testing
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
         let plan = JournalIO.FaultPlan()
-        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+        let journal = try Journal.open(
+            directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
         defer { try? journal.close() }
         plan.arm(.error(EIO), atCall: .max, of: [.fdatasync])
         for index in 1...5 {
@@ -208,7 +224,8 @@ import Testing
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
         let plan = JournalIO.FaultPlan()
-        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
+        let journal = try Journal.open(
+            directory: directory, options: JournalOptions(durability: .always, io: .faulty(plan)))
         plan.arm(.error(EIO), atCall: 5, of: [.fdatasync])
         let threads = 8, perThread = 20
         let acknowledged = Mutex<Set<[UInt8]>>([])

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraphTestSupport
 import Testing
+
 @testable import GraphJournal
 
 /// `streamPayloads` lends a chunked payload chunk by chunk as it is decompressed: it
@@ -25,7 +26,8 @@ import Testing
 
         var description: String {
             let entries = report.map { "\($0.entries.count) entries, problems \($0.problems)" } ?? "no report"
-            return "\(entries); delivered \(delivered.map { "\($0.entry.offset)#\($0.count)" }); unfinished \(unfinished)"
+            return
+                "\(entries); delivered \(delivered.map { "\($0.entry.offset)#\($0.count)" }); unfinished \(unfinished)"
         }
     }
 
@@ -33,10 +35,14 @@ import Testing
 
     /// Walks `directory` lending whole payloads (`streaming` false) or chunk by chunk; with
     /// `piecesRead`, streaming reads at most that many pieces of each payload before `finish()`.
-    static func walk(_ directory: String, window: Int? = Journal.readWindow, streaming: Bool, piecesRead: Int = .max) -> Walk {
+    static func walk(
+        _ directory: String, window: Int? = Journal.readWindow, streaming: Bool, piecesRead: Int = .max
+    ) -> Walk {
         var walk = Walk()
         do {
-            walk.report = try Journal.walkPayloads(directory: directory, io: .system, window: window, streamingChunks: streaming) { entry, payload in
+            walk.report = try Journal.walkPayloads(
+                directory: directory, io: .system, window: window, streamingChunks: streaming
+            ) { entry, payload in
                 var count = 0
                 var checksum = CRC32C.seed(salt: 0)
                 var pieces = 0
@@ -67,14 +73,18 @@ import Testing
     /// Expects the streaming walk to deliver and report what the whole-payload walk does, for
     /// the segment windows given; returns the whole-payload walk.
     @discardableResult
-    static func expectSameWalks(_ directory: String, windows: [Int?] = [nil, 4096, Journal.readWindow], _ label: String = "",
-                                sourceLocation: SourceLocation = #_sourceLocation) -> Walk {
+    static func expectSameWalks(
+        _ directory: String, windows: [Int?] = [nil, 4096, Journal.readWindow], _ label: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Walk {
         let reference = walk(directory, window: nil, streaming: false)
         #expect(reference.unfinished.isEmpty, sourceLocation: sourceLocation)
         for window in windows {
             var streamed = walk(directory, window: window, streaming: true)
             streamed.unfinished = []  // reported as problems: compared through the report
-            #expect(streamed == reference, "window \(window.map(String.init) ?? "whole") \(label)", sourceLocation: sourceLocation)
+            #expect(
+                streamed == reference, "window \(window.map(String.init) ?? "whole") \(label)",
+                sourceLocation: sourceLocation)
         }
         return reference
     }
@@ -113,7 +123,9 @@ import Testing
 
     /// Re-seals the checksum of the record at `record.offset` after its bytes were changed.
     static func reseal(_ bytes: inout [UInt8], _ record: ScannedRecord, seed: UInt32) {
-        let crc = bytes.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(record.offset + 4)..<record.end])) }
+        let crc = bytes.withUnsafeBytes {
+            CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(record.offset + 4)..<record.end]))
+        }
         bytes.storeLittleEndian(crc, at: record.offset)
     }
 
@@ -123,7 +135,8 @@ import Testing
         let payloads = try Self.writeChunkedJournal(directory)
         let reference = Self.expectSameWalks(directory)
         #expect(reference.report?.verdict == .clean)
-        #expect(reference.delivered.filter { $0.entry.kind == .transaction }.map(\.checksum) == payloads.map(Self.checksum))
+        #expect(
+            reference.delivered.filter { $0.entry.kind == .transaction }.map(\.checksum) == payloads.map(Self.checksum))
         // A chunked payload comes in pieces of one chunk each.
         var pieceCounts: [Int] = []
         _ = try Journal.streamPayloads(directory: directory) { entry, payload in
@@ -136,7 +149,12 @@ import Testing
             #expect(payload.next() == nil)
             if entry.kind == .transaction { pieceCounts.append(count) }
         }
-        #expect(pieceCounts == payloads.map { $0.count < JournalFormat.chunkedThreshold ? min($0.count, 1) : ($0.count + JournalFormat.chunkSize - 1) / JournalFormat.chunkSize })
+        #expect(
+            pieceCounts
+                == payloads.map {
+                    $0.count < JournalFormat.chunkedThreshold
+                        ? min($0.count, 1) : ($0.count + JournalFormat.chunkSize - 1) / JournalFormat.chunkSize
+                })
     }
 
     @Test func aReaderThatStopsEarlyLeavesTheRestToFinish() throws {
@@ -184,10 +202,13 @@ import Testing
                 bytes.storeLittleEndian(UInt32(next + 5), at: table + 8 + 4 * i)
                 Self.reseal(&bytes, record, seed: seed)
                 writeBytes(segment, bytes)
-                let reference = Self.expectSameWalks(directory, windows: [Journal.readWindow], "record at \(record.offset), chunk \(i) cut short")
+                let reference = Self.expectSameWalks(
+                    directory, windows: [Journal.readWindow], "record at \(record.offset), chunk \(i) cut short")
                 let problem = reference.report?.problems.first { $0.offset == Int64(record.offset) }
-                #expect(problem?.message.contains("passes its checksum but does not decompress: chunk \(i) does not decompress") == true,
-                        "\(problem?.message ?? "no problem")")
+                #expect(
+                    problem?.message.contains(
+                        "passes its checksum but does not decompress: chunk \(i) does not decompress") == true,
+                    "\(problem?.message ?? "no problem")")
                 // The streaming body saw chunks 0..<i, then the end; finish() was false.
                 var lent = 0
                 var finished = true
@@ -225,8 +246,11 @@ import Testing
         var generator = SeededGenerator(seed: seedForOffsets)
         let payloadStart = record.offset + JournalFormat.recordHeaderSize
         // Every byte of the header and chunk table, then random bytes of the chunks.
-        let tableEnd = payloadStart + 4 + 4 * ((record.rawLength + JournalFormat.chunkSize - 1) / JournalFormat.chunkSize)
-        let offsets = Array(record.offset..<tableEnd) + (0..<24).map { _ in Int.random(in: tableEnd..<record.end, using: &generator) }
+        let tableEnd =
+            payloadStart + 4 + 4 * ((record.rawLength + JournalFormat.chunkSize - 1) / JournalFormat.chunkSize)
+        let offsets =
+            Array(record.offset..<tableEnd)
+            + (0..<24).map { _ in Int.random(in: tableEnd..<record.end, using: &generator) }
         for (n, offset) in offsets.enumerated() {
             var bytes = pristine
             bytes[offset] ^= UInt8(1 << (n % 8))
@@ -235,7 +259,8 @@ import Testing
             guard offset >= record.offset + 4 else { continue }
             Self.reseal(&bytes, record, seed: seed)
             writeBytes(segment, bytes)
-            Self.expectSameWalks(directory, windows: [nil, Journal.readWindow], "byte \(offset) flipped, checksum re-sealed")
+            Self.expectSameWalks(
+                directory, windows: [nil, Journal.readWindow], "byte \(offset) flipped, checksum re-sealed")
         }
         writeBytes(segment, pristine)
     }
@@ -260,10 +285,16 @@ import Testing
         let record = try #require(Self.chunkedRecords(segment).records.first)
         #expect(record.end - record.offset < 20_000)
         let starts = try pristine.withUnsafeBytes { raw in
-            try ChunkedPayload.chunkStarts(UnsafeRawBufferPointer(rebasing: raw[record.payloadRange]), rawLength: record.rawLength).get()
+            try ChunkedPayload.chunkStarts(
+                UnsafeRawBufferPointer(rebasing: raw[record.payloadRange]), rawLength: record.rawLength
+            ).get()
         }
-        var cuts = Set(record.offset..<(record.payloadRange.lowerBound + starts[0])).union(stride(from: record.offset, to: record.end, by: 61))
-        for start in starts { cuts.formUnion((record.payloadRange.lowerBound + start - 32)..<(record.payloadRange.lowerBound + start + 32)) }
+        var cuts = Set(record.offset..<(record.payloadRange.lowerBound + starts[0])).union(
+            stride(from: record.offset, to: record.end, by: 61))
+        for start in starts {
+            cuts.formUnion(
+                (record.payloadRange.lowerBound + start - 32)..<(record.payloadRange.lowerBound + start + 32))
+        }
         cuts.formUnion(record.end...pristine.count)
         for cut in cuts.sorted() where cut <= pristine.count {
             truncateFile(segment, to: cut)
@@ -297,7 +328,9 @@ import Testing
                         guard let piece = stream.next() else { break }
                         checksum = CRC32C.extend(checksum, piece)
                     }
-                    #expect(checksum == Self.checksum(Array(original[..<min(stop * chunk, raw)])), "\(raw) bytes, \(stop) pieces")
+                    #expect(
+                        checksum == Self.checksum(Array(original[..<min(stop * chunk, raw)])),
+                        "\(raw) bytes, \(stop) pieces")
                     #expect(stream.finish())
                     #expect(stream.next() == nil && stream.failure == nil)
                 }
@@ -318,8 +351,9 @@ import Testing
         options.logVersion = version
         let journal = try Journal.open(directory: directory, options: options)
         for index in 0..<48 {
-            try journal.append(payload(index, count: [20_000, 41_000, 70_000][index % 3], compressible: index % 11 != 5),
-                               schema: Array("schema v1".utf8))
+            try journal.append(
+                payload(index, count: [20_000, 41_000, 70_000][index % 3], compressible: index % 11 != 5),
+                schema: Array("schema v1".utf8))
         }
         try journal.close()
     }
@@ -347,12 +381,15 @@ import Testing
         let (records, seed) = bytes.withUnsafeBytes { raw -> ([ScannedRecord], UInt32) in
             guard case .success(let header) = SegmentHeader.parse(raw, file: segment) else { return ([], 0) }
             var found: [ScannedRecord] = []
-            _ = RecordCodec.scan(raw, header: header) { found.append($0); return true }
+            _ = RecordCodec.scan(raw, header: header) {
+                found.append($0); return true
+            }
             return (found, header.seed)
         }
         var damaged = 0
         for (i, record) in records.enumerated() where record.compressed && (i % 5 == 1 || i == records.count - 1) {
-            bytes.storeLittleEndian(UInt32(record.rawLength + 1), at: record.offset + JournalFormat.RecordHeaderField.rawLength)
+            bytes.storeLittleEndian(
+                UInt32(record.rawLength + 1), at: record.offset + JournalFormat.RecordHeaderField.rawLength)
             JournalPayloadStreamTests.reseal(&bytes, record, seed: seed)
             damaged += 1
         }

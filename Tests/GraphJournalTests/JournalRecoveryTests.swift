@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraphTestSupport
 import Synchronization
 import Testing
+
 @testable import GraphJournal
 
 /// Damage done on purpose, named after what it pins down (LevelDB's log_test.cc).
@@ -49,7 +50,10 @@ import Testing
         let journal = try Journal.open(directory: URL(fileURLWithPath: directory), options: options)
         let offset = try #require(torn.offset)
         let bytes = size - 3 - Int(offset)
-        #expect(lines.withLock { $0 }.contains { $0.contains("torn tail: \(bytes) bytes at offset \(offset) of \(segment)") })
+        #expect(
+            lines.withLock { $0 }.contains {
+                $0.contains("torn tail: \(bytes) bytes at offset \(offset) of \(segment)")
+            })
         // Open alone does not modify the file: only the first append truncates.
         #expect(readBytes(segment).count == size - 3)
         try journal.append([1])
@@ -74,7 +78,8 @@ import Testing
                 // Only ever a prefix of what was written, never a wrong record.
                 let transactions = records.transactions
                 #expect(Array(written.prefix(transactions.count)) == transactions, "bit \(bit)")
-                #expect(records.allSatisfy { $0.kind != .schema || $0.payload == Array("schema v1".utf8) }, "bit \(bit)")
+                #expect(
+                    records.allSatisfy { $0.kind != .schema || $0.payload == Array("schema v1".utf8) }, "bit \(bit)")
                 if transactions.count < written.count {
                     #expect(openReport.tornTail != nil, "bit \(bit): records lost without a torn tail")
                     #expect(damagedRecord == entries.count - 1, "bit \(bit): only the last record may be torn")
@@ -121,8 +126,10 @@ import Testing
         let elapsed = ContinuousClock.now - start
         #expect(report.verdict == .corrupt)  // the small record after it still passes its checksum
         #expect(report.problems.first?.recordsAfter == 1)
-        #expect(elapsed < atOnceBound, "describing the damage took \(elapsed): it reads the damaged record more than once")
-        let salvage = try Journal.salvageableRecords(inSegment: file, from: Int64(JournalFormat.segmentHeaderSize + JournalFormat.recordHeaderSize + 100))
+        #expect(
+            elapsed < atOnceBound, "describing the damage took \(elapsed): it reads the damaged record more than once")
+        let salvage = try Journal.salvageableRecords(
+            inSegment: file, from: Int64(JournalFormat.segmentHeaderSize + JournalFormat.recordHeaderSize + 100))
         #expect(salvage.count == 1)
         #expect(ContinuousClock.now - start < atOnceBound * 2)
     }
@@ -151,7 +158,8 @@ import Testing
         let pristine = readBytes(segment)
         let damaged = try Journal.inspect(directory: directory).entries[5]  // the 5th transaction
         flipBit(segment, bit: (Int(damaged.offset) + 26) * 8 + 3)
-        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, recovery: .pointInTime))
+        let journal = try Journal.open(
+            directory: directory, options: JournalOptions(durability: .none, recovery: .pointInTime))
         #expect(try journal.records().transactions == Array(written.prefix(4)))
         let report = journal.openReport
         #expect(report.recordsDropped == 5)
@@ -166,7 +174,10 @@ import Testing
         try journal.append([7, 7])
         try journal.close()
         // The repaired journal opens cleanly with the strict default, and the saved bytes stay.
-        #expect(try recordsAfterReopen(directory, options: JournalOptions()).transactions == Array(written.prefix(4)) + [[7, 7]])
+        #expect(
+            try recordsAfterReopen(directory, options: JournalOptions()).transactions == Array(written.prefix(4)) + [
+                [7, 7]
+            ])
         #expect(FileManager.default.fileExists(atPath: dropped.savedAs))
     }
 
@@ -186,7 +197,8 @@ import Testing
         let segments = try liveSegments(directory)
         #expect(segments.count >= 4)
         let before = try Journal.inspect(directory: directory)
-        let firstOfSecond = try #require(before.entries.firstIndex { $0.file == (segments[1] as NSString).lastPathComponent })
+        let firstOfSecond = try #require(
+            before.entries.firstIndex { $0.file == (segments[1] as NSString).lastPathComponent })
         flipBit(segments[1], bit: (48 + 40) * 8)  // inside the first record of the second segment
         #expect(throws: JournalError.self) { _ = try Journal.open(directory: directory, options: options) }
         var recovering = options
@@ -275,7 +287,9 @@ import Testing
         record += [type, 0, 0, 0]
         record.appendLittleEndian(UInt32(payload.count))
         record += payload
-        let crc = record.withUnsafeBytes { CRC32C.extend(CRC32C.seed(salt: UInt64(littleEndian: salt)), UnsafeRawBufferPointer(rebasing: $0[4...])) }
+        let crc = record.withUnsafeBytes {
+            CRC32C.extend(CRC32C.seed(salt: UInt64(littleEndian: salt)), UnsafeRawBufferPointer(rebasing: $0[4...]))
+        }
         record.storeLittleEndian(crc, at: 0)
         bytes += record
         writeBytes(segment, bytes)

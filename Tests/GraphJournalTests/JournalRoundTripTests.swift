@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GraphJournal
 
 @Suite struct JournalRoundTripTests {
@@ -171,7 +172,10 @@ import Testing
         try writeSmallJournal(directory, count: 5)
         let report = try Journal.inspect(directory: directory)
         #expect(report.verdict == .clean)
-        #expect(report.entries.map(\.kind) == [.schema, .transaction, .transaction, .transaction, .transaction, .transaction])
+        #expect(
+            report.entries.map(\.kind) == [
+                .schema, .transaction, .transaction, .transaction, .transaction, .transaction,
+            ])
         #expect(report.entries.first?.offset == 48)
         #expect(report.entries.allSatisfy { $0.file == "0000000001.log" })
     }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+
 @testable import GraphJournal
 
 /// `readPayloads` streams each segment through a small window; with any window it
@@ -46,8 +47,10 @@ import Testing
 
     /// Expects every window to walk `directory` as the whole-file read does; returns that walk.
     @discardableResult
-    static func expectSameWalks(_ directory: String, stopAt: Int? = nil, _ label: String = "",
-                                sourceLocation: SourceLocation = #_sourceLocation) -> Walk {
+    static func expectSameWalks(
+        _ directory: String, stopAt: Int? = nil, _ label: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Walk {
         let reference = walk(directory, window: nil, stopAt: stopAt)
         for window in windows {
             let streamed = walk(directory, window: window, stopAt: stopAt)
@@ -59,11 +62,13 @@ import Testing
     /// Three log segments of records of assorted sizes, raw and compressed; returns the
     /// segment paths.
     static func writeJournal(_ directory: String, count: Int = 12) throws -> [String] {
-        let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, segmentSize: 2000))
+        let journal = try Journal.open(
+            directory: directory, options: JournalOptions(durability: .none, segmentSize: 2000))
         let sizes = [0, 1, 13, 64, 200, 900, 5000]
         for index in 0..<count {
-            try journal.append(payload(index, count: sizes[index % sizes.count], compressible: index % 3 != 0),
-                               schema: Array("schema v1".utf8))
+            try journal.append(
+                payload(index, count: sizes[index % sizes.count], compressible: index % 3 != 0),
+                schema: Array("schema v1".utf8))
         }
         try journal.close()
         return try liveSegments(directory)
@@ -96,7 +101,8 @@ import Testing
         let directory = temporaryJournalPath()
         defer { removeDirectory(directory) }
         let segments = try Self.writeJournal(directory)
-        let largestRecord = try Journal.inspect(directory: directory).entries
+        let largestRecord =
+            try Journal.inspect(directory: directory).entries
             .map { JournalFormat.recordHeaderSize + $0.storedLength }.max() ?? 0
         let reads = Mutex<[Int]>([])
         var io = JournalIO.system
@@ -154,7 +160,9 @@ import Testing
             let records = bytes.withUnsafeBytes { raw -> [ScannedRecord] in
                 guard case .success(let header) = SegmentHeader.parse(raw, file: segment) else { return [] }
                 var found: [ScannedRecord] = []
-                _ = RecordCodec.scan(raw, header: header) { found.append($0); return true }
+                _ = RecordCodec.scan(raw, header: header) {
+                    found.append($0); return true
+                }
                 return found
             }
             let seed = bytes.withUnsafeBytes { raw in
@@ -163,8 +171,11 @@ import Testing
             guard let seed else { continue }
             for record in records where record.compressed || record.history {
                 // Claim one byte more than the block decodes to, and re-seal the checksum.
-                bytes.storeLittleEndian(UInt32(record.rawLength + 1), at: record.offset + JournalFormat.RecordHeaderField.rawLength)
-                let crc = bytes.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(record.offset + 4)..<record.end])) }
+                bytes.storeLittleEndian(
+                    UInt32(record.rawLength + 1), at: record.offset + JournalFormat.RecordHeaderField.rawLength)
+                let crc = bytes.withUnsafeBytes {
+                    CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(record.offset + 4)..<record.end]))
+                }
                 bytes.storeLittleEndian(crc, at: record.offset)
                 damaged += 1
             }
@@ -212,7 +223,8 @@ import Testing
                     #expect(streamed.report == nil && streamed.thrown != nil)
                     continue
                 }
-                let unreadable = streamed.report?.problems.filter { $0.message.hasPrefix("listed in MANIFEST but unreadable") } ?? []
+                let unreadable =
+                    streamed.report?.problems.filter { $0.message.hasPrefix("listed in MANIFEST but unreadable") } ?? []
                 #expect(unreadable.count == 1, "window \(window), pread \(call)")
                 guard let file = unreadable.first?.file, let index = files.firstIndex(of: file) else { continue }
                 // The whole-file walk reads MANIFEST then each segment with one pread.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GraphJournal
 
 /// A ``PayloadStream`` holds a bounded part of a large payload raw: at most

@@ -1,8 +1,9 @@
 import Foundation
-import ObjectGraphTestSupport
 import Glibc
+import ObjectGraphTestSupport
 import Synchronization
 import Testing
+
 @testable import GraphJournal
 
 /// Shipping a journal to replicas: ``JournalOptions/onDurable``, the wire form
@@ -43,11 +44,13 @@ import Testing
                     let sequence: UInt64
                     if thread < 2 {
                         // Two schemas in turn: schema records interleave with the transactions.
-                        sequence = try journal.append(payload(thread * 100 + index, count: 10 + index * 7), schema: [UInt8(thread)])
+                        sequence = try journal.append(
+                            payload(thread * 100 + index, count: 10 + index * 7), schema: [UInt8(thread)])
                     } else {
                         let record = shipped[index]
-                        sequence = try journal.append(shipped: record, schema: Array("schema v1".utf8),
-                                                      origin: Array("thread \(thread) record \(record.sequence)".utf8))
+                        sequence = try journal.append(
+                            shipped: record, schema: Array("schema v1".utf8),
+                            origin: Array("thread \(thread) record \(record.sequence)".utf8))
                     }
                     if !delivered.contains(sequence) {
                         failures.withLock { $0.append("record \(sequence) not delivered when append returned") }
@@ -124,11 +127,16 @@ import Testing
         try journal.append(payload(5, count: 10))
         try journal.close()
         #expect(delivered.sequences == [1, 2, 3, 4, 5, 8])
-        #expect(delivered.records.map(\.kind) == [.schema, .transaction, .transaction, .transaction, .transaction, .transaction])
-        #expect(try delivered.records.map { try $0.payload() } == [
-            Array("schema v1".utf8), payload(1, count: 200, compressible: false), payload(2, count: 200, compressible: false),
-            payload(3, count: 200, compressible: false), payload(4, count: 10), payload(5, count: 10),
-        ])
+        #expect(
+            delivered.records.map(\.kind) == [
+                .schema, .transaction, .transaction, .transaction, .transaction, .transaction,
+            ])
+        #expect(
+            try delivered.records.map { try $0.payload() } == [
+                Array("schema v1".utf8), payload(1, count: 200, compressible: false),
+                payload(2, count: 200, compressible: false),
+                payload(3, count: 200, compressible: false), payload(4, count: 10), payload(5, count: 10),
+            ])
     }
 
     @Test func aFailedFdatasyncUnderAlwaysNeverDeliversTheTruncatedRecords() throws {
@@ -193,7 +201,10 @@ import Testing
             #expect(record.storedLength == record.wire.count - JournalFormat.recordHeaderSize)
             // The checksum is seeded with salt 0: CRC32C(8 zero bytes ++ bytes 4... of the record).
             let crc = record.wire[4...].withUnsafeBytes { CRC32C.extend(CRC32C.seed(salt: 0), $0) }
-            #expect(Array(record.wire[0..<4]) == [UInt8(crc & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 24)])
+            #expect(
+                Array(record.wire[0..<4]) == [
+                    UInt8(crc & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 24),
+                ])
         }
         #expect(try shipped.dropFirst().map { try $0.payload() } == payloads)
         #expect(shipped.dropFirst().map(\.rawLength) == payloads.map(\.count))
@@ -207,14 +218,17 @@ import Testing
         #expect(after == [5, 6])
 
         // After a compaction: base records are shipped from the files, origin records never.
-        try journal.compact(base: [payload(7, count: 300), payload(8, count: 3)], schema: Array("schema v2".utf8), origin: [1, 2, 3]) { true }
+        try journal.compact(
+            base: [payload(7, count: 300), payload(8, count: 3)], schema: Array("schema v2".utf8), origin: [1, 2, 3]
+        ) { true }
         try journal.append(payload(9, count: 40))
         var compacted: [ShippedRecord] = []
         try journal.forEachShippedRecord(after: 0) { compacted.append($0) }
         #expect(compacted.map(\.kind) == [.schema, .base, .base, .transaction])
         #expect(compacted.map(\.sequence) == [7, 9, 10, 11], "sequence 8 is the base's origin record")
-        #expect(try compacted.map { try ShippedRecord(wire: $0.wire).payload() }
-            == [Array("schema v2".utf8), payload(7, count: 300), payload(8, count: 3), payload(9, count: 40)])
+        #expect(
+            try compacted.map { try ShippedRecord(wire: $0.wire).payload() }
+                == [Array("schema v2".utf8), payload(7, count: 300), payload(8, count: 3), payload(9, count: 40)])
         try journal.close()
     }
 
@@ -264,8 +278,11 @@ import Testing
             }
         }
         var salted: [UInt8] = []
-        RecordCodec.append(to: &salted, seed: CRC32C.seed(salt: 42), sequence: 5, type: .transaction, payload: [1, 2, 3])
-        #expect(throws: JournalError.self, "a segment's record, still sealed with its salt") { try ShippedRecord(wire: salted) }
+        RecordCodec.append(
+            to: &salted, seed: CRC32C.seed(salt: 42), sequence: 5, type: .transaction, payload: [1, 2, 3])
+        #expect(throws: JournalError.self, "a segment's record, still sealed with its salt") {
+            try ShippedRecord(wire: salted)
+        }
     }
 
     // MARK: Appending shipped records
@@ -280,7 +297,9 @@ import Testing
         ]
         do {
             let journal = try Journal.open(directory: source, options: JournalOptions(durability: .none))
-            for (index, bytes) in payloads.enumerated() { try journal.append(bytes, schema: Array("schema v\(index / 3)".utf8)) }
+            for (index, bytes) in payloads.enumerated() {
+                try journal.append(bytes, schema: Array("schema v\(index / 3)".utf8))
+            }
             try journal.close()
         }
         let shipped = try shippedRecords(of: source)
@@ -342,7 +361,9 @@ import Testing
 
         #expect(try !journal.compact(base: [payload(3, count: 100)], schema: [1], origin: [9]) { false })
         #expect(journal.origin == large, "an abandoned compaction changes nothing")
-        #expect(try journal.compact(base: [payload(3, count: 100)], schema: [1], origin: Array("snapshot 77".utf8)) { true })
+        #expect(
+            try journal.compact(base: [payload(3, count: 100)], schema: [1], origin: Array("snapshot 77".utf8)) { true }
+        )
         #expect(journal.origin == Array("snapshot 77".utf8))
         try journal.close()
         journal = try Journal.open(directory: directory, options: options)
@@ -554,7 +575,9 @@ import Testing
         #expect(origins.allSatisfy { $0.kind == nil }, "a skipped record type has no kind")
         var read: [(UInt8, [UInt8])] = []
         _ = try Journal.readRecords(directory: directory) { read.append(($0.entry.type, $0.payload)) }
-        #expect(read.filter { $0.0 == 0x80 }.map(\.1) == shipped.filter { $0.kind == .transaction }.map { Array("source \($0.sequence)".utf8) })
+        #expect(
+            read.filter { $0.0 == 0x80 }.map(\.1)
+                == shipped.filter { $0.kind == .transaction }.map { Array("source \($0.sequence)".utf8) })
         #expect(read.filter { $0.0 == 1 }.map(\.1) == written)
     }
 }
@@ -575,7 +598,9 @@ private final class DeliveryLog: Sendable {
         try records.map { JournalRecord(sequence: $0.sequence, kind: $0.kind, payload: try $0.payload()) }
     }
 
-    func options(_ durability: JournalOptions.Durability, io: JournalIO = .system, segmentSize: Int = 64 << 20) -> JournalOptions {
+    func options(
+        _ durability: JournalOptions.Durability, io: JournalIO = .system, segmentSize: Int = 64 << 20
+    ) -> JournalOptions {
         var options = JournalOptions(durability: durability, segmentSize: segmentSize, io: io)
         options.onDurable = { [self] batch in
             #expect(!batch.isEmpty, "no empty delivery")
@@ -601,7 +626,8 @@ private func replicate(_ records: [ShippedRecord], into journal: Journal) throws
     for record in records {
         switch record.kind {
         case .schema: schema = try record.payload()
-        case .transaction: try journal.append(shipped: record, schema: schema, origin: Array("source \(record.sequence)".utf8))
+        case .transaction:
+            try journal.append(shipped: record, schema: schema, origin: Array("source \(record.sequence)".utf8))
         case .base: break
         }
     }
@@ -647,7 +673,9 @@ private final class CrashAfterPartialWrite: Sendable {
         var io = JournalIO.system
         let system = JournalIO.system
         @Sendable func check(_ operation: String) throws(JournalIO.Failure) {
-            if self.state.withLock({ $0.dead }) { throw JournalIO.Failure(errno: EIO, operation: operation + " (after a crash)") }
+            if self.state.withLock({ $0.dead }) {
+                throw JournalIO.Failure(errno: EIO, operation: operation + " (after a crash)")
+            }
         }
         io.pwrite = { fd, buffer, offset throws(JournalIO.Failure) in
             try check("pwrite")
@@ -661,12 +689,24 @@ private final class CrashAfterPartialWrite: Sendable {
             self.state.withLock { $0.wrote = written }
             throw JournalIO.Failure(errno: EIO, operation: "pwrite (crash)")
         }
-        io.ftruncate = { fd, length throws(JournalIO.Failure) in try check("ftruncate"); try system.ftruncate(fd, length) }
-        io.fdatasync = { fd throws(JournalIO.Failure) in try check("fdatasync"); try system.fdatasync(fd) }
-        io.fsync = { fd throws(JournalIO.Failure) in try check("fsync"); try system.fsync(fd) }
-        io.fileSize = { fd throws(JournalIO.Failure) in try check("fileSize"); return try system.fileSize(fd) }
-        io.rename = { from, to throws(JournalIO.Failure) in try check("rename"); try system.rename(from, to) }
-        io.unlink = { path throws(JournalIO.Failure) in try check("unlink"); try system.unlink(path) }
+        io.ftruncate = { fd, length throws(JournalIO.Failure) in
+            try check("ftruncate"); try system.ftruncate(fd, length)
+        }
+        io.fdatasync = { fd throws(JournalIO.Failure) in
+            try check("fdatasync"); try system.fdatasync(fd)
+        }
+        io.fsync = { fd throws(JournalIO.Failure) in
+            try check("fsync"); try system.fsync(fd)
+        }
+        io.fileSize = { fd throws(JournalIO.Failure) in
+            try check("fileSize"); return try system.fileSize(fd)
+        }
+        io.rename = { from, to throws(JournalIO.Failure) in
+            try check("rename"); try system.rename(from, to)
+        }
+        io.unlink = { path throws(JournalIO.Failure) in
+            try check("unlink"); try system.unlink(path)
+        }
         return io
     }
 }

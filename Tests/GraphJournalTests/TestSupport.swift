@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import ObjectGraphTestSupport
+
 @testable import GraphJournal
 
 /// A fresh, empty directory path (not created) under the system temporary directory.
@@ -18,11 +19,12 @@ func removeDirectory(_ path: String) {
 /// A payload of `count` bytes that compresses (`compressible`) or not.
 func payload(_ index: Int, count: Int, compressible: Bool = true) -> [UInt8] {
     if compressible {
-        let text = Array("record \(index) name=Person \(index) email=p\(index)@example.com city=City \(index % 7); ".utf8)
+        let text = Array(
+            "record \(index) name=Person \(index) email=p\(index)@example.com city=City \(index % 7); ".utf8)
         return (0..<count).map { text[$0 % text.count] }
     }
     var generator = SeededGenerator(seed: UInt64(index) &+ 17)
-    return (0..<count).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
 }
 
 func readBytes(_ path: String) -> [UInt8] {
@@ -51,7 +53,9 @@ func liveSegments(_ directory: String) throws -> [String] {
 }
 
 /// Every record, closing the journal afterwards.
-func recordsAfterReopen(_ directory: String, options: JournalOptions = JournalOptions(durability: .none)) throws -> [JournalRecord] {
+func recordsAfterReopen(
+    _ directory: String, options: JournalOptions = JournalOptions(durability: .none)
+) throws -> [JournalRecord] {
     let journal = try Journal.open(directory: directory, options: options)
     defer { try? journal.close() }
     return try journal.records()
@@ -66,7 +70,9 @@ func permissions(_ path: String) -> Int {
 
 /// A small journal: `count` transactions of assorted sizes with one schema; returns payloads.
 @discardableResult
-func writeSmallJournal(_ directory: String, count: Int, options: JournalOptions = JournalOptions(durability: .none)) throws -> [[UInt8]] {
+func writeSmallJournal(
+    _ directory: String, count: Int, options: JournalOptions = JournalOptions(durability: .none)
+) throws -> [[UInt8]] {
     let journal = try Journal.open(directory: directory, options: options)
     var written: [[UInt8]] = []
     for index in 0..<count {

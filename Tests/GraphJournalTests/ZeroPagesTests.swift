@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import GraphJournal
 
 /// `ZeroPages` makes memory that held other values read as zeros, writing only the partial

@@ -1,14 +1,16 @@
 import Foundation
 import Glibc
-@testable import GraphJournal
 import ObjectGraph
 import ObjectGraphTestSupport
 import Testing
 
+@testable import GraphJournal
+
 /// Damage cases per run: a short pass in `make test`, every class many times in `make soak`
 /// (OBJECTGRAPH_DAMAGE_CASES). The seed is printed; OBJECTGRAPH_DAMAGE_SEED replays a run.
 let damageCases = ProcessInfo.processInfo.environment["OBJECTGRAPH_DAMAGE_CASES"].flatMap(Int.init) ?? 48
-let damageSeed = ProcessInfo.processInfo.environment["OBJECTGRAPH_DAMAGE_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0 ... .max)
+let damageSeed =
+    ProcessInfo.processInfo.environment["OBJECTGRAPH_DAMAGE_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0 ... .max)
 
 /// Every way a disk, an operator or an attacker damages a store, applied to a store with a
 /// base and several logs; for each, `verify`, a default open, `.pointInTime` and `repair` as
@@ -31,7 +33,9 @@ struct DamageMatrixTests {
 
     static func original() throws -> Original {
         var states: [[String: [UInt64: [String: AttributeValue?]]]] = []
-        let dir = try Damage.store("matrix", saves: 24, segmentSize: 600, compactAfter: 8) { states.append(try Tool.objects(of: $0)) }
+        let dir = try Damage.store("matrix", saves: 24, segmentSize: 600, compactAfter: 8) {
+            states.append(try Tool.objects(of: $0))
+        }
         return Original(dir: dir, states: states)
     }
 
@@ -56,7 +60,9 @@ struct DamageMatrixTests {
     }
 
     @Test func everyDamageClassGivesOneVerdictAndLosesNothing() throws {
-        print("damage matrix: seed \(damageSeed), \(damageCases) cases (OBJECTGRAPH_DAMAGE_SEED, OBJECTGRAPH_DAMAGE_CASES)")
+        print(
+            "damage matrix: seed \(damageSeed), \(damageCases) cases (OBJECTGRAPH_DAMAGE_SEED, OBJECTGRAPH_DAMAGE_CASES)"
+        )
         var random = SeededGenerator(seed: damageSeed)
         let original = try Self.original()
         var outcomes: [String: Int] = [:]
@@ -75,11 +81,14 @@ struct DamageMatrixTests {
                 let before = try Damage.regularContents(of: dir)
                 for recovery in [JournalOptions.Recovery.tolerateTornTail, .pointInTime] {
                     #expect(throws: StoreError.self, "\(where_)") {
-                        _ = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: StoreOptions(durability: .none, recovery: recovery))
+                        _ = try ObjectStore.open(
+                            at: dir, schema: try Schema(Reading.self),
+                            options: StoreOptions(durability: .none, recovery: recovery))
                     }
                 }
                 #expect(try Damage.regularContents(of: dir) == before, "\(where_)")
-            case _ where kind == .payloadWithChecksum && verify.status == 0 && (try? Self.refusesAsAnotherModel(dir)) == true:
+            case _
+            where kind == .payloadWithChecksum && verify.status == 0 && (try? Self.refusesAsAnotherModel(dir)) == true:
                 // A schema record changed with its checksum recomputed that still decodes (an
                 // entity renamed) is a model nobody wrote, as valid as a real one: verify, which
                 // reads the journal without the application's model, finds nothing wrong; the
@@ -93,8 +102,10 @@ struct DamageMatrixTests {
                 // A later record may contradict it (an insert of a serial the forged record
                 // already inserted): then the corruption reported is at that later record, and
                 // what recovery keeps includes the forged save.
-                let forged = kind == .payloadWithChecksum
-                    && (verify.status != 3 || Self.firstCorruptRecord(verify.stdout).map { $0 > (Self.record(in: label) ?? .max) } == true)
+                let forged =
+                    kind == .payloadWithChecksum
+                    && (verify.status != 3
+                        || Self.firstCorruptRecord(verify.stdout).map { $0 > (Self.record(in: label) ?? .max) } == true)
                 let isAState = original.states.contains(kept) || forged
                 #expect(isAState, "point-in-time recovery kept the state after some save: \(where_)")
                 if verify.status != 3 {
@@ -144,11 +155,12 @@ struct DamageMatrixTests {
             let count = min(b.count, Int.random(in: 1...64, using: &random))
             let at = Int.random(in: 0...(b.count - count), using: &random)
             for i in 0..<count {
-                b[at + i] = switch kind {
-                case .zeros: 0
-                case .randomBytes: UInt8.random(in: 0...255, using: &random)
-                default: b[i % max(1, at)]
-                }
+                b[at + i] =
+                    switch kind {
+                    case .zeros: 0
+                    case .randomBytes: UInt8.random(in: 0...255, using: &random)
+                    default: b[i % max(1, at)]
+                    }
             }
             try write(file, b)
             return "\(kind) over \(count) bytes at \(at) of \(file)"
@@ -188,7 +200,9 @@ struct DamageMatrixTests {
             try Damage.writeManifest(dir, Array(files.dropLast()).isEmpty ? files : Array(files.dropLast()))
             return "MANIFEST without its last log"
         case .craftedManifest:
-            let kept = files.enumerated().filter { $0.offset == 0 || $0.offset == files.count - 1 || Bool.random(using: &random) }.map(\.element)
+            let kept = files.enumerated().filter {
+                $0.offset == 0 || $0.offset == files.count - 1 || Bool.random(using: &random)
+            }.map(\.element)
             try Damage.writeManifest(dir, kept)
             return "MANIFEST listing \(kept)"
         case .damagedManifest:
@@ -207,7 +221,8 @@ struct DamageMatrixTests {
             return "\(kind) of record \(entry.sequence) at the end"
         case .garbageTail:
             let count = Int.random(in: 1...200, using: &random)
-            try write(logs.last!, try bytes(logs.last!) + (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) })
+            try write(
+                logs.last!, try bytes(logs.last!) + (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) })
             return "\(count) garbage bytes after \(logs.last!)"
         case .fifoSegment:
             try FileManager.default.removeItem(at: url(file))

@@ -18,12 +18,18 @@ struct GraphJournalToolTests {
         let bytes = try Data(contentsOf: clean.appendingPathComponent(segment))
         for (name, damaged) in [
             ("torn-tail", bytes + bytes[1184..<1224]),
-            ("corrupt-middle", { var d = bytes; d[630] ^= 0xFF; return d }()),
+            (
+                "corrupt-middle",
+                {
+                    var d = bytes; d[630] ^= 0xFF; return d
+                }()
+            ),
         ] {
             let dir = Tool.fixtures.appendingPathComponent(name)
             try? FileManager.default.removeItem(at: dir)
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: clean.appendingPathComponent("MANIFEST"), to: dir.appendingPathComponent("MANIFEST"))
+            try FileManager.default.copyItem(
+                at: clean.appendingPathComponent("MANIFEST"), to: dir.appendingPathComponent("MANIFEST"))
             try damaged.write(to: dir.appendingPathComponent(segment))
         }
     }
@@ -33,7 +39,10 @@ struct GraphJournalToolTests {
     @Test func helpDocumentsEveryCommandAndTheExitCodes() throws {
         let root = try Tool.run(["--help"])
         #expect(root.status == 0)
-        for code in ["0   success", "2   the journal ends in a torn tail", "3   the journal is corrupt", "4   another process", "64  bad usage"] {
+        for code in [
+            "0   success", "2   the journal ends in a torn tail", "3   the journal is corrupt", "4   another process",
+            "64  bad usage",
+        ] {
             #expect(root.stdout.contains(code))
         }
         for command in ["stats", "verify", "dump", "repair", "compact"] {
@@ -45,8 +54,10 @@ struct GraphJournalToolTests {
     }
 
     @Test func badUsageExits64() throws {
-        for arguments in [["dump"], ["verify", "--bogus", "x"], ["frobnicate"], ["dump", "--objects", "--from-seq", "2", "x"],
-                          ["dump", "--from-seq", "5", "--to-seq", "2", "x"], ["dump", "--to-seq", "minus", "x"]] {
+        for arguments in [
+            ["dump"], ["verify", "--bogus", "x"], ["frobnicate"], ["dump", "--objects", "--from-seq", "2", "x"],
+            ["dump", "--from-seq", "5", "--to-seq", "2", "x"], ["dump", "--to-seq", "minus", "x"],
+        ] {
             let result = try Tool.run(arguments)
             #expect(result.status == 64, "\(arguments)")
             #expect(result.stdout.isEmpty && result.stderr.contains("Error:"), "\(arguments)")
@@ -60,14 +71,19 @@ struct GraphJournalToolTests {
         #expect(none.stderr.hasPrefix("Error: missing subcommand: one of stats, verify, dump, repair, compact"))
         let unknown = try Tool.run(["frobnicate", "x"])
         #expect(unknown.status == 64)
-        #expect(unknown.stderr.hasPrefix("Error: unknown subcommand 'frobnicate': one of stats, verify, dump, repair, compact"))
+        #expect(
+            unknown.stderr.hasPrefix(
+                "Error: unknown subcommand 'frobnicate': one of stats, verify, dump, repair, compact"))
     }
 
     @Test func aFailureWithJSONOutputIsAJSONObjectToo() throws {
         for command in ["verify", "stats"] {
             let result = try Tool.run([command, "--json", "/nonexistent/store"])
             #expect(result.status == 1, "\(command)")
-            #expect(result.stdout.hasPrefix("{\"directory\":\"/nonexistent/store\",\"verdict\":\"error\",\"exitCode\":1,\"error\":\"journal I/O error"), "\(command)")
+            #expect(
+                result.stdout.hasPrefix(
+                    "{\"directory\":\"/nonexistent/store\",\"verdict\":\"error\",\"exitCode\":1,\"error\":\"journal I/O error"
+                ), "\(command)")
             #expect(try JSONSerialization.jsonObject(with: result.stdoutBytes) is [String: Any], "\(command)")
             #expect(result.stderr.hasPrefix("graph-journal: journal I/O error"), "\(command)")
         }
@@ -85,13 +101,14 @@ struct GraphJournalToolTests {
         let path = Tool.fixtures.appendingPathComponent("v1-clean").path
         let result = try Tool.run(["verify", path])
         #expect(result.status == 0)
-        #expect(result.stdout == """
-            verify \(path)
-            segments: 0000000001.log
-            records: 3 (1 schema, 2 transaction, 0 base, 0 skipped), last sequence 3
-            verdict: clean
+        #expect(
+            result.stdout == """
+                verify \(path)
+                segments: 0000000001.log
+                records: 3 (1 schema, 2 transaction, 0 base, 0 skipped), last sequence 3
+                verdict: clean
 
-            """)
+                """)
         #expect(result.stderr.isEmpty)
     }
 
@@ -100,22 +117,24 @@ struct GraphJournalToolTests {
         let before = try Tool.contents(of: URL(fileURLWithPath: path))
         let result = try Tool.run(["verify", path])
         #expect(result.status == 2)
-        #expect(result.stdout == """
-            verify \(path)
-            segments: 0000000001.log
-            records: 3 (1 schema, 2 transaction, 0 base, 0 skipped), last sequence 3
-            torn-tail: 0000000001.log at byte 1249: record of 41 payload bytes extends past the end of the file; 40 bytes to the end of the file
-            verdict: torn-tail (a writer died mid-append; `graph-journal repair` cuts it, saving the bytes aside)
+        #expect(
+            result.stdout == """
+                verify \(path)
+                segments: 0000000001.log
+                records: 3 (1 schema, 2 transaction, 0 base, 0 skipped), last sequence 3
+                torn-tail: 0000000001.log at byte 1249: record of 41 payload bytes extends past the end of the file; 40 bytes to the end of the file
+                verdict: torn-tail (a writer died mid-append; `graph-journal repair` cuts it, saving the bytes aside)
 
-            """)
+                """)
         let json = try Tool.run(["verify", "--json", path])
         #expect(json.status == 2)
-        #expect(json.stdout == """
-            {"directory":"\(path)","verdict":"torn-tail","exitCode":2,"segments":["0000000001.log"],"records":3,"schemaRecords":1,\
-            "transactions":2,"baseRecords":0,"skippedRecords":0,"lastSequence":3,"problems":[{"kind":"torn-tail","file":"0000000001.log",\
-            "offset":1249,"bytes":40,"recordsAfter":0,"sequence":null,"message":"record of 41 payload bytes extends past the end of the file"}]}
+        #expect(
+            json.stdout == """
+                {"directory":"\(path)","verdict":"torn-tail","exitCode":2,"segments":["0000000001.log"],"records":3,"schemaRecords":1,\
+                "transactions":2,"baseRecords":0,"skippedRecords":0,"lastSequence":3,"problems":[{"kind":"torn-tail","file":"0000000001.log",\
+                "offset":1249,"bytes":40,"recordsAfter":0,"sequence":null,"message":"record of 41 payload bytes extends past the end of the file"}]}
 
-            """)
+                """)
         #expect(try Tool.contents(of: URL(fileURLWithPath: path)) == before, "verify writes nothing")
     }
 
@@ -123,14 +142,15 @@ struct GraphJournalToolTests {
         let path = Tool.fixtures.appendingPathComponent("corrupt-middle").path
         let result = try Tool.run(["verify", path])
         #expect(result.status == 3)
-        #expect(result.stdout == """
-            verify \(path)
-            segments: 0000000001.log
-            records: 1 (1 schema, 0 transaction, 0 base, 0 skipped), last sequence 1
-            corruption: 0000000001.log at byte 596: checksum mismatch; 653 bytes to the end of the file; 1 valid record after it
-            verdict: corrupt (`graph-journal repair --keep-prefix` keeps the valid prefix, saving the rest aside)
+        #expect(
+            result.stdout == """
+                verify \(path)
+                segments: 0000000001.log
+                records: 1 (1 schema, 0 transaction, 0 base, 0 skipped), last sequence 1
+                corruption: 0000000001.log at byte 596: checksum mismatch; 653 bytes to the end of the file; 1 valid record after it
+                verdict: corrupt (`graph-journal repair --keep-prefix` keeps the valid prefix, saving the rest aside)
 
-            """)
+                """)
         let json = try Tool.run(["verify", "--json", path])
         #expect(json.status == 3)
         #expect(json.stdout.contains("\"verdict\":\"corrupt\",\"exitCode\":3"))
@@ -162,7 +182,9 @@ struct GraphJournalToolTests {
             try saves(store.context)
             try store.close()
             var payloads: [[UInt8]] = []
-            _ = try Journal.readRecords(directory: dir.path) { if $0.entry.kind == .transaction { payloads.append($0.payload) } }
+            _ = try Journal.readRecords(directory: dir.path) {
+                if $0.entry.kind == .transaction { payloads.append($0.payload) }
+            }
             return payloads
         }
         let a = try transactions("splice-a") { c in  // inserts 1...5; then updates 2, deletes 3
@@ -189,15 +211,16 @@ struct GraphJournalToolTests {
         let problems = result.stdout.split(separator: "\n").filter { $0.hasPrefix("payload: ") }.map { line in
             line.split(separator: "(", maxSplits: 1).last.map(String.init) ?? ""
         }
-        #expect(problems == [
-            "record 3): updates Reading/7, which does not exist",
-            "record 4): inserts Reading/1, which already exists",
-            "record 4): inserts Reading/2, which already exists",
-            "record 4): inserts Reading/3, which already exists",
-            "record 4): inserts Reading/4, which already exists",
-            "record 4): inserts Reading/5, which already exists",
-            "record 6): deletes Reading/3, which does not exist",
-        ], "\(result.stdout)")
+        #expect(
+            problems == [
+                "record 3): updates Reading/7, which does not exist",
+                "record 4): inserts Reading/1, which already exists",
+                "record 4): inserts Reading/2, which already exists",
+                "record 4): inserts Reading/3, which already exists",
+                "record 4): inserts Reading/4, which already exists",
+                "record 4): inserts Reading/5, which already exists",
+                "record 6): deletes Reading/3, which does not exist",
+            ], "\(result.stdout)")
     }
 
     // MARK: stats
@@ -206,34 +229,36 @@ struct GraphJournalToolTests {
         let path = Tool.fixtures.appendingPathComponent("v1-clean").path
         let result = try Tool.run(["stats", path])
         #expect(result.status == 0)
-        #expect(result.stdout == """
-            store             \(path)
-            format version    1
-            segments          1 (0000000001.log)
-            records           3 (1 schema, 2 transaction, 0 base)
-            transactions      2
-            last sequence     3
-            schema versions   1 seen
-            bytes on disk     1249 bytes
-            payload bytes     2018 raw, 1129 stored
-            compression       1.79 : 1
-            live bytes        ~1150 bytes (estimate: what compact would write)
-            superseded bytes  ~99 bytes
-            entities
-              Person          16 live objects
-              Everything      1 live object
-            health            clean
+        #expect(
+            result.stdout == """
+                store             \(path)
+                format version    1
+                segments          1 (0000000001.log)
+                records           3 (1 schema, 2 transaction, 0 base)
+                transactions      2
+                last sequence     3
+                schema versions   1 seen
+                bytes on disk     1249 bytes
+                payload bytes     2018 raw, 1129 stored
+                compression       1.79 : 1
+                live bytes        ~1150 bytes (estimate: what compact would write)
+                superseded bytes  ~99 bytes
+                entities
+                  Person          16 live objects
+                  Everything      1 live object
+                health            clean
 
-            """)
+                """)
         let json = try Tool.run(["stats", "--json", path])
         #expect(json.status == 0)
-        #expect(json.stdout == """
-            {"directory":"\(path)","formatVersion":1,"segments":["0000000001.log"],"records":3,"schemaRecords":1,"transactions":2,\
-            "baseRecords":0,"lastSequence":3,"schemaVersionsSeen":1,"bytesOnDisk":1249,"rawPayloadBytes":2018,"storedPayloadBytes":1129,\
-            "compressionRatio":1.787,"liveBytesEstimate":1150,"supersededBytesEstimate":99,"entities":[{"entity":"Person","live":16,\
-            "inSchema":true},{"entity":"Everything","live":1,"inSchema":true}],"health":"clean"}
+        #expect(
+            json.stdout == """
+                {"directory":"\(path)","formatVersion":1,"segments":["0000000001.log"],"records":3,"schemaRecords":1,"transactions":2,\
+                "baseRecords":0,"lastSequence":3,"schemaVersionsSeen":1,"bytesOnDisk":1249,"rawPayloadBytes":2018,"storedPayloadBytes":1129,\
+                "compressionRatio":1.787,"liveBytesEstimate":1150,"supersededBytesEstimate":99,"entities":[{"entity":"Person","live":16,\
+                "inSchema":true},{"entity":"Everything","live":1,"inSchema":true}],"health":"clean"}
 
-            """)
+                """)
     }
 
     @Test func statsLiveEstimateIsCloseToWhatCompactWrites() throws {
@@ -242,7 +267,9 @@ struct GraphJournalToolTests {
         let figures = try #require(try JSONSerialization.jsonObject(with: stats.stdoutBytes) as? [String: Any])
         let estimate = try #require(figures["liveBytesEstimate"] as? Int)
         #expect(try Tool.run(["compact", dir.path]).status == 0)
-        let after = try #require(try JSONSerialization.jsonObject(with: try Tool.run(["stats", "--json", dir.path]).stdoutBytes) as? [String: Any])
+        let after = try #require(
+            try JSONSerialization.jsonObject(with: try Tool.run(["stats", "--json", dir.path]).stdoutBytes)
+                as? [String: Any])
         let actual = try #require(after["bytesOnDisk"] as? Int)
         #expect(abs(estimate - actual) * 5 <= actual, "estimate \(estimate) vs \(actual) written")
         #expect(after["baseRecords"] as? Int == 1 && after["transactions"] as? Int == 0)
@@ -266,13 +293,14 @@ struct GraphJournalToolTests {
         #expect(result.status == 0)
         #expect(result.stdout == (try Tool.expected("dump-objects-v1-clean.jsonl", actual: result.stdout)))
         let everything = try Tool.run(["dump", "--objects", "--entity", "Everything", path])
-        #expect(everything.stdout == """
-            {"entity":"Everything","serial":1,"attributes":{"flag":true,"i8":-8,"i16":-16,"i32":-32,"i64":-64,"int":-1,"u8":8,"u16":16,\
-            "u32":32,"u64":18446744073709551615,"uint":7,"double":0.25,"float":-1.5,"text":"fixture text","blob":"3q0=",\
-            "date":"2027-01-15T08:00:00Z","uuid":"01020304-0506-0708-090A-0B0C0D0E0F10","url":"https://www.debian.org/",\
-            "priority":"important","level":2,"checksum":"eyJhbGdvcml0aG0iOiJzaGEyNTYiLCJoZXgiOiIwMGZmIn0=","maybeText":"maybe","maybeInt":3}}
+        #expect(
+            everything.stdout == """
+                {"entity":"Everything","serial":1,"attributes":{"flag":true,"i8":-8,"i16":-16,"i32":-32,"i64":-64,"int":-1,"u8":8,"u16":16,\
+                "u32":32,"u64":18446744073709551615,"uint":7,"double":0.25,"float":-1.5,"text":"fixture text","blob":"3q0=",\
+                "date":"2027-01-15T08:00:00Z","uuid":"01020304-0506-0708-090A-0B0C0D0E0F10","url":"https://www.debian.org/",\
+                "priority":"important","level":2,"checksum":"eyJhbGdvcml0aG0iOiJzaGEyNTYiLCJoZXgiOiIwMGZmIn0=","maybeText":"maybe","maybeInt":3}}
 
-            """)
+                """)
     }
 
     @Test func dumpNamesTheDestinationOfARelationshipAndVerifyAndCompactKeepIt() throws {
@@ -281,7 +309,11 @@ struct GraphJournalToolTests {
             let store = try ObjectStore.open(at: dir, schema: try Schema(Shelf.self, Box.self))
             let shelf = try store.context.insert(Shelf.self)
             shelf.label = "top"
-            for i in 0..<3 { try store.context.insert(Box.self) { $0.label = "b\(i)"; $0.shelf = shelf } }
+            for i in 0..<3 {
+                try store.context.insert(Box.self) {
+                    $0.label = "b\(i)"; $0.shelf = shelf
+                }
+            }
             try store.context.save()
             try store.close()
         }
@@ -301,15 +333,18 @@ struct GraphJournalToolTests {
     @Test func dumpFiltersBySequenceAndEntity() throws {
         let path = Tool.fixtures.appendingPathComponent("v1-clean").path
         let last = try Tool.run(["dump", "--from-seq", "3", path])
-        #expect(last.stdout == """
-            {"seq":3,"kind":"transaction","entities":[{"entity":"Person","inserted":[],"updated":[{"serial":2,"values":\
-            {"city":"Moved","score":100.0}},{"serial":7,"values":{"city":"Moved","score":100.0}},{"serial":12,"values":\
-            {"city":"Moved","score":100.0}},{"serial":17,"values":{"city":"Moved","score":100.0}}],"deleted":[1,6,11,16]}]}
+        #expect(
+            last.stdout == """
+                {"seq":3,"kind":"transaction","entities":[{"entity":"Person","inserted":[],"updated":[{"serial":2,"values":\
+                {"city":"Moved","score":100.0}},{"serial":7,"values":{"city":"Moved","score":100.0}},{"serial":12,"values":\
+                {"city":"Moved","score":100.0}},{"serial":17,"values":{"city":"Moved","score":100.0}}],"deleted":[1,6,11,16]}]}
 
-            """)
+                """)
         let everything = try Tool.run(["dump", "--entity", "Everything", "--from-seq", "2", "--to-seq", "3", path])
         #expect(everything.stdout.split(separator: "\n").count == 1)
-        #expect(everything.stdout.hasPrefix("{\"seq\":2,\"kind\":\"transaction\",\"entities\":[{\"entity\":\"Everything\","))
+        #expect(
+            everything.stdout.hasPrefix("{\"seq\":2,\"kind\":\"transaction\",\"entities\":[{\"entity\":\"Everything\",")
+        )
         // The objects as of sequence 2: all 20 people, before the deletes of sequence 3.
         let asOf2 = try Tool.run(["dump", "--objects", "--entity", "Person", "--to-seq", "2", path])
         #expect(asOf2.stdout.split(separator: "\n").count == 20)
@@ -322,10 +357,16 @@ struct GraphJournalToolTests {
         let torn = try Tool.run(["dump", Tool.fixtures.appendingPathComponent("torn-tail").path])
         #expect(torn.status == 0)
         #expect(torn.stdout == (try Tool.expected("dump-v1-clean.jsonl", actual: torn.stdout)))
-        #expect(torn.stderr == "graph-journal: note: torn tail in 0000000001.log at byte 1249 (record of 41 payload bytes extends past the end of the file); the records before it were written\n")
+        #expect(
+            torn.stderr
+                == "graph-journal: note: torn tail in 0000000001.log at byte 1249 (record of 41 payload bytes extends past the end of the file); the records before it were written\n"
+        )
         let corrupt = try Tool.run(["dump", "--objects", Tool.fixtures.appendingPathComponent("corrupt-middle").path])
         #expect(corrupt.status == 3 && corrupt.stdout.isEmpty)
-        #expect(corrupt.stderr == "graph-journal: corruption in 0000000001.log at byte 596: checksum mismatch; only the records before it were written\n")
+        #expect(
+            corrupt.stderr
+                == "graph-journal: corruption in 0000000001.log at byte 596: checksum mismatch; only the records before it were written\n"
+        )
     }
 
     // MARK: repair
@@ -335,7 +376,10 @@ struct GraphJournalToolTests {
         let before = try Tool.contents(of: dir)
         let result = try Tool.run(["repair", dir.path])
         #expect(result.status == 5)
-        #expect(result.stderr == "graph-journal: refusing to change the store without --yes: standard input is not a terminal; nothing was changed\n")
+        #expect(
+            result.stderr
+                == "graph-journal: refusing to change the store without --yes: standard input is not a terminal; nothing was changed\n"
+        )
         #expect(try Tool.contents(of: dir) == before)
     }
 
@@ -344,15 +388,19 @@ struct GraphJournalToolTests {
         let original = try Data(contentsOf: dir.appendingPathComponent("0000000001.log"))
         let result = try Tool.run(["repair", "--yes", dir.path])
         #expect(result.status == 0)
-        let saved = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix("0000000001.log.dropped-") })
-        #expect(result.stdout == """
-            torn tail: 40 bytes at byte 1249 of 0000000001.log (record of 41 payload bytes extends past the end of the file)
-            the cut bytes hold 0 transactions that pass their checksum (a torn tail holds none: the writer died before finishing it)
-            repair will copy them to 0000000001.log.dropped-<time> and truncate 0000000001.log to 1249 bytes
-            saved 40 bytes to \(saved)
-            truncated 0000000001.log to 1249 bytes; the store is clean
+        let saved = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).first {
+                $0.hasPrefix("0000000001.log.dropped-")
+            })
+        #expect(
+            result.stdout == """
+                torn tail: 40 bytes at byte 1249 of 0000000001.log (record of 41 payload bytes extends past the end of the file)
+                the cut bytes hold 0 transactions that pass their checksum (a torn tail holds none: the writer died before finishing it)
+                repair will copy them to 0000000001.log.dropped-<time> and truncate 0000000001.log to 1249 bytes
+                saved 40 bytes to \(saved)
+                truncated 0000000001.log to 1249 bytes; the store is clean
 
-            """)
+                """)
         #expect(try Data(contentsOf: dir.appendingPathComponent(saved)) == original[1249...])
         #expect(try Data(contentsOf: dir.appendingPathComponent("0000000001.log")) == original[..<1249])
         #expect(try Tool.run(["verify", dir.path]).status == 0)
@@ -364,12 +412,13 @@ struct GraphJournalToolTests {
         let before = try Tool.contents(of: dir)
         let result = try Tool.run(["repair", "--yes", dir.path])
         #expect(result.status == 3)
-        #expect(result.stdout == """
-            corruption in 0000000001.log at byte 596: checksum mismatch
-            keeping the valid prefix keeps 1 record (through sequence 1) and cuts 653 bytes holding 1 transaction that pass their checksum
-            nothing was changed: cutting corruption loses data, so it needs --keep-prefix
+        #expect(
+            result.stdout == """
+                corruption in 0000000001.log at byte 596: checksum mismatch
+                keeping the valid prefix keeps 1 record (through sequence 1) and cuts 653 bytes holding 1 transaction that pass their checksum
+                nothing was changed: cutting corruption loses data, so it needs --keep-prefix
 
-            """)
+                """)
         #expect(try Tool.contents(of: dir) == before)
     }
 
@@ -378,15 +427,17 @@ struct GraphJournalToolTests {
         let original = try Data(contentsOf: dir.appendingPathComponent("0000000001.log"))
         let result = try Tool.run(["repair", "--keep-prefix", "--yes", dir.path])
         #expect(result.status == 0, "\(result.stderr)")
-        let saved = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.contains(".dropped-") })
-        #expect(result.stdout == """
-            corruption in 0000000001.log at byte 596: checksum mismatch
-            keeping the valid prefix keeps 1 record (through sequence 1) and cuts 653 bytes holding 1 transaction that pass their checksum
-            repair will save the cut bytes to <segment>.dropped-<time> files in the store directory
-            saved 653 bytes of 0000000001.log from byte 596 to \(saved)
-            dropped 1 record that passed their checksum; the store now ends at sequence 1
+        let saved = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.contains(".dropped-") })
+        #expect(
+            result.stdout == """
+                corruption in 0000000001.log at byte 596: checksum mismatch
+                keeping the valid prefix keeps 1 record (through sequence 1) and cuts 653 bytes holding 1 transaction that pass their checksum
+                repair will save the cut bytes to <segment>.dropped-<time> files in the store directory
+                saved 653 bytes of 0000000001.log from byte 596 to \(saved)
+                dropped 1 record that passed their checksum; the store now ends at sequence 1
 
-            """)
+                """)
         #expect(try Data(contentsOf: dir.appendingPathComponent(saved)) == original[596...])
         #expect(try Tool.run(["verify", dir.path]).status == 0)
         let objects = try Tool.libraryObjects(dir)
@@ -409,7 +460,8 @@ struct GraphJournalToolTests {
         let libraryBefore = try Tool.libraryObjects(try Tool.copy("v1-clean"))
         let result = try Tool.run(["compact", dir.path])
         #expect(result.status == 0, "\(result.stderr)")
-        let masked = result.stdout.replacingOccurrences(of: #"[0-9]+\.[0-9]+ s\n$"#, with: "T s\n", options: .regularExpression)
+        let masked = result.stdout.replacingOccurrences(
+            of: #"[0-9]+\.[0-9]+ s\n$"#, with: "T s\n", options: .regularExpression)
         #expect(masked.hasPrefix("compacted \(dir.path): 1249 -> "))
         #expect(masked.hasSuffix(" %), 17 live objects, T s\n"))
         #expect(result.stderr.isEmpty, "no progress line without a terminal")
@@ -427,7 +479,10 @@ struct GraphJournalToolTests {
         let before = try Tool.contents(of: dir)
         let result = try Tool.run(["compact", dir.path])
         #expect(result.status == 4)
-        #expect(result.stderr == "graph-journal: another process holds the write lock on \(dir.path) (its LOCK file); stop it first; nothing was changed\n")
+        #expect(
+            result.stderr
+                == "graph-journal: another process holds the write lock on \(dir.path) (its LOCK file); stop it first; nothing was changed\n"
+        )
         #expect(try Tool.contents(of: dir) == before)
         let repair = try Tool.run(["repair", "--yes", try Tool.copy("torn-tail").path])
         #expect(repair.status == 0)
@@ -437,7 +492,10 @@ struct GraphJournalToolTests {
         let torn = try Tool.copy("torn-tail")
         let result = try Tool.run(["compact", torn.path])
         #expect(result.status == 2)
-        #expect(result.stderr == "graph-journal: \(torn.path) ends in a torn tail; run `graph-journal repair` first (it saves the bytes aside); nothing was changed\n")
+        #expect(
+            result.stderr
+                == "graph-journal: \(torn.path) ends in a torn tail; run `graph-journal repair` first (it saves the bytes aside); nothing was changed\n"
+        )
         let corrupt = try Tool.copy("corrupt-middle")
         #expect(try Tool.run(["compact", corrupt.path]).status == 3)
     }
@@ -463,7 +521,9 @@ struct GraphJournalToolTests {
             #expect(try Tool.run(["dump", "--objects", dir.path]).stdout == expected.stdout, "round \(round)")
             let store = try ObjectStore.openDynamic(at: dir)
             try store.close()
-            #expect(try Tool.run(["dump", "--objects", dir.path]).stdout == expected.stdout, "round \(round), after a library open")
+            #expect(
+                try Tool.run(["dump", "--objects", dir.path]).stdout == expected.stdout,
+                "round \(round), after a library open")
         }
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
 import Glibc
-@testable import GraphJournal
 import ObjectGraph
 import Synchronization
 import Testing
+
+@testable import GraphJournal
 @testable import GraphJournalProgress
 
 /// A clock the test moves by hand.
@@ -43,29 +44,43 @@ struct ProgressBarTests {
     // MARK: The line
 
     @Test func rendersLabelBarPercentAmountsAndRate() {
-        let line = ProgressBar.render(label: "verifying", done: 64_000_000, total: 183_000_000, unit: .bytes,
-                                      elapsed: .milliseconds(525), width: 80)
+        let line = ProgressBar.render(
+            label: "verifying", done: 64_000_000, total: 183_000_000, unit: .bytes,
+            elapsed: .milliseconds(525), width: 80)
         #expect(line == "verifying [=========>                  ]  34%   64.0 MB / 183.0 MB   121.9 MB/s")
         #expect(line.count == 79, "the last column stays free")
-        let done = ProgressBar.render(label: "verifying", done: 183_000_000, total: 183_000_000, unit: .bytes,
-                                      elapsed: .seconds(2), width: 80)
+        let done = ProgressBar.render(
+            label: "verifying", done: 183_000_000, total: 183_000_000, unit: .bytes,
+            elapsed: .seconds(2), width: 80)
         #expect(done == "verifying [============================] 100%  183.0 MB / 183.0 MB    91.5 MB/s")
-        let wide = ProgressBar.render(label: "verifying", done: 45, total: 100, unit: .bytes, elapsed: .seconds(1), width: 200)
-        #expect(wide == "verifying [==================>                     ]  45%      45 B / 100 B     0.0 MB/s", "40 columns at most")
-        let objects = ProgressBar.render(label: "writing objects", done: 250_000, total: 1_000_000, unit: .items("objects"),
-                                         elapsed: .seconds(1), width: 100)
-        #expect(objects == "writing objects [======>                 ]  25%    250,000 / 1,000,000 objects    250,000 objects/s")
-        let phase = ProgressBar.render(label: "compacting: replaying 1,001 records (18.9 MB)", done: 0, total: nil, unit: .bytes,
-                                       elapsed: .milliseconds(2340), width: 80)
+        let wide = ProgressBar.render(
+            label: "verifying", done: 45, total: 100, unit: .bytes, elapsed: .seconds(1), width: 200)
+        #expect(
+            wide == "verifying [==================>                     ]  45%      45 B / 100 B     0.0 MB/s",
+            "40 columns at most")
+        let objects = ProgressBar.render(
+            label: "writing objects", done: 250_000, total: 1_000_000, unit: .items("objects"),
+            elapsed: .seconds(1), width: 100)
+        #expect(
+            objects
+                == "writing objects [======>                 ]  25%    250,000 / 1,000,000 objects    250,000 objects/s"
+        )
+        let phase = ProgressBar.render(
+            label: "compacting: replaying 1,001 records (18.9 MB)", done: 0, total: nil, unit: .bytes,
+            elapsed: .milliseconds(2340), width: 80)
         #expect(phase == "compacting: replaying 1,001 records (18.9 MB)… 2.3 s")
     }
 
     @Test func aNarrowTerminalDropsTheBarThenCutsTheLine() {
-        let narrow = ProgressBar.render(label: "verifying", done: 1_500, total: 3_000, unit: .bytes, elapsed: .seconds(1), width: 50)
+        let narrow = ProgressBar.render(
+            label: "verifying", done: 1_500, total: 3_000, unit: .bytes, elapsed: .seconds(1), width: 50)
         #expect(narrow == "verifying  50%    1.5 kB / 3.0 kB     0.0 MB/s")
-        let tiny = ProgressBar.render(label: "verifying", done: 1_500, total: 3_000, unit: .bytes, elapsed: .seconds(1), width: 20)
+        let tiny = ProgressBar.render(
+            label: "verifying", done: 1_500, total: 3_000, unit: .bytes, elapsed: .seconds(1), width: 20)
         #expect(tiny == "verifying  50%    1")
-        #expect(ProgressBar.render(label: "dumping", done: 5, total: 0, unit: .bytes, elapsed: .zero, width: 60).contains(" 100% "))
+        #expect(
+            ProgressBar.render(label: "dumping", done: 5, total: 0, unit: .bytes, elapsed: .zero, width: 60).contains(
+                " 100% "))
     }
 
     @Test func formatsAmounts() {
@@ -88,8 +103,9 @@ struct ProgressBarTests {
     @Test func drawsNothingBeforeTheDelayThenAtMostTenTimesASecond() throws {
         let clock = FakeClock()
         let output = try CapturedOutput()
-        let bar = ProgressBar(total: 1_000, label: "verifying", output: output.fd, delay: .milliseconds(500), width: 60,
-                              clock: clock.closure)
+        let bar = ProgressBar(
+            total: 1_000, label: "verifying", output: output.fd, delay: .milliseconds(500), width: 60,
+            clock: clock.closure)
         bar.update(done: 100)
         clock.set(499)
         bar.update(done: 200)
@@ -141,11 +157,13 @@ struct ProgressBarTests {
         let output = try CapturedOutput()
         let sizes: [String: Int64] = ["0000000002.base": 1_000, "0000000003.log": 64, "0000000004.log": 500]
         let listed = ["0000000002.base", "0000000003.log", "0000000004.log"]
-        let bar = ProgressBar(total: 1_564, label: "verifying", output: output.fd, delay: .zero, width: 80, clock: clock.closure)
+        let bar = ProgressBar(
+            total: 1_564, label: "verifying", output: output.fd, delay: .zero, width: 80, clock: clock.closure)
         var progress = JournalProgress(directory: "/nonexistent", listed: listed, sizes: sizes, bar: bar)
         func entry(_ file: String, _ offset: Int64, _ stored: Int) -> JournalReport.Entry {
-            JournalReport.Entry(file: file, offset: offset, sequence: 1, kind: .transaction, type: 2,
-                                storedLength: stored, rawLength: stored, compressed: false)
+            JournalReport.Entry(
+                file: file, offset: offset, sequence: 1, kind: .transaction, type: 2,
+                storedLength: stored, rawLength: stored, compressed: false)
         }
         let base = entry("0000000002.base", 64, 900)
         progress.within(base, fraction: 0.5)
@@ -163,11 +181,13 @@ struct ProgressBarTests {
     @Test func aHandlerDrawsTheLibrarysReportsWithTheirTotal() throws {
         let clock = FakeClock()
         let output = try CapturedOutput()
-        let bar = ProgressBar(total: nil, label: "compacting: writing live objects", unit: .items("objects"), output: output.fd,
-                              delay: .zero, width: 100, clock: clock.closure)
+        let bar = ProgressBar(
+            total: nil, label: "compacting: writing live objects", unit: .items("objects"), output: output.fd,
+            delay: .zero, width: 100, clock: clock.closure)
         let handler = bar.handler()
         handler(WorkProgress(operation: .compaction, completed: 0, total: 30_000, unit: .objects))
-        #expect(output.frames.last?.hasPrefix("compacting: writing live objects [") == true, "a new total is drawn at once")
+        #expect(
+            output.frames.last?.hasPrefix("compacting: writing live objects [") == true, "a new total is drawn at once")
         #expect(output.frames.last?.contains("   0 / 30,000 objects") == true, "\(output.frames)")
         clock.set(50)
         handler(WorkProgress(operation: .compaction, completed: 12_000, total: 30_000, unit: .objects))
@@ -197,7 +217,9 @@ struct ProgressBarTests {
     /// Runs `graph-journal arguments` under `script`, which gives it a pseudo-terminal for
     /// standard input, output and error (unless `redirect` sends standard output elsewhere);
     /// returns what the terminal received, both streams, with `\r\n` line ends.
-    private func runOnTerminal(_ arguments: [String], delay: String? = "0", redirect: String? = nil) throws -> (status: Int32, screen: String) {
+    private func runOnTerminal(
+        _ arguments: [String], delay: String? = "0", redirect: String? = nil
+    ) throws -> (status: Int32, screen: String) {
         var command = "TERM=xterm"
         if let delay { command += " GRAPH_JOURNAL_PROGRESS_DELAY=\(delay)" }
         command += " " + ([Tool.binary.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
@@ -226,11 +248,15 @@ struct ProgressBarTests {
 
     @Test func withoutATerminalNothingIsDrawnEvenWithNoDelay() throws {
         let store = Self.store.path
-        for arguments in [["verify", store], ["verify", "--json", store], ["dump", store], ["dump", "--objects", store]] {
+        for arguments in [
+            ["verify", store], ["verify", "--json", store], ["dump", store], ["dump", "--objects", store],
+        ] {
             let process = Process()
             process.executableURL = Tool.binary
             process.arguments = arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(["GRAPH_JOURNAL_PROGRESS_DELAY": "0", "TERM": "xterm"]) { $1 }
+            process.environment = ProcessInfo.processInfo.environment.merging([
+                "GRAPH_JOURNAL_PROGRESS_DELAY": "0", "TERM": "xterm",
+            ]) { $1 }
             let err = Tool.temporaryURL("err")
             try Data().write(to: err)
             process.standardOutput = FileHandle.nullDevice
@@ -294,9 +320,13 @@ struct ProgressBarTests {
         #expect(screen.hasPrefix("\rcompacting: checking ["), "\(screen.debugDescription)")
         #expect(screen.contains("\rcompacting: replaying 61 records ("))
         // The library's reports give each phase its total: bytes replayed, objects written.
-        #expect(screen.contains(#/\rcompacting: replaying 61 records \([0-9.]+ kB\) +[0-9]+% +[0-9.]+ (B|kB) / [0-9.]+ kB/#),
-                "\(screen.debugDescription)")
-        #expect(screen.contains(#/\rcompacting: writing live objects +[0-9]+% +[0-9,]+ / [0-9,]+ objects/#), "\(screen.debugDescription)")
+        #expect(
+            screen.contains(
+                #/\rcompacting: replaying 61 records \([0-9.]+ kB\) +[0-9]+% +[0-9.]+ (B|kB) / [0-9.]+ kB/#),
+            "\(screen.debugDescription)")
+        #expect(
+            screen.contains(#/\rcompacting: writing live objects +[0-9]+% +[0-9,]+ / [0-9,]+ objects/#),
+            "\(screen.debugDescription)")
         #expect(withoutBar(screen).hasPrefix("compacted \(copy.path): "))
         #expect(try Tool.run(["verify", copy.path]).status == 0)
     }

@@ -10,7 +10,8 @@ import Testing
 // the one rule the tool cannot apply: an enum's raw value being a case.
 
 enum RuleMood: Int {
-    case calm = 0, busy = 1
+    case calm = 0
+    case busy = 1
 }
 
 /// A note with an enum, tags (a many-to-many) and a folder (a to-one whose inverse is ordered:
@@ -74,7 +75,11 @@ struct RecordRulesAgreementTests {
         var code: StoreError.Code?
         var message: String
         var refused: Bool { code != nil }
-        var description: String { refused ? "refused record \(sequence.map(String.init) ?? "?") (\(code?.rawValue ?? "")): \(message)" : "accepted" }
+        var description: String {
+            refused
+                ? "refused record \(sequence.map(String.init) ?? "?") (\(code?.rawValue ?? "")): \(message)"
+                : "accepted"
+        }
     }
 
     /// The three appliers' verdicts on `payloads` (the first with `schema`), and the state each
@@ -90,7 +95,9 @@ struct RecordRulesAgreementTests {
     }
 
     static func state(_ context: ModelContext) throws -> [String] {
-        try context.objects(of: RuleNote.self).map { "\($0.title)/\($0.mood.rawValue)/\($0.tags.count)/\($0.folder == nil)" }.sorted()
+        try context.objects(of: RuleNote.self).map {
+            "\($0.title)/\($0.mood.rawValue)/\($0.tags.count)/\($0.folder == nil)"
+        }.sorted()
     }
 
     static func verdicts(schema: [UInt8], _ payloads: [[UInt8]], _ name: String = #function) throws -> Verdicts {
@@ -149,8 +156,9 @@ struct RecordRulesAgreementTests {
         } catch let error as StoreError {
             pointInTime = Verdict(sequence: error.sequence, code: error.code, message: error.message)
         }
-        return Verdicts(sequences: sequences, open: open, follower: follower, tool: tool, pointInTime: pointInTime,
-                        openState: openState, followerState: followerState)
+        return Verdicts(
+            sequences: sequences, open: open, follower: follower, tool: tool, pointInTime: pointInTime,
+            openState: openState, followerState: followerState)
     }
 
     /// The names of link `relationship`'s sides as the stored schema orders them.
@@ -211,8 +219,11 @@ struct RecordRulesAgreementTests {
             try c.insert(RuleNote.self) { $0.title = "a" }
             try c.save()
         }
-        cases.append(Case(what: "an insert of a live serial", records: RuleRecords(schema: one.schema, transactions: one.transactions + one.transactions),
-                          reason: "inserts RuleNote/1, which already exists"))
+        cases.append(
+            Case(
+                what: "an insert of a live serial",
+                records: RuleRecords(schema: one.schema, transactions: one.transactions + one.transactions),
+                reason: "inserts RuleNote/1, which already exists"))
         // An update and a delete of an object the journal never inserted, or deleted already.
         let changed = try records("changed") { c in
             let n = try c.insert(RuleNote.self) { $0.title = "a" }
@@ -222,11 +233,18 @@ struct RecordRulesAgreementTests {
             c.delete(n)
             try c.save()
         }
-        cases.append(Case(what: "an update of a missing serial", records: RuleRecords(schema: changed.schema, transactions: [changed.transactions[1]]),
-                          reason: "updates RuleNote/1, which does not exist"))
-        cases.append(Case(what: "a delete of a missing serial",
-                          records: RuleRecords(schema: changed.schema, transactions: [changed.transactions[0], changed.transactions[2], changed.transactions[2]]),
-                          reason: "deletes RuleNote/1, which does not exist"))
+        cases.append(
+            Case(
+                what: "an update of a missing serial",
+                records: RuleRecords(schema: changed.schema, transactions: [changed.transactions[1]]),
+                reason: "updates RuleNote/1, which does not exist"))
+        cases.append(
+            Case(
+                what: "a delete of a missing serial",
+                records: RuleRecords(
+                    schema: changed.schema,
+                    transactions: [changed.transactions[0], changed.transactions[2], changed.transactions[2]]),
+                reason: "deletes RuleNote/1, which does not exist"))
         // Links: of objects that do not exist, removed twice, added twice.
         let linked = try records("linked") { c in
             let n = try c.insert(RuleNote.self) { $0.title = "a" }
@@ -239,14 +257,24 @@ struct RecordRulesAgreementTests {
         }
         let tagSides = try sides("tags")
         let tagPair = try pair("tags", ["RuleNote": 1, "RuleTag": 1])
-        cases.append(Case(what: "a link of a missing object", records: RuleRecords(schema: linked.schema, transactions: [linked.transactions[1]]),
-                          reason: "link of \(tagSides[0])/1, which does not exist"))
-        cases.append(Case(what: "a link of a linked pair",
-                          records: RuleRecords(schema: linked.schema, transactions: [linked.transactions[0], linked.transactions[1], linked.transactions[1]]),
-                          reason: "link of \(tagPair), which are linked already"))
-        cases.append(Case(what: "an unlink of an unlinked pair",
-                          records: RuleRecords(schema: linked.schema, transactions: [linked.transactions[0], linked.transactions[2]]),
-                          reason: "unlink of \(tagPair), which are not linked"))
+        cases.append(
+            Case(
+                what: "a link of a missing object",
+                records: RuleRecords(schema: linked.schema, transactions: [linked.transactions[1]]),
+                reason: "link of \(tagSides[0])/1, which does not exist"))
+        cases.append(
+            Case(
+                what: "a link of a linked pair",
+                records: RuleRecords(
+                    schema: linked.schema,
+                    transactions: [linked.transactions[0], linked.transactions[1], linked.transactions[1]]),
+                reason: "link of \(tagPair), which are linked already"))
+        cases.append(
+            Case(
+                what: "an unlink of an unlinked pair",
+                records: RuleRecords(
+                    schema: linked.schema, transactions: [linked.transactions[0], linked.transactions[2]]),
+                reason: "unlink of \(tagPair), which are not linked"))
         // A to-one given a second folder without losing the first.
         func folders(_ name: String, into k: Int) throws -> RuleRecords {
             try records(name) { c in
@@ -258,9 +286,13 @@ struct RecordRulesAgreementTests {
             }
         }
         let first = try folders("first", into: 0), second = try folders("second", into: 1)
-        cases.append(Case(what: "a to-one that holds a link already",
-                          records: RuleRecords(schema: first.schema, transactions: first.transactions + [second.transactions[1]]),
-                          reason: "link of \(try pair("folder", ["RuleNote": 1, "RuleFolder": 2])): RuleNote.folder is a to-one that holds a link already"))
+        cases.append(
+            Case(
+                what: "a to-one that holds a link already",
+                records: RuleRecords(schema: first.schema, transactions: first.transactions + [second.transactions[1]]),
+                reason:
+                    "link of \(try pair("folder", ["RuleNote": 1, "RuleFolder": 2])): RuleNote.folder is a to-one that holds a link already"
+            ))
         // An order edit of a list that does not hold the member it moves.
         let ordered = try records("ordered") { c in
             let f = try c.insert(RuleFolder.self) { $0.name = "f" }
@@ -271,9 +303,12 @@ struct RecordRulesAgreementTests {
             try c.move(in: "pages", of: f, from: 1, to: 0)
             try c.save()
         }
-        cases.append(Case(what: "an order edit naming a non-member",
-                          records: RuleRecords(schema: ordered.schema, transactions: [ordered.transactions[0], ordered.transactions[2]]),
-                          reason: "order of RuleFolder/1 names a member it does not have or an index past its end"))
+        cases.append(
+            Case(
+                what: "an order edit naming a non-member",
+                records: RuleRecords(
+                    schema: ordered.schema, transactions: [ordered.transactions[0], ordered.transactions[2]]),
+                reason: "order of RuleFolder/1 names a member it does not have or an index past its end"))
         // A raw value that is not a case, written by a model with more cases (the dynamic store
         // stands in for it).
         let rawDir = Tool.temporaryURL("raw")
@@ -289,37 +324,67 @@ struct RecordRulesAgreementTests {
             try dynamic.context.save()
             try dynamic.close()
         }
-        cases.append(Case(what: "a raw value that is not a case", records: try read(rawDir),
-                          reason: "RuleNote.mood of object 1: 7 is not the raw value of a case of RuleMood", code: .incompatibleSchema, toolRefuses: false))
+        cases.append(
+            Case(
+                what: "a raw value that is not a case", records: try read(rawDir),
+                reason: "RuleNote.mood of object 1: 7 is not the raw value of a case of RuleMood",
+                code: .incompatibleSchema, toolRefuses: false))
         // Sizes and serials a record cannot hold: refused before anything is allocated.
-        cases.append(Case(what: "an insert of a serial past the largest",
-                          records: RuleRecords(schema: one.schema, transactions: [one.transactions[0], try insert(serial: 1 << 47)]),
-                          reason: "serial \(1 << 47) outside 1...\(Int32.max)"))
-        cases.append(Case(what: "an insert of the first serial past the largest",
-                          records: RuleRecords(schema: one.schema, transactions: [one.transactions[0], try insert(serial: UInt64(Int32.max) + 1)]),
-                          reason: "serial \(UInt64(Int32.max) + 1) outside 1...\(Int32.max)"))
-        cases.append(Case(what: "a next serial past the largest",
-                          records: RuleRecords(schema: one.schema, transactions: [one.transactions[0], try noteBlock { w, _ in
-                              w.varint(1 << 50)
-                              w.bytes += [0, 0, 0]
-                          }]),
-                          reason: "next serial \(1 << 50) past \(UInt64(Int32.max) + 1)"))
-        cases.append(Case(what: "more inserted objects than the bytes left hold",
-                          records: RuleRecords(schema: one.schema, transactions: [one.transactions[0], try noteBlock { w, attributes in
-                              w.varint(2)
-                              w.varint(1 << 30)
-                              w.bytes += [UInt8](repeating: 2, count: 16)
-                          }]),
-                          reason: "1073741824 objects inserted"))
-        cases.append(Case(what: "an update of a serial past the largest",
-                          records: RuleRecords(schema: one.schema, transactions: [one.transactions[0], try noteBlock { w, _ in
-                              w.varint(2)
-                              w.varint(0)
-                              w.varint(1)
-                              w.varint(1 << 40)
-                              w.bytes += [0, 0]
-                          }]),
-                          reason: "serial \(1 << 40) outside 1...\(Int32.max)"))
+        cases.append(
+            Case(
+                what: "an insert of a serial past the largest",
+                records: RuleRecords(
+                    schema: one.schema, transactions: [one.transactions[0], try insert(serial: 1 << 47)]),
+                reason: "serial \(1 << 47) outside 1...\(Int32.max)"))
+        cases.append(
+            Case(
+                what: "an insert of the first serial past the largest",
+                records: RuleRecords(
+                    schema: one.schema, transactions: [one.transactions[0], try insert(serial: UInt64(Int32.max) + 1)]),
+                reason: "serial \(UInt64(Int32.max) + 1) outside 1...\(Int32.max)"))
+        cases.append(
+            Case(
+                what: "a next serial past the largest",
+                records: RuleRecords(
+                    schema: one.schema,
+                    transactions: [
+                        one.transactions[0],
+                        try noteBlock { w, _ in
+                            w.varint(1 << 50)
+                            w.bytes += [0, 0, 0]
+                        },
+                    ]),
+                reason: "next serial \(1 << 50) past \(UInt64(Int32.max) + 1)"))
+        cases.append(
+            Case(
+                what: "more inserted objects than the bytes left hold",
+                records: RuleRecords(
+                    schema: one.schema,
+                    transactions: [
+                        one.transactions[0],
+                        try noteBlock { w, attributes in
+                            w.varint(2)
+                            w.varint(1 << 30)
+                            w.bytes += [UInt8](repeating: 2, count: 16)
+                        },
+                    ]),
+                reason: "1073741824 objects inserted"))
+        cases.append(
+            Case(
+                what: "an update of a serial past the largest",
+                records: RuleRecords(
+                    schema: one.schema,
+                    transactions: [
+                        one.transactions[0],
+                        try noteBlock { w, _ in
+                            w.varint(2)
+                            w.varint(0)
+                            w.varint(1)
+                            w.varint(1 << 40)
+                            w.bytes += [0, 0]
+                        },
+                    ]),
+                reason: "serial \(1 << 40) outside 1...\(Int32.max)"))
         return cases
     }
 
@@ -348,10 +413,14 @@ struct RecordRulesAgreementTests {
                 #expect(output.contains("(record \(bad)): "), "\(c.what): tool \(output)")
                 #expect(output.contains(c.reason), "\(c.what): tool \(output)")
                 // Point in time keeps every record before the bad one.
-                #expect(!v.pointInTime.refused && v.pointInTime.sequence == bad - 1, "\(c.what): point in time \(v.pointInTime)")
+                #expect(
+                    !v.pointInTime.refused && v.pointInTime.sequence == bad - 1,
+                    "\(c.what): point in time \(v.pointInTime)")
             } else {
                 #expect(v.tool.status == 0, "\(c.what): tool \(output)")
-                #expect(v.pointInTime.code == c.code && v.pointInTime.sequence == bad, "\(c.what): point in time \(v.pointInTime)")
+                #expect(
+                    v.pointInTime.code == c.code && v.pointInTime.sequence == bad,
+                    "\(c.what): point in time \(v.pointInTime)")
             }
         }
     }
@@ -395,7 +464,11 @@ struct RecordRulesAgreementTests {
         let base = try Self.records("random") { c in
             let f = try c.insert(RuleFolder.self) { $0.name = "f" }
             let tags = try (0..<3).map { i in try c.insert(RuleTag.self) { $0.word = "w\(i)" } }
-            let notes = try (0..<4).map { i in try c.insert(RuleNote.self) { $0.title = "n\(i)"; $0.mood = i % 2 == 0 ? .calm : .busy } }
+            let notes = try (0..<4).map { i in
+                try c.insert(RuleNote.self) {
+                    $0.title = "n\(i)"; $0.mood = i % 2 == 0 ? .calm : .busy
+                }
+            }
             try c.save()
             notes[0].tags = tags
             notes[1].tags = [tags[0]]
@@ -413,7 +486,8 @@ struct RecordRulesAgreementTests {
             var p = payloads[k]
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 switch Int.random(in: 0..<4, using: &random) {
-                case 0: p[Int.random(in: 1..<p.count, using: &random)] ^= UInt8(1 << Int.random(in: 0..<8, using: &random))
+                case 0:
+                    p[Int.random(in: 1..<p.count, using: &random)] ^= UInt8(1 << Int.random(in: 0..<8, using: &random))
                 case 1: p[Int.random(in: 1..<p.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
                 case 2:
                     // A long varint: a huge count or serial.
@@ -437,7 +511,9 @@ struct RecordRulesAgreementTests {
                 #expect((v.tool.status == 3) == v.open.refused, "\(context): open \(v.open); tool \(v.tool.stdout)")
             }
             if !v.open.refused && !v.follower.refused {
-                #expect(v.openState == v.followerState, "\(context): open \(v.openState ?? []); follower \(v.followerState ?? [])")
+                #expect(
+                    v.openState == v.followerState,
+                    "\(context): open \(v.openState ?? []); follower \(v.followerState ?? [])")
             }
         }
     }

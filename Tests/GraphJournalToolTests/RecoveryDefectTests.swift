@@ -1,9 +1,10 @@
 import Foundation
-import ObjectGraphTestSupport
 import Glibc
-@testable import GraphJournal
 import ObjectGraph
+import ObjectGraphTestSupport
 import Testing
+
+@testable import GraphJournal
 
 /// Damaged stores on which `verify`, a default open, `.pointInTime` and `repair` as `verify`
 /// advises must agree, and on which nothing valid may be deleted. Each test is named after a
@@ -113,12 +114,14 @@ struct RecoveryDefectTests {
         let files = try Journal.inspect(directory: dir.path).files
         // A log of the live history, renamed past the end: its records do not continue.
         let strayName = fileName((fileNumber(files.last!) ?? 0) + 5, .log)
-        try FileManager.default.copyItem(at: dir.appendingPathComponent(files[1]), to: dir.appendingPathComponent(strayName))
+        try FileManager.default.copyItem(
+            at: dir.appendingPathComponent(files[1]), to: dir.appendingPathComponent(strayName))
         let strayBytes = try Data(contentsOf: dir.appendingPathComponent(strayName))
         // Its header must name its own number to be read as a log: rewrite it.
         var bytes = [UInt8](strayBytes)
         let header = try #require(bytes.withUnsafeBytes { raw in try? SegmentHeader.parse(raw, file: strayName).get() })
-        let renumbered = SegmentHeader(kind: .log, salt: header.salt, number: fileNumber(strayName)!, firstSequence: header.firstSequence)
+        let renumbered = SegmentHeader(
+            kind: .log, salt: header.salt, number: fileNumber(strayName)!, firstSequence: header.firstSequence)
         bytes.replaceSubrange(0..<JournalFormat.segmentHeaderSize, with: renumbered.encoded())
         try Data(bytes).write(to: dir.appendingPathComponent(strayName))
         let outcome = try Damage.expectAgreement(dir, verdict: 3)
@@ -139,10 +142,12 @@ struct RecoveryDefectTests {
             #expect(verify.stderr.contains("is a named pipe (FIFO), not a regular file"), "\(target): \(verify.stderr)")
             for recovery in [JournalOptions.Recovery.tolerateTornTail, .pointInTime] {
                 #expect(throws: StoreError.self) {
-                    _ = try ObjectStore.openDynamic(at: dir, options: StoreOptions(durability: .none, recovery: recovery))
+                    _ = try ObjectStore.openDynamic(
+                        at: dir, options: StoreOptions(durability: .none, recovery: recovery))
                 }
                 do {
-                    _ = try ObjectStore.openDynamic(at: dir, options: StoreOptions(durability: .none, recovery: recovery))
+                    _ = try ObjectStore.openDynamic(
+                        at: dir, options: StoreOptions(durability: .none, recovery: recovery))
                 } catch {
                     #expect(error.journalError?.code == .notRegularFile, "\(target) \(recovery): \(error)")
                 }
@@ -165,7 +170,9 @@ struct RecoveryDefectTests {
             }
             let verify = try Tool.run(["verify", dir.path])
             #expect(verify.status == 1 || verify.status == 3, "\(kind): \(verify.stdout)\(verify.stderr)")
-            #expect((verify.stdout + verify.stderr).contains(kind == "symlink" ? "is a symbolic link to" : "is a directory"), "\(kind)")
+            #expect(
+                (verify.stdout + verify.stderr).contains(
+                    kind == "symlink" ? "is a symbolic link to" : "is a directory"), "\(kind)")
             do {
                 _ = try ObjectStore.openDynamic(at: dir, options: StoreOptions(durability: .none))
                 Issue.record("\(kind): open succeeded")
@@ -256,7 +263,8 @@ enum Damage {
     /// Sets a record's stored length to its payload's and its raw length to `raw`, stored
     /// uncompressed.
     static func setStored(_ record: inout [UInt8], raw: Int) {
-        record.storeLittleEndian(UInt32(record.count - JournalFormat.recordHeaderSize), at: JournalFormat.RecordHeaderField.storedLength)
+        record.storeLittleEndian(
+            UInt32(record.count - JournalFormat.recordHeaderSize), at: JournalFormat.RecordHeaderField.storedLength)
         record.storeLittleEndian(UInt32(raw), at: JournalFormat.RecordHeaderField.rawLength)
         record[JournalFormat.RecordHeaderField.flags] = 0
     }
@@ -289,7 +297,9 @@ enum Damage {
         for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
             var info = stat()
             guard lstat(dir.appendingPathComponent(name).path, &info) == 0 else { continue }
-            result[name] = info.st_mode & S_IFMT == S_IFREG ? try Data(contentsOf: dir.appendingPathComponent(name)) : Data("not a regular file".utf8)
+            result[name] =
+                info.st_mode & S_IFMT == S_IFREG
+                ? try Data(contentsOf: dir.appendingPathComponent(name)) : Data("not a regular file".utf8)
         }
         return result
     }
@@ -324,7 +334,10 @@ enum Damage {
     ) throws -> Outcome {
         var outcome = Outcome()
         let verify = try Tool.run(["verify", dir.path])
-        #expect(verify.status == verdict, "verify: \(verify.stdout)\(verify.stderr)\(comment.map { " [\($0.rawValue)]" } ?? "")", sourceLocation: sourceLocation)
+        #expect(
+            verify.status == verdict,
+            "verify: \(verify.stdout)\(verify.stderr)\(comment.map { " [\($0.rawValue)]" } ?? "")",
+            sourceLocation: sourceLocation)
         let pristine = try copy(dir)
         outcome.pointInTimeCopy = pristine
         let forRepair = try copy(dir)
@@ -335,12 +348,21 @@ enum Damage {
         do {
             let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: options)
             try store.close()
-            #expect(verdict != 3, "a default open succeeded where verify said corrupt\(comment.map { " [\($0.rawValue)]" } ?? "")", sourceLocation: sourceLocation)
+            #expect(
+                verdict != 3,
+                "a default open succeeded where verify said corrupt\(comment.map { " [\($0.rawValue)]" } ?? "")",
+                sourceLocation: sourceLocation)
             outcome.defaultOpenObjects = try Damage.objects(dir)
         } catch let error as StoreError {
             outcome.defaultOpenError = error
-            #expect(verdict == 3, "a default open refused where verify said \(verdict): \(error)\(comment.map { " [\($0.rawValue)]" } ?? "")", sourceLocation: sourceLocation)
-            #expect(try Damage.regularContents(of: dir) == before, "a refused open changed nothing\(comment.map { " [\($0.rawValue)]" } ?? "")", sourceLocation: sourceLocation)
+            #expect(
+                verdict == 3,
+                "a default open refused where verify said \(verdict): \(error)\(comment.map { " [\($0.rawValue)]" } ?? "")",
+                sourceLocation: sourceLocation)
+            #expect(
+                try Damage.regularContents(of: dir) == before,
+                "a refused open changed nothing\(comment.map { " [\($0.rawValue)]" } ?? "")",
+                sourceLocation: sourceLocation)
         }
 
         var pit = options
@@ -350,27 +372,41 @@ enum Damage {
         try recovered.close()
         let kept = try Damage.objects(pristine)
 
-        let advice: [String] = switch verdict {
-        case 3: ["repair", "--keep-prefix", "--yes", forRepair.path]
-        default: ["repair", "--yes", forRepair.path]
-        }
+        let advice: [String] =
+            switch verdict {
+            case 3: ["repair", "--keep-prefix", "--yes", forRepair.path]
+            default: ["repair", "--yes", forRepair.path]
+            }
         let original = try Damage.regularContents(of: forRepair)
         // Leftovers hold no record the live files lack: the one thing repair may remove.
-        let leftovers = Set(((try? Journal.inspect(directory: forRepair.path))?.problems ?? []).filter { $0.kind == .leftoverFile }.map(\.file))
+        let leftovers = Set(
+            ((try? Journal.inspect(directory: forRepair.path))?.problems ?? []).filter { $0.kind == .leftoverFile }.map(
+                \.file))
         let repair = try Tool.run(advice)
-        #expect(repair.status == 0, "repair as advised: \(repair.stdout)\(repair.stderr)\(comment.map { " [\($0.rawValue)]" } ?? "")", sourceLocation: sourceLocation)
+        #expect(
+            repair.status == 0,
+            "repair as advised: \(repair.stdout)\(repair.stderr)\(comment.map { " [\($0.rawValue)]" } ?? "")",
+            sourceLocation: sourceLocation)
         let after = try Tool.run(["verify", forRepair.path])
-        #expect(after.status == 0, "verify after repair: \(after.stdout)\(comment.map { " [\($0.rawValue)]" } ?? "")", sourceLocation: sourceLocation)
-        #expect(try Damage.objects(forRepair) == kept, "repair kept what point-in-time recovery kept\(comment.map { " [\($0.rawValue)]" } ?? "")", sourceLocation: sourceLocation)
+        #expect(
+            after.status == 0, "verify after repair: \(after.stdout)\(comment.map { " [\($0.rawValue)]" } ?? "")",
+            sourceLocation: sourceLocation)
+        #expect(
+            try Damage.objects(forRepair) == kept,
+            "repair kept what point-in-time recovery kept\(comment.map { " [\($0.rawValue)]" } ?? "")",
+            sourceLocation: sourceLocation)
         // Every byte of every original file is still somewhere: in a live file or aside.
         let repaired = try Damage.regularContents(of: forRepair)
         outcome.asideAfterRepair = repaired.keys.filter { $0.contains(".dropped-") }.sorted()
         let everything = repaired.values.reduce(into: Data()) { $0.append($1) }
-        for (name, bytes) in original where name != "MANIFEST" && name != "LOCK" && !bytes.isEmpty && !leftovers.contains(name) {
+        for (name, bytes) in original
+        where name != "MANIFEST" && name != "LOCK" && !bytes.isEmpty && !leftovers.contains(name) {
             let found = repaired[name].map { bytes.starts(with: $0) } ?? false
             let tail = repaired[name].map { bytes.dropFirst($0.count) } ?? bytes[...]
-            #expect(tail.isEmpty || everything.range(of: Data(tail)) != nil || (found && tail.isEmpty),
-                    "the \(tail.count) bytes of \(name) not kept are saved aside\(comment.map { " [\($0.rawValue)]" } ?? "")", sourceLocation: sourceLocation)
+            #expect(
+                tail.isEmpty || everything.range(of: Data(tail)) != nil || (found && tail.isEmpty),
+                "the \(tail.count) bytes of \(name) not kept are saved aside\(comment.map { " [\($0.rawValue)]" } ?? "")",
+                sourceLocation: sourceLocation)
         }
         return outcome
     }

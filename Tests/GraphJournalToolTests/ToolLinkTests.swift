@@ -82,17 +82,27 @@ struct ToolLinkTests {
         let names = Set(c.schema.entities.map(\.name))
         guard names.contains("Mixtape") else {
             for b in try c.objects(of: Binder.self) { result["Binder/\(serial(b))"] = ["sheets": b.sheets.map(serial)] }
-            for h in try c.objects(of: Sheet.self) { result["Sheet/\(serial(h))"] = ["binder": h.binder.map { [serial($0)] } ?? []] }
+            for h in try c.objects(of: Sheet.self) {
+                result["Sheet/\(serial(h))"] = ["binder": h.binder.map { [serial($0)] } ?? []]
+            }
             return result
         }
         for m in try c.objects(of: Mixtape.self) { result["Mixtape/\(serial(m))"] = ["songs": m.songs.map(serial)] }
         for s in try c.objects(of: Song.self) { result["Song/\(serial(s))"] = ["mixtapes": s.mixtapes.map(serial)] }
-        for a in try c.objects(of: Article.self) { result["Article/\(serial(a))"] = ["keywords": a.keywords.map(serial).sorted()] }
-        for k in try c.objects(of: Keyword.self) { result["Keyword/\(serial(k))"] = ["articles": k.articles.map(serial).sorted()] }
+        for a in try c.objects(of: Article.self) {
+            result["Article/\(serial(a))"] = ["keywords": a.keywords.map(serial).sorted()]
+        }
+        for k in try c.objects(of: Keyword.self) {
+            result["Keyword/\(serial(k))"] = ["articles": k.articles.map(serial).sorted()]
+        }
         for b in try c.objects(of: Binder.self) { result["Binder/\(serial(b))"] = ["sheets": b.sheets.map(serial)] }
-        for h in try c.objects(of: Sheet.self) { result["Sheet/\(serial(h))"] = ["binder": h.binder.map { [serial($0)] } ?? []] }
+        for h in try c.objects(of: Sheet.self) {
+            result["Sheet/\(serial(h))"] = ["binder": h.binder.map { [serial($0)] } ?? []]
+        }
         for m in try c.objects(of: Module.self) {
-            result["Module/\(serial(m))"] = ["imports": m.imports.map(serial).sorted(), "importedBy": m.importedBy.map(serial).sorted()]
+            result["Module/\(serial(m))"] = [
+                "imports": m.imports.map(serial).sorted(), "importedBy": m.importedBy.map(serial).sorted(),
+            ]
         }
         return result
     }
@@ -107,7 +117,13 @@ struct ToolLinkTests {
             let key = "\(object["entity"] as? String ?? "?")/\(object["serial"] as? Int ?? -1)"
             var links: [String: [UInt64]] = [:]
             for (name, value) in object["links"] as? [String: Any] ?? [:] {
-                if let list = value as? [Int] { links[name] = list.map(UInt64.init) } else if let one = value as? Int { links[name] = [UInt64(one)] } else { links[name] = [] }
+                if let list = value as? [Int] {
+                    links[name] = list.map(UInt64.init)
+                } else if let one = value as? Int {
+                    links[name] = [UInt64(one)]
+                } else {
+                    links[name] = []
+                }
             }
             result[key] = links
         }
@@ -187,18 +203,21 @@ struct ToolLinkTests {
         defer { try? store.close() }
         #expect(try Self.libraryLinks(store.context) == states.last)
         let songs = try Tool.run(["dump", "--objects", "--entity", "Mixtape", dir.path])
-        #expect(songs.stdout == """
-            {"entity":"Mixtape","serial":1,"attributes":{"name":"road trip"},"links":{"songs":[5,3,1,4,6]}}
-            {"entity":"Mixtape","serial":2,"attributes":{"name":"late night"},"links":{"songs":[5,6,1]}}
+        #expect(
+            songs.stdout == """
+                {"entity":"Mixtape","serial":1,"attributes":{"name":"road trip"},"links":{"songs":[5,3,1,4,6]}}
+                {"entity":"Mixtape","serial":2,"attributes":{"name":"late night"},"links":{"songs":[5,6,1]}}
 
-            """)
+                """)
         let sheets = try Tool.run(["dump", "--objects", "--entity", "Sheet", dir.path])
-        #expect(sheets.stdout == """
-            {"entity":"Sheet","serial":1,"attributes":{"heading":"h0"},"links":{"binder":2}}
-            {"entity":"Sheet","serial":2,"attributes":{"heading":"h1"},"links":{"binder":2}}
-            {"entity":"Sheet","serial":4,"attributes":{"heading":"h3"},"links":{"binder":2}}
+        #expect(
+            sheets.stdout == """
+                {"entity":"Sheet","serial":1,"attributes":{"heading":"h0"},"links":{"binder":2}}
+                {"entity":"Sheet","serial":2,"attributes":{"heading":"h1"},"links":{"binder":2}}
+                {"entity":"Sheet","serial":4,"attributes":{"heading":"h3"},"links":{"binder":2}}
 
-            """, "sheet 3 went with binder 1 (cascade), the others had moved to binder 2; the to-one side is a serial")
+                """,
+            "sheet 3 went with binder 1 (cascade), the others had moved to binder 2; the to-one side is a serial")
     }
 
     @Test func longListsAgreeWithTheLibraryAfterRemovalsMovesAndDeletions() throws {
@@ -211,7 +230,9 @@ struct ToolLinkTests {
             let c = store.context
             let keywords = try (0..<3).map { i in try c.insert(Keyword.self) { $0.word = "k\(i)" } }
             let articles = try (0..<300).map { i in try c.insert(Article.self) { $0.title = "a\(i)" } }
-            for (i, a) in articles.enumerated() { a.keywords = keywords.enumerated().filter { i % ($0.offset + 1) == 0 }.map(\.element) }
+            for (i, a) in articles.enumerated() {
+                a.keywords = keywords.enumerated().filter { i % ($0.offset + 1) == 0 }.map(\.element)
+            }
             let m = try c.insert(Mixtape.self) { $0.name = "long" }
             let songs = try (0..<200).map { i in try c.insert(Song.self) { $0.title = "s\(i)" } }
             m.songs = songs
@@ -228,7 +249,9 @@ struct ToolLinkTests {
             for a in keywords[0].articles.dropFirst(20) { try c.remove(keywords[0], from: "keywords", of: a) }
             try c.save()
             let deleted = Set(stride(from: 3, to: 300, by: 11))
-            for (i, a) in articles.prefix(120).enumerated() where !deleted.contains(i) { try c.add(keywords[0], to: "keywords", of: a) }
+            for (i, a) in articles.prefix(120).enumerated() where !deleted.contains(i) {
+                try c.add(keywords[0], to: "keywords", of: a)
+            }
             try c.save()
             expected.append(try Self.libraryLinks(c))
             try store.close()
@@ -303,16 +326,21 @@ struct ToolLinkTests {
                     let binders = try c.objects(of: Binder.self), sheets = try c.objects(of: Sheet.self)
                     let modules = try c.objects(of: Module.self)
                     guard let m = mixtapes.randomElement(using: &rng), let s = songs.randomElement(using: &rng),
-                          let a = articles.randomElement(using: &rng), let k = keywords.randomElement(using: &rng),
-                          let b = binders.randomElement(using: &rng), let h = sheets.randomElement(using: &rng),
-                          let x = modules.randomElement(using: &rng), let y = modules.randomElement(using: &rng) else { continue }
+                        let a = articles.randomElement(using: &rng), let k = keywords.randomElement(using: &rng),
+                        let b = binders.randomElement(using: &rng), let h = sheets.randomElement(using: &rng),
+                        let x = modules.randomElement(using: &rng), let y = modules.randomElement(using: &rng)
+                    else { continue }
                     switch Int.random(in: 0..<12, using: &rng) {
                     case 0: try c.add(s, to: "songs", of: m, at: Int.random(in: 0...m.songs.count, using: &rng))
                     case 1: try c.remove(s, from: "songs", of: m)
                     case 2 where m.songs.count > 1:
-                        try c.move(in: "songs", of: m, from: Int.random(in: 0..<m.songs.count, using: &rng), to: Int.random(in: 0..<m.songs.count, using: &rng))
+                        try c.move(
+                            in: "songs", of: m, from: Int.random(in: 0..<m.songs.count, using: &rng),
+                            to: Int.random(in: 0..<m.songs.count, using: &rng))
                     case 3 where s.mixtapes.count > 1:
-                        try c.move(in: "mixtapes", of: s, from: Int.random(in: 0..<s.mixtapes.count, using: &rng), to: Int.random(in: 0..<s.mixtapes.count, using: &rng))
+                        try c.move(
+                            in: "mixtapes", of: s, from: Int.random(in: 0..<s.mixtapes.count, using: &rng),
+                            to: Int.random(in: 0..<s.mixtapes.count, using: &rng))
                     case 4: try c.add(k, to: "keywords", of: a)
                     case 5: try c.remove(k, from: "keywords", of: a)
                     case 6: try c.add(h, to: "sheets", of: b, at: Int.random(in: 0...b.sheets.count, using: &rng))
@@ -342,41 +370,45 @@ struct ToolLinkTests {
         #expect(try Self.toolLinks(dir) == expected.last, "seed \(seed), compacted")
         let store = try ObjectStore.open(at: dir, schema: try Self.schema(), options: Self.options())
         defer { try? store.close() }
-        #expect(try Self.libraryLinks(store.context) == expected.last, "seed \(seed), the library after the tool's compaction")
+        #expect(
+            try Self.libraryLinks(store.context) == expected.last,
+            "seed \(seed), the library after the tool's compaction")
     }
 
     @Test func dumpRecordsListTheLinkChangesOfTheWorkedExample() throws {
         let dir = try Self.writeWorkedExample()
         let dump = try Tool.run(["dump", dir.path])
         #expect(dump.status == 0 && dump.stderr.isEmpty)
-        #expect(dump.stdout == """
-            {"seq":1,"kind":"schema","entities":[{"entity":"Playlist","attributes":[{"name":"name","type":"string","optional":false,\
-            "default":""}]},{"entity":"Track","attributes":[{"name":"title","type":"string","optional":false,"default":""}]}],\
-            "links":[{"relationship":"Playlist.tracks (ordered) ↔ Track.playlists (set)","sides":[{"entity":"Playlist",\
-            "relationship":"tracks","ordered":true,"toOne":false},{"entity":"Track","relationship":"playlists","ordered":false,\
-            "toOne":false}]}]}
-            {"seq":2,"kind":"transaction","entities":[{"entity":"Playlist","inserted":[{"serial":1,"values":{"name":"mix"}}],\
-            "updated":[],"deleted":[]},{"entity":"Track","inserted":[{"serial":1,"values":{"title":"a"}},{"serial":2,"values":\
-            {"title":"b"}},{"serial":3,"values":{"title":"c"}}],"updated":[],"deleted":[]}],"links":[{"relationship":\
-            "Playlist.tracks (ordered) ↔ Track.playlists (set)","removed":[],"added":[[{"entity":"Playlist","serial":1},\
-            {"entity":"Track","serial":1}],[{"entity":"Playlist","serial":1},{"entity":"Track","serial":2}],[{"entity":\
-            "Playlist","serial":1},{"entity":"Track","serial":3}]],"orders":[]}]}
-            {"seq":3,"kind":"transaction","entities":[],"links":[{"relationship":"Playlist.tracks (ordered) ↔ Track.playlists (set)",\
-            "removed":[],"added":[],"orders":[{"side":0,"entity":"Playlist","serial":1,"relationship":"tracks","placements":\
-            [{"entity":"Track","serial":3,"index":0}]}]}]}
+        #expect(
+            dump.stdout == """
+                {"seq":1,"kind":"schema","entities":[{"entity":"Playlist","attributes":[{"name":"name","type":"string","optional":false,\
+                "default":""}]},{"entity":"Track","attributes":[{"name":"title","type":"string","optional":false,"default":""}]}],\
+                "links":[{"relationship":"Playlist.tracks (ordered) ↔ Track.playlists (set)","sides":[{"entity":"Playlist",\
+                "relationship":"tracks","ordered":true,"toOne":false},{"entity":"Track","relationship":"playlists","ordered":false,\
+                "toOne":false}]}]}
+                {"seq":2,"kind":"transaction","entities":[{"entity":"Playlist","inserted":[{"serial":1,"values":{"name":"mix"}}],\
+                "updated":[],"deleted":[]},{"entity":"Track","inserted":[{"serial":1,"values":{"title":"a"}},{"serial":2,"values":\
+                {"title":"b"}},{"serial":3,"values":{"title":"c"}}],"updated":[],"deleted":[]}],"links":[{"relationship":\
+                "Playlist.tracks (ordered) ↔ Track.playlists (set)","removed":[],"added":[[{"entity":"Playlist","serial":1},\
+                {"entity":"Track","serial":1}],[{"entity":"Playlist","serial":1},{"entity":"Track","serial":2}],[{"entity":\
+                "Playlist","serial":1},{"entity":"Track","serial":3}]],"orders":[]}]}
+                {"seq":3,"kind":"transaction","entities":[],"links":[{"relationship":"Playlist.tracks (ordered) ↔ Track.playlists (set)",\
+                "removed":[],"added":[],"orders":[{"side":0,"entity":"Playlist","serial":1,"relationship":"tracks","placements":\
+                [{"entity":"Track","serial":3,"index":0}]}]}]}
 
-            """)
+                """)
         for line in dump.stdout.split(separator: "\n") {
             #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "every line is JSON")
         }
         let objects = try Tool.run(["dump", "--objects", dir.path])
-        #expect(objects.stdout == """
-            {"entity":"Playlist","serial":1,"attributes":{"name":"mix"},"links":{"tracks":[3,1,2]}}
-            {"entity":"Track","serial":1,"attributes":{"title":"a"},"links":{"playlists":[1]}}
-            {"entity":"Track","serial":2,"attributes":{"title":"b"},"links":{"playlists":[1]}}
-            {"entity":"Track","serial":3,"attributes":{"title":"c"},"links":{"playlists":[1]}}
+        #expect(
+            objects.stdout == """
+                {"entity":"Playlist","serial":1,"attributes":{"name":"mix"},"links":{"tracks":[3,1,2]}}
+                {"entity":"Track","serial":1,"attributes":{"title":"a"},"links":{"playlists":[1]}}
+                {"entity":"Track","serial":2,"attributes":{"title":"b"},"links":{"playlists":[1]}}
+                {"entity":"Track","serial":3,"attributes":{"title":"c"},"links":{"playlists":[1]}}
 
-            """)
+                """)
     }
 
     @Test func dumpOfOneEntityKeepsTheLinkChangesItIsASideOf() throws {
@@ -405,7 +437,8 @@ struct ToolLinkTests {
         #expect(pairs("removed") == ["Binder/1 Sheet/2"])
         #expect(pairs("added") == ["Binder/2 Sheet/2"])
         let orders = try #require(save2["orders"] as? [[String: Any]])
-        #expect(orders.count == 1 && orders.first?["serial"] as? Int == 2 && orders.first?["entity"] as? String == "Binder")
+        #expect(
+            orders.count == 1 && orders.first?["serial"] as? Int == 2 && orders.first?["entity"] as? String == "Binder")
     }
 
     // MARK: stats
@@ -443,12 +476,15 @@ struct ToolLinkTests {
         var text = "links\n"
         for (name, links) in expected {
             let h = held[name] ?? (0, 0, 0)
-            text += "  " + name.padding(toLength: expected.map(\.0.count).max()! + 2, withPad: " ", startingAt: 0)
+            text +=
+                "  " + name.padding(toLength: expected.map(\.0.count).max()! + 2, withPad: " ", startingAt: 0)
                 + "\(links) link\(links == 1 ? "" : "s") (records: \(h.added) added, \(h.removed) removed, \(h.orders) order edit\(h.orders == 1 ? "" : "s"))\n"
         }
         #expect(stats.stdout.contains(text + "health            clean\n"), "\(stats.stdout)")
 
-        let json = try #require(try JSONSerialization.jsonObject(with: try Tool.run(["stats", "--json", dir.path]).stdoutBytes) as? [String: Any])
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: try Tool.run(["stats", "--json", dir.path]).stdoutBytes)
+                as? [String: Any])
         let links = try #require(json["links"] as? [[String: Any]])
         #expect(links.map { $0["relationship"] as? String } == expected.map(\.0))
         #expect(links.map { $0["links"] as? Int } == expected.map(\.1))
@@ -456,7 +492,10 @@ struct ToolLinkTests {
         #expect(links.map { $0["pairsRemoved"] as? Int } == expected.map { held[$0.0]?.removed ?? 0 })
         #expect(links.map { $0["orderEdits"] as? Int } == expected.map { held[$0.0]?.orders ?? 0 })
         let sides = try #require(links[2]["sides"] as? [[String: Any]])
-        #expect(sides.map { "\($0["entity"] as? String ?? "").\($0["relationship"] as? String ?? "") \($0["ordered"] as? Bool ?? false) \($0["toOne"] as? Bool ?? false)" }
+        #expect(
+            sides.map {
+                "\($0["entity"] as? String ?? "").\($0["relationship"] as? String ?? "") \($0["ordered"] as? Bool ?? false) \($0["toOne"] as? Bool ?? false)"
+            }
                 == ["Binder.sheets true false", "Sheet.binder false true"])
         #expect(json["health"] as? String == "clean")
     }
@@ -475,10 +514,14 @@ struct ToolLinkTests {
             try c.save()
             try store.close()
         }
-        let stats = try #require(try JSONSerialization.jsonObject(with: try Tool.run(["stats", "--json", dir.path]).stdoutBytes) as? [String: Any])
+        let stats = try #require(
+            try JSONSerialization.jsonObject(with: try Tool.run(["stats", "--json", dir.path]).stdoutBytes)
+                as? [String: Any])
         let estimate = try #require(stats["liveBytesEstimate"] as? Int)
         #expect(try Tool.run(["compact", dir.path]).status == 0)
-        let after = try #require(try JSONSerialization.jsonObject(with: try Tool.run(["stats", "--json", dir.path]).stdoutBytes) as? [String: Any])
+        let after = try #require(
+            try JSONSerialization.jsonObject(with: try Tool.run(["stats", "--json", dir.path]).stdoutBytes)
+                as? [String: Any])
         let actual = try #require(after["bytesOnDisk"] as? Int)
         #expect(abs(estimate - actual) * 5 <= actual, "estimate \(estimate) vs \(actual) written")
     }
@@ -491,13 +534,14 @@ struct ToolLinkTests {
         try Self.writeStore(at: dir, states: &states)
         let result = try Tool.run(["verify", dir.path])
         #expect(result.status == 0)
-        #expect(result.stdout == """
-            verify \(dir.path)
-            segments: 0000000001.log
-            records: 4 (1 schema, 3 transaction, 0 base, 0 skipped), last sequence 4
-            verdict: clean
+        #expect(
+            result.stdout == """
+                verify \(dir.path)
+                segments: 0000000001.log
+                records: 4 (1 schema, 3 transaction, 0 base, 0 skipped), last sequence 4
+                verdict: clean
 
-            """)
+                """)
     }
 
     /// A store with the worked example's schema whose last record is `payload`, appended
@@ -528,17 +572,26 @@ struct ToolLinkTests {
             #expect(result.status == 3, "\(payload)")
             let line = result.stdout.split(separator: "\n").first { $0.hasPrefix("payload: ") }.map(String.init) ?? ""
             #expect(line.hasPrefix("payload: 0000000001.log at byte "), "\(payload): \(result.stdout)")
-            #expect(line.contains(" (record 4): transaction does not decode against the schema in force: "), "\(payload): \(line)")
+            #expect(
+                line.contains(" (record 4): transaction does not decode against the schema in force: "),
+                "\(payload): \(line)")
             #expect(line.contains(detail), "\(payload): \(line)")
             // The offset is the record's: the library names the same record when it refuses.
             let offset = try #require(Int(line.split(separator: " ")[4]))
             let entry = try #require(try Journal.inspect(directory: dir.path).entries.last)
             #expect(Int(entry.offset) == offset)
-            #expect(result.stdout.hasSuffix("verdict: corrupt (`graph-journal repair --keep-prefix` keeps the valid prefix, saving the rest aside)\n"))
+            #expect(
+                result.stdout.hasSuffix(
+                    "verdict: corrupt (`graph-journal repair --keep-prefix` keeps the valid prefix, saving the rest aside)\n"
+                ))
             #expect(throws: (any Error).self) { try ObjectStore.openDynamic(at: dir).close() }
-            let json = try #require(try JSONSerialization.jsonObject(with: try Tool.run(["verify", "--json", dir.path]).stdoutBytes) as? [String: Any])
+            let json = try #require(
+                try JSONSerialization.jsonObject(with: try Tool.run(["verify", "--json", dir.path]).stdoutBytes)
+                    as? [String: Any])
             let problems = try #require(json["problems"] as? [[String: Any]])
-            #expect(problems.count == 1 && problems.first?["kind"] as? String == "payload" && problems.first?["offset"] as? Int == offset)
+            #expect(
+                problems.count == 1 && problems.first?["kind"] as? String == "payload"
+                    && problems.first?["offset"] as? Int == offset)
             #expect(problems.first?["sequence"] as? Int == 4)
         }
     }
@@ -550,15 +603,21 @@ struct ToolLinkTests {
         #expect(result.status == 3)
         let problems = result.stdout.split(separator: "\n").filter { $0.hasPrefix("payload: ") }
         #expect(problems.count == 1, "\(result.stdout)")
-        #expect(problems.first?.hasSuffix("(record 4): Playlist.tracks ↔ Track.playlists: link of Track/9, which does not exist") == true,
-                "\(result.stdout)")
+        #expect(
+            problems.first?.hasSuffix(
+                "(record 4): Playlist.tracks ↔ Track.playlists: link of Track/9, which does not exist") == true,
+            "\(result.stdout)")
         // The library refuses to open it, naming the same record.
         #expect(throws: (any Error).self) { try ObjectStore.openDynamic(at: dir).close() }
         // stats and dump --objects say so too.
-        #expect(try Tool.run(["stats", dir.path]).stdout.contains("health            corrupt (a record does not decode; run verify)"))
+        #expect(
+            try Tool.run(["stats", dir.path]).stdout.contains(
+                "health            corrupt (a record does not decode; run verify)"))
         let objects = try Tool.run(["dump", "--objects", dir.path])
         #expect(objects.status == 3)
-        #expect(objects.stderr.contains("(record 4): Playlist.tracks ↔ Track.playlists: link of Track/9, which does not exist"))
+        #expect(
+            objects.stderr.contains(
+                "(record 4): Playlist.tracks ↔ Track.playlists: link of Track/9, which does not exist"))
 
         let others: [([UInt8], String)] = [
             // removed: (1, 9); added: none; no order edit
@@ -570,7 +629,10 @@ struct ToolLinkTests {
             // playlist 1's order: track 7 at index 0
             ([2, 0, 1, 0, 0, 0, 1, 1, 1, 7, 0], "link of Track/7, which does not exist"),
             // playlist 1's order: track 1 at index 3, past the end of the other two
-            ([2, 0, 1, 0, 0, 0, 1, 1, 1, 1, 3], "order of Playlist/1 names a member it does not have or an index past its end"),
+            (
+                [2, 0, 1, 0, 0, 0, 1, 1, 1, 1, 3],
+                "order of Playlist/1 names a member it does not have or an index past its end"
+            ),
             // a block deleting track 2 (its links go with it), then removed: (1, 2)
             ([2, 1, 1, 4, 0, 0, 1, 4, 1, 0, 1, 2, 2, 0, 0], "link of Track/2, which does not exist"),
         ]
@@ -578,7 +640,9 @@ struct ToolLinkTests {
             let dir = try Self.storeEndingIn(payload, name: "links-missing")
             let verify = try Tool.run(["verify", dir.path])
             #expect(verify.status == 3, "\(payload)")
-            #expect(verify.stdout.contains("(record 4): Playlist.tracks ↔ Track.playlists: \(message)\n"), "\(payload): \(verify.stdout)")
+            #expect(
+                verify.stdout.contains("(record 4): Playlist.tracks ↔ Track.playlists: \(message)\n"),
+                "\(payload): \(verify.stdout)")
             #expect(throws: (any Error).self, "\(payload)") { try ObjectStore.openDynamic(at: dir).close() }
         }
     }
@@ -588,7 +652,8 @@ struct ToolLinkTests {
         let repair = try Tool.run(["repair", "--keep-prefix", "--yes", dir.path])
         #expect(repair.status == 0, "\(repair.stdout) \(repair.stderr)")
         #expect(try Tool.run(["verify", dir.path]).status == 0)
-        let store = try ObjectStore.open(at: dir, schema: try Schema(Playlist.self, Track.self), options: Self.options())
+        let store = try ObjectStore.open(
+            at: dir, schema: try Schema(Playlist.self, Track.self), options: Self.options())
         defer { try? store.close() }
         let playlist = try #require(try store.context.objects(of: Playlist.self).first)
         #expect(playlist.tracks.map(\.title) == ["c", "a", "b"])
@@ -617,7 +682,8 @@ struct ToolLinkTests {
     @Test func aToOneThatBecameLinksIsReadAsTheLibraryMigratesIt() throws {
         let dir = Tool.temporaryURL("links-migrated")
         do {
-            let store = try ObjectStore.open(at: dir, schema: try Schema(SlotBinder.self, SlotSheet.self), options: Self.options())
+            let store = try ObjectStore.open(
+                at: dir, schema: try Schema(SlotBinder.self, SlotSheet.self), options: Self.options())
             let c = store.context
             let b1 = try c.insert(SlotBinder.self), b2 = try c.insert(SlotBinder.self)
             try b1.setValue("b1", forKey: "label")
@@ -640,7 +706,8 @@ struct ToolLinkTests {
         // schema record (links) and link records that rely on the migrated links.
         let expected: [String: [String: [UInt64]]]
         do {
-            let store = try ObjectStore.open(at: dir, schema: try Schema(Binder.self, Sheet.self), options: Self.options())
+            let store = try ObjectStore.open(
+                at: dir, schema: try Schema(Binder.self, Sheet.self), options: Self.options())
             let c = store.context
             let binders = try c.objects(of: Binder.self)
             #expect(binders.map { $0.sheets.map(\.heading) } == [["h0", "h1", "h3"], []])
@@ -656,8 +723,11 @@ struct ToolLinkTests {
         let verify = try Tool.run(["verify", dir.path])
         #expect(verify.status == 0, "\(verify.stdout)")
         let stats = try Tool.run(["stats", dir.path])
-        #expect(stats.stdout.contains("links\n  Binder.sheets (ordered) ↔ Sheet.binder  3 links (records: 1 added, 1 removed, 1 order edit)\n"),
-                "\(stats.stdout)")
+        #expect(
+            stats.stdout.contains(
+                "links\n  Binder.sheets (ordered) ↔ Sheet.binder  3 links (records: 1 added, 1 removed, 1 order edit)\n"
+            ),
+            "\(stats.stdout)")
         #expect(try Tool.run(["compact", dir.path]).status == 0)
         #expect(try Self.toolLinks(dir) == expected)
     }
@@ -711,17 +781,22 @@ struct ToolLinkTests {
     @Test func theWorkedExampleHasTheBytesTheFormatDocumentShows() throws {
         let dir = try Self.writeWorkedExample()
         let entries = try Journal.inspect(directory: dir.path).entries
-        #expect(entries.map { "\($0.offset) \($0.rawLength) \($0.storedLength) \($0.compressed)" } == ["48 104 80 true", "152 40 40 false", "216 13 12 true"])
+        #expect(
+            entries.map { "\($0.offset) \($0.rawLength) \($0.storedLength) \($0.compressed)" } == [
+                "48 104 80 true", "152 40 40 false", "216 13 12 true",
+            ])
         let records = try Self.payloads(dir)
         #expect(records.map(\.kind) == [.schema, .transaction, .transaction])
-        #expect(Self.hex(records[0].payload) == """
-            03 02 08 50 6c 61 79 6c 69 73 74 01 04 6e 61 6d 65 06 73 74 72 69 6e 67 09 70 72 69 6d 69 74 69 76 65 06 53 74 72 69 6e \
-            67 02 00 05 54 72 61 63 6b 01 05 74 69 74 6c 65 06 73 74 72 69 6e 67 09 70 72 69 6d 69 74 69 76 65 06 53 74 72 69 6e 67 \
-            02 00 01 00 06 74 72 61 63 6b 73 01 01 09 70 6c 61 79 6c 69 73 74 73 00
-            """)
-        #expect(Self.hex(records[1].payload) == """
-            03 02 00 02 01 02 00 03 6d 69 78 00 00 01 04 03 02 02 02 00 01 61 01 62 01 63 00 00 01 00 00 00 03 01 02 03 02 02 02 00
-            """)
+        #expect(
+            Self.hex(records[0].payload) == """
+                03 02 08 50 6c 61 79 6c 69 73 74 01 04 6e 61 6d 65 06 73 74 72 69 6e 67 09 70 72 69 6d 69 74 69 76 65 06 53 74 72 69 6e \
+                67 02 00 05 54 72 61 63 6b 01 05 74 69 74 6c 65 06 73 74 72 69 6e 67 09 70 72 69 6d 69 74 69 76 65 06 53 74 72 69 6e 67 \
+                02 00 01 00 06 74 72 61 63 6b 73 01 01 09 70 6c 61 79 6c 69 73 74 73 00
+                """)
+        #expect(
+            Self.hex(records[1].payload) == """
+                03 02 00 02 01 02 00 03 6d 69 78 00 00 01 04 03 02 02 02 00 01 61 01 62 01 63 00 00 01 00 00 00 03 01 02 03 02 02 02 00
+                """)
         #expect(Self.hex(records[2].payload) == "03 00 01 00 00 00 00 00 01 01 01 03 00")
     }
 }
@@ -734,7 +809,8 @@ struct ToolLinkTests {
 struct ToolLinksBenchmarkStore {
     @Test func writeLinksStoreWhenAsked() throws {
         guard let path = ProcessInfo.processInfo.environment["GRAPH_JOURNAL_LINKS_STORE"] else { return }
-        let store = try ObjectStore.open(at: URL(fileURLWithPath: path), schema: try ToolLinkTests.schema(), options: ToolLinkTests.options())
+        let store = try ObjectStore.open(
+            at: URL(fileURLWithPath: path), schema: try ToolLinkTests.schema(), options: ToolLinkTests.options())
         let c = store.context
         let keywords = try (0..<1000).map { i in try c.insert(Keyword.self) { $0.word = "k\(i)" } }
         var articles: [Article] = []

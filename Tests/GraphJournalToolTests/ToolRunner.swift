@@ -19,7 +19,8 @@ enum Tool {
         .appendingPathComponent("Fixtures/journals")
 
     /// The expected outputs beside the tests.
-    static let expectedDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Expected")
+    static let expectedDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Expected")
 
     struct Result {
         var status: Int32
@@ -45,8 +46,9 @@ enum Tool {
             let stderr = try Data(contentsOf: err)
             try? FileManager.default.removeItem(at: out)
             try? FileManager.default.removeItem(at: err)
-            return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                          stderr: String(decoding: stderr, as: UTF8.self), stdoutBytes: stdout)
+            return Result(
+                status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                stderr: String(decoding: stderr, as: UTF8.self), stdoutBytes: stdout)
         }
     }
 
@@ -83,8 +85,9 @@ enum Tool {
     /// This test process's directory of stores and outputs, removed when the process exits.
     static let temporaryRoot: URL = {
         atexit {
-            try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory
-                .appendingPathComponent("graph-journal-tests-\(ProcessInfo.processInfo.processIdentifier)"))
+            try? FileManager.default.removeItem(
+                at: FileManager.default.temporaryDirectory
+                    .appendingPathComponent("graph-journal-tests-\(ProcessInfo.processInfo.processIdentifier)"))
         }
         return FileManager.default.temporaryDirectory
             .appendingPathComponent("graph-journal-tests-\(ProcessInfo.processInfo.processIdentifier)")

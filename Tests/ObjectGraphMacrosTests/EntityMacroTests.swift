@@ -40,12 +40,14 @@ private func assertExpansion(
 /// The members `@Entity` adds to a class called `name` with the given attribute entries.
 /// A class that declares no initializer also gets `public init() {}` back.
 private func entityMembers(_ name: String, attributes: [String], declaresInit: Bool = false) -> String {
-    let list = attributes.isEmpty
+    let list =
+        attributes.isEmpty
         ? "[]"
         : "[\n" + attributes.map { "            .attribute(\($0)),\n" }.joined() + "        ]"
     // Each entry starts with the quoted attribute name.
     let names = attributes.map { $0.split(separator: "\"", maxSplits: 2, omittingEmptySubsequences: false)[1] }
-    let keyPaths = names.isEmpty
+    let keyPaths =
+        names.isEmpty
         ? "[]"
         : "[\n" + names.map { "            \\\(name).\($0),\n" }.joined() + "        ]"
     return """
@@ -63,12 +65,15 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
             public required init(_backing: ObjectGraph.ObjectBacking) {
                 self._backing = _backing
             }
-        """ + (declaresInit ? "" : """
+        """
+            + (declaresInit
+                ? ""
+                : """
 
 
-            public init() {
-            }
-        """)
+                    public init() {
+                    }
+                """)
 }
 
 @Suite struct EntityMacroTests {
@@ -614,7 +619,8 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                 """,
             diagnostics: [
                 DiagnosticSpec(
-                    message: "'shouldInsert(from:in:)' must be declared 'static func': as an instance method the import never calls it",
+                    message:
+                        "'shouldInsert(from:in:)' must be declared 'static func': as an instance method the import never calls it",
                     line: 2, column: 10)
             ]
         )
@@ -847,8 +853,12 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                 }
                 """,
             diagnostics: [
-                DiagnosticSpec(message: "@Relationship needs the name of its inverse on the destination: @Relationship(inverse: \"property\")", line: 2, column: 5),
-                DiagnosticSpec(message: "a relationship is declared as T? (to-one) or [T] (to-many)", line: 3, column: 44),
+                DiagnosticSpec(
+                    message:
+                        "@Relationship needs the name of its inverse on the destination: @Relationship(inverse: \"property\")",
+                    line: 2, column: 5),
+                DiagnosticSpec(
+                    message: "a relationship is declared as T? (to-one) or [T] (to-many)", line: 3, column: 44),
             ]
         )
     }
@@ -886,7 +896,9 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                 }
                 """,
             diagnostics: [
-                DiagnosticSpec(message: "ordered: applies to a to-many ([T]); a to-one follows the order its inverse keeps", line: 2, column: 40),
+                DiagnosticSpec(
+                    message: "ordered: applies to a to-many ([T]); a to-one follows the order its inverse keeps",
+                    line: 2, column: 40)
             ]
         )
     }

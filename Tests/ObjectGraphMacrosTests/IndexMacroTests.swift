@@ -7,7 +7,8 @@ import SwiftSyntaxMacrosGenericTestSupport
 import Testing
 
 private let specs: [String: MacroSpec] = [
-    "Entity": .init(type: EntityMacro.self, conformances: [TypeSyntax(IdentifierTypeSyntax(name: .identifier("Entity")))]),
+    "Entity": .init(
+        type: EntityMacro.self, conformances: [TypeSyntax(IdentifierTypeSyntax(name: .identifier("Entity")))]),
     "_PersistedAttribute": .init(type: PersistedAttributeMacro.self),
     "Index": .init(type: IndexMacro.self),
 ]
@@ -111,10 +112,12 @@ private func members(indexes: String?) -> String {
                 """,
             diagnostics: [
                 DiagnosticSpec(
-                    message: "#Index takes arrays of key paths to attributes, like [\\.section] or [\\.maintainer, \\.version]",
+                    message:
+                        "#Index takes arrays of key paths to attributes, like [\\.section] or [\\.maintainer, \\.version]",
                     line: 2, column: 44),
                 DiagnosticSpec(
-                    message: "#Index names 'size', which is not a persisted attribute of this entity (an index key is a stored property that is not @Transient or a relationship)",
+                    message:
+                        "#Index names 'size', which is not a persisted attribute of this entity (an index key is a stored property that is not @Transient or a relationship)",
                     line: 2, column: 35),
             ],
             macroSpecs: specs,

@@ -47,7 +47,11 @@ struct AsyncStoreTests {
         let store = try openLibrary()
         #expect(store.snapshot.version == 0)
         try await store.perform { context in
-            for i in 1...3 { try context.insert(Volume.self) { $0.isbn = Int64(i); $0.title = "Volume \(i)"; $0.pages = 100 * i } }
+            for i in 1...3 {
+                try context.insert(Volume.self) {
+                    $0.isbn = Int64(i); $0.title = "Volume \(i)"; $0.pages = 100 * i
+                }
+            }
         }
         let first = store.snapshot
         #expect(first.version == 1)
@@ -86,7 +90,9 @@ struct AsyncStoreTests {
             #Predicate { $0.note == nil },
             #Predicate { $0.title.contains("3") },  // evaluated by Foundation
         ]
-        let sorts: [[SortDescriptor<Volume>]] = [[], [SortDescriptor(\.pages, order: .reverse)], [SortDescriptor(\.title), SortDescriptor(\.isbn)]]
+        let sorts: [[SortDescriptor<Volume>]] = [
+            [], [SortDescriptor(\.pages, order: .reverse)], [SortDescriptor(\.title), SortDescriptor(\.isbn)],
+        ]
         for predicate in predicates {
             for sort in sorts {
                 var descriptor = FetchDescriptor<Volume>(predicate: predicate, sortBy: sort)
@@ -99,7 +105,8 @@ struct AsyncStoreTests {
                 #expect(try snapshot.fetchCount(descriptor) == fromContext.count)
             }
         }
-        let records = try snapshot.fetch(FetchDescriptor<Volume>(predicate: #Predicate { $0.isbn == 3 }), as: VolumeRecord.self)
+        let records = try snapshot.fetch(
+            FetchDescriptor<Volume>(predicate: #Predicate { $0.isbn == 3 }), as: VolumeRecord.self)
         #expect(records == [VolumeRecord(isbn: 3, title: "T3", pages: 11, note: nil)])
         try await store.close()
     }
@@ -107,8 +114,12 @@ struct AsyncStoreTests {
     @Test func uniqueLookupUsesTheIndexEqualityAndRefusesANonUniqueKey() async throws {
         let store = try openLibrary()
         try await store.perform { context in
-            try context.insert(Stack.self) { $0.code = "café"; $0.room = "A" }
-            try context.insert(Stack.self) { $0.code = "cafe\u{301}"; $0.room = "B" }
+            try context.insert(Stack.self) {
+                $0.code = "café"; $0.room = "A"
+            }
+            try context.insert(Stack.self) {
+                $0.code = "cafe\u{301}"; $0.room = "B"
+            }
         }
         let snapshot = store.snapshot
         // Byte equality, as the context's unique index: two spellings, two shelves.
@@ -137,7 +148,8 @@ struct AsyncStoreTests {
                 }
             }
             var missing: [Int64] = []
-            for isbn in Int64(1)...Int64(count) where try store.snapshot.object(Volume.self, where: \.isbn, equals: isbn) == nil {
+            for isbn in Int64(1)...Int64(count)
+            where try store.snapshot.object(Volume.self, where: \.isbn, equals: isbn) == nil {
                 missing.append(isbn)
             }
             #expect(missing == [], "one by one: \(oneByOne)")
@@ -145,7 +157,8 @@ struct AsyncStoreTests {
             // And in the first snapshot of the reopened store.
             let reopened = try AsyncStore(at: store.directory, schema: librarySchema)
             missing = []
-            for isbn in Int64(1)...Int64(count) where try reopened.snapshot.object(Volume.self, where: \.isbn, equals: isbn) == nil {
+            for isbn in Int64(1)...Int64(count)
+            where try reopened.snapshot.object(Volume.self, where: \.isbn, equals: isbn) == nil {
                 missing.append(isbn)
             }
             #expect(missing == [], "after reopen")
@@ -160,7 +173,9 @@ struct AsyncStoreTests {
         let store = try openLibrary()
         try await store.perform { context in
             for isbn in 1...200 {
-                try context.insert(Volume.self) { $0.isbn = Int64(isbn); $0.title = "t\(isbn)"; $0.pages = isbn * 3 }
+                try context.insert(Volume.self) {
+                    $0.isbn = Int64(isbn); $0.title = "t\(isbn)"; $0.pages = isbn * 3
+                }
             }
         }
         let snapshot = store.snapshot
@@ -171,7 +186,8 @@ struct AsyncStoreTests {
                     let root: KeyPath<Volume, Volume> = \Volume.self
                     for i in 0..<2_000 {
                         let isbn = Int64(1 + (i * 7 + task) % 200)
-                        let keyPath: KeyPath<Volume, Int64> = task.isMultiple(of: 2) ? \Volume.isbn : root.appending(path: \Volume.isbn)
+                        let keyPath: KeyPath<Volume, Int64> =
+                            task.isMultiple(of: 2) ? \Volume.isbn : root.appending(path: \Volume.isbn)
                         let volume = try? snapshot.object(Volume.self, where: keyPath, equals: isbn)
                         if volume?.isbn != isbn || volume?.pages != Int(isbn) * 3 { wrong += 1 }
                         // A non-unique attribute's key path: resolved, then refused.
@@ -191,7 +207,9 @@ struct AsyncStoreTests {
         try await store.perform { context in
             let shelf = try context.insert(Stack.self) { $0.code = "S1" }
             for i in 1...4 {
-                let b = try context.insert(Volume.self) { $0.isbn = Int64(i); $0.title = "B\(i)" }
+                let b = try context.insert(Volume.self) {
+                    $0.isbn = Int64(i); $0.title = "B\(i)"
+                }
                 b.stack = shelf
             }
         }
@@ -211,7 +229,11 @@ struct AsyncStoreTests {
 
     @Test func aSnapshotObjectIsReadOnlyForTheStore() async throws {
         let store = try openLibrary()
-        try await store.perform { context in _ = try context.insert(Volume.self) { $0.isbn = 1; $0.title = "Kept" } }
+        try await store.perform { context in
+            _ = try context.insert(Volume.self) {
+                $0.isbn = 1; $0.title = "Kept"
+            }
+        }
         let snapshot = store.snapshot
         let book = try #require(try snapshot.object(Volume.self, where: \.isbn, equals: 1))
         #expect(book.objectID == ObjectID(entityName: "Volume", serial: 1))
@@ -219,7 +241,9 @@ struct AsyncStoreTests {
         book.title = "Changed locally"  // detaches this instance only
         #expect(book.title == "Changed locally")
         #expect(try snapshot.object(Volume.self, where: \.isbn, equals: 1)?.title == "Kept")
-        let title = try await store.perform { context in try context.object(Volume.self, where: \.isbn, equals: 1)?.title }
+        let title = try await store.perform { context in
+            try context.object(Volume.self, where: \.isbn, equals: 1)?.title
+        }
         #expect(title == "Kept")
         let fresh = try #require(try snapshot.object(Volume.self, where: \.isbn, equals: 1))
         // It is in the store already: inserting it into a context is refused.
@@ -230,7 +254,11 @@ struct AsyncStoreTests {
 
     @Test func aThrowingTransactionLeavesStoreAndSnapshotAsBefore() async throws {
         let store = try openLibrary()
-        try await store.perform { context in _ = try context.insert(Volume.self) { $0.isbn = 1; $0.title = "One" } }
+        try await store.perform { context in
+            _ = try context.insert(Volume.self) {
+                $0.isbn = 1; $0.title = "One"
+            }
+        }
         await #expect(throws: Boom.self) {
             try await store.perform { context in
                 try context.insert(Volume.self) { $0.isbn = 2 }
@@ -240,7 +268,10 @@ struct AsyncStoreTests {
         }
         #expect(store.snapshot.version == 1)
         let state = try await store.perform { context in
-            (context.hasChanges, try context.count(of: Volume.self), try context.object(Volume.self, where: \.isbn, equals: 1)?.title)
+            (
+                context.hasChanges, try context.count(of: Volume.self),
+                try context.object(Volume.self, where: \.isbn, equals: 1)?.title
+            )
         }
         #expect(state.0 == false && state.1 == 1 && state.2 == "One")
         // A save that fails validation: rolled back too, nothing left pending.
@@ -257,7 +288,9 @@ struct AsyncStoreTests {
         let batches = (0..<20).map { b in (0..<10).map { Int64(b * 10 + $0) } }
         let task = Task {
             try await store.performBatches(batches) { context, batch in
-                let n = started.value.withLock { $0 += 1; return $0 }
+                let n = started.value.withLock {
+                    $0 += 1; return $0
+                }
                 for isbn in batch { try context.insert(Volume.self) { $0.isbn = isbn } }
                 if n == 5 { withUnsafeCurrentTask { $0?.cancel() } }
             }
@@ -315,9 +348,12 @@ struct AsyncStoreTests {
             for task in 0..<8 {
                 group.addTask {
                     for i in 0..<25 {
-                        try await store.perform { context in _ = try context.insert(Volume.self) { $0.isbn = Int64(task * 1000 + i) } }
+                        try await store.perform { context in
+                            _ = try context.insert(Volume.self) { $0.isbn = Int64(task * 1000 + i) }
+                        }
                         // Returned: durable, and the snapshot shows it.
-                        if try store.snapshot.object(Volume.self, where: \.isbn, equals: Int64(task * 1000 + i)) == nil {
+                        if try store.snapshot.object(Volume.self, where: \.isbn, equals: Int64(task * 1000 + i)) == nil
+                        {
                             Issue.record("transaction \(task)/\(i) returned before its snapshot was published")
                         }
                     }
@@ -405,17 +441,24 @@ struct AsyncStoreTests {
                     while !shared.done.load(ordering: .acquiring) {
                         let snapshot = store.snapshot
                         guard let model = shared.expected.withLock({ $0[snapshot.version] }) else {
-                            shared.problems.withLock { $0.append("version \(snapshot.version) published before it was recorded") }
+                            shared.problems.withLock {
+                                $0.append("version \(snapshot.version) published before it was recorded")
+                            }
                             return
                         }
-                        let books = try snapshot.fetch(FetchDescriptor<Volume>(sortBy: [SortDescriptor(\.isbn)]), as: VolumeRecord.self)
+                        let books = try snapshot.fetch(
+                            FetchDescriptor<Volume>(sortBy: [SortDescriptor(\.isbn)]), as: VolumeRecord.self)
                         if books != model.values.sorted(by: { $0.isbn < $1.isbn }) {
                             shared.problems.withLock { $0.append("version \(snapshot.version): \(books) != \(model)") }
                             return
                         }
                         for isbn in Int64(0)..<23
-                        where try snapshot.object(Volume.self, where: \.isbn, equals: isbn)?.decode(as: VolumeRecord.self) != model[isbn] {
-                            shared.problems.withLock { $0.append("version \(snapshot.version): lookup of \(isbn) differs") }
+                        where try snapshot.object(Volume.self, where: \.isbn, equals: isbn)?.decode(
+                            as: VolumeRecord.self) != model[isbn]
+                        {
+                            shared.problems.withLock {
+                                $0.append("version \(snapshot.version): lookup of \(isbn) differs")
+                            }
                             return
                         }
                         await Task.yield()
@@ -440,7 +483,9 @@ struct AsyncStoreTests {
                     case 1: next[isbn]?.pages = code % 500
                     case 2: next[isbn] = nil
                     default:
-                        next[target] = next[isbn].map { VolumeRecord(isbn: target, title: $0.title, pages: $0.pages, note: $0.note) }
+                        next[target] = next[isbn].map {
+                            VolumeRecord(isbn: target, title: $0.title, pages: $0.pages, note: $0.note)
+                        }
                         next[isbn] = nil
                     }
                 }
@@ -460,7 +505,9 @@ struct AsyncStoreTests {
                         case 1: try context.object(Volume.self, where: \.isbn, equals: op.isbn)?.pages = op.pages
                         case 3: try context.object(Volume.self, where: \.isbn, equals: op.isbn)?.isbn = Int64(op.pages)
                         default:
-                            if let b = try context.object(Volume.self, where: \.isbn, equals: op.isbn) { context.delete(b) }
+                            if let b = try context.object(Volume.self, where: \.isbn, equals: op.isbn) {
+                                context.delete(b)
+                            }
                         }
                     }
                 }
@@ -470,15 +517,18 @@ struct AsyncStoreTests {
             shared.done.store(true, ordering: .releasing)
             try await group.waitForAll()
             #expect(store.snapshot.version == version)
-            let final = try store.snapshot.fetch(FetchDescriptor<Volume>(sortBy: [SortDescriptor(\.isbn)]), as: VolumeRecord.self)
+            let final = try store.snapshot.fetch(
+                FetchDescriptor<Volume>(sortBy: [SortDescriptor(\.isbn)]), as: VolumeRecord.self)
             #expect(final == model.values.sorted { $0.isbn < $1.isbn })
         }
         #expect(shared.problems.withLock { $0 } == [])
         try await store.close()
         // The journal holds the same state.
         let reopened = try AsyncStore(at: directory, schema: librarySchema, options: options)
-        let afterReopen = try reopened.snapshot.fetch(FetchDescriptor<Volume>(sortBy: [SortDescriptor(\.isbn)]), as: VolumeRecord.self)
-        let final = try store.snapshot.fetch(FetchDescriptor<Volume>(sortBy: [SortDescriptor(\.isbn)]), as: VolumeRecord.self)
+        let afterReopen = try reopened.snapshot.fetch(
+            FetchDescriptor<Volume>(sortBy: [SortDescriptor(\.isbn)]), as: VolumeRecord.self)
+        let final = try store.snapshot.fetch(
+            FetchDescriptor<Volume>(sortBy: [SortDescriptor(\.isbn)]), as: VolumeRecord.self)
         #expect(afterReopen == final)
         try await reopened.close()
     }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ObjectGraph
 import Testing
+
+@testable import ObjectGraph
 
 /// A table reads its own arena through two stored fields, ``ByteArena/unretainedBase`` and
 /// ``ByteArena/count``, instead of a copy of the arena. That address must follow every way the

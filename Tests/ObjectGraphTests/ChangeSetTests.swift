@@ -52,7 +52,8 @@ struct ChangeSetTests {
         let context = try makeContext(backend: backend)
         for i in 0..<50 {
             let p = try context.insert(Person.self)
-            p.id = Int64(i); p.name = "Person \(i)"; p.email = "p\(i)@example.com"; p.city = i % 3 == 0 ? nil : "City \(i % 7)"
+            p.id = Int64(i); p.name = "Person \(i)"; p.email = "p\(i)@example.com";
+            p.city = i % 3 == 0 ? nil : "City \(i % 7)"
         }
         try context.save()
         for p in try context.objects(of: Person.self) where p.id % 5 == 0 { p.score = Double(p.id) * 0.5 }

@@ -1,8 +1,9 @@
 import Foundation
-@testable import ObjectGraph
 import ObjectGraphTestSupport
 import PropertyBased
 import Testing
+
+@testable import ObjectGraph
 
 // Compaction gives back the memory of deleted objects: the tables renumber their rows, and
 // every structure naming rows follows. Random operation sequences with compactions at random
@@ -39,7 +40,9 @@ import Testing
 }
 
 private let compactionSchema: Schema = {
-    do { return try Schema(CmOwner.self, CmItem.self, CmTag.self, CmStep.self) } catch { preconditionFailure("\(error)") }
+    do { return try Schema(CmOwner.self, CmItem.self, CmTag.self, CmStep.self) } catch {
+        preconditionFailure("\(error)")
+    }
 }()
 
 /// The reference: every object by its test key.
@@ -210,7 +213,7 @@ private final class CmRun {
                 model.items[k] = ("relabelled \(k)", owner?.0)
             case 8:
                 guard let (k, o) = pick(held.owners.filter { model.owners[$0.key] != nil }),
-                      let (tk, t) = pick(held.tags.filter { model.tags.contains($0.key) })
+                    let (tk, t) = pick(held.tags.filter { model.tags.contains($0.key) })
                 else { continue }
                 if model.owners[k]?.tags.contains(tk) == true {
                     o.tags = o.tags.filter { $0 !== t }
@@ -221,7 +224,9 @@ private final class CmRun {
                 }
             case 9:
                 // Reorder an owner's steps.
-                guard let (k, o) = pick(held.owners.filter { (model.owners[$0.key]?.steps.count ?? 0) > 1 }) else { continue }
+                guard let (k, o) = pick(held.owners.filter { (model.owners[$0.key]?.steps.count ?? 0) > 1 }) else {
+                    continue
+                }
                 var steps = o.steps
                 steps.reverse()
                 if rng.next() % 2 == 0 { steps.append(steps.removeFirst()) }
@@ -302,9 +307,11 @@ private final class CmRun {
         try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: copy) }
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where !name.hasSuffix("lock") {
-            try FileManager.default.copyItem(at: directory.appendingPathComponent(name), to: copy.appendingPathComponent(name))
+            try FileManager.default.copyItem(
+                at: directory.appendingPathComponent(name), to: copy.appendingPathComponent(name))
         }
-        let reopened = try ObjectStore.open(at: copy, schema: compactionSchema, options: StoreOptions(durability: .none))
+        let reopened = try ObjectStore.open(
+            at: copy, schema: compactionSchema, options: StoreOptions(durability: .none))
         check(reopened.context, against: committed, "reopened copy after compaction \(compactions)")
         try reopened.close()
     }
@@ -315,7 +322,8 @@ private final class CmRun {
         do {
             var actual = CmModel()
             for o in try c.objects(of: CmOwner.self) {
-                actual.owners[o.key] = CmModel.Owner(name: o.name, rank: o.rank, tags: Set(o.tags.map(\.key)), steps: o.steps.map(\.key))
+                actual.owners[o.key] = CmModel.Owner(
+                    name: o.name, rank: o.rank, tags: Set(o.tags.map(\.key)), steps: o.steps.map(\.key))
                 if Set(o.items.map(\.key)) != m.itemsOf(o.key) { fail("\(when): owner \(o.key)'s items differ") }
             }
             for i in try c.objects(of: CmItem.self) { actual.items[i.key] = (i.label, i.owner?.key) }
@@ -330,18 +338,23 @@ private final class CmRun {
             // Lookups in the unique indexes, and fetches by the unique keys.
             for k in m.owners.keys {
                 let found = try c.object(CmOwner.self, where: \.key, equals: k)
-                if found?.key != k { fail("\(when): the unique lookup of owner \(k) found \(found.map { "\($0.key)" } ?? "nothing")") }
+                if found?.key != k {
+                    fail("\(when): the unique lookup of owner \(k) found \(found.map { "\($0.key)" } ?? "nothing")")
+                }
                 let fetched = try c.fetch(FetchDescriptor<CmOwner>(predicate: #Predicate { $0.key == k }))
                 if fetched.map(\.key) != [k] { fail("\(when): the fetch of owner \(k) found \(fetched.map(\.key))") }
             }
             for k in m.tags {
                 let word = "w\(k)"
                 let found = try c.object(CmTag.self, where: \.word, equals: word)
-                if found?.key != k { fail("\(when): the unique lookup of tag \(word) found \(found.map { "\($0.key)" } ?? "nothing")") }
+                if found?.key != k {
+                    fail("\(when): the unique lookup of tag \(word) found \(found.map { "\($0.key)" } ?? "nothing")")
+                }
             }
             // The secondary index.
             for rank in 0..<4 {
-                let found = Set(try c.fetch(FetchDescriptor<CmOwner>(predicate: #Predicate { $0.rank == rank })).map(\.key))
+                let found = Set(
+                    try c.fetch(FetchDescriptor<CmOwner>(predicate: #Predicate { $0.rank == rank })).map(\.key))
                 let expected = Set(m.owners.filter { $0.value.rank == rank }.keys)
                 if found != expected { fail("\(when): the index lookup of rank \(rank) differs") }
             }
@@ -366,7 +379,9 @@ private final class CmRun {
         }
         for (k, i) in held.items {
             guard let expected = model.items[k] else { continue }
-            if i.label != expected.label || i.owner?.key != expected.owner { fail("held item \(k) reads other values after compaction") }
+            if i.label != expected.label || i.owner?.key != expected.owner {
+                fail("held item \(k) reads other values after compaction")
+            }
             if let id = i.objectID, context.object(with: id) !== i { fail("item \(k)'s ID finds another instance") }
         }
         for (k, s) in held.steps {
@@ -377,7 +392,8 @@ private final class CmRun {
 }
 
 /// The longest operation sequence of a run of the compaction property test.
-private let compactionPropertySteps = ProcessInfo.processInfo.environment["OBJECTGRAPH_COMPACTION_PROPERTY_STEPS"].flatMap(Int.init) ?? 120
+private let compactionPropertySteps =
+    ProcessInfo.processInfo.environment["OBJECTGRAPH_COMPACTION_PROPERTY_STEPS"].flatMap(Int.init) ?? 120
 
 @Suite("Property: compaction renumbers the rows and nothing else changes")
 struct CompactionPropertyTests {
@@ -451,7 +467,8 @@ struct CompactionMemoryTests {
                 #expect(x.buckets.count <= y.buckets.count, "\(a.entity.name): unique index buckets")
             }
             // The serial map stays dense up to the highest live serial: 4 bytes per serial.
-            #expect(a.identity.rowOfSerial.count <= Int(a.identity.serialOfRow.max() ?? 0), "\(a.entity.name): serial map")
+            #expect(
+                a.identity.rowOfSerial.count <= Int(a.identity.serialOfRow.max() ?? 0), "\(a.entity.name): serial map")
         }
         for (a, b) in zip(churned.context.links, survivors.context.links) {
             #expect(a.count == b.count)

@@ -1,7 +1,8 @@
 import Foundation
-@testable import ObjectGraph
 import PropertyBased
 import Testing
+
+@testable import ObjectGraph
 
 /// A table's serial maps store nothing while row `r` has serial `r + 1`, and read exactly as
 /// arrays do once something breaks the pattern.
@@ -74,7 +75,9 @@ struct CountingArrayTests {
         do {
             let store = try ObjectStore.open(at: dir, schema: schema, options: options)
             for save in 0..<3 {
-                for i in 0..<100 { try store.context.insert(Person(id: Int64(save * 100 + i), name: "n\(save * 100 + i)", email: "e")) }
+                for i in 0..<100 {
+                    try store.context.insert(Person(id: Int64(save * 100 + i), name: "n\(save * 100 + i)", email: "e"))
+                }
                 try store.context.save()
             }
             let table = try store.context.table(for: Person.self)

@@ -26,7 +26,8 @@ let crashRounds = ProcessInfo.processInfo.environment["OBJECTGRAPH_CRASH_ROUNDS"
 @Suite("Crash: SIGKILL a writer mid-save", .serialized)
 struct CrashTests {
     static var writerURL: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("objectgraph-crash-writer")
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "objectgraph-crash-writer")
     }
 
     /// Starts the writer with `arguments`, SIGKILLs it after 20–150 ms, and returns the highest
@@ -57,7 +58,8 @@ struct CrashTests {
         var next: Int64 = 0
         print("crash test: \(crashRounds) rounds, durability \(durability), store \(dir.path)")
         for round in 0..<crashRounds {
-            acknowledged = max(acknowledged, try Self.killWriter(arguments: [dir.path, String(next), durability], using: &rng))
+            acknowledged = max(
+                acknowledged, try Self.killWriter(arguments: [dir.path, String(next), durability], using: &rng))
 
             let store = try ObjectStore.open(at: dir, schema: try crashSchema())
             let records = try store.context.objects(of: CrashRecord.self)
@@ -85,7 +87,8 @@ struct CrashTests {
         var next: Int64 = 0
         print("sync crash test: \(crashRounds) rounds, store \(dir.path)")
         for round in 0..<crashRounds {
-            acknowledged = max(acknowledged, try Self.killWriter(arguments: [dir.path, String(next), "always", "sync"], using: &rng))
+            acknowledged = max(
+                acknowledged, try Self.killWriter(arguments: [dir.path, String(next), "always", "sync"], using: &rng))
 
             let store = try ObjectStore.open(at: dir, schema: try crashSchema())
             let items = try store.context.objects(of: CrashItem.self)
@@ -94,7 +97,9 @@ struct CrashTests {
             // A sync is one record: the store is exactly the state after some complete sync.
             #expect(rounds.count <= 1, "round \(round): items of rounds \(rounds.sorted()): a sync is partly there")
             if last >= 0 {
-                #expect(Set(items.map(\.id)) == Set(last..<last + 20), "round \(round): the items of sync \(last) are not exactly its payload")
+                #expect(
+                    Set(items.map(\.id)) == Set(last..<last + 20),
+                    "round \(round): the items of sync \(last) are not exactly its payload")
             }
             #expect(last >= acknowledged, "round \(round): acknowledged sync \(acknowledged), found \(last)")
             try store.close()

@@ -1,8 +1,7 @@
 import Foundation
-import Testing
-
 // README-BEGIN (GettingStarted.md)
 import ObjectGraph
+import Testing
 
 @Entity final class Project {
     @Attribute(.unique) var slug: String = ""
@@ -17,22 +16,27 @@ func mirrorProjects(in directory: URL) throws -> [String] {
     let context = store.context
 
     // Upsert by the unique slug: the object with that slug, or a new one.
-    try context.upsert(Project.self, where: \.slug, equals: "zlib") { $0.title = "zlib"; $0.stars = 5_200 }
-    try context.upsert(Project.self, where: \.slug, equals: "curl") { $0.title = "curl"; $0.stars = 34_000 }
-    try context.save()   // one journal record, on disk when save returns
+    try context.upsert(Project.self, where: \.slug, equals: "zlib") {
+        $0.title = "zlib"; $0.stars = 5_200
+    }
+    try context.upsert(Project.self, where: \.slug, equals: "curl") {
+        $0.title = "curl"; $0.stars = 34_000
+    }
+    try context.save()  // one journal record, on disk when save returns
 
     // Change, look, roll back: nothing reaches the journal.
     if let zlib = try context.object(Project.self, where: \.slug, equals: "zlib") {
         zlib.stars += 1
-        print(zlib.changedValues())   // ["stars": Optional(5201)]
+        print(zlib.changedValues())  // ["stars": Optional(5201)]
         context.rollback()
     }
 
     // Fetch: the predicate runs on the stored columns.
-    let popular = try context.fetch(FetchDescriptor<Project>(
-        predicate: #Predicate { $0.stars > 10_000 }, sortBy: [SortDescriptor(\.slug)]))
+    let popular = try context.fetch(
+        FetchDescriptor<Project>(
+            predicate: #Predicate { $0.stars > 10_000 }, sortBy: [SortDescriptor(\.slug)]))
     try store.close()
-    return popular.map(\.slug)   // ["curl"]
+    return popular.map(\.slug)  // ["curl"]
 }
 // README-END
 
@@ -49,8 +53,11 @@ struct DocCExampleTests {
     }
 
     @Test func theArticleShowsExactlyTheCompiledExample() throws {
-        let example = try documentedBlock(in: "Tests/ObjectGraphTests/DocCExampleTests.swift", marker: "// README-BEGIN (GettingStarted.md)")
+        let example = try documentedBlock(
+            in: "Tests/ObjectGraphTests/DocCExampleTests.swift", marker: "// README-BEGIN (GettingStarted.md)")
         let article = try repositoryFile("Sources/ObjectGraph/ObjectGraph.docc/GettingStarted.md")
-        #expect(article.contains("```swift\n" + example + "```"), "GettingStarted.md's example differs from DocCExampleTests.swift")
+        #expect(
+            article.contains("```swift\n" + example + "```"),
+            "GettingStarted.md's example differs from DocCExampleTests.swift")
     }
 }

@@ -35,7 +35,9 @@ struct FetchTests {
 
     @Test func fetchIncludesPendingInsertsAndExcludesPendingDeletes() throws {
         let context = try populated(10)
-        let fresh = try context.insert(Person.self) { $0.id = 100; $0.age = 99 }
+        let fresh = try context.insert(Person.self) {
+            $0.id = 100; $0.age = 99
+        }
         let doomed = try #require(try context.fetch(Person.self) { $0.id == 3 }.first)
         context.delete(doomed)
         let all = try context.fetch(FetchDescriptor<Person>())
@@ -48,19 +50,23 @@ struct FetchTests {
 
     @Test func committedViewExcludesPendingInsertsIncludesPendingDeletesAndSeesSavedValues() throws {
         let context = try populated(10)
-        try context.insert(Person.self) { $0.id = 100; $0.age = 40 }
+        try context.insert(Person.self) {
+            $0.id = 100; $0.age = 40
+        }
         let deleted = try #require(try context.fetch(Person.self) { $0.id == 3 }.first)
         context.delete(deleted)
         let changed = try #require(try context.fetch(Person.self) { $0.id == 4 }.first)
         changed.age = 40  // was 4
-        var d = FetchDescriptor<Person>(predicate: #Predicate { $0.age >= 3 && $0.age <= 5 }, sortBy: [SortDescriptor(\.age)])
+        var d = FetchDescriptor<Person>(
+            predicate: #Predicate { $0.age >= 3 && $0.age <= 5 }, sortBy: [SortDescriptor(\.age)])
         d.includePendingChanges = false
         #expect(ids(try context.fetch(d)) == [3, 4, 5])
         #expect(try context.fetchCount(d) == 3)
         d.includePendingChanges = true
         #expect(ids(try context.fetch(d)) == [5])
         // Foundation's path (a shape that is not translated) agrees.
-        var slow = FetchDescriptor<Person>(predicate: #Predicate { $0.age + 0 >= 3 && $0.age + 0 <= 5 }, sortBy: [SortDescriptor(\.name)])
+        var slow = FetchDescriptor<Person>(
+            predicate: #Predicate { $0.age + 0 >= 3 && $0.age + 0 <= 5 }, sortBy: [SortDescriptor(\.name)])
         slow.includePendingChanges = false
         #expect(ids(try context.fetch(slow)) == [3, 4, 5])
     }
@@ -90,7 +96,8 @@ struct FetchTests {
 
     @Test func sortLimitAndOffsetApplyInThatOrder() throws {
         let context = try populated(20)
-        var d = FetchDescriptor<Person>(predicate: #Predicate { $0.age >= 5 }, sortBy: [SortDescriptor(\.age, order: .reverse)])
+        var d = FetchDescriptor<Person>(
+            predicate: #Predicate { $0.age >= 5 }, sortBy: [SortDescriptor(\.age, order: .reverse)])
         d.fetchOffset = 2
         d.fetchLimit = 3
         // ages 5...20 descending: 20, 19, | 18, 17, 16 | 15 ...
@@ -109,25 +116,34 @@ struct FetchTests {
     @Test func sortTiesKeepStorageOrderAndLaterDescriptorsBreakTies() throws {
         let context = try populated(100)
         let d = FetchDescriptor<Person>(
-            predicate: #Predicate { $0.age < 3 }, sortBy: [SortDescriptor(\.age), SortDescriptor(\.name, order: .reverse)])
+            predicate: #Predicate { $0.age < 3 },
+            sortBy: [SortDescriptor(\.age), SortDescriptor(\.name, order: .reverse)])
         // age 0: 50, 100; age 1: 1, 51; age 2: 2, 52 — names descending within an age.
         #expect(ids(try context.fetch(d)) == [50, 100, 51, 1, 52, 2])
         let byAgeOnly = FetchDescriptor<Person>(predicate: #Predicate { $0.age < 3 }, sortBy: [SortDescriptor(\.age)])
         #expect(ids(try context.fetch(byAgeOnly)) == [50, 100, 1, 51, 2, 52])
-        let byScore = FetchDescriptor<Person>(predicate: #Predicate { $0.age == 7 }, sortBy: [SortDescriptor(\.score, order: .reverse)])
+        let byScore = FetchDescriptor<Person>(
+            predicate: #Predicate { $0.age == 7 }, sortBy: [SortDescriptor(\.score, order: .reverse)])
         #expect(ids(try context.fetch(byScore)) == [57, 7])
     }
 
     @Test func storagePredicatesAgreeWithSwiftClosures() throws {
         let context = try populated(300)
         // Strings that only Unicode-aware comparison gets right.
-        try context.insert(Person.self) { $0.id = 1001; $0.name = "Caf\u{E9}"; $0.city = "\u{212A}iel" }  // Kelvin sign
-        try context.insert(Person.self) { $0.id = 1002; $0.name = "Cafe\u{301}"; $0.city = "Kiel" }
+        try context.insert(Person.self) {
+            $0.id = 1001; $0.name = "Caf\u{E9}"; $0.city = "\u{212A}iel"
+        }  // Kelvin sign
+        try context.insert(Person.self) {
+            $0.id = 1002; $0.name = "Cafe\u{301}"; $0.city = "Kiel"
+        }
         let cases: [(Predicate<Person>, (Person) -> Bool)] = [
             (#Predicate { $0.age > 30 }, { $0.age > 30 }),
             (#Predicate { 30 >= $0.age }, { 30 >= $0.age }),
             (#Predicate { $0.age != 7 && $0.score < 20.5 }, { $0.age != 7 && $0.score < 20.5 }),
-            (#Predicate { $0.age == 3 || $0.age == 4 || !($0.id > 10) }, { $0.age == 3 || $0.age == 4 || !($0.id > 10) }),
+            (
+                #Predicate { $0.age == 3 || $0.age == 4 || !($0.id > 10) },
+                { $0.age == 3 || $0.age == 4 || !($0.id > 10) }
+            ),
             (#Predicate { $0.city == "City 3" }, { $0.city == "City 3" }),
             (#Predicate { $0.city != "City 3" }, { $0.city != "City 3" }),
             (#Predicate { $0.city == nil }, { $0.city == nil }),
@@ -200,7 +216,10 @@ struct FetchTests {
             (#Predicate { $0.maybeInt == 5 }, { $0.maybeInt == 5 }),
             (#Predicate { $0.maybeInt != 5 }, { $0.maybeInt != 5 }),
             (#Predicate { $0.maybeInt == nil }, { $0.maybeInt == nil }),
-            (#Predicate { $0.maybeText == "t4" || $0.maybeText == nil }, { $0.maybeText == "t4" || $0.maybeText == nil }),
+            (
+                #Predicate { $0.maybeText == "t4" || $0.maybeText == nil },
+                { $0.maybeText == "t4" || $0.maybeText == nil }
+            ),
         ]
         for (i, (predicate, closure)) in cases.enumerated() {
             let expected = try context.fetch(Everything.self, where: closure).map(\.i32)
@@ -214,12 +233,19 @@ struct FetchTests {
 
     @Test func computedPropertiesAreEvaluatedByFoundation() throws {
         let context = ModelContext(schema: try Schema(Gauge.self))
-        for i in 0..<20 { try context.insert(Gauge.self) { $0.reading = i; $0.label = "g\(i)"; $0.limit = i % 2 == 0 ? i : nil } }
+        for i in 0..<20 {
+            try context.insert(Gauge.self) {
+                $0.reading = i; $0.label = "g\(i)"; $0.limit = i % 2 == 0 ? i : nil
+            }
+        }
         let doubled = try context.fetch(FetchDescriptor<Gauge>(predicate: #Predicate { $0.doubled > 30 }))
         #expect(doubled.map(\.reading) == [16, 17, 18, 19])
-        let alias = try context.fetch(FetchDescriptor<Gauge>(predicate: #Predicate { $0.alias < 2 }, sortBy: [SortDescriptor(\.doubled, order: .reverse)]))
+        let alias = try context.fetch(
+            FetchDescriptor<Gauge>(
+                predicate: #Predicate { $0.alias < 2 }, sortBy: [SortDescriptor(\.doubled, order: .reverse)]))
         #expect(alias.map(\.reading) == [1, 0])
-        let limited = try context.fetch(FetchDescriptor<Gauge>(predicate: #Predicate { $0.limit != nil && $0.reading > 15 }))
+        let limited = try context.fetch(
+            FetchDescriptor<Gauge>(predicate: #Predicate { $0.limit != nil && $0.reading > 15 }))
         #expect(limited.map(\.reading) == [16, 18])
     }
 

@@ -29,7 +29,8 @@ struct FormatFixtureTests {
         let e = try c.insert(Everything.self)
         e.flag = true; e.i8 = -8; e.i16 = -16; e.i32 = -32; e.i64 = -64; e.int = -1; e.u8 = 8; e.u16 = 16; e.u32 = 32
         e.u64 = .max; e.uint = 7; e.double = 0.25; e.float = -1.5; e.text = "fixture text"; e.blob = Data([0xde, 0xad])
-        e.date = Date(timeIntervalSince1970: 1_800_000_000); e.uuid = UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))
+        e.date = Date(timeIntervalSince1970: 1_800_000_000);
+        e.uuid = UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))
         e.url = URL(string: "https://www.debian.org/"); e.priority = .important; e.level = .high
         e.checksum = Checksum(algorithm: "sha256", hex: "00ff"); e.maybeText = "maybe"; e.maybeInt = 3
         try c.save()
@@ -89,7 +90,9 @@ struct FormatFixtureTests {
         // A model with fewer entities is fine as long as the dropped entity holds no objects;
         // here Everything holds one, so dropping it must be refused with its name.
         let dir = try Self.copy("v1-clean")
-        let error = try #require(throws: StoreError.self) { try ObjectStore.open(at: dir, schema: try Schema(Person.self)) }
+        let error = try #require(throws: StoreError.self) {
+            try ObjectStore.open(at: dir, schema: try Schema(Person.self))
+        }
         #expect(error.code == .incompatibleSchema)
         #expect(error.message.contains("Everything"))
     }

@@ -177,7 +177,8 @@ struct ImportTests {
     @Test func importUniqueObjectsCanSkipImport() throws {
         let context = try seeded()
         let objects = try context.importUniqueObjects(
-            ImportedEntity.self, sourceArray: [source(106, 6, ["skip_insert"]), source(107, 7), source(105, 8, ["skip_update"])])
+            ImportedEntity.self,
+            sourceArray: [source(106, 6, ["skip_insert"]), source(107, 7), source(105, 8, ["skip_update"])])
         #expect(objects.map(\.testEntityID) == [107])
         #expect(try context.count(of: ImportedEntity.self) == 6)
         #expect(try context.object(ImportedEntity.self, where: \.testEntityID, equals: 105)?.testNumber == 5)
@@ -186,7 +187,8 @@ struct ImportTests {
     @Test func importUniqueObjectsThrowingOnAnIDCreatesNothing() throws {
         let context = try seeded()
         let error = try #require(throws: ImportError.self) {
-            try context.importUniqueObjects(ImportedEntity.self, sourceArray: [source(106, 6), source(107, 7, ["throw_on_id"])])
+            try context.importUniqueObjects(
+                ImportedEntity.self, sourceArray: [source(106, 6), source(107, 7, ["throw_on_id"])])
         }
         #expect(error.sourceIndex == 1)
         #expect(try context.count(of: ImportedEntity.self) == 5)
@@ -214,7 +216,9 @@ struct ImportTests {
         let context = try seeded()
         let objects = try context.importUniqueObjects(
             ImportedEntity.self,
-            sourceArray: [source(106, 6), source(105, 50), source(107, 7), source(106, 60), source(nil, 0), source(105, 51)])
+            sourceArray: [
+                source(106, 6), source(105, 50), source(107, 7), source(106, 60), source(nil, 0), source(105, 51),
+            ])
         #expect(objects.map(\.testEntityID) == [106, 105, 107])
         #expect(objects.map(\.testNumber) == [60, 51, 7])
         #expect(try context.count(of: ImportedEntity.self) == 7)
@@ -225,7 +229,8 @@ struct ImportTests {
         // its own source although the sources without an ID shift the positions.
         let context = try seeded()
         let objects = try context.importUniqueObjects(
-            ImportedEntity.self, sourceArray: [source(nil, 0), source(108, 8), source(nil, 1), source(109, 9), source(105, 50)])
+            ImportedEntity.self,
+            sourceArray: [source(nil, 0), source(108, 8), source(nil, 1), source(109, 9), source(105, 50)])
         #expect(objects.map(\.testEntityID) == [108, 109, 105])
         #expect(objects.map(\.testNumber) == [8, 9, 50])
     }
@@ -235,13 +240,16 @@ struct ImportTests {
         let sources = [source(107, 7), source(106, 6), source(103, 30)]
         let objects = try context.importUniqueObjects(ImportedEntity.self, sourceArray: sources)
         #expect(objects.map(\.testEntityID) == [107, 106, 103])
-        for (object, s) in zip(objects, sources) { #expect(object.testNumber == s.number && object.testString == s.text) }
+        for (object, s) in zip(objects, sources) {
+            #expect(object.testNumber == s.number && object.testString == s.text)
+        }
     }
 
     @Test func preProcessCanFilterTheMapping() throws {
         let context = try seeded()
         let objects = try context.importUniqueObjects(
-            ImportedEntity.self, sourceArray: [source(106, 6), source(107, 7)], preProcess: { $0.filter { $0.key != 106 } })
+            ImportedEntity.self, sourceArray: [source(106, 6), source(107, 7)],
+            preProcess: { $0.filter { $0.key != 106 } })
         #expect(objects.map(\.testEntityID) == [107])
     }
 
@@ -249,7 +257,9 @@ struct ImportTests {
         let context = try seeded()
         let logs = try context.importObjects(ImportedLog.self, sourceArray: ["a", "#comment", "b"])
         #expect(logs.map(\.line) == ["a", "b"])
-        let error = try #require(throws: ImportError.self) { try context.importObjects(ImportedLog.self, sourceArray: ["c", "boom"]) }
+        let error = try #require(throws: ImportError.self) {
+            try context.importObjects(ImportedLog.self, sourceArray: ["c", "boom"])
+        }
         #expect(error.sourceIndex == 1)
         #expect(try context.count(of: ImportedLog.self) == 2)
     }
@@ -301,7 +311,11 @@ struct ImportTests {
         // Room for 20,000 rows; a third are skipped, so a third of the room is left over.
         let imported = try context.importUniqueObjects(DefaultedImport.self, sourceArray: Array(Int64(1)...20_000))
         #expect(imported.count == 13_334)
-        #expect(imported.allSatisfy { $0.count == 7 && $0.note == nil && ($0.key % 2 == 0 ? $0.label == "even \($0.key)" : $0.label == "unlabelled") })
+        #expect(
+            imported.allSatisfy {
+                $0.count == 7 && $0.note == nil
+                    && ($0.key % 2 == 0 ? $0.label == "even \($0.key)" : $0.label == "unlabelled")
+            })
         try context.save()
         // Mostly garbage after a few rounds: a save then compacts the arena, which moves the
         // default's bytes and rewrites the defaults' cells.
@@ -420,13 +434,14 @@ extension MeasuredImport: ImportableUniqueObject {
 /// all agree.
 @Suite("Import identity: stored bytes, as the unique index compares")
 struct ImportIdentityTests {
-    static let composed = "caf\u{E9}"        // é as one scalar
-    static let decomposed = "cafe\u{301}"    // e and a combining acute accent
+    static let composed = "caf\u{E9}"  // é as one scalar
+    static let decomposed = "cafe\u{301}"  // e and a combining acute accent
 
     @Test func canonicallyEquivalentStringsAreTwoIDsInOneBatchAsInTwo() throws {
         #expect(Self.composed == Self.decomposed, "Swift's == says they are one string")
         let oneBatch = ModelContext(schema: try Schema(NamedImport.self))
-        let imported = try oneBatch.importUniqueObjects(NamedImport.self, sourceArray: [Self.composed, Self.decomposed])
+        let imported = try oneBatch.importUniqueObjects(
+            NamedImport.self, sourceArray: [Self.composed, Self.decomposed])
         #expect(imported.count == 2)
         let twoBatches = ModelContext(schema: try Schema(NamedImport.self))
         _ = try twoBatches.importUniqueObjects(NamedImport.self, sourceArray: [Self.composed])
@@ -434,7 +449,8 @@ struct ImportIdentityTests {
         for context in [oneBatch, twoBatches] {
             #expect(try context.objects(of: NamedImport.self).count == 2)
             let byComposed = try #require(try context.object(NamedImport.self, where: \.name, equals: Self.composed))
-            let byDecomposed = try #require(try context.object(NamedImport.self, where: \.name, equals: Self.decomposed))
+            let byDecomposed = try #require(
+                try context.object(NamedImport.self, where: \.name, equals: Self.decomposed))
             #expect(byComposed !== byDecomposed)
             #expect(Array(byDecomposed.name.utf8) == Array(Self.decomposed.utf8))
             try context.save()
@@ -449,7 +465,10 @@ struct ImportIdentityTests {
         let context = ModelContext(schema: try Schema(MeasuredImport.self))
         let imported = try context.importUniqueObjects(MeasuredImport.self, sourceArray: [0.0, -0.0, .nan, .nan, 0.0])
         #expect(imported.count == 3)
-        #expect(imported.map { $0.value.bitPattern } == [Double(0).bitPattern, (-Double(0)).bitPattern, Double.nan.bitPattern])
+        #expect(
+            imported.map { $0.value.bitPattern } == [
+                Double(0).bitPattern, (-Double(0)).bitPattern, Double.nan.bitPattern,
+            ])
         #expect(try context.object(MeasuredImport.self, where: \.value, equals: -0.0) === imported[1])
         #expect(try context.object(MeasuredImport.self, where: \.value, equals: 0.0) === imported[0])
         let later = ModelContext(schema: try Schema(MeasuredImport.self))

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ObjectGraph
 import Testing
+
+@testable import ObjectGraph
 
 // Two versions of one entity, "Counter": the first has no unique constraint, so its stored
 // objects may share keys; the second declares `key` unique.
@@ -9,21 +10,39 @@ final class CounterPlain: Entity {
     var _backing = ObjectBacking(entity: CounterPlain.entityDescription)
     static let entityDescription = EntityDescription(
         name: "Counter", type: CounterPlain.self,
-        attributes: [.attribute("key", Int64.self, optional: true), .attribute("order", Int64.self), .attribute("label", String.self)])
+        attributes: [
+            .attribute("key", Int64.self, optional: true), .attribute("order", Int64.self),
+            .attribute("label", String.self),
+        ])
     init(_backing: ObjectBacking) { self._backing = _backing }
-    var key: Int64? { get { _backing.getOptional(0, as: Int64.self) } set { _backing.setOptional(0, newValue) } }
-    var order: Int64 { get { _backing.get(1, as: Int64.self) } set { _backing.set(1, newValue) } }
-    var label: String { get { _backing.get(2, as: String.self) } set { _backing.set(2, newValue) } }
+    var key: Int64? {
+        get { _backing.getOptional(0, as: Int64.self) }
+        set { _backing.setOptional(0, newValue) }
+    }
+    var order: Int64 {
+        get { _backing.get(1, as: Int64.self) }
+        set { _backing.set(1, newValue) }
+    }
+    var label: String {
+        get { _backing.get(2, as: String.self) }
+        set { _backing.set(2, newValue) }
+    }
 }
 
 final class CounterUnique: Entity {
     var _backing = ObjectBacking(entity: CounterUnique.entityDescription)
     static let entityDescription = EntityDescription(
         name: "Counter", type: CounterUnique.self,
-        attributes: [.attribute("key", Int64.self, optional: true), .attribute("order", Int64.self), .attribute("label", String.self)],
+        attributes: [
+            .attribute("key", Int64.self, optional: true), .attribute("order", Int64.self),
+            .attribute("label", String.self),
+        ],
         uniqueConstraints: [UniqueConstraint(["key"])])
     init(_backing: ObjectBacking) { self._backing = _backing }
-    var order: Int64 { get { _backing.get(1, as: Int64.self) } set { _backing.set(1, newValue) } }
+    var order: Int64 {
+        get { _backing.get(1, as: Int64.self) }
+        set { _backing.set(1, newValue) }
+    }
 }
 
 /// A unique index filled on another core while replay decodes the rest of a large block
@@ -36,13 +55,16 @@ struct IndexFillJobTests {
     /// rows; and whether a fill was installed.
     private func index(at dir: URL, minimum: Int) throws -> (owners: [Int64: Int64], duplicates: Int, installed: Bool) {
         let store = try IndexFillJob.$minimumRows.withValue(minimum) {
-            try ObjectStore.open(at: dir, schema: try Schema(CounterUnique.self), options: StoreOptions(durability: .none))
+            try ObjectStore.open(
+                at: dir, schema: try Schema(CounterUnique.self), options: StoreOptions(durability: .none))
         }
         defer { try? store.close() }
         let table = try store.context.table(for: CounterUnique.self)
         var owners: [Int64: Int64] = [:]
         for key in Int64(-3)...40 {
-            if let owner = try store.context.object(CounterUnique.self, uniqueKey: ["key": key]) { owners[key] = owner.order }
+            if let owner = try store.context.object(CounterUnique.self, uniqueKey: ["key": key]) {
+                owners[key] = owner.order
+            }
         }
         let installed = table.indexes.uniqueIndexes.contains { $0.filledDuringReplay }
         return (owners, table.indexes.uniqueIndexes.reduce(0) { $0 + $1.duplicates.count }, installed)
@@ -59,7 +81,9 @@ struct IndexFillJobTests {
         return dir
     }
 
-    private func insert(_ count: Int, into context: ModelContext, seed: UInt64, nilKeys: Bool = false, from first: Int64 = 0) throws {
+    private func insert(
+        _ count: Int, into context: ModelContext, seed: UInt64, nilKeys: Bool = false, from first: Int64 = 0
+    ) throws {
         var state = seed
         for i in 0..<Int64(count) {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

@@ -1,7 +1,8 @@
 import Foundation
 import PropertyBased
-@testable import ObjectGraph
 import Testing
+
+@testable import ObjectGraph
 
 /// Random operations on a store whose entity has secondary indexes, each followed by random
 /// fetches: every fetch through the indexes must return what the same fetch returns by scanning
@@ -10,7 +11,8 @@ import Testing
 @Suite("Property: fetches through secondary indexes equal scans")
 struct IndexPropertyTests {
     @Test func randomOperationsAndFetchesGiveTheScansAnswer() async {
-        await propertyCheck(count: max(20, propertyRuns / 3), input: Gen.int(in: 0...1_000_000_000).array(of: 1...50)) { codes in
+        await propertyCheck(count: max(20, propertyRuns / 3), input: Gen.int(in: 0...1_000_000_000).array(of: 1...50)) {
+            codes in
             do {
                 try run(codes)
             } catch {
@@ -20,7 +22,8 @@ struct IndexPropertyTests {
     }
 
     static let strings = [
-        "", "a", "b", "a section name longer than sixteen bytes", "a section name longer than sixteen bytez", "caf\u{E9}", "cafe\u{301}", "cafe", "cafz", "Z", "\u{E4}", "a\u{308}", "libs", "net", "web", "x y",
+        "", "a", "b", "a section name longer than sixteen bytes", "a section name longer than sixteen bytez",
+        "caf\u{E9}", "cafe\u{301}", "cafe", "cafz", "Z", "\u{E4}", "a\u{308}", "libs", "net", "web", "x y",
     ]
     static let prices: [Double] = [-100, -2.5, -0.0, 0, 1, 1.5, 3, 100, .infinity, -.infinity]
     static let ratings: [Float?] = [nil, -1, 0, 0.5, 2]
@@ -151,7 +154,8 @@ struct IndexPropertyTests {
             let indexed = try context.fetch(descriptor).map(ObjectIdentifier.init)
             let scanned = try context.fetch(scan).map(ObjectIdentifier.init)
             let evaluated = try context.fetch(foundation).map(ObjectIdentifier.init)
-            let description = "\(what): \(String(describing: descriptor.predicate)) sorted by \(descriptor.sortBy.map { "\($0.order)" }) "
+            let description =
+                "\(what): \(String(describing: descriptor.predicate)) sorted by \(descriptor.sortBy.map { "\($0.order)" }) "
                 + "limit \(String(describing: descriptor.fetchLimit)) offset \(String(describing: descriptor.fetchOffset)) "
                 + "pending \(descriptor.includePendingChanges)"
             #expect(indexed == scanned, "\(description): index differs from scan")

@@ -5,7 +5,8 @@ import ObjectGraph
 /// signed and unsigned integers, `Double`, `Float?`, `Date`, `Bool`, `Int8?`, and a compound
 /// index. `note` and `downloads` are not indexed.
 @Entity final class Listing {
-    #Index<Listing>([\.section], [\.maintainer, \.version], [\.price], [\.released], [\.stable], [\.rating], [\.size], [\.level])
+    #Index<Listing>(
+        [\.section], [\.maintainer, \.version], [\.price], [\.released], [\.stable], [\.rating], [\.size], [\.level])
     var section: String = ""
     var maintainer: String?
     @Attribute(.range(0...1000)) var version: Int = 0

@@ -1,14 +1,18 @@
 import Foundation
-@testable import ObjectGraph
 import Testing
 
+@testable import ObjectGraph
+
 /// Whether `fetch` gives the same objects, in the same order, with and without the indexes.
-private func sameAsScan<T: Entity>(_ context: ModelContext, _ d: FetchDescriptor<T>, _ what: String = "") throws -> [T] {
+private func sameAsScan<T: Entity>(_ context: ModelContext, _ d: FetchDescriptor<T>, _ what: String = "") throws -> [T]
+{
     var scan = d
     scan.allowsIndexes = false
     let indexed = try context.fetch(d)
     let scanned = try context.fetch(scan)
-    #expect(indexed.map(ObjectIdentifier.init) == scanned.map(ObjectIdentifier.init), "\(what): indexed fetch differs from the scan")
+    #expect(
+        indexed.map(ObjectIdentifier.init) == scanned.map(ObjectIdentifier.init),
+        "\(what): indexed fetch differs from the scan")
     #expect(try context.fetchCount(d) == scanned.count, "\(what): indexed fetchCount differs from the scan")
     return indexed
 }
@@ -21,9 +25,11 @@ private func table<T: Entity>(_ context: ModelContext, _ type: T.Type) throws ->
 @Suite("Secondary indexes: declaration, fetches, maintenance")
 struct IndexTests {
     @Test func indexMacroListsEachArrayAsOneIndexInTheEntityDescription() {
-        #expect(Listing.entityDescription.indexes.map(\.keys) == [
-            ["section"], ["maintainer", "version"], ["price"], ["released"], ["stable"], ["rating"], ["size"], ["level"],
-        ])
+        #expect(
+            Listing.entityDescription.indexes.map(\.keys) == [
+                ["section"], ["maintainer", "version"], ["price"], ["released"], ["stable"], ["rating"], ["size"],
+                ["level"],
+            ])
     }
 
     @Test func handWrittenIndexNamingNoAttributeIsASchemaError() {
@@ -45,7 +51,8 @@ struct IndexTests {
         final class Blob: Entity {
             var _backing = ObjectBacking(entity: Blob.entityDescription)
             static let entityDescription = EntityDescription(
-                name: "Blob", type: Blob.self, attributes: [.attribute("bytes", Data.self), .attribute("name", String.self)],
+                name: "Blob", type: Blob.self,
+                attributes: [.attribute("bytes", Data.self), .attribute("name", String.self)],
                 indexes: [IndexDescription(["bytes"]), IndexDescription([]), IndexDescription(["name", "name"])])
             init(_backing: ObjectBacking) { self._backing = _backing }
         }
@@ -66,10 +73,12 @@ struct IndexTests {
             l.version = i
         }
         try context.save()
-        let libs = try sameAsScan(context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "libs" }), "libs")
+        let libs = try sameAsScan(
+            context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "libs" }), "libs")
         #expect(libs.count == 100)
         #expect(libs.map(\.version) == Array(stride(from: 0, to: 300, by: 3)))
-        #expect(try table(context, Listing.self).indexes.secondaryIndexes[0].isBuilt, "the fetch built the section index")
+        #expect(
+            try table(context, Listing.self).indexes.secondaryIndexes[0].isBuilt, "the fetch built the section index")
     }
 
     @Test func fetchOnAnEntityWithoutIndexesScans() throws {
@@ -85,7 +94,8 @@ struct IndexTests {
             l.maintainer = i % 7 == 0 ? nil : "m\(i % 5)"
             l.version = i % 40
         }
-        let d = FetchDescriptor<Listing>(predicate: #Predicate { $0.maintainer == "m2" && $0.version > 10 && $0.version <= 30 })
+        let d = FetchDescriptor<Listing>(
+            predicate: #Predicate { $0.maintainer == "m2" && $0.version > 10 && $0.version <= 30 })
         let found = try sameAsScan(context, d, "compound")
         #expect(!found.isEmpty)
         #expect(found.allSatisfy { $0.maintainer == "m2" && $0.version > 10 && $0.version <= 30 })
@@ -103,9 +113,11 @@ struct IndexTests {
             l.section = s
             l.version = i
         }
-        let equal = try sameAsScan(context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section == decomposed }), "é")
+        let equal = try sameAsScan(
+            context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section == decomposed }), "é")
         #expect(equal.map(\.version) == [0, 2, 5])
-        let above = try sameAsScan(context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section > "cafe" }), "> cafe")
+        let above = try sameAsScan(
+            context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section > "cafe" }), "> cafe")
         #expect(above.map(\.version) == [0, 2, 3, 5])
     }
 
@@ -123,18 +135,24 @@ struct IndexTests {
             let walked = try sameAsScan(context, d, "sort \(order)")
             #expect(walked.count == 30)
             var two = FetchDescriptor<Listing>(
-                predicate: #Predicate { $0.price > -3 }, sortBy: [SortDescriptor(\.price, order: order), SortDescriptor(\.version, order: .reverse)])
+                predicate: #Predicate { $0.price > -3 },
+                sortBy: [SortDescriptor(\.price, order: order), SortDescriptor(\.version, order: .reverse)])
             two.fetchLimit = 25
             _ = try sameAsScan(context, two, "two descriptors \(order)")
         }
-        #expect(context.tables[0].indexWalk(sortSlot: 3, reverse: false, condition: nil, end: 10, committedOnly: false) != nil)
+        #expect(
+            context.tables[0].indexWalk(sortSlot: 3, reverse: false, condition: nil, end: 10, committedOnly: false)
+                != nil)
     }
 
     @Test func sortWalkFallsBackWhenAMatchingKeyIsNaN() throws {
         let context = ModelContext(schema: try Schema(Listing.self))
         for i in 0..<50 { try context.insert(Listing.self).price = i == 20 ? .nan : Double(i % 5) }
-        #expect(context.tables[0].indexWalk(sortSlot: 3, reverse: false, condition: nil, end: 10, committedOnly: false) == nil)
-        let equal = try sameAsScan(context, FetchDescriptor<Listing>(predicate: #Predicate { $0.price >= 3 }), "NaN range")
+        #expect(
+            context.tables[0].indexWalk(sortSlot: 3, reverse: false, condition: nil, end: 10, committedOnly: false)
+                == nil)
+        let equal = try sameAsScan(
+            context, FetchDescriptor<Listing>(predicate: #Predicate { $0.price >= 3 }), "NaN range")
         #expect(equal.count == 20)
     }
 
@@ -160,7 +178,8 @@ struct IndexTests {
             #expect(even.count == (pending ? 100 : 100))
             #expect(even.contains { $0 === all[0] } == !pending)
             #expect(even.contains { $0 === all[2] } == !pending)
-            var sorted = FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "even" }, sortBy: [SortDescriptor(\.price, order: .reverse)])
+            var sorted = FetchDescriptor<Listing>(
+                predicate: #Predicate { $0.section == "even" }, sortBy: [SortDescriptor(\.price, order: .reverse)])
             sorted.includePendingChanges = pending
             sorted.fetchLimit = 3
             _ = try sameAsScan(context, sorted, "sorted pending \(pending)")
@@ -212,15 +231,21 @@ struct IndexTests {
             let store = try ObjectStore.open(at: dir, schema: try Schema(PlainListing.self, Listing.self))
             for i in 0..<300 { try store.context.insert(Listing.self).section = "s\(i % 6)" }
             try store.context.save()
-            for l in try store.context.fetch(FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "s0" })) { store.context.delete(l) }
+            for l in try store.context.fetch(FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "s0" })) {
+                store.context.delete(l)
+            }
             try store.context.save()
             try store.compact()
-            #expect(try sameAsScan(store.context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section <= "s1" })).count == 50)
+            #expect(
+                try sameAsScan(store.context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section <= "s1" }))
+                    .count == 50)
             try store.close()
         }
         // The journal holds no index: reopening builds it again from the objects.
         let store = try ObjectStore.open(at: dir, schema: try Schema(PlainListing.self, Listing.self))
-        #expect(try sameAsScan(store.context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "s1" })).count == 50)
+        #expect(
+            try sameAsScan(store.context, FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "s1" })).count
+                == 50)
         try store.close()
     }
 
@@ -234,11 +259,15 @@ struct IndexTests {
         let s0 = FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "s0" })
         #expect(try sameAsScan(follower, s0).count == 20)
         for l in try leader.fetch(s0).prefix(5) { l.section = "s1" }
-        for l in try leader.fetch(FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "s2" })).prefix(3) { leader.delete(l) }
+        for l in try leader.fetch(FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "s2" })).prefix(3) {
+            leader.delete(l)
+        }
         try leader.save()
         for c in backend.saved.dropFirst() { try follower.apply(c) }
         #expect(try sameAsScan(follower, s0).count == 15)
-        #expect(try sameAsScan(follower, FetchDescriptor<Listing>(predicate: #Predicate { $0.section >= "s1" })).count == 42)
+        #expect(
+            try sameAsScan(follower, FetchDescriptor<Listing>(predicate: #Predicate { $0.section >= "s1" })).count == 42
+        )
     }
 }
 
@@ -258,7 +287,8 @@ final class PlainTag: Entity {
 final class IndexedTag: Entity {
     var _backing = ObjectBacking(entity: IndexedTag.entityDescription)
     static let entityDescription = EntityDescription(
-        name: "Tag", type: IndexedTag.self, attributes: [.attribute("label", String.self)], keyPaths: [\IndexedTag.label],
+        name: "Tag", type: IndexedTag.self, attributes: [.attribute("label", String.self)],
+        keyPaths: [\IndexedTag.label],
         indexes: [IndexDescription(["label"])])
     init(_backing: ObjectBacking) { self._backing = _backing }
     var label: String {
@@ -280,7 +310,8 @@ struct IndexStorageTests {
         }
         do {
             let store = try ObjectStore.open(at: dir, schema: try Schema(IndexedTag.self))
-            let t3 = try sameAsScan(store.context, FetchDescriptor<IndexedTag>(predicate: #Predicate { $0.label == "t3" }), "added")
+            let t3 = try sameAsScan(
+                store.context, FetchDescriptor<IndexedTag>(predicate: #Predicate { $0.label == "t3" }), "added")
             #expect(t3.count == 10)
             #expect(try table(store.context, IndexedTag.self).indexes.secondaryIndexes[0].isBuilt)
             for t in t3 { t.label = "t4" }
@@ -288,7 +319,8 @@ struct IndexStorageTests {
             try store.close()
         }
         let store = try ObjectStore.open(at: dir, schema: try Schema(PlainTag.self))
-        #expect(try store.context.fetchCount(FetchDescriptor<PlainTag>(predicate: #Predicate { $0.label == "t4" })) == 20)
+        #expect(
+            try store.context.fetchCount(FetchDescriptor<PlainTag>(predicate: #Predicate { $0.label == "t4" })) == 20)
         try store.close()
     }
 }

@@ -70,9 +70,10 @@ import Testing
         let document = try Self.parse(
             #"[null, true, false, 0, -5, 9223372036854775807, -9223372036854775808, 1.5, -0.0, 1e300, 2.5E-3, "text"]"#)
         let nodes = Self.elements(document, document.root)
-        #expect(nodes.map { document.kind($0) } == [
-            .null, .bool, .bool, .number, .number, .number, .number, .number, .number, .number, .number, .string,
-        ])
+        #expect(
+            nodes.map { document.kind($0) } == [
+                .null, .bool, .bool, .number, .number, .number, .number, .number, .number, .number, .number, .string,
+            ])
         #expect(document.bool(nodes[1]) == true)
         #expect(document.bool(nodes[2]) == false)
         #expect(Self.isInt(document.number(nodes[3]), 0))
@@ -246,7 +247,8 @@ import Testing
     /// `jsonText` is compact, escapes what JSON requires, and parses back to itself.
     @Test func jsonTextIsCompactAndEscaped() throws {
         let document = try Self.parse(
-            #"{ "a" : [ 1 , -2 , 3.5 , true , false , null , 18446744073709551615 ] , "b\"" : "x\ny\u0001é\\" , "e": {} }"#)
+            #"{ "a" : [ 1 , -2 , 3.5 , true , false , null , 18446744073709551615 ] , "b\"" : "x\ny\u0001é\\" , "e": {} }"#
+        )
         #expect(
             document.jsonText(document.root)
                 == #"{"a":[1,-2,3.5,true,false,null,18446744073709551615],"b\"":"x\ny\u0001é\\","e":{}}"#)
@@ -344,7 +346,10 @@ import Testing
                 corrupted[position] = replacement
                 let located = Self.locate(corrupted)
                 guard let error = Self.parseError(corrupted) else {
-                    #expect(located == nil, "simdjson accepts byte \(position) = \(replacement), the locator does not: \(String(describing: located))")
+                    #expect(
+                        located == nil,
+                        "simdjson accepts byte \(position) = \(replacement), the locator does not: \(String(describing: located))"
+                    )
                     continue
                 }
                 rejected += 1
@@ -369,7 +374,10 @@ import Testing
     /// Random insertions, deletions and replacements: simdjson and the locator accept the same damaged documents.
     @Test func locatorAgreesWithSimdjsonOnRandomDamage() {
         var generator = SeededGenerator(seed: 0x5EED_7A9E)
-        let alphabet = Array(#"{}[],:"\ u0123456789abcdefABCDEF-+.eEtrufalsn"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xE2, 0xED, 0xF0, 0xFF]
+        let alphabet =
+            Array(#"{}[],:"\ u0123456789abcdefABCDEF-+.eEtrufalsn"#.utf8) + [
+                0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xE2, 0xED, 0xF0, 0xFF,
+            ]
         for round in 0..<3000 {
             var bytes = Self.realisticDocument
             for _ in 0..<Int.random(in: 1...4, using: &generator) {
@@ -383,7 +391,10 @@ import Testing
             }
             let error = Self.parseError(bytes)
             let located = Self.locate(bytes)
-            #expect((error == nil) == (located == nil), "round \(round): simdjson \(error?.message ?? "accepts"), locator \(located.map { "\($0)" } ?? "accepts")")
+            #expect(
+                (error == nil) == (located == nil),
+                "round \(round): simdjson \(error?.message ?? "accepts"), locator \(located.map { "\($0)" } ?? "accepts")"
+            )
             if let error, let located {
                 #expect(error.byteOffset == located.offset)
             }

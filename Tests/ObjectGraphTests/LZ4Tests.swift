@@ -1,5 +1,5 @@
-import Testing
 import GraphJournal
+import Testing
 
 /// Tests of the liblz4 wrapper: round trips, interoperability with the `lz4` CLI, and damage
 /// that must raise an `LZ4Error` instead of crashing.
@@ -27,8 +27,10 @@ struct LZ4Tests {
     /// English-like text with repeats at many distances, so blocks hold real matches.
     static let prose: [UInt8] = {
         var generator = SeededGenerator(state: 7)
-        let words = ["object", "graph", "journal", "append", "entity", "relationship",
-                     "fault", "context", "save", "merge", "undo", "lz4", "block", "frame"]
+        let words = [
+            "object", "graph", "journal", "append", "entity", "relationship",
+            "fault", "context", "save", "merge", "undo", "lz4", "block", "frame",
+        ]
         var text = ""
         while text.utf8.count < 3000 {
             text += words[Int.random(in: 0..<words.count, using: &generator)]

@@ -30,12 +30,15 @@ struct LargeSaveBatchTests {
         }
     }
 
-    static func expectEveryValue(_ context: ModelContext, count: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectEveryValue(
+        _ context: ModelContext, count: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let people = try context.objects(of: Person.self).sorted { $0.id < $1.id }
         #expect(people.count == count, sourceLocation: sourceLocation)
         var wrong: [Int64] = []
         for (i, p) in people.enumerated() {
-            let ok = p.id == Int64(i) && p.name == "Person \(i)" && p.email == "p\(i)@example.com" && p.age == 20 + i % 60
+            let ok =
+                p.id == Int64(i) && p.name == "Person \(i)" && p.email == "p\(i)@example.com" && p.age == 20 + i % 60
                 && p.city == city(i, count: count) && p.score == Double(i) * 0.5
             if !ok { wrong.append(p.id) }
         }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ObjectGraph
 import Testing
+
+@testable import ObjectGraph
 
 /// Records its lifecycle calls; `willSave` normalizes the title and bumps a revision.
 @Entity final class Document {
@@ -13,9 +14,9 @@ import Testing
 
     func willSave() {
         log.append("willSave")
-        normalizedTitle = title.lowercased()     // a normal set: runs willSave again on this object
+        normalizedTitle = title.lowercased()  // a normal set: runs willSave again on this object
         if !isDeleted { try? setPrimitiveValue(stamp + 1, forKey: "stamp") }  // primitive: does not
-        if churn { revision += 1 }               // never settles
+        if churn { revision += 1 }  // never settles
     }
     func didSave() { log.append(isDeleted ? "didSave(deleted)" : "didSave") }
     func prepareForDeletion() { log.append("prepareForDeletion") }
@@ -131,13 +132,16 @@ struct LifecycleTests {
 
     @Test func validationReportsEveryFailureInOneError() throws {  // Docs/Semantics.md, rule 5
         let c = try context()
-        let a = try c.insert(Document.self)      // empty title: validateForInsert fails
+        let a = try c.insert(Document.self)  // empty title: validateForInsert fails
         let b = try c.insert(Document.self)
         b.title = "fine"
-        _ = try c.insert(Person.self)           // three required attributes without values
+        _ = try c.insert(Person.self)  // three required attributes without values
         let error = try #require(throws: ValidationError.self) { try c.save() }
         #expect(error.failures.count == 4)
-        #expect(error.failures.contains { $0.objectID == a.objectID && $0.key == "title" && $0.reason == "must not be empty" })
+        #expect(
+            error.failures.contains {
+                $0.objectID == a.objectID && $0.key == "title" && $0.reason == "must not be empty"
+            })
         #expect(Set(error.failures.filter { $0.entity == "Person" }.compactMap(\.key)) == ["id", "name", "email"])
         #expect(c.hasChanges && a.isInserted)
     }
@@ -276,7 +280,7 @@ struct PrimitiveObservationTests {
         let token = c.observe { seen.append($0) }
         try p.setPrimitiveValue("Grace", forKey: "name")
         try c.save()
-        #expect(backend.saved.count == 2)           // persisted…
+        #expect(backend.saved.count == 2)  // persisted…
         #expect(seen.allSatisfy { $0.updated.isEmpty })  // …but no observer hears of it
         p.city = "Paris"
         try p.setPrimitiveValue(3.5, forKey: "score")
@@ -294,7 +298,8 @@ struct PrimitiveObservationTests {
 /// Declared per-attribute validators: a range, a partial range and a closure.
 @Entity final class Reading {
     @Attribute(.range(0...150)) var age: Int = 0
-    @Attribute(.validate("must contain @") { (email: String) in email.contains("@") }) var email: String = "a@example.com"
+    @Attribute(.validate("must contain @") { (email: String) in email.contains("@") }) var email: String =
+        "a@example.com"
     @Attribute(.range(0.0...)) var score: Double?
 }
 
@@ -312,7 +317,11 @@ struct ValidatorTests {
         try c.insert(Document.self)  // empty title: validateForInsert fails too
         let error = try #require(throws: ValidationError.self) { try c.save() }
         let reasons = error.failures.map { "\($0.key ?? "-"): \($0.reason)" }.sorted()
-        #expect(reasons == ["age: 200 is not in 0...150", "email: must contain @", "score: -1.0 is less than 0.0", "title: must not be empty"])
+        #expect(
+            reasons == [
+                "age: 200 is not in 0...150", "email: must contain @", "score: -1.0 is less than 0.0",
+                "title: must not be empty",
+            ])
         #expect(backend.saved.isEmpty && c.hasChanges)
         r.age = 150; r.email = "r@example.com"; r.score = 0
         for d in try c.objects(of: Document.self) { d.title = "t" }

@@ -70,15 +70,20 @@ extension PayloadBytes {
         var w = LinkBytes()
         w.varint(changes.links.count)
         for c in changes.links {
-            guard let k = schema.links.firstIndex(where: { l in
-                l.entities.map { schema.entities[$0].name } == c.entityNames && l.names == c.relationshipNames
-            }) else { return nil }
+            guard
+                let k = schema.links.firstIndex(where: { l in
+                    l.entities.map { schema.entities[$0].name } == c.entityNames && l.names == c.relationshipNames
+                })
+            else { return nil }
             let orders: [[(owner: UInt64, placements: [(UInt64, Int)])]?] = (0..<2).map { side in
                 guard schema.links[k].ordered[side] else { return nil }
-                return c.orders.filter { $0.side == side }.map { o in (o.owner, o.placements.map { ($0.member, $0.index) }) }
+                return c.orders.filter { $0.side == side }.map { o in
+                    (o.owner, o.placements.map { ($0.member, $0.index) })
+                }
             }
             w.block(
-                link: k, removed: c.removed.map { ($0.serial0, $0.serial1) }, added: c.added.map { ($0.serial0, $0.serial1) },
+                link: k, removed: c.removed.map { ($0.serial0, $0.serial1) },
+                added: c.added.map { ($0.serial0, $0.serial1) },
                 orders: orders, runs: runs)
         }
         return w.bytes
@@ -105,7 +110,9 @@ func lpFingerprint(_ c: ModelContext) -> [String] {
     var lines: [String] = []
     for (l, spec) in lpSpecs.enumerated() {
         for side in 0..<2 {
-            let objects = ((try? c.objects(ofEntityNamed: spec.kinds[side].name)) ?? []).sorted { ($0.objectID?.serial ?? 0) < ($1.objectID?.serial ?? 0) }
+            let objects = ((try? c.objects(ofEntityNamed: spec.kinds[side].name)) ?? []).sorted {
+                ($0.objectID?.serial ?? 0) < ($1.objectID?.serial ?? 0)
+            }
             for o in objects {
                 var members = LpAccess.read(o, l, side).filter { !$0.isDeleted }.map { $0.objectID?.serial ?? 0 }
                 if !spec.ordered[side] { members.sort() }
@@ -125,7 +132,9 @@ func lpInconsistencies(_ c: ModelContext) -> [String] {
             for o in (try? c.objects(ofEntityNamed: spec.kinds[side].name)) ?? [] {
                 let members = LpAccess.read(o, l, side).filter { !$0.isDeleted }
                 let name = "\(spec.kinds[side].name)/\(o.objectID?.serial ?? 0).\(spec.keys[side])"
-                if Set(members.map(ObjectIdentifier.init)).count != members.count { problems.append("\(name) lists a member twice") }
+                if Set(members.map(ObjectIdentifier.init)).count != members.count {
+                    problems.append("\(name) lists a member twice")
+                }
                 if spec.toOne[side] && members.count > 1 { problems.append("\(name) holds \(members.count) objects") }
                 for m in members where !LpAccess.read(m, l, 1 - side).contains(where: { $0 === o }) {
                     problems.append("\(name) lists \(m.objectID.map { "\($0)" } ?? "?"), which does not list it back")
@@ -217,7 +226,9 @@ struct LinkDamageTests {
         _ = try Journal.readRecords(directory: dir.path) { record in
             switch record.entry.kind {
             case .schema: schema = try StoredSchema.decode(record.payload)
-            case .transaction, .base: result.append(LinkRecord(schema: try #require(schema), payload: record.payload, sequence: record.entry.sequence))
+            case .transaction, .base:
+                result.append(
+                    LinkRecord(schema: try #require(schema), payload: record.payload, sequence: record.entry.sequence))
             case nil: break
             }
         }
@@ -254,16 +265,22 @@ struct LinkDamageTests {
     }
 
     /// Decoding `payload` fails with `corruptPayload` naming a byte offset inside it.
-    static func expectCorrupt(_ schema: StoredSchema, _ payload: [UInt8], _ what: String, containing reason: String? = nil,
-                              sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectCorrupt(
+        _ schema: StoredSchema, _ payload: [UInt8], _ what: String, containing reason: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         do {
             _ = try schema.decodeTransaction(payload)
             Issue.record("\(what): decoded", sourceLocation: sourceLocation)
         } catch {
             #expect(error.code == .corruptPayload, "\(what): \(error)", sourceLocation: sourceLocation)
             let at = offset(in: error.message)
-            #expect(at.map { $0 >= 0 && $0 <= payload.count } == true, "\(what): no offset in the payload: \(error.message)", sourceLocation: sourceLocation)
-            if let reason { #expect(error.message.contains(reason), "\(what): \(error.message)", sourceLocation: sourceLocation) }
+            #expect(
+                at.map { $0 >= 0 && $0 <= payload.count } == true,
+                "\(what): no offset in the payload: \(error.message)", sourceLocation: sourceLocation)
+            if let reason {
+                #expect(error.message.contains(reason), "\(what): \(error.message)", sourceLocation: sourceLocation)
+            }
         }
         TransactionValidationTests.expectAgreement(schema, payload, what)
     }
@@ -286,7 +303,9 @@ struct LinkDamageTests {
                 for o in l.orders { orders[o.side] += 1 }
             }
         }
-        #expect(removed > 0 && added > 0 && orders[0] > 0 && orders[1] > 0, "removed \(removed), added \(added), orders \(orders)")
+        #expect(
+            removed > 0 && added > 0 && orders[0] > 0 && orders[1] > 0,
+            "removed \(removed), added \(added), orders \(orders)")
     }
 
     /// Journals written before pairs were grouped in runs: every record rewritten with its
@@ -372,7 +391,9 @@ struct LinkDamageTests {
                         } catch {
                             refused += 1
                             #expect(error.code == .inconsistentChangeSet, "\(what): \(error)")
-                            #expect(lpFingerprint(context) == fingerprint, "\(what): a refused change set changed the context")
+                            #expect(
+                                lpFingerprint(context) == fingerprint,
+                                "\(what): a refused change set changed the context")
                             #expect(!context.hasChanges, "\(what)")
                             continue
                         }
@@ -394,7 +415,9 @@ struct LinkDamageTests {
         let journals = try Self.journals()
         var cases: [(journal: Int, index: Int, start: Int)] = []
         for (j, journal) in journals.enumerated() {
-            for (i, r) in journal.enumerated() where r.payload.first == LinkBytes.version { cases.append((j, i, try Self.linkSectionStart(r))) }
+            for (i, r) in journal.enumerated() where r.payload.first == LinkBytes.version {
+                cases.append((j, i, try Self.linkSectionStart(r)))
+            }
         }
         var contexts: [String: ModelContext] = [:]
         func before(_ j: Int, _ i: Int) throws -> ModelContext {
@@ -429,7 +452,9 @@ struct LinkDamageTests {
                 #expect(problems.isEmpty, "\(what): \(problems.prefix(3))")
             } catch {
                 #expect(error.code == .inconsistentChangeSet, "\(what): \(error)")
-                #expect(lpFingerprint(c) == fingerprint && !c.hasChanges, "\(what): a refused change set changed the context")
+                #expect(
+                    lpFingerprint(c) == fingerprint && !c.hasChanges,
+                    "\(what): a refused change set changed the context")
             }
         }
     }
@@ -461,7 +486,8 @@ struct LinkDamageTests {
                     let what = "byte \(position) bit \(bit)"
                     let dir = temporaryStoreDirectory("link-flip-replay")
                     defer { try? FileManager.default.removeItem(at: dir) }
-                    try Self.write(journal.dropLast() + [LinkRecord(schema: last.schema, payload: damaged, sequence: 0)], to: dir)
+                    try Self.write(
+                        journal.dropLast() + [LinkRecord(schema: last.schema, payload: damaged, sequence: 0)], to: dir)
                     do {
                         let store = try ObjectStore.open(at: dir, schema: try lpSchema(), options: Self.options)
                         opened += 1
@@ -497,7 +523,9 @@ struct LinkDamageTests {
     // MARK: Crafted link sections
 
     /// A payload with no entity blocks and `blocks` as its link section.
-    static func crafted(_ blocks: (inout LinkBytes) -> Void, count: Int = 1, version: UInt8 = LinkBytes.version) -> [UInt8] {
+    static func crafted(
+        _ blocks: (inout LinkBytes) -> Void, count: Int = 1, version: UInt8 = LinkBytes.version
+    ) -> [UInt8] {
         var w = LinkBytes()
         w.bytes = [version, 0]
         w.varint(count)
@@ -517,13 +545,29 @@ struct LinkDamageTests {
         }
         // A link index past the schema's links, and one out of order.
         Self.expectCorrupt(stored, Self.crafted { $0.block(link: n, orders: none(n)) }, "link index \(n)")
-        Self.expectCorrupt(stored, Self.crafted({ $0.block(link: 1, orders: none(1)); $0.block(link: 1, orders: none(1)) }, count: 2), "link 1 twice", containing: "out of order")
-        Self.expectCorrupt(stored, Self.crafted({ $0.block(link: 2, orders: none(2)); $0.block(link: 0, orders: none(0)) }, count: 2), "links 2, 0", containing: "out of order")
+        Self.expectCorrupt(
+            stored,
+            Self.crafted(
+                {
+                    $0.block(link: 1, orders: none(1)); $0.block(link: 1, orders: none(1))
+                }, count: 2), "link 1 twice", containing: "out of order")
+        Self.expectCorrupt(
+            stored,
+            Self.crafted(
+                {
+                    $0.block(link: 2, orders: none(2)); $0.block(link: 0, orders: none(0))
+                }, count: 2), "links 2, 0", containing: "out of order")
         // More blocks than links.
-        Self.expectCorrupt(stored, Self.crafted({ w in for k in 0..<n { w.block(link: k, orders: none(k)) } }, count: n + 1), "\(n + 1) blocks")
+        Self.expectCorrupt(
+            stored, Self.crafted({ w in for k in 0..<n { w.block(link: k, orders: none(k)) } }, count: n + 1),
+            "\(n + 1) blocks")
         // Serial 0, on either side, removed or added.
-        Self.expectCorrupt(stored, Self.crafted { $0.block(link: 0, added: [(0, 1)], orders: none(0)) }, "serial 0 on side 0", containing: "serial 0")
-        Self.expectCorrupt(stored, Self.crafted { $0.block(link: 0, removed: [(1, 0)], orders: none(0)) }, "serial 0 on side 1", containing: "serial 0")
+        Self.expectCorrupt(
+            stored, Self.crafted { $0.block(link: 0, added: [(0, 1)], orders: none(0)) }, "serial 0 on side 0",
+            containing: "serial 0")
+        Self.expectCorrupt(
+            stored, Self.crafted { $0.block(link: 0, removed: [(1, 0)], orders: none(0)) }, "serial 0 on side 1",
+            containing: "serial 0")
         // A negative serial from the deltas.
         var negative = LinkBytes()
         negative.bytes = [3, 0, 1, 0, 0, 0, 1, 1]
@@ -541,12 +585,17 @@ struct LinkDamageTests {
         // Runs that do not hold the pairs counted: a run of no pairs, more runs than pairs,
         // runs of fewer pairs than counted, and runs without pairs.
         Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 1, 1, 2, 0, 2], "a run of no pairs", containing: "no pairs")
-        Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 1, 2, 2, 1, 2, 2, 1, 2], "two runs of one pair", containing: "exceeds")
-        Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 2, 1, 2, 1, 2, 0, 0], "a run of one of two pairs", containing: "not 2")
-        Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 0, 1, 2, 1, 2, 0, 0], "runs counted without pairs", containing: "exceeds")
+        Self.expectCorrupt(
+            stored, [3, 0, 1, 0, 0, 0, 1, 2, 2, 1, 2, 2, 1, 2], "two runs of one pair", containing: "exceeds")
+        Self.expectCorrupt(
+            stored, [3, 0, 1, 0, 0, 0, 2, 1, 2, 1, 2, 0, 0], "a run of one of two pairs", containing: "not 2")
+        Self.expectCorrupt(
+            stored, [3, 0, 1, 0, 0, 0, 0, 1, 2, 1, 2, 0, 0], "runs counted without pairs", containing: "exceeds")
         Self.expectCorrupt(stored, [3, 0, 1, 0, 0, 0, 1, 0, 0, 0], "pairs without runs", containing: "runs of 1 pairs")
         // The same damage in a version 2 payload, whose pairs stand alone.
-        Self.expectCorrupt(stored, Self.crafted({ $0.block(link: 0, added: [(0, 1)], orders: none(0), runs: false) }, version: 2), "version 2: serial 0", containing: "serial 0")
+        Self.expectCorrupt(
+            stored, Self.crafted({ $0.block(link: 0, added: [(0, 1)], orders: none(0), runs: false) }, version: 2),
+            "version 2: serial 0", containing: "serial 0")
         var negative2 = LinkBytes()
         negative2.bytes = [2, 0, 1, 0, 0, 1]
         negative2.signed(-5)
@@ -554,7 +603,9 @@ struct LinkDamageTests {
         negative2.varint(0)
         Self.expectCorrupt(stored, negative2.bytes, "version 2: negative serial")
         // Order indexes not ascending, and an index past Int32.
-        let descending = Self.crafted { $0.block(link: album, orders: [[(owner: 1, placements: [(1, 2), (2, 1)])], []]) }
+        let descending = Self.crafted {
+            $0.block(link: album, orders: [[(owner: 1, placements: [(1, 2), (2, 1)])], []])
+        }
         Self.expectCorrupt(stored, descending, "descending order indexes", containing: "order index")
         var huge = LinkBytes()
         huge.bytes = [3, 0, 1]
@@ -569,12 +620,18 @@ struct LinkDamageTests {
         counts.varint(1 << 40)
         Self.expectCorrupt(stored, counts.bytes, "a pair count past the payload")
         // A link section in a version 1 payload, and in a payload of a schema without links.
-        Self.expectCorrupt(stored, Self.crafted({ $0.block(link: 0, orders: none(0)) }, version: 1), "links after a version 1 payload", containing: "after the last block")
+        Self.expectCorrupt(
+            stored, Self.crafted({ $0.block(link: 0, orders: none(0)) }, version: 1), "links after a version 1 payload",
+            containing: "after the last block")
         let noLinks = StoredSchema(try Schema(Person.self))
-        Self.expectCorrupt(noLinks, Self.crafted { $0.block(link: 0, orders: none(0)) }, "links without links in the schema", containing: "schema has no links")
+        Self.expectCorrupt(
+            noLinks, Self.crafted { $0.block(link: 0, orders: none(0)) }, "links without links in the schema",
+            containing: "schema has no links")
         Self.expectCorrupt(stored, [4, 0, 0], "payload version 4")
         // Bytes after the link section.
-        Self.expectCorrupt(stored, Self.crafted { $0.block(link: 0, orders: none(0)) } + [0], "a byte after the links", containing: "after the last block")
+        Self.expectCorrupt(
+            stored, Self.crafted { $0.block(link: 0, orders: none(0)) } + [0], "a byte after the links",
+            containing: "after the last block")
     }
 
     /// What only the state can tell wrong: the record decodes (and validates) but cannot apply.
@@ -587,7 +644,10 @@ struct LinkDamageTests {
         let states = try Self.makeStore(original)
         let stored = StoredSchema(try lpSchema())
         func link(_ from: String, _ key: String) throws -> Int {
-            try #require(stored.links.firstIndex { l in (0..<2).contains { stored.entities[l.entities[$0]].name == from && l.names[$0] == key } })
+            try #require(
+                stored.links.firstIndex { l in
+                    (0..<2).contains { stored.entities[l.entities[$0]].name == from && l.names[$0] == key }
+                })
         }
         let labels = try link("LpArticle", "labels")
         let songs = try link("LpAlbum", "songs")
@@ -597,10 +657,16 @@ struct LinkDamageTests {
         let albumSerial = try #require(album.objectID?.serial)
         let member = try #require(album.songs.first?.objectID?.serial)
         let count = album.songs.count
-        let articleSerial = try #require(try reopened.context.objects(of: LpArticle.self).first { $0.n == 0 }?.objectID?.serial)
-        let linkedLabel = try #require(try reopened.context.objects(of: LpArticle.self).first { $0.n == 0 }?.labels.first?.objectID?.serial)
-        let unlinkedLabel = try #require(try reopened.context.objects(of: LpLabel.self).first { l in !l.articles.contains { $0.n == 0 } }?.objectID?.serial)
-        let unlisted = try #require(try reopened.context.objects(of: LpSong.self).first { s in !s.albums.contains { $0 === album } }?.objectID?.serial)
+        let articleSerial = try #require(
+            try reopened.context.objects(of: LpArticle.self).first { $0.n == 0 }?.objectID?.serial)
+        let linkedLabel = try #require(
+            try reopened.context.objects(of: LpArticle.self).first { $0.n == 0 }?.labels.first?.objectID?.serial)
+        let unlinkedLabel = try #require(
+            try reopened.context.objects(of: LpLabel.self).first { l in !l.articles.contains { $0.n == 0 } }?.objectID?
+                .serial)
+        let unlisted = try #require(
+            try reopened.context.objects(of: LpSong.self).first { s in !s.albums.contains { $0 === album } }?.objectID?
+                .serial)
         try reopened.close()
         let albumSide = stored.entities[stored.links[songs].entities[0]].name == "LpAlbum" ? 0 : 1
         func orders(_ placements: [(UInt64, Int)]) -> [[(owner: UInt64, placements: [(UInt64, Int)])]?] {
@@ -612,19 +678,46 @@ struct LinkDamageTests {
             stored.entities[stored.links[labels].entities[0]].name == "LpArticle" ? (article, label) : (label, article)
         }
         let cases: [(String, [UInt8], String)] = [
-            ("a link to a serial that does not exist", Self.crafted { $0.block(link: labels, added: [pair(articleSerial, 999)]) }, "does not exist"),
-            ("a link from a serial that does not exist", Self.crafted { $0.block(link: labels, added: [pair(999, linkedLabel)]) }, "does not exist"),
-            ("an unlink of a pair that is not linked", Self.crafted { $0.block(link: labels, removed: [pair(articleSerial, unlinkedLabel)]) }, "not linked"),
-            ("a link of a pair linked already", Self.crafted { $0.block(link: labels, added: [pair(articleSerial, linkedLabel)]) }, "linked already"),
-            ("an order edit naming a non-member", Self.crafted { $0.block(link: songs, orders: orders([(unlisted, 0)])) }, "does not have"),
-            ("an order edit naming a serial that does not exist", Self.crafted { $0.block(link: songs, orders: orders([(999, 0)])) }, "does not exist"),
-            ("an order edit with an index past the end", Self.crafted { $0.block(link: songs, orders: orders([(member, count)])) }, "past its end"),
-            ("an order edit naming a member twice", Self.crafted { $0.block(link: songs, orders: orders([(member, 0), (member, 1)])) }, "does not have"),
-            ("an order edit of an owner that does not exist", Self.crafted { w in
-                var o: [[(owner: UInt64, placements: [(UInt64, Int)])]?] = [[], []]
-                o[albumSide] = [(999, [(member, 0)])]
-                w.block(link: songs, orders: o)
-            }, "does not exist"),
+            (
+                "a link to a serial that does not exist",
+                Self.crafted { $0.block(link: labels, added: [pair(articleSerial, 999)]) }, "does not exist"
+            ),
+            (
+                "a link from a serial that does not exist",
+                Self.crafted { $0.block(link: labels, added: [pair(999, linkedLabel)]) }, "does not exist"
+            ),
+            (
+                "an unlink of a pair that is not linked",
+                Self.crafted { $0.block(link: labels, removed: [pair(articleSerial, unlinkedLabel)]) }, "not linked"
+            ),
+            (
+                "a link of a pair linked already",
+                Self.crafted { $0.block(link: labels, added: [pair(articleSerial, linkedLabel)]) }, "linked already"
+            ),
+            (
+                "an order edit naming a non-member",
+                Self.crafted { $0.block(link: songs, orders: orders([(unlisted, 0)])) }, "does not have"
+            ),
+            (
+                "an order edit naming a serial that does not exist",
+                Self.crafted { $0.block(link: songs, orders: orders([(999, 0)])) }, "does not exist"
+            ),
+            (
+                "an order edit with an index past the end",
+                Self.crafted { $0.block(link: songs, orders: orders([(member, count)])) }, "past its end"
+            ),
+            (
+                "an order edit naming a member twice",
+                Self.crafted { $0.block(link: songs, orders: orders([(member, 0), (member, 1)])) }, "does not have"
+            ),
+            (
+                "an order edit of an owner that does not exist",
+                Self.crafted { w in
+                    var o: [[(owner: UInt64, placements: [(UInt64, Int)])]?] = [[], []]
+                    o[albumSide] = [(999, [(member, 0)])]
+                    w.block(link: songs, orders: o)
+                }, "does not exist"
+            ),
         ]
         for (what, payload, reason) in cases {
             // Decoding and validation agree: the grammar is intact.
@@ -717,7 +810,8 @@ struct LinkDamageTests {
 
     /// The newest log segment of the store at `dir`.
     static func lastSegment(_ dir: URL) throws -> URL {
-        let logs = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".log") }.sorted()
+        let logs = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".log") }
+            .sorted()
         return dir.appendingPathComponent(try #require(logs.last))
     }
 
@@ -745,7 +839,8 @@ struct LinkDamageTests {
         try store.close()
         let sizeAfter = try #require(try FileManager.default.attributesOfItem(atPath: segment.path)[.size] as? Int)
         #expect(sizeAfter > sizeBefore)
-        for cut in Set([1, 2, 3, 8, (sizeAfter - sizeBefore) / 2, sizeAfter - sizeBefore - 1]) where cut > 0 && cut < sizeAfter - sizeBefore {
+        for cut in Set([1, 2, 3, 8, (sizeAfter - sizeBefore) / 2, sizeAfter - sizeBefore - 1])
+        where cut > 0 && cut < sizeAfter - sizeBefore {
             let copy = try Self.copy(dir)
             defer { try? FileManager.default.removeItem(at: copy) }
             let handle = try FileHandle(forWritingTo: try Self.lastSegment(copy))
@@ -780,15 +875,17 @@ struct LinkDamageTests {
                 do {
                     let store = try ObjectStore.open(at: copy, schema: try lpSchema(), options: Self.options)
                     let state = lpFingerprint(store.context)
-                    #expect(state == states[states.count - 2] && store.openReport.tornTail != nil,
-                            "\(what): opened without reporting the damage, or with another state")
+                    #expect(
+                        state == states[states.count - 2] && store.openReport.tornTail != nil,
+                        "\(what): opened without reporting the damage, or with another state")
                     try store.close()
                 } catch let error as StoreError {
                     #expect(error.code == .corruptPayload || error.code == .journal, "\(what): \(error)")
                     var pointInTime = Self.options
                     pointInTime.recovery = .pointInTime
                     let store = try ObjectStore.open(at: copy, schema: try lpSchema(), options: pointInTime)
-                    #expect(lpFingerprint(store.context) == states[states.count - 2], "\(what): point in time lost a save")
+                    #expect(
+                        lpFingerprint(store.context) == states[states.count - 2], "\(what): point in time lost a save")
                     try store.close()
                 }
             }
@@ -807,14 +904,21 @@ struct LinkDamageTests {
         #expect(Array(bytes.suffix(links.count)) == links, "the link list is written as documented")
         #expect(try StoredSchema.decode(bytes) == stored)
         let start = bytes.count - links.count
-        func expectCorrupt(_ damaged: [UInt8], _ what: String, containing reason: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+        func expectCorrupt(
+            _ damaged: [UInt8], _ what: String, containing reason: String? = nil,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             do {
                 _ = try StoredSchema.decode(damaged)
                 Issue.record("\(what): decoded", sourceLocation: sourceLocation)
             } catch {
                 #expect(error.code == .corruptPayload, "\(what): \(error)", sourceLocation: sourceLocation)
-                #expect(Self.offset(in: error.message).map { $0 <= damaged.count } == true, "\(what): \(error.message)", sourceLocation: sourceLocation)
-                if let reason { #expect(error.message.contains(reason), "\(what): \(error.message)", sourceLocation: sourceLocation) }
+                #expect(
+                    Self.offset(in: error.message).map { $0 <= damaged.count } == true, "\(what): \(error.message)",
+                    sourceLocation: sourceLocation)
+                if let reason {
+                    #expect(error.message.contains(reason), "\(what): \(error.message)", sourceLocation: sourceLocation)
+                }
             }
         }
         for length in 0..<bytes.count { expectCorrupt(Array(bytes[..<length]), "schema cut to \(length) bytes") }
@@ -835,7 +939,8 @@ struct LinkDamageTests {
         let n = stored.entities.count
         for k in stored.links.indices {
             for s in 0..<2 {
-                expectCorrupt(side(k, s, entity: n), "link \(k) side \(s) names entity \(n)", containing: "names entity")
+                expectCorrupt(
+                    side(k, s, entity: n), "link \(k) side \(s) names entity \(n)", containing: "names entity")
                 expectCorrupt(side(k, s, entity: 1 << 30), "link \(k) side \(s) names entity 2^30")
                 for flags: UInt8 in [3, 4, 8, 0x80, 0xFF] {
                     expectCorrupt(side(k, s, flags: flags), "link \(k) side \(s) flags \(flags)", containing: "flags")
@@ -845,7 +950,9 @@ struct LinkDamageTests {
             var both = stored
             both.links[k].toOne = [true, true]
             both.links[k].ordered = [false, false]
-            expectCorrupt(Array(bytes[..<start]) + LinkBytes.schemaLinks(both), "link \(k) with two to-one sides", containing: "two to-one")
+            expectCorrupt(
+                Array(bytes[..<start]) + LinkBytes.schemaLinks(both), "link \(k) with two to-one sides",
+                containing: "two to-one")
         }
         // A link count past the record, and bytes after the link list.
         var count = LinkBytes()
@@ -862,7 +969,9 @@ struct LinkDamageTests {
         let journal = try Journal.open(directory: damagedDir)
         try journal.append(try #require(records.first).payload, schema: side(0, 1, flags: 3))
         try journal.close()
-        let error = try #require(throws: StoreError.self) { try ObjectStore.open(at: damagedDir, schema: try lpSchema(), options: Self.options) }
+        let error = try #require(throws: StoreError.self) {
+            try ObjectStore.open(at: damagedDir, schema: try lpSchema(), options: Self.options)
+        }
         #expect(error.code == .journal && error.file != nil, "\(error)")
         #expect(error.message.contains("link side flags 3"), "\(error.message)")
         #expect(throws: StoreError.self) { try ObjectStore.openDynamic(at: damagedDir, options: Self.options) }
@@ -918,7 +1027,9 @@ struct LinkDamageTests {
                 let what = "schema byte \(position) bit \(bit)"
                 guard let schema = try? StoredSchema.decode(damaged) else { continue }
                 // Every payload decodes and validates alike against it.
-                for (i, t) in transactions.enumerated() { TransactionValidationTests.expectAgreement(schema, t, "\(what), record \(i)") }
+                for (i, t) in transactions.enumerated() {
+                    TransactionValidationTests.expectAgreement(schema, t, "\(what), record \(i)")
+                }
                 let store = temporaryStoreDirectory("link-schema-flip")
                 defer { try? FileManager.default.removeItem(at: store) }
                 let journal = try Journal.open(directory: store)
@@ -926,14 +1037,17 @@ struct LinkDamageTests {
                 try journal.close()
                 for dynamic in [false, true] {
                     do {
-                        let s = dynamic
+                        let s =
+                            dynamic
                             ? try ObjectStore.openDynamic(at: store, options: Self.options)
                             : try ObjectStore.open(at: store, schema: try lpSchema(), options: Self.options)
                         try s.close()
                         opened += 1
                     } catch let error as StoreError {
                         refused += 1
-                        #expect([.corruptPayload, .incompatibleSchema, .journal].contains(error.code), "\(what), dynamic \(dynamic): \(error)")
+                        #expect(
+                            [.corruptPayload, .incompatibleSchema, .journal].contains(error.code),
+                            "\(what), dynamic \(dynamic): \(error)")
                     }
                 }
             }

@@ -11,7 +11,9 @@ import Testing
 
 /// Applies operation `code` to `list` and to `model` alike (`ordered`: the model is an array in
 /// order; otherwise only its members count). `fresh` hands out members never used before.
-private func apply(_ code: Int, _ list: inout LinkList, ordered: Bool, _ model: inout [Int32], fresh: inout Int32) -> String {
+private func apply(
+    _ code: Int, _ list: inout LinkList, ordered: Bool, _ model: inout [Int32], fresh: inout Int32
+) -> String {
     let n = model.count
     switch code % 8 {
     case 0, 1:
@@ -139,7 +141,9 @@ struct LinkListTests {
             return best
         }
         let small = fastestPass(10_000), large = fastestPass(100_000)
-        #expect(large < small * 4, "2,000 removals: \(Int(small / 1000)) µs from 10k members, \(Int(large / 1000)) µs from 100k")
+        #expect(
+            large < small * 4,
+            "2,000 removals: \(Int(small / 1000)) µs from 10k members, \(Int(large / 1000)) µs from 100k")
     }
 }
 
@@ -227,10 +231,14 @@ struct LongOrderedListTests {
             mix.tracks = tracks
             try c.save()
             var order = tracks
-            for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(generator.next() % UInt64(i + 1))) }
+            for i in stride(from: order.count - 1, to: 0, by: -1) {
+                order.swapAt(i, Int(generator.next() % UInt64(i + 1)))
+            }
             let start = ContinuousClock.now
             mix.tracks = order
-            #expect(ContinuousClock.now - start < .seconds(60), "assigning 20,000 members in a new order (a quadratic reorder takes minutes)")
+            #expect(
+                ContinuousClock.now - start < .seconds(60),
+                "assigning 20,000 members in a new order (a quadratic reorder takes minutes)")
             #expect(mix.tracks.map(\.title) == order.map(\.title))
             c.rollback()
             #expect(mix.tracks.map(\.title) == tracks.map(\.title), "rolled back")

@@ -60,7 +60,9 @@ import Testing
 }
 
 private var linkMappingSchema: Schema {
-    get throws { try Schema(LMCourse.self, LMStudent.self, LMAlbum.self, LMSong.self, LMRecipe.self, LMStep.self, LMUnit.self) }
+    get throws {
+        try Schema(LMCourse.self, LMStudent.self, LMAlbum.self, LMSong.self, LMRecipe.self, LMStep.self, LMUnit.self)
+    }
 }
 
 private func json(_ text: String) -> Data { Data(text.utf8) }
@@ -127,7 +129,8 @@ struct LinkMappingTests {
         #expect(r.counts.inserted == 3)
         #expect(r.countsByEntity["LMStudent"]?.inserted == 3, "a student named twice is one object")
         #expect(logins(try course("cs101", in: context).students) == ["ada", "alan"])
-        #expect(logins(try course("ma201", in: context).students) == ["ada", "emmy"], "a member listed twice counts once")
+        #expect(
+            logins(try course("ma201", in: context).students) == ["ada", "emmy"], "a member listed twice counts once")
         #expect(try course("ph110", in: context).students.isEmpty)
         // The inverse: each student lists the courses whose arrays named them.
         #expect(codes(try student("ada", in: context).courses) == ["cs101", "ma201"])
@@ -160,16 +163,22 @@ struct LinkMappingTests {
         let context = ModelContext(schema: try linkMappingSchema)
         try context.map(json(enrolment), with: try courses())
         try context.save()
-        let r = try context.map(json("""
-            [{"code": "cs101", "students": [{"login": "alan"}, {"login": "grace", "name": "Grace"}]},
-             {"code": "ma201", "title": "Algebra"},
-             {"code": "ph110", "students": null}]
-            """), with: try courses())
-        #expect(r.counts.updated == 1 && r.counts.unchanged == 2, "only cs101 changed: a missing key leaves ma201, null clears the empty ph110")
+        let r = try context.map(
+            json(
+                """
+                [{"code": "cs101", "students": [{"login": "alan"}, {"login": "grace", "name": "Grace"}]},
+                 {"code": "ma201", "title": "Algebra"},
+                 {"code": "ph110", "students": null}]
+                """), with: try courses())
+        #expect(
+            r.counts.updated == 1 && r.counts.unchanged == 2,
+            "only cs101 changed: a missing key leaves ma201, null clears the empty ph110")
         #expect(logins(try course("cs101", in: context).students) == ["alan", "grace"])
         #expect(codes(try student("ada", in: context).courses) == ["ma201"], "ada left cs101")
         #expect(codes(try student("grace", in: context).courses) == ["cs101"])
-        #expect(logins(try course("ma201", in: context).students) == ["ada", "emmy"], "a missing key leaves the relationship")
+        #expect(
+            logins(try course("ma201", in: context).students) == ["ada", "emmy"],
+            "a missing key leaves the relationship")
         let changed = try course("cs101", in: context).changedValues()
         guard case .objects(let ids)?? = changed["students"] else {
             Issue.record("students not reported as changed: \(changed)")
@@ -190,7 +199,8 @@ struct LinkMappingTests {
         try byCode.identify(by: "code")
         var m = try students()
         try m.map("courses", to: "courses", with: byCode)
-        let document = json("""
+        let document = json(
+            """
             [{"login": "ada", "courses": [{"code": "cs101"}, {"code": "ma201"}]},
              {"login": "alan", "courses": [{"code": "cs101"}]}]
             """)
@@ -211,14 +221,16 @@ struct LinkMappingTests {
         try units.map("name", "version")
         try units.identify(by: "name")
         try units.map("depends", to: "depends", with: byName)
-        let document = json("""
+        let document = json(
+            """
             [{"name": "curl", "version": "7.88", "depends": [{"name": "libc6"}, {"name": "zlib1g"}, {"name": "libcurl4"}]},
              {"name": "libcurl4", "version": "7.88", "depends": [{"name": "libc6"}, {"name": "zlib1g"}]},
              {"name": "zlib1g", "version": "1.2.13", "depends": [{"name": "libc6"}]},
              {"name": "libc6", "version": "2.36", "depends": []}]
             """)
         let r = try context.map(document, with: units)
-        #expect(r.counts.inserted == 4, "a unit named as a dependency first and listed later is one object: \(r.counts)")
+        #expect(
+            r.counts.inserted == 4, "a unit named as a dependency first and listed later is one object: \(r.counts)")
         let libc = try #require(try context.object(LMUnit.self, where: \.name, equals: "libc6"))
         #expect(libc.version == "2.36")
         #expect(libc.dependents.map(\.name).sorted() == ["curl", "libcurl4", "zlib1g"])
@@ -240,10 +252,12 @@ struct LinkMappingTests {
         try units.map("name", "version")
         try units.identify(by: "name")
         try units.map("depends", to: "depends", with: byName)
-        let document = json(#"[{"name": "zlib1g", "version": "1", "depends": [{"name": "libc6"}]}, {"name": "libc6", "version": "2"}]"#)
+        let document = json(
+            #"[{"name": "zlib1g", "version": "1", "depends": [{"name": "libc6"}]}, {"name": "libc6", "version": "2"}]"#)
         let first = try context.map(document, with: units)
         #expect(try context.count(of: LMUnit.self) == 2)
-        #expect(first.counts.inserted == 2 && first.counts.updated == 0 && first.counts.unchanged == 0, "\(first.counts)")
+        #expect(
+            first.counts.inserted == 2 && first.counts.updated == 0 && first.counts.unchanged == 0, "\(first.counts)")
         let again = try context.map(document, with: units)
         #expect(again.counts.unchanged == 2, "\(again.counts)")
     }
@@ -252,7 +266,8 @@ struct LinkMappingTests {
 
     @Test func anOrderedToManyTakesTheArraysOrder() throws {
         let context = ModelContext(schema: try linkMappingSchema)
-        let document = json("""
+        let document = json(
+            """
             [{"albumID": 1, "title": "A", "songs": [{"songID": 30, "title": "c"}, {"songID": 10, "title": "a"}, {"songID": 20, "title": "b"}]},
              {"albumID": 2, "title": "B", "songs": [{"songID": 20}, {"songID": 40, "title": "d"}, {"songID": 30}, {"songID": 20}]}]
             """)
@@ -269,13 +284,19 @@ struct LinkMappingTests {
 
     @Test func aNewOrderInTheDocumentReordersAndOnlyThat() throws {
         let context = ModelContext(schema: try linkMappingSchema)
-        try context.map(json(#"[{"albumID": 1, "songs": [{"songID": 1}, {"songID": 2}, {"songID": 3}, {"songID": 4}]}]"#), with: try albums())
+        try context.map(
+            json(#"[{"albumID": 1, "songs": [{"songID": 1}, {"songID": 2}, {"songID": 3}, {"songID": 4}]}]"#),
+            with: try albums())
         try context.save()
-        let r = try context.map(json(#"[{"albumID": 1, "songs": [{"songID": 4}, {"songID": 1}, {"songID": 2}, {"songID": 3}]}]"#), with: try albums())
+        let r = try context.map(
+            json(#"[{"albumID": 1, "songs": [{"songID": 4}, {"songID": 1}, {"songID": 2}, {"songID": 3}]}]"#),
+            with: try albums())
         #expect(r.counts.updated == 1, "the same members in another order is a change of an ordered relationship")
         #expect(songIDs(try album(1, in: context)) == [4, 1, 2, 3])
         // Order changes, a member leaves, another joins, in one array.
-        try context.map(json(#"[{"albumID": 1, "songs": [{"songID": 3}, {"songID": 5}, {"songID": 4}, {"songID": 1}]}]"#), with: try albums())
+        try context.map(
+            json(#"[{"albumID": 1, "songs": [{"songID": 3}, {"songID": 5}, {"songID": 4}, {"songID": 1}]}]"#),
+            with: try albums())
         #expect(songIDs(try album(1, in: context)) == [3, 5, 4, 1])
         #expect(try #require(try context.object(LMSong.self, where: \.songID, equals: 2)).albums.isEmpty)
         context.rollback()
@@ -284,7 +305,8 @@ struct LinkMappingTests {
 
     @Test func orderedLinksMappedSurviveSaveAndReopen() throws {
         let dir = temporaryStoreDirectory()
-        let document = json("""
+        let document = json(
+            """
             [{"albumID": 1, "title": "A", "songs": [{"songID": 3}, {"songID": 1}, {"songID": 2}]},
              {"albumID": 2, "title": "B", "songs": [{"songID": 2}, {"songID": 3}]}]
             """)
@@ -292,7 +314,8 @@ struct LinkMappingTests {
             let store = try ObjectStore.open(at: dir, schema: try linkMappingSchema)
             try store.context.map(document, with: try albums())
             try store.context.save()
-            try store.context.map(json(#"[{"albumID": 2, "songs": [{"songID": 3}, {"songID": 1}, {"songID": 2}]}]"#), with: try albums())
+            try store.context.map(
+                json(#"[{"albumID": 2, "songs": [{"songID": 3}, {"songID": 1}, {"songID": 2}]}]"#), with: try albums())
             try store.context.save()
             try store.close()
         }
@@ -301,7 +324,8 @@ struct LinkMappingTests {
         #expect(songIDs(try album(1, in: context)) == [3, 1, 2])
         #expect(songIDs(try album(2, in: context)) == [3, 1, 2])
         // The reopened store maps the last document again without a change.
-        let again = try context.map(json(#"[{"albumID": 2, "songs": [{"songID": 3}, {"songID": 1}, {"songID": 2}]}]"#), with: try albums())
+        let again = try context.map(
+            json(#"[{"albumID": 2, "songs": [{"songID": 3}, {"songID": 1}, {"songID": 2}]}]"#), with: try albums())
         #expect(again.counts.unchanged == 1 && !context.hasChanges)
         try store.close()
     }
@@ -315,7 +339,8 @@ struct LinkMappingTests {
         try recipe.map("name")
         try recipe.identify(by: "name")
         try recipe.map("steps", to: "steps", with: step)
-        let document = json("""
+        let document = json(
+            """
             [{"name": "bread", "steps": [{"stepID": 3, "text": "bake"}, {"stepID": 1, "text": "mix"}, {"stepID": 2, "text": "rise"}]},
              {"name": "tea", "steps": [{"stepID": 10, "text": "boil"}]}]
             """)
@@ -334,7 +359,9 @@ struct LinkMappingTests {
         try steps.map("stepID")
         try steps.identify(by: "stepID")
         try steps.map("recipe", to: "recipe", with: byRecipe)
-        let moved = try context.map(json(#"[{"stepID": 1, "recipe": {"name": "tea"}}, {"stepID": 2, "recipe": {"name": "bread"}}]"#), with: steps)
+        let moved = try context.map(
+            json(#"[{"stepID": 1, "recipe": {"name": "tea"}}, {"stepID": 2, "recipe": {"name": "bread"}}]"#),
+            with: steps)
         #expect(moved.counts.updated == 1 && moved.counts.unchanged == 1)
         let tea = try #require(try context.object(LMRecipe.self, where: \.name, equals: "tea"))
         #expect(tea.steps.map(\.stepID) == [10, 1])
@@ -350,15 +377,18 @@ struct LinkMappingTests {
         let context = ModelContext(schema: try linkMappingSchema)
         var people = try students()
         try people.map("department")
-        try context.map(json("""
-            [{"login": "ada", "department": "cs"}, {"login": "alan", "department": "cs"},
-             {"login": "emmy", "department": "math"}, {"login": "kurt"}]
-            """), with: people)
+        try context.map(
+            json(
+                """
+                [{"login": "ada", "department": "cs"}, {"login": "alan", "department": "cs"},
+                 {"login": "emmy", "department": "math"}, {"login": "kurt"}]
+                """), with: people)
         var m = EntityMapping(LMCourse.self)
         try m.map("code", "department")
         try m.identify(by: "code")
         try m.connect("students", by: "department")
-        let document = json("""
+        let document = json(
+            """
             [{"code": "cs101", "department": "cs"}, {"code": "cs102", "department": "cs"},
              {"code": "ma201", "department": "math"}, {"code": "ar100", "department": "art"}, {"code": "xx000"}]
             """)
@@ -367,7 +397,9 @@ struct LinkMappingTests {
         #expect(logins(try course("cs101", in: context).students) == ["ada", "alan"])
         #expect(logins(try course("cs102", in: context).students) == ["ada", "alan"])
         #expect(logins(try course("ma201", in: context).students) == ["emmy"])
-        #expect(codes(try student("ada", in: context).courses) == ["cs101", "cs102"], "the other side shows every connection")
+        #expect(
+            codes(try student("ada", in: context).courses) == ["cs101", "cs102"],
+            "the other side shows every connection")
         #expect(try student("kurt", in: context).courses.isEmpty)
         try context.save()
         let again = try context.map(document, with: m)
@@ -387,7 +419,8 @@ struct LinkMappingTests {
         let context = ModelContext(schema: try linkMappingSchema)
         var people = try students()
         try people.map("department")
-        try context.map(json(#"[{"login": "ada", "department": "cs"}, {"login": "emmy", "department": "math"}]"#), with: people)
+        try context.map(
+            json(#"[{"login": "ada", "department": "cs"}, {"login": "emmy", "department": "math"}]"#), with: people)
         var m = EntityMapping(LMCourse.self)
         try m.map("code", "department")
         try m.identify(by: "code")
@@ -409,10 +442,14 @@ struct LinkMappingTests {
         var m = try songs()
         try m.map("albumTitle")
         try m.connect("albums", by: ["albumTitle": "title"])
-        let document = json(#"[{"songID": 5, "albumTitle": "Blue"}, {"songID": 6, "albumTitle": "Blue"}, {"songID": 7, "albumTitle": "Green"}]"#)
+        let document = json(
+            #"[{"songID": 5, "albumTitle": "Blue"}, {"songID": 6, "albumTitle": "Blue"}, {"songID": 7, "albumTitle": "Green"}]"#
+        )
         let r = try context.map(document, with: m)
         #expect(r.counts.unresolvedConnections == 1)
-        #expect(songIDs(try album(1, in: context)) == [5, 6], "the ordered side takes the connections in the order they are made")
+        #expect(
+            songIDs(try album(1, in: context)) == [5, 6],
+            "the ordered side takes the connections in the order they are made")
         try context.save()
         #expect(try context.map(document, with: m).counts.unchanged == 3)
         #expect(!context.hasChanges)
@@ -425,7 +462,10 @@ struct LinkMappingTests {
         let context = ModelContext(schema: try linkMappingSchema)
         var s = try songs()
         try s.map("albumTitle")
-        try context.map(json(#"[{"songID": 8, "albumTitle": "Blue"}, {"songID": 2, "albumTitle": "Red"}, {"songID": 5, "albumTitle": "Blue"}]"#), with: s)
+        try context.map(
+            json(
+                #"[{"songID": 8, "albumTitle": "Blue"}, {"songID": 2, "albumTitle": "Red"}, {"songID": 5, "albumTitle": "Blue"}]"#
+            ), with: s)
         var m = EntityMapping(LMAlbum.self)
         try m.map("albumID", "title")
         try m.identify(by: "albumID")
@@ -448,7 +488,8 @@ struct LinkMappingTests {
         try steps.map("stepID", "text", "recipeName")
         try steps.identify(by: "stepID")
         try steps.connect("recipe", by: ["recipeName": "name"])
-        let document = json("""
+        let document = json(
+            """
             [{"stepID": 1, "text": "mix", "recipeName": "bread"}, {"stepID": 2, "text": "boil", "recipeName": "tea"},
              {"stepID": 3, "text": "bake", "recipeName": "bread"}]
             """)
@@ -469,7 +510,8 @@ struct LinkMappingTests {
         try units.map(["depends": "dependsNames"])
         try units.identify(by: "name")
         try units.connect("depends", by: ["dependsNames": "name"])
-        let document = json(#"""
+        let document = json(
+            #"""
             [{"name": "curl", "depends": ["libc6", "zlib1g", "virtual-x", "libc6"]},
              {"name": "zlib1g", "depends": ["libc6"]}, {"name": "libc6", "depends": []}]
             """#)
@@ -492,7 +534,9 @@ struct LinkMappingTests {
         try context.map(json(#"[{"albumID": 1, "songs": [{"songID": 1}, {"songID": 2}]}]"#), with: try albums())
         try context.save()
         #expect(throws: MappingError.self) {
-            try context.map(json(#"[{"albumID": 1, "songs": [{"songID": 2}, {"songID": 3}]}, {"albumID": "x"}]"#), with: try albums())
+            try context.map(
+                json(#"[{"albumID": 1, "songs": [{"songID": 2}, {"songID": 3}]}, {"albumID": "x"}]"#),
+                with: try albums())
         }
         #expect(songIDs(try album(1, in: context)) == [1, 2])
         #expect(try context.count(of: LMSong.self) == 2)
@@ -524,9 +568,11 @@ struct LinkMappingTests {
         try units.identify(by: "name")
         try units.map("depends", to: "depends", with: byName)
         try context.sync([LMUnit.self]) { sync in
-            try sync.map(json("""
-                [{"name": "a", "depends": [{"name": "b"}, {"name": "c"}]}, {"name": "b", "depends": [{"name": "c"}]}, {"name": "c"}]
-                """), with: units)
+            try sync.map(
+                json(
+                    """
+                    [{"name": "a", "depends": [{"name": "b"}, {"name": "c"}]}, {"name": "b", "depends": [{"name": "c"}]}, {"name": "c"}]
+                    """), with: units)
         }
         try context.sync([LMUnit.self]) { sync in
             try sync.map(json(#"[{"name": "a"}, {"name": "c"}]"#), with: units)
@@ -541,7 +587,8 @@ struct LinkMappingTests {
 
     @Test func theDocumentedExampleRunsAsWritten() throws {
         let context = ModelContext(schema: try linkMappingSchema)
-        let document = Data("""
+        let document = Data(
+            """
             [{"albumID": 1, "title": "Blue", "songs": [{"songID": 3, "title": "Carey"},
                                                        {"songID": 1, "title": "All I Want"}]},
              {"albumID": 2, "title": "Hits", "songs": [{"songID": 1}, {"songID": 9, "title": "Big Yellow Taxi"}]}]

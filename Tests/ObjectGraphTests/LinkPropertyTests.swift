@@ -87,15 +87,26 @@ struct LpSpec: Sendable {
 }
 
 let lpSpecs: [LpSpec] = [
-    LpSpec(kinds: [.article, .label], keys: ["labels", "articles"], ordered: [false, false], toOne: [false, false], cascade: [false, false]),
-    LpSpec(kinds: [.album, .song], keys: ["songs", "albums"], ordered: [true, true], toOne: [false, false], cascade: [false, false]),
-    LpSpec(kinds: [.crate, .song], keys: ["songs", "crates"], ordered: [true, false], toOne: [false, false], cascade: [true, false]),
-    LpSpec(kinds: [.binder, .page], keys: ["pages", "binder"], ordered: [true, false], toOne: [false, true], cascade: [false, false]),
-    LpSpec(kinds: [.node, .node], keys: ["outgoing", "incoming"], ordered: [false, false], toOne: [false, false], cascade: [true, false]),
+    LpSpec(
+        kinds: [.article, .label], keys: ["labels", "articles"], ordered: [false, false], toOne: [false, false],
+        cascade: [false, false]),
+    LpSpec(
+        kinds: [.album, .song], keys: ["songs", "albums"], ordered: [true, true], toOne: [false, false],
+        cascade: [false, false]),
+    LpSpec(
+        kinds: [.crate, .song], keys: ["songs", "crates"], ordered: [true, false], toOne: [false, false],
+        cascade: [true, false]),
+    LpSpec(
+        kinds: [.binder, .page], keys: ["pages", "binder"], ordered: [true, false], toOne: [false, true],
+        cascade: [false, false]),
+    LpSpec(
+        kinds: [.node, .node], keys: ["outgoing", "incoming"], ordered: [false, false], toOne: [false, false],
+        cascade: [true, false]),
 ]
 
 func lpSchema() throws -> Schema {
-    try Schema(LpArticle.self, LpLabel.self, LpAlbum.self, LpSong.self, LpCrate.self, LpPage.self, LpBinder.self, LpNode.self)
+    try Schema(
+        LpArticle.self, LpLabel.self, LpAlbum.self, LpSong.self, LpCrate.self, LpPage.self, LpBinder.self, LpNode.self)
 }
 
 /// A link between the model's objects `a` (side 0) and `b` (side 1).
@@ -221,18 +232,23 @@ indirect enum LpAction: CustomStringConvertible, Sendable {
         case .insert(let k, let id): "insert \(k) #\(id)"
         case .bulk(let l, let s, let o, let k, let ids): "bulk: \(ids.count) \(k) as link \(l) side \(s) of #\(o)"
         case .delete(let id): "delete #\(id)"
-        case .setMembers(let l, let s, let o, let m, let d): "link \(l) side \(s): #\(o) = \(m)\(d ? " (setValue)" : "")"
-        case .add(let l, let s, let o, let m, let at, let v): "link \(l) side \(s): add #\(m) to #\(o) at \(at.map(String.init) ?? "end")\(v ? "" : " (invalid)")"
+        case .setMembers(let l, let s, let o, let m, let d):
+            "link \(l) side \(s): #\(o) = \(m)\(d ? " (setValue)" : "")"
+        case .add(let l, let s, let o, let m, let at, let v):
+            "link \(l) side \(s): add #\(m) to #\(o) at \(at.map(String.init) ?? "end")\(v ? "" : " (invalid)")"
         case .remove(let l, let s, let o, let m): "link \(l) side \(s): remove #\(m) from #\(o)"
-        case .move(let l, let s, let o, let f, let t, let v): "link \(l) side \(s): move in #\(o) \(f) -> \(t)\(v ? "" : " (invalid)")"
-        case .setToOne(let l, let s, let o, let t, let d): "link \(l) side \(s): #\(o) -> \(t.map { "#\($0)" } ?? "nil")\(d ? " (setValue)" : "")"
+        case .move(let l, let s, let o, let f, let t, let v):
+            "link \(l) side \(s): move in #\(o) \(f) -> \(t)\(v ? "" : " (invalid)")"
+        case .setToOne(let l, let s, let o, let t, let d):
+            "link \(l) side \(s): #\(o) -> \(t.map { "#\($0)" } ?? "nil")\(d ? " (setValue)" : "")"
         case .save: "save"
         case .rollback: "rollback"
         case .reopen: "rollback, close and reopen"
         case .compact: "compact"
         case .failedSave: "a save the backend fails"
         case .reset: "reset"
-        case .transaction(let t, let inner): "transaction\(t ? " that throws" : "") { \(inner.map(\.description).joined(separator: "; ")) }"
+        case .transaction(let t, let inner):
+            "transaction\(t ? " that throws" : "") { \(inner.map(\.description).joined(separator: "; ")) }"
         }
     }
 }
@@ -398,7 +414,9 @@ final class LpRun {
             let candidates = m.live[spec.kinds[1 - side].rawValue].sorted()
             var chosen: [Int] = []
             let bits = next(1 << 12)
-            for (i, c) in candidates.enumerated() where (bits >> (i % 12)) & 1 == 1 && chosen.count < 7 { chosen.append(c) }
+            for (i, c) in candidates.enumerated() where (bits >> (i % 12)) & 1 == 1 && chosen.count < 7 {
+                chosen.append(c)
+            }
             if !chosen.isEmpty {
                 // Some other order, sometimes a duplicate, sometimes members kept from before.
                 let rotation = next(chosen.count)
@@ -410,7 +428,8 @@ final class LpRun {
             return .setMembers(link: l, side: side, owner: owner, members: chosen, dynamic: next(4) == 0)
         case 16..<22:
             guard let owner = pick(spec.kinds[side], next(1 << 10), in: m),
-                  let member = pick(spec.kinds[1 - side], next(1 << 10), in: m) else { return nil }
+                let member = pick(spec.kinds[1 - side], next(1 << 10), in: m)
+            else { return nil }
             let count = m.members(l, side, owner).count
             let at: Int? = next(3) == 0 ? nil : next(count + 2)
             return .add(link: l, side: side, owner: owner, member: member, at: at, valid: (at ?? 0) <= count)
@@ -430,7 +449,8 @@ final class LpRun {
             guard let owner = pick(lpSpecs[k].kinds[orderedSide], next(1 << 10), in: m) else { return nil }
             let count = m.members(k, orderedSide, owner).count
             let from = next(count + 1), to = next(count + 1)
-            return .move(link: k, side: orderedSide, owner: owner, from: from, to: to, valid: from < count && to < count)
+            return .move(
+                link: k, side: orderedSide, owner: owner, from: from, to: to, valid: from < count && to < count)
         case 28, 29:
             // The to-one side of the ordered one-to-many.
             guard let page = pick(.page, next(1 << 10), in: m) else { return nil }
@@ -446,7 +466,8 @@ final class LpRun {
             // index, or a long ordered list.
             guard next(2) == 0, let owner = pick(spec.kinds[side], next(1 << 10), in: m) else { return nil }
             let kind = spec.kinds[1 - side]
-            return .bulk(link: l, side: side, owner: owner, kind: kind, ids: (0..<(64 + next(8))).map { _ in newID(kind) })
+            return .bulk(
+                link: l, side: side, owner: owner, kind: kind, ids: (0..<(64 + next(8))).map { _ in newID(kind) })
         case 40 where depth == 0: return .failedSave
         case 41 where depth == 0: return .reset
         default:
@@ -483,7 +504,8 @@ final class LpRun {
             var positions: [Int?] = [nil, nil]
             positions[side] = at
             m.link(l, LpModel.pair(side, owner: owner, member: member), at: positions)
-        case .remove(let l, let side, let owner, let member): m.unlink(l, LpModel.pair(side, owner: owner, member: member))
+        case .remove(let l, let side, let owner, let member):
+            m.unlink(l, LpModel.pair(side, owner: owner, member: member))
         case .move(let l, let side, let owner, let from, let to, let valid):
             if valid && from != to { m.move(l, side, owner, from: from, to: to) }
         case .setToOne(let l, let side, let owner, let target, _):
@@ -607,7 +629,9 @@ final class LpRun {
             for side in 0..<2 {
                 let kind = spec.kinds[side]
                 for id in m.live[kind.rawValue].sorted() {
-                    guard let serial = serialOf[id], let o = c.object(with: ObjectID(entityName: kind.name, serial: serial)) else {
+                    guard let serial = serialOf[id],
+                        let o = c.object(with: ObjectID(entityName: kind.name, serial: serial))
+                    else {
                         fail("\(at): #\(id) missing")
                         return
                     }
@@ -616,7 +640,9 @@ final class LpRun {
                     let expected = mapped(m.members(l, side, id))
                     let same = spec.ordered[side] ? actual == expected : actual.sorted() == expected.sorted()
                     guard same else {
-                        fail("\(at): \(kind.name)/\(serial).\(spec.keys[side]) (#\(id)) is \(actual), the model has \(expected)")
+                        fail(
+                            "\(at): \(kind.name)/\(serial).\(spec.keys[side]) (#\(id)) is \(actual), the model has \(expected)"
+                        )
                         return
                     }
                     if read.contains(where: { $0.isDeleted }) {
@@ -628,10 +654,13 @@ final class LpRun {
                     // differ from the committed ones; for an inserted object, when it has any.
                     let wasSaved = saved.live[kind.rawValue].contains(id)
                     let committedList = wasSaved ? mapped(saved.members(l, side, id)) : []
-                    let differs = spec.ordered[side] ? committedList != expected : committedList.sorted() != expected.sorted()
+                    let differs =
+                        spec.ordered[side] ? committedList != expected : committedList.sorted() != expected.sorted()
                     let changed = o.changedValues()[spec.keys[side]]
                     guard (changed != nil) == (wasSaved ? differs : !expected.isEmpty) else {
-                        fail("\(at): \(kind.name)/\(serial).\(spec.keys[side]) (#\(id)) changedValues \(String(describing: changed)); committed \(committedList), current \(expected)")
+                        fail(
+                            "\(at): \(kind.name)/\(serial).\(spec.keys[side]) (#\(id)) changedValues \(String(describing: changed)); committed \(committedList), current \(expected)"
+                        )
                         return
                     }
                     // The committed list, for objects that were saved.
@@ -643,13 +672,20 @@ final class LpRun {
                     case .some(.some(.object(let one))): committedSerials = [one.serial]
                     case .some(.none): committedSerials = []
                     default:
-                        fail("\(at): \(kind.name)/\(serial).\(spec.keys[side]) has no committed value: \(String(describing: committedValue))")
+                        fail(
+                            "\(at): \(kind.name)/\(serial).\(spec.keys[side]) has no committed value: \(String(describing: committedValue))"
+                        )
                         return
                     }
                     let expectedCommitted = mapped(saved.members(l, side, id))
-                    let sameCommitted = spec.ordered[side] ? committedSerials == expectedCommitted : committedSerials.sorted() == expectedCommitted.sorted()
+                    let sameCommitted =
+                        spec.ordered[side]
+                        ? committedSerials == expectedCommitted
+                        : committedSerials.sorted() == expectedCommitted.sorted()
                     guard sameCommitted else {
-                        fail("\(at): committed \(kind.name)/\(serial).\(spec.keys[side]) (#\(id)) is \(committedSerials), the model has \(expectedCommitted)")
+                        fail(
+                            "\(at): committed \(kind.name)/\(serial).\(spec.keys[side]) (#\(id)) is \(committedSerials), the model has \(expectedCommitted)"
+                        )
                         return
                     }
                 }
@@ -661,7 +697,9 @@ final class LpRun {
         for ci in 0..<2 {
             check(context(ci), ci, model, saved: committed, "\(at), context \(ci)")
             if (model != committed) != context(ci).hasChanges {
-                fail("\(at), context \(ci): hasChanges is \(context(ci).hasChanges), the model has \(model != committed ? "" : "no ")changes")
+                fail(
+                    "\(at), context \(ci): hasChanges is \(context(ci).hasChanges), the model has \(model != committed ? "" : "no ")changes"
+                )
             }
         }
         // The recorded change sets, applied in order to a fresh context, give the saved lists.
@@ -705,7 +743,8 @@ final class LpRun {
             try dynamic.compact()
             try dynamic.close()
             store = try ObjectStore.open(at: dir, schema: schema, options: Self.options)
-            check(store.context, 1, committed, saved: committed, "after a compaction by a store opened without the model")
+            check(
+                store.context, 1, committed, saved: committed, "after a compaction by a store opened without the model")
             try store.close()
         }
         try? FileManager.default.removeItem(at: dir)
@@ -727,12 +766,14 @@ final class LpRun {
 
 /// The longest operation sequence of a run (OBJECTGRAPH_LINK_PROPERTY_STEPS): long sequences
 /// reach long lists and more interleavings, short ones shrink to readable failures.
-let linkPropertySteps = max(1, ProcessInfo.processInfo.environment["OBJECTGRAPH_LINK_PROPERTY_STEPS"].flatMap(Int.init) ?? 100)
+let linkPropertySteps = max(
+    1, ProcessInfo.processInfo.environment["OBJECTGRAPH_LINK_PROPERTY_STEPS"].flatMap(Int.init) ?? 100)
 
 @Suite("Property: links against a reference model")
 struct LinkPropertyTests {
     @Test func randomLinkOperationsMatchTheModelInMemoryInAStoreAndInChangeSets() async {
-        await propertyCheck(count: propertyRuns, input: Gen.int(in: 0...1_000_000_000).array(of: 1...linkPropertySteps)) { codes in
+        await propertyCheck(count: propertyRuns, input: Gen.int(in: 0...1_000_000_000).array(of: 1...linkPropertySteps))
+        { codes in
             do {
                 let run = try LpRun()
                 do {

@@ -8,14 +8,18 @@ import Testing
 
 /// Declares an entity `name` with a `name` attribute and `relationships`, by hand, so that two
 /// versions of a model can use the same entity names.
-private func leEntity(_ name: String, _ type: any Entity.Type, _ relationships: [RelationshipDescription]) -> EntityDescription {
-    EntityDescription(name: name, type: type, attributes: [.attribute("name", String.self)], relationships: relationships)
+private func leEntity(
+    _ name: String, _ type: any Entity.Type, _ relationships: [RelationshipDescription]
+) -> EntityDescription {
+    EntityDescription(
+        name: name, type: type, attributes: [.attribute("name", String.self)], relationships: relationships)
 }
 
 /// Version 1 of owners and pets: a to-one slot `owner` and its unordered to-many `pets`.
 final class LeOwnerV1: Entity {
     var _backing = ObjectBacking(entity: LeOwnerV1.entityDescription)
-    static let entityDescription = leEntity("LeOwner", LeOwnerV1.self, [.toMany("pets", LePetV1.self, inverse: "owner")])
+    static let entityDescription = leEntity(
+        "LeOwner", LeOwnerV1.self, [.toMany("pets", LePetV1.self, inverse: "owner")])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
@@ -28,7 +32,8 @@ final class LePetV1: Entity {
 /// Version 2: `pets` is ordered, so `owner` is stored as links too.
 final class LeOwnerV2: Entity {
     var _backing = ObjectBacking(entity: LeOwnerV2.entityDescription)
-    static let entityDescription = leEntity("LeOwner", LeOwnerV2.self, [.toMany("pets", LePetV2.self, inverse: "owner", ordered: true)])
+    static let entityDescription = leEntity(
+        "LeOwner", LeOwnerV2.self, [.toMany("pets", LePetV2.self, inverse: "owner", ordered: true)])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
@@ -41,26 +46,30 @@ final class LePetV2: Entity {
 /// Version 1 of students and courses: an unordered many-to-many.
 final class LeStudentV1: Entity {
     var _backing = ObjectBacking(entity: LeStudentV1.entityDescription)
-    static let entityDescription = leEntity("LeStudent", LeStudentV1.self, [.toMany("courses", LeCourseV1.self, inverse: "students")])
+    static let entityDescription = leEntity(
+        "LeStudent", LeStudentV1.self, [.toMany("courses", LeCourseV1.self, inverse: "students")])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
 final class LeCourseV1: Entity {
     var _backing = ObjectBacking(entity: LeCourseV1.entityDescription)
-    static let entityDescription = leEntity("LeCourse", LeCourseV1.self, [.toMany("students", LeStudentV1.self, inverse: "courses")])
+    static let entityDescription = leEntity(
+        "LeCourse", LeCourseV1.self, [.toMany("students", LeStudentV1.self, inverse: "courses")])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
 /// A student takes one course: the many-to-many's student side became a to-one.
 final class LeStudentToOne: Entity {
     var _backing = ObjectBacking(entity: LeStudentToOne.entityDescription)
-    static let entityDescription = leEntity("LeStudent", LeStudentToOne.self, [.toOne("courses", LeCourseToOne.self, inverse: "students")])
+    static let entityDescription = leEntity(
+        "LeStudent", LeStudentToOne.self, [.toOne("courses", LeCourseToOne.self, inverse: "students")])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
 final class LeCourseToOne: Entity {
     var _backing = ObjectBacking(entity: LeCourseToOne.entityDescription)
-    static let entityDescription = leEntity("LeCourse", LeCourseToOne.self, [.toMany("students", LeStudentToOne.self, inverse: "courses")])
+    static let entityDescription = leEntity(
+        "LeCourse", LeCourseToOne.self, [.toMany("students", LeStudentToOne.self, inverse: "courses")])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
@@ -81,14 +90,16 @@ final class LeCourseBare: Entity {
 final class LeStudentOrdered: Entity {
     var _backing = ObjectBacking(entity: LeStudentOrdered.entityDescription)
     static let entityDescription = leEntity(
-        "LeStudent", LeStudentOrdered.self, [.toMany("courses", LeCourseOrdered.self, inverse: "students", ordered: true)])
+        "LeStudent", LeStudentOrdered.self,
+        [.toMany("courses", LeCourseOrdered.self, inverse: "students", ordered: true)])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
 final class LeCourseOrdered: Entity {
     var _backing = ObjectBacking(entity: LeCourseOrdered.entityDescription)
     static let entityDescription = leEntity(
-        "LeCourse", LeCourseOrdered.self, [.toMany("students", LeStudentOrdered.self, inverse: "courses", ordered: true)])
+        "LeCourse", LeCourseOrdered.self,
+        [.toMany("students", LeStudentOrdered.self, inverse: "courses", ordered: true)])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
@@ -106,7 +117,9 @@ private func leRelated(_ o: any Entity, _ key: String) -> [String] {
 
 /// Every object of `entity` by name, with its related names under `key` (sorted unless
 /// `ordered`).
-private func leLists(_ c: ModelContext, _ entity: String, _ key: String, ordered: Bool = false) throws -> [String: [String]] {
+private func leLists(
+    _ c: ModelContext, _ entity: String, _ key: String, ordered: Bool = false
+) throws -> [String: [String]] {
     var result: [String: [String]] = [:]
     for o in try c.objects(ofEntityNamed: entity) {
         let related = leRelated(o, key)
@@ -141,7 +154,8 @@ struct LinkSchemaEvolutionTests {
     /// cleared and deleted; with `compacting`, a base record holds the first state. Returns
     /// each pet's owner.
     func writeOwnersAndPets(_ dir: URL, compacting: Bool) throws -> [String: [String]] {
-        let store = try ObjectStore.open(at: dir, schema: try Schema(LePetV1.self, LeOwnerV1.self), options: Self.options)
+        let store = try ObjectStore.open(
+            at: dir, schema: try Schema(LePetV1.self, LeOwnerV1.self), options: Self.options)
         let c = store.context
         let owners = try (0..<3).map { try leInsert(LeOwnerV1.self, "o\($0)", into: c) }
         let pets = try (0..<8).map { try leInsert(LePetV1.self, "p\($0)", into: c) }
@@ -176,7 +190,9 @@ struct LinkSchemaEvolutionTests {
             // Each owner's pets are the pets that point at it, both ways.
             var expected: [String: [String]] = [:]
             for (pet, owner) in owners { if let o = owner.first { expected[o, default: []].append(pet) } }
-            for (o, list) in try leLists(c, "LeOwner", "pets") { #expect(list == (expected[o] ?? []).sorted(), "\(o).pets") }
+            for (o, list) in try leLists(c, "LeOwner", "pets") {
+                #expect(list == (expected[o] ?? []).sorted(), "\(o).pets")
+            }
             // Now ordered: reorder, save, and the order stays through reopening and compaction.
             let o0 = try #require(try c.objects(ofEntityNamed: "LeOwner").first { leName($0) == "o0" })
             let before = leRelated(o0, "pets")
@@ -206,14 +222,20 @@ struct LinkSchemaEvolutionTests {
 
     /// Students and courses saved as a many-to-many, saved twice (links added and removed).
     func writeStudentsAndCourses(_ dir: URL, ordered: Bool = false) throws -> [String: [String]] {
-        let schema = ordered ? try Schema(LeStudentOrdered.self, LeCourseOrdered.self) : try Schema(LeStudentV1.self, LeCourseV1.self)
+        let schema =
+            ordered
+            ? try Schema(LeStudentOrdered.self, LeCourseOrdered.self) : try Schema(LeStudentV1.self, LeCourseV1.self)
         let store = try ObjectStore.open(at: dir, schema: schema, options: Self.options)
         let c = store.context
         let students: [any Entity] = try (0..<4).map { i in
-            ordered ? try leInsert(LeStudentOrdered.self, "s\(i)", into: c) as any Entity : try leInsert(LeStudentV1.self, "s\(i)", into: c)
+            ordered
+                ? try leInsert(LeStudentOrdered.self, "s\(i)", into: c) as any Entity
+                : try leInsert(LeStudentV1.self, "s\(i)", into: c)
         }
         let courses: [any Entity] = try (0..<3).map { i in
-            ordered ? try leInsert(LeCourseOrdered.self, "c\(i)", into: c) as any Entity : try leInsert(LeCourseV1.self, "c\(i)", into: c)
+            ordered
+                ? try leInsert(LeCourseOrdered.self, "c\(i)", into: c) as any Entity
+                : try leInsert(LeCourseV1.self, "c\(i)", into: c)
         }
         try students[0].setValue([courses[2], courses[0], courses[1]], forKey: "courses")
         try students[1].setValue([courses[1]], forKey: "courses")
@@ -233,7 +255,8 @@ struct LinkSchemaEvolutionTests {
         _ = try writeStudentsAndCourses(dir)
         let files = try leFiles(dir)
         let error = try #require(throws: StoreError.self) {
-            try ObjectStore.open(at: dir, schema: try Schema(LeStudentToOne.self, LeCourseToOne.self), options: Self.options)
+            try ObjectStore.open(
+                at: dir, schema: try Schema(LeStudentToOne.self, LeCourseToOne.self), options: Self.options)
         }
         #expect(error.code == .incompatibleSchema, "\(error)")
         #expect(error.message.contains("LeStudent.courses"), "\(error.message)")
@@ -248,8 +271,11 @@ struct LinkSchemaEvolutionTests {
         for round in 0..<3 {
             let store = try ObjectStore.open(at: dir, schema: bare, options: Self.options)
             let c = store.context
-            #expect(try c.objects(ofEntityNamed: "LeStudent").map(leName).sorted() == ["s0", "s1", "s2", "s3"] + (round > 0 ? ["s4"] : []), "round \(round)")
-            #expect(try c.objects(ofEntityNamed: "LeCourse").map(leName).sorted() == ["c0", "c1", "c2"], "round \(round)")
+            #expect(
+                try c.objects(ofEntityNamed: "LeStudent").map(leName).sorted() == ["s0", "s1", "s2", "s3"]
+                    + (round > 0 ? ["s4"] : []), "round \(round)")
+            #expect(
+                try c.objects(ofEntityNamed: "LeCourse").map(leName).sorted() == ["c0", "c1", "c2"], "round \(round)")
             if round == 0 {
                 _ = try leInsert(LeStudentBare.self, "s4", into: c)
                 try c.save()
@@ -258,7 +284,8 @@ struct LinkSchemaEvolutionTests {
             try store.close()
         }
         // After the compaction the journal holds no links; the full model starts them empty.
-        let store = try ObjectStore.open(at: dir, schema: try Schema(LeStudentV1.self, LeCourseV1.self), options: Self.options)
+        let store = try ObjectStore.open(
+            at: dir, schema: try Schema(LeStudentV1.self, LeCourseV1.self), options: Self.options)
         defer { try? store.close() }
         #expect(try leLists(store.context, "LeStudent", "courses").values.allSatisfy(\.isEmpty))
         #expect(try store.context.count(of: LeStudentV1.self) == 5)
@@ -288,7 +315,8 @@ struct LinkSchemaEvolutionTests {
         }
         // Unordered again: the order is dropped, the members stay, through a compaction too.
         for round in 0..<2 {
-            let store = try ObjectStore.open(at: dir, schema: try Schema(LeStudentV1.self, LeCourseV1.self), options: Self.options)
+            let store = try ObjectStore.open(
+                at: dir, schema: try Schema(LeStudentV1.self, LeCourseV1.self), options: Self.options)
             #expect(try leLists(store.context, "LeStudent", "courses") == sets, "round \(round)")
             if round == 0 { try store.compact() }
             try store.close()
@@ -303,7 +331,8 @@ struct LinkSchemaEvolutionTests {
         var students = try writeStudentsAndCourses(dir, ordered: true)
         var courses: [String: [String]]
         do {
-            let store = try ObjectStore.open(at: dir, schema: try Schema(LeStudentOrdered.self, LeCourseOrdered.self), options: Self.options)
+            let store = try ObjectStore.open(
+                at: dir, schema: try Schema(LeStudentOrdered.self, LeCourseOrdered.self), options: Self.options)
             courses = try leLists(store.context, "LeCourse", "students", ordered: true)
             try store.close()
         }
@@ -315,7 +344,8 @@ struct LinkSchemaEvolutionTests {
             if round == 0 {
                 // A save with the swapped schema, then the records of both schemas replay.
                 let c0 = try #require(try store.context.objects(ofEntityNamed: "LeCourse").first { leName($0) == "c0" })
-                let s3 = try #require(try store.context.objects(ofEntityNamed: "LeStudent").first { leName($0) == "s3" })
+                let s3 = try #require(
+                    try store.context.objects(ofEntityNamed: "LeStudent").first { leName($0) == "s3" })
                 try store.context.add(s3, to: "students", of: c0, at: 0)
                 try store.context.save()
                 students["s3", default: []].append("c0")

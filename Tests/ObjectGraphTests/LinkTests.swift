@@ -275,8 +275,9 @@ struct LinkTests {
         let untagged = try c.fetch(FetchDescriptor<Post>(predicate: #Predicate { $0.tags.isEmpty }))
         #expect(untagged.map(\.title) == ["p0"])
         #expect(try c.fetchCount(FetchDescriptor<Post>(predicate: #Predicate { $0.tags.count > 1 })) == 2)
-        let aboutLinux = try c.fetch(FetchDescriptor<Post>(
-            predicate: #Predicate { $0.tags.contains { $0.label == "linux" } }, sortBy: [SortDescriptor(\.title)]))
+        let aboutLinux = try c.fetch(
+            FetchDescriptor<Post>(
+                predicate: #Predicate { $0.tags.contains { $0.label == "linux" } }, sortBy: [SortDescriptor(\.title)]))
         #expect(aboutLinux.map(\.title) == ["p2", "p4"])
         let popular = try c.fetch(FetchDescriptor<Tag>(predicate: #Predicate { $0.posts.count >= 5 }))
         #expect(popular.map(\.label) == ["swift"])
@@ -379,10 +380,11 @@ struct LinkTests {
             let tags = try (0..<30).map { i in try c.insert(Tag.self) { $0.label = "l\(i)" } }
             var posts: [Post] = []
             for i in 0..<60 {
-                posts.append(try c.insert(Post.self) { p in
-                    p.title = "p\(i)"
-                    p.tags = (0..<12).map { tags[(i * 7 + $0 * 5) % 30] }
-                })
+                posts.append(
+                    try c.insert(Post.self) { p in
+                        p.title = "p\(i)"
+                        p.tags = (0..<12).map { tags[(i * 7 + $0 * 5) % 30] }
+                    })
             }
             try c.save()
             // A second record whose additions interleave objects (not grouped by post).
@@ -419,7 +421,9 @@ struct LinkTests {
         for set in recorder.sets { try replica.apply(set) }
         // A change set that adds the chapter to m2 without removing it from m1.
         let links = try #require(recorder.sets.last?.links.first)
-        var bad = ChangeSet(links: [LinkChanges(entityNames: links.entityNames, relationshipNames: links.relationshipNames)])
+        var bad = ChangeSet(links: [
+            LinkChanges(entityNames: links.entityNames, relationshipNames: links.relationshipNames)
+        ])
         let chapterSide = links.entityNames[0] == "Chapter" ? 0 : 1
         let s = (m2.objectID!.serial, chapter.objectID!.serial)
         bad.links[0].added = [chapterSide == 1 ? .init(s.0, s.1) : .init(s.1, s.0)]

@@ -27,7 +27,8 @@ import Testing
 struct MappingFixtureTests {
     /// The fixture's JSON Lines as one JSON array, as an API would send it.
     static func document() throws -> (Data, lines: Int) {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Fixtures/debian-packages.jsonl.lz4")
         let bytes = try LZ4.decompressFrame([UInt8](Data(contentsOf: url)))
         let lines = bytes.split(separator: 0x0A).filter { !$0.isEmpty }
@@ -62,7 +63,9 @@ struct MappingFixtureTests {
 
         let distinct = Set(try context.objects(of: FixturePackage.self).map(\.maintainer))
         #expect(result.counts.inserted == lines && result.sourceCount == lines)
-        #expect(people.counts.inserted == distinct.count && people.counts.updated == 0, "counts are per object: a maintainer named again is counted once")
+        #expect(
+            people.counts.inserted == distinct.count && people.counts.updated == 0,
+            "counts are per object: a maintainer named again is counted once")
         #expect(result.counts.unresolvedConnections == 0)
         #expect(try context.objects(of: FixturePackage.self).allSatisfy { $0.maintainedBy?.name == $0.maintainer })
         let zlib = try #require(try context.object(FixturePackage.self, where: \.name, equals: "zlib1g"))

@@ -84,7 +84,9 @@ extension Release: IdentifiedEntity {
 
 private func newsContext(backend: (any PersistenceBackend)? = nil) throws -> ModelContext {
     ModelContext(
-        schema: try Schema(Article.self, Writer.self, ApprovedComment.self, Gadget.self, Bookmark.self, LogLine.self, Release.self, Meter.self),
+        schema: try Schema(
+            Article.self, Writer.self, ApprovedComment.self, Gadget.self, Bookmark.self, LogLine.self, Release.self,
+            Meter.self),
         backend: backend)
 }
 
@@ -105,12 +107,14 @@ struct MappingTests {
         let context = try newsContext()
         var m = try articles()
         m.rootKeyPath = "data.items"
-        let result = try context.map(json("""
-            {"data": {"items": [
-              {"articleID": 1, "title": "One", "words": 120, "meta": {"published": "2024-05-01T12:00:00Z"}, "unknown": [1, 2]},
-              {"articleID": 2, "title": "Two", "extra": {"x": 1}}
-            ]}}
-            """), with: m)
+        let result = try context.map(
+            json(
+                """
+                {"data": {"items": [
+                  {"articleID": 1, "title": "One", "words": 120, "meta": {"published": "2024-05-01T12:00:00Z"}, "unknown": [1, 2]},
+                  {"articleID": 2, "title": "Two", "extra": {"x": 1}}
+                ]}}
+                """), with: m)
         #expect(result.counts.inserted == 2)
         let objects = result.objects
         #expect(objects.map(\.title) == ["One", "Two"])
@@ -148,12 +152,16 @@ struct MappingTests {
         let context = ModelContext(schema: try Schema(Everything.self))
         var m = EntityMapping(Everything.self)
         m.infersIdentification = false
-        try m.map("flag", "i8", "int", "u16", "double", "float", "text", "date", "uuid", "url", "maybeInt", "maybeText", "priority", "checksum")
-        let result = try context.map(json("""
-            [{"flag": "yes", "i8": "-12", "int": 3.0, "u16": "65535", "double": "2.5", "float": 1, "text": 42,
-              "date": 86400, "uuid": "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "url": "https://example.com/a",
-              "maybeInt": null, "maybeText": true, "priority": "important", "checksum": {"hex": "ab", "algorithm": "sha1"}}]
-            """), with: m)
+        try m.map(
+            "flag", "i8", "int", "u16", "double", "float", "text", "date", "uuid", "url", "maybeInt", "maybeText",
+            "priority", "checksum")
+        let result = try context.map(
+            json(
+                """
+                [{"flag": "yes", "i8": "-12", "int": 3.0, "u16": "65535", "double": "2.5", "float": 1, "text": 42,
+                  "date": 86400, "uuid": "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "url": "https://example.com/a",
+                  "maybeInt": null, "maybeText": true, "priority": "important", "checksum": {"hex": "ab", "algorithm": "sha1"}}]
+                """), with: m)
         let e = try #require(result.objects.first)
         #expect(e.flag && e.i8 == -12 && e.int == 3 && e.u16 == 65535 && e.double == 2.5 && e.float == 1)
         #expect(e.text == "42")
@@ -169,11 +177,13 @@ struct MappingTests {
         let context = try newsContext()
         var m = try articles()
         m.dateFormats = ["dd/MM/yyyy", "yyyy-MM-dd"]
-        let result = try context.map(json("""
-            [{"articleID": 1, "meta": {"published": "2024-05-01T12:00:00.500+02:00"}},
-             {"articleID": 2, "meta": {"published": "02/01/2024"}},
-             {"articleID": 3, "meta": {"published": "2024-01-03"}}]
-            """), with: m)
+        let result = try context.map(
+            json(
+                """
+                [{"articleID": 1, "meta": {"published": "2024-05-01T12:00:00.500+02:00"}},
+                 {"articleID": 2, "meta": {"published": "02/01/2024"}},
+                 {"articleID": 3, "meta": {"published": "2024-01-03"}}]
+                """), with: m)
         let dates = result.objects.map(\.publishedAt)
         #expect(dates[0] == Date(timeIntervalSince1970: 1_714_557_600.5))
         #expect(dates[1] == Date(timeIntervalSince1970: 1_704_153_600))
@@ -185,7 +195,9 @@ struct MappingTests {
         try context.map(json(#"[{"articleID": 1, "title": "kept"}]"#), with: try articles())
         try context.save()
         do {
-            try context.map(json(#"[{"articleID": 1, "title": "changed"}, {"articleID": 2, "words": "many"}]"#), with: try articles())
+            try context.map(
+                json(#"[{"articleID": 1, "title": "changed"}, {"articleID": 2, "words": "many"}]"#),
+                with: try articles())
             Issue.record("expected an error")
         } catch let e as MappingError {
             #expect(e.code == .untransformableValue)
@@ -205,7 +217,9 @@ struct MappingTests {
             try context.map(json(#"[{"articleID": 1, "writer": {"writerID": 3, "updatedAt": "yesterday"}}]"#), with: m)
             Issue.record("expected an error")
         } catch let e as MappingError {
-            #expect(e.code == .untransformableValue && e.keyPath == "writer.updatedAt" && e.entity == "Writer" && e.sourceIndex == 0)
+            #expect(
+                e.code == .untransformableValue && e.keyPath == "writer.updatedAt" && e.entity == "Writer"
+                    && e.sourceIndex == 0)
         }
         #expect(!context.hasChanges)
     }
@@ -218,7 +232,8 @@ struct MappingTests {
             try context.map(json(#"[{"id": 1, "label": "a"}, {"id": 2, "label": null}]"#), with: m)
             Issue.record("expected an error")
         } catch let e as MappingError {
-            #expect(e.code == .missingRequiredValue && e.sourceIndex == 1 && e.attribute == "label" && e.value == "null")
+            #expect(
+                e.code == .missingRequiredValue && e.sourceIndex == 1 && e.attribute == "label" && e.value == "null")
         }
         do {
             try context.map(json(#"[{"id": 3}]"#), with: m)
@@ -244,7 +259,9 @@ struct MappingTests {
 
     @Test func malformedJSONAtEveryTruncationOffsetIsRefusedWithThatOffset() throws {
         let context = try newsContext()
-        let text = Array(#"[{"articleID": 1, "title": "a\u00e9", "words": -1.5e2, "meta": {"published": null}}, {"articleID": 2}]"#.utf8)
+        let text = Array(
+            #"[{"articleID": 1, "title": "a\u00e9", "words": -1.5e2, "meta": {"published": null}}, {"articleID": 2}]"#
+                .utf8)
         for n in 0..<text.count {
             do {
                 try context.map(Data(text[..<n]), with: try articles())
@@ -260,14 +277,19 @@ struct MappingTests {
     @Test func documentsParsedIntoTheKeptBuffersAfterAMalformedOneMapCorrectly() throws {
         let context = try newsContext()
         let m = try articles()
-        try context.map(json(#"[{"articleID": 1, "title": "a long title that the next, shorter document must not leave behind"}]"#), with: m)
+        try context.map(
+            json(#"[{"articleID": 1, "title": "a long title that the next, shorter document must not leave behind"}]"#),
+            with: m)
         #expect(throws: MappingError.self) { try context.map(json(#"[{"articleID": 2, "title": "#), with: m) }
         let r = try context.map(json(#"[{"articleID": 2, "title": "b"}]"#), with: m)
         #expect(r.objects.map(\.title) == ["b"])
         context.keepsJSONBuffers = false
         let s = try context.map(json(#"[{"articleID": 3, "title": "c"}]"#), with: m)
         #expect(s.objects.map(\.title) == ["c"])
-        #expect(try context.objects(of: Article.self).map(\.title).sorted() == ["a long title that the next, shorter document must not leave behind", "b", "c"])
+        #expect(
+            try context.objects(of: Article.self).map(\.title).sorted() == [
+                "a long title that the next, shorter document must not leave behind", "b", "c",
+            ])
     }
 
     @Test func aRunWhoseTaskIsCancelledStopsAndChangesNothing() async throws {
@@ -280,7 +302,8 @@ struct MappingTests {
                     try context.map(json(big), with: try articles())
                     return "mapped"
                 } catch is CancellationError {
-                    return try context.count(of: Article.self) == 0 && !context.hasChanges ? "cancelled, unchanged" : "cancelled, changed"
+                    return try context.count(of: Article.self) == 0 && !context.hasChanges
+                        ? "cancelled, unchanged" : "cancelled, changed"
                 }
             } catch {
                 return "\(error)"
@@ -316,7 +339,9 @@ struct MappingTests {
         #expect(EntityMapping(Gadget.self).identificationAttributes == ["identifier"])
         #expect(EntityMapping(Bookmark.self).identificationAttributes == ["url"])
         #expect(EntityMapping(LogLine.self).identificationAttributes == [])
-        #expect(EntityMapping(Release.self).identificationAttributes == ["distribution", "version"], "the entity's declaration comes first")
+        #expect(
+            EntityMapping(Release.self).identificationAttributes == ["distribution", "version"],
+            "the entity's declaration comes first")
     }
 
     @Test func identificationInferenceCanBeTurnedOffPerMapping() throws {
@@ -354,11 +379,13 @@ struct MappingTests {
         let context = try newsContext()
         var m = EntityMapping(Release.self)
         try m.map("distribution", "version", "releaseID")
-        try context.map(json("""
-            [{"distribution": "bookworm", "version": "1.0", "releaseID": 1},
-             {"distribution": "trixie", "version": "1.0", "releaseID": 2},
-             {"distribution": "bookworm", "version": "1.0", "releaseID": 3}]
-            """), with: m)
+        try context.map(
+            json(
+                """
+                [{"distribution": "bookworm", "version": "1.0", "releaseID": 1},
+                 {"distribution": "trixie", "version": "1.0", "releaseID": 2},
+                 {"distribution": "bookworm", "version": "1.0", "releaseID": 3}]
+                """), with: m)
         let releases = try context.objects(of: Release.self).sorted { $0.releaseID < $1.releaseID }
         #expect(releases.map(\.releaseID) == [2, 3])
     }
@@ -384,7 +411,8 @@ struct MappingTests {
         try context.save()
         let old = try #require(try context.object(Article.self, where: \.articleID, equals: 1))
         context.delete(old)
-        let result = try context.map(json(#"[{"articleID": 1, "title": "a"}, {"articleID": 1, "title": "b"}]"#), with: m)
+        let result = try context.map(
+            json(#"[{"articleID": 1, "title": "a"}, {"articleID": 1, "title": "b"}]"#), with: m)
         #expect(result.counts.inserted == 1)
         #expect(result.objects.count == 2 && result.objects[0] === result.objects[1])
         #expect(result.objects[0] !== old && result.objects[0].title == "b")
@@ -405,7 +433,8 @@ struct MappingTests {
         pending.articleID = 30  // a pending duplicate of article 30
         let ordered = (0..<50).map { #"{"articleID": \#($0), "title": "v2"}"# }
         let r = try context.map(json("[" + ordered.joined(separator: ",") + "]"), with: m)
-        #expect(r.counts.inserted == 1 && r.counts.updated == 49, "article 20 is pending deletion: a new one is inserted")
+        #expect(
+            r.counts.inserted == 1 && r.counts.updated == 49, "article 20 is pending deletion: a new one is inserted")
         context.delete(pending)
         var rng = SystemRandomNumberGenerator()
         let shuffled = (0..<50).shuffled(using: &rng).map { #"{"articleID": \#($0), "title": "v3"}"# }
@@ -501,7 +530,8 @@ struct MappingTests {
         try w.map("writerID", "name")
         var m = try articles()
         try m.map("writer", to: "writer", with: w)
-        let r = try context.map(json(#"[{"title": "no id"}, {"articleID": null}, {"articleID": 1, "writer": {"name": "no id"}}]"#), with: m)
+        let r = try context.map(
+            json(#"[{"title": "no id"}, {"articleID": null}, {"articleID": 1, "writer": {"name": "no id"}}]"#), with: m)
         #expect(r.counts.inserted == 1 && r.counts.skippedWithoutIdentification == 2)
         #expect(r.countsByEntity["Writer"]?.skippedWithoutIdentification == 1 && r.objects[0].writer == nil)
         #expect(r.objects.map(\.articleID) == [1], "skipped sources have no object")
@@ -514,7 +544,10 @@ struct MappingTests {
         try m.map("identifier", "name")
         try context.map(json(#"[{"identifier": "a", "name": "1"}, {"identifier": "b", "name": "2"}]"#), with: m)
         try context.save()
-        let r = try context.map(json(#"[{"identifier": "b", "name": "3"}, {"identifier": "c", "name": "4"}, {"identifier": "c", "name": "5"}]"#), with: m)
+        let r = try context.map(
+            json(
+                #"[{"identifier": "b", "name": "3"}, {"identifier": "c", "name": "4"}, {"identifier": "c", "name": "5"}]"#
+            ), with: m)
         #expect(r.counts.inserted == 1 && r.counts.updated == 1)
         #expect(try context.objects(of: Gadget.self).map(\.name).sorted() == ["1", "3", "5"])
     }
@@ -553,10 +586,13 @@ struct MappingTests {
         try m.useModificationAttribute("updatedAt")
         try context.map(json(#"[{"writerID": 1, "name": "a", "updatedAt": "2024-01-02T00:00:00Z"}]"#), with: m)
         try context.save()
-        let older = try context.map(json(#"[{"writerID": 1, "name": "b", "updatedAt": "2024-01-01T00:00:00Z"}]"#), with: m)
-        let same = try context.map(json(#"[{"writerID": 1, "name": "b", "updatedAt": "2024-01-02T00:00:00Z"}]"#), with: m)
+        let older = try context.map(
+            json(#"[{"writerID": 1, "name": "b", "updatedAt": "2024-01-01T00:00:00Z"}]"#), with: m)
+        let same = try context.map(
+            json(#"[{"writerID": 1, "name": "b", "updatedAt": "2024-01-02T00:00:00Z"}]"#), with: m)
         #expect(older.counts.skippedUnmodified == 1 && same.counts.skippedUnmodified == 1 && !context.hasChanges)
-        let newer = try context.map(json(#"[{"writerID": 1, "name": "b", "updatedAt": "2024-01-03T00:00:00Z"}]"#), with: m)
+        let newer = try context.map(
+            json(#"[{"writerID": 1, "name": "b", "updatedAt": "2024-01-03T00:00:00Z"}]"#), with: m)
         #expect(newer.counts.updated == 1 && newer.objects[0].name == "b")
     }
 
@@ -566,7 +602,9 @@ struct MappingTests {
         try m.useModificationAttribute("wordCount")
         try context.map(json(#"[{"articleID": 1, "title": "a", "words": 10}]"#), with: m)
         try context.save()
-        let r1 = try context.map(json(#"[{"articleID": 1, "title": "b", "words": 9}, {"articleID": 2, "title": "new", "words": 0}]"#), with: m)
+        let r1 = try context.map(
+            json(#"[{"articleID": 1, "title": "b", "words": 9}, {"articleID": 2, "title": "new", "words": 0}]"#),
+            with: m)
         #expect(r1.counts.skippedUnmodified == 1 && r1.counts.inserted == 1, "new objects are always mapped")
         let r2 = try context.map(json(#"[{"articleID": 1, "title": "b", "words": 11}]"#), with: m)
         #expect(r2.counts.updated == 1 && r2.objects[0].title == "b")
@@ -583,10 +621,12 @@ struct MappingTests {
         var m = try articles()
         try m.map("writer", to: "writer", with: w)
         try m.map("comments", to: "comments", with: c)
-        let r = try context.map(json("""
-            [{"articleID": 1, "writer": {"writerID": 9, "name": "Ada"}, "comments": [{"approved_comment_id": 1, "text": "x"}, {"approved_comment_id": 2, "text": "y"}]},
-             {"articleID": 2, "writer": {"writerID": 9, "name": "Ada L."}, "comments": []}]
-            """), with: m)
+        let r = try context.map(
+            json(
+                """
+                [{"articleID": 1, "writer": {"writerID": 9, "name": "Ada"}, "comments": [{"approved_comment_id": 1, "text": "x"}, {"approved_comment_id": 2, "text": "y"}]},
+                 {"articleID": 2, "writer": {"writerID": 9, "name": "Ada L."}, "comments": []}]
+                """), with: m)
         #expect(try context.count(of: Writer.self) == 1)
         let writer = try #require(r.objects[0].writer)
         #expect(writer === r.objects[1].writer && writer.name == "Ada L.")
@@ -608,13 +648,19 @@ struct MappingTests {
         #expect(r.counts.unresolvedConnections == 2 && r.objects.allSatisfy { $0.writer == nil })
         try context.map(json(#"[{"writerID": 5, "name": "Five"}]"#), with: w)
         r = try context.map(json(#"[{"articleID": 1, "writerID": 5}, {"articleID": 2, "writerID": 6}]"#), with: m)
-        #expect(r.objects[0].writer?.name == "Five" && r.objects[1].writer == nil && r.counts.unresolvedConnections == 1)
+        #expect(
+            r.objects[0].writer?.name == "Five" && r.objects[1].writer == nil && r.counts.unresolvedConnections == 1)
         // Writers and articles in one payload: the writer comes later than the article.
         var both = EntityMapping(Writer.self)
         try both.map("writerID", "name")
         try both.map("articles", to: "articles", with: m)
-        var nested = try context.map(json(#"[{"writerID": 7, "name": "Seven", "articles": [{"articleID": 3, "writerID": 8}]}, {"writerID": 8, "name": "Eight"}]"#), with: both)
-        #expect(nested.objects[1].articles.map(\.articleID) == [3], "the connection overrides the nesting once all sources are mapped")
+        var nested = try context.map(
+            json(
+                #"[{"writerID": 7, "name": "Seven", "articles": [{"articleID": 3, "writerID": 8}]}, {"writerID": 8, "name": "Eight"}]"#
+            ), with: both)
+        #expect(
+            nested.objects[1].articles.map(\.articleID) == [3],
+            "the connection overrides the nesting once all sources are mapped")
         nested = try context.map(json("[]"), with: both)
         #expect(nested.sourceCount == 0)
     }
@@ -639,12 +685,18 @@ struct MappingTests {
         var m = try articles()
         try m.map("editorEmail")
         try m.connect("editor", by: ["editorEmail": "email"])
-        let r = try context.map(json(#"[{"articleID": 1, "editorEmail": "one@example.com"}, {"articleID": 2, "editorEmail": "one@example.com"}]"#), with: m)
+        let r = try context.map(
+            json(
+                #"[{"articleID": 1, "editorEmail": "one@example.com"}, {"articleID": 2, "editorEmail": "one@example.com"}]"#
+            ), with: m)
         #expect(r.objects.allSatisfy { $0.editor?.name == "One" })
         // To-many: a writer's articles are every article whose writerID equals the writer's.
         var a = try articles()
         try a.map("writerID")
-        try context.map(json(#"[{"articleID": 5, "writerID": 1}, {"articleID": 6, "writerID": 1}, {"articleID": 7, "writerID": 2}]"#), with: a)
+        try context.map(
+            json(
+                #"[{"articleID": 5, "writerID": 1}, {"articleID": 6, "writerID": 1}, {"articleID": 7, "writerID": 2}]"#),
+            with: a)
         var byArticles = EntityMapping(Writer.self)
         try byArticles.map("writerID", "name")
         try byArticles.connect("articles", by: ["writerID": "writerID"])
@@ -658,11 +710,13 @@ struct MappingTests {
         let context = try newsContext()
         var m = try articles()
         try m.map(["retracted": "isRetracted"])
-        try context.map(json(#"[{"articleID": 1, "title": "a"}, {"articleID": 2, "title": "b", "retracted": true}]"#), with: m)
+        try context.map(
+            json(#"[{"articleID": 1, "title": "a"}, {"articleID": 2, "title": "b", "retracted": true}]"#), with: m)
         try context.save()
         #expect(try context.count(of: Article.self) == 2, "without a deletion predicate nothing is deleted")
         m.deletionPredicate = #Predicate<Article> { $0.isRetracted }
-        let r = try context.map(json(#"[{"articleID": 1, "retracted": true}, {"articleID": 3, "title": "c"}]"#), with: m)
+        let r = try context.map(
+            json(#"[{"articleID": 1, "retracted": true}, {"articleID": 3, "title": "c"}]"#), with: m)
         #expect(r.counts.tombstoned == 2, "the touched 1 and the untouched, stored 2")
         #expect(try context.objects(of: Article.self).map(\.articleID) == [3])
         #expect(r.objects.map(\.articleID) == [3])
@@ -675,7 +729,9 @@ struct MappingTests {
         try m.map(["retracted": "isRetracted"])
         m.deletionPredicate = #Predicate<Article> { $0.isRetracted }
         let r = try context.map(json(#"[{"articleID": 99, "retracted": true}]"#), with: m)
-        #expect(r.counts.tombstoned == 1 && r.counts.inserted == 0 && r.objects.isEmpty, "inserted counts the new objects that remain")
+        #expect(
+            r.counts.tombstoned == 1 && r.counts.inserted == 0 && r.objects.isEmpty,
+            "inserted counts the new objects that remain")
         #expect(context.makeChangeSet().isEmpty)
         try context.save()
         #expect(backend.saved.isEmpty)
@@ -688,7 +744,10 @@ struct MappingTests {
         var m = EntityMapping(Meter.self)
         try m.map("id", "value", "label")
         m.discardsInvalidObjectsOnInsert = true
-        let r = try context.map(json(#"[{"id": 1, "value": 1, "label": "ok"}, {"id": 2, "value": -1, "label": "bad"}, {"id": 3, "value": 2}]"#), with: m)
+        let r = try context.map(
+            json(
+                #"[{"id": 1, "value": 1, "label": "ok"}, {"id": 2, "value": -1, "label": "bad"}, {"id": 3, "value": 2}]"#
+            ), with: m)
         #expect(r.counts.inserted == 1 && r.counts.discarded == 2)
         #expect(r.discarded.map(\.sourceIndex) == [1, 2])
         #expect(r.discarded[0].reasons.contains { $0.contains("never negative") })
@@ -703,7 +762,8 @@ struct MappingTests {
         var c = EntityMapping(ApprovedComment.self)
         try c.map("approved_comment_id", "stars")
         c.discardsInvalidObjectsOnInsert = true
-        let r = try context.map(json(#"[{"approved_comment_id": 1, "stars": 9}, {"approved_comment_id": 2, "stars": 3}]"#), with: c)
+        let r = try context.map(
+            json(#"[{"approved_comment_id": 1, "stars": 9}, {"approved_comment_id": 2, "stars": 3}]"#), with: c)
         #expect(r.discarded.map(\.sourceIndex) == [0] && r.counts.inserted == 1)
         try context.save()
     }
@@ -721,7 +781,10 @@ struct MappingTests {
         try context.map(json(#"[{"articleID": 2, "title": "pending"}]"#), with: m)
         let before = context.makeChangeSet()
         #expect(throws: MappingError.self) {
-            try context.map(json(#"[{"articleID": 1, "title": "x", "writer": {"writerID": 2, "name": "V"}}, {"articleID": 3, "words": "x"}]"#), with: m)
+            try context.map(
+                json(
+                    #"[{"articleID": 1, "title": "x", "writer": {"writerID": 2, "name": "V"}}, {"articleID": 3, "words": "x"}]"#
+                ), with: m)
         }
         #expect(context.makeChangeSet() == before)
         #expect(try context.count(of: Writer.self) == 1)
@@ -731,7 +794,9 @@ struct MappingTests {
     @Test func aMappingSavedIntoAStoreIsOneJournalRecordAndReopens() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mapping-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let schema = try Schema(Article.self, Writer.self, ApprovedComment.self, Gadget.self, Bookmark.self, LogLine.self, Release.self, Meter.self)
+        let schema = try Schema(
+            Article.self, Writer.self, ApprovedComment.self, Gadget.self, Bookmark.self, LogLine.self, Release.self,
+            Meter.self)
         var w = EntityMapping(Writer.self)
         try w.map("writerID", "name")
         var m = try articles()
@@ -742,7 +807,8 @@ struct MappingTests {
             try store.context.save()
             // The first save also wrote the schema record; the second run is one record.
             let before = store.stats.records
-            try store.context.map(json(#"[{"articleID": 1, "title": "t"}, {"articleID": 2, "writer": {"writerID": 1}}]"#), with: m)
+            try store.context.map(
+                json(#"[{"articleID": 1, "title": "t"}, {"articleID": 2, "writer": {"writerID": 1}}]"#), with: m)
             try store.context.save()
             #expect(store.stats.records == before + 1)
             try store.close()
@@ -754,7 +820,11 @@ struct MappingTests {
     @Test func foundationValuesAndDictionariesMapLikeJSON() throws {
         let context = try newsContext()
         let m = try articles()
-        let r = try context.map([["articleID": 1, "title": "a", "meta": ["published": Date(timeIntervalSince1970: 5)]], ["articleID": Int64(2), "body": NSNull()]], with: m)
+        let r = try context.map(
+            [
+                ["articleID": 1, "title": "a", "meta": ["published": Date(timeIntervalSince1970: 5)]],
+                ["articleID": Int64(2), "body": NSNull()],
+            ], with: m)
         #expect(r.objects.map(\.articleID) == [1, 2])
         #expect(r.objects[0].publishedAt == Date(timeIntervalSince1970: 5))
         let parsed = try JSONSerialization.jsonObject(with: json(#"{"items": [{"articleID": 3}]}"#))

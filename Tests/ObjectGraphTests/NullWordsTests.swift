@@ -1,8 +1,10 @@
 import Foundation
-@testable import ObjectGraph
 import Testing
+
+@testable import ObjectGraph
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The null words of a table's first large block start as zero pages: an entity whose values
@@ -67,17 +69,17 @@ struct NullWordsTests {
         defer { try? store.close() }
         let table = try store.context.table(for: Person.self)
         #if os(Linux)
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let (resident, pages) = table.nulls.withUnsafeBufferPointer { words -> (Int, Int) in
-            let start = (Int(bitPattern: words.baseAddress) + page - 1) / page * page
-            let end = (Int(bitPattern: words.baseAddress) + words.count * 8) / page * page
-            guard end > start, let pointer = UnsafeMutableRawPointer(bitPattern: start) else { return (0, 0) }
-            var vector = [UInt8](repeating: 0, count: (end - start) / page)
-            guard mincore(pointer, end - start, &vector) == 0 else { return (-1, vector.count) }
-            return (vector.reduce(0) { $0 + Int($1 & 1) }, vector.count)
-        }
-        #expect(pages > 0)
-        #expect(resident == 0, "\(resident) of \(pages) pages of null words are resident after the open")
+            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+            let (resident, pages) = table.nulls.withUnsafeBufferPointer { words -> (Int, Int) in
+                let start = (Int(bitPattern: words.baseAddress) + page - 1) / page * page
+                let end = (Int(bitPattern: words.baseAddress) + words.count * 8) / page * page
+                guard end > start, let pointer = UnsafeMutableRawPointer(bitPattern: start) else { return (0, 0) }
+                var vector = [UInt8](repeating: 0, count: (end - start) / page)
+                guard mincore(pointer, end - start, &vector) == 0 else { return (-1, vector.count) }
+                return (vector.reduce(0) { $0 + Int($1 & 1) }, vector.count)
+            }
+            #expect(pages > 0)
+            #expect(resident == 0, "\(resident) of \(pages) pages of null words are resident after the open")
         #endif
         // They read as not nil, and a nil set now is kept.
         let people = try store.context.objects(of: Person.self)

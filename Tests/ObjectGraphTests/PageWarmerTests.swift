@@ -1,6 +1,7 @@
 import Foundation
-@testable import ObjectGraph
 import Testing
+
+@testable import ObjectGraph
 
 /// Warming pages on another core (``PageWarmer``) changes no byte of the memory it warms,
 /// whether the owner wrote it before, writes it meanwhile, or writes it after.
@@ -12,9 +13,9 @@ struct PageWarmerTests {
             let start = Int(bitPattern: buffer.baseAddress)
             let populated = PageWarmer.populate(start, bytes: buffer.count * 8)
             #if os(Linux)
-            // Linux 5.14 and later have the call; an older kernel refuses it and nothing happens.
-            let version = ProcessInfo.processInfo.operatingSystemVersion
-            if (version.majorVersion, version.minorVersion) >= (5, 14) { #expect(populated) }
+                // Linux 5.14 and later have the call; an older kernel refuses it and nothing happens.
+                let version = ProcessInfo.processInfo.operatingSystemVersion
+                if (version.majorVersion, version.minorVersion) >= (5, 14) { #expect(populated) }
             #endif
         }
         for (i, v) in values.enumerated() where v != UInt64(i) &* 0x9E37_79B9_7F4A_7C15 {

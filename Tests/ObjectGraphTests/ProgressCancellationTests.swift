@@ -46,7 +46,8 @@ extension ProgressLine: ImportableObject {
 }
 
 /// The seed of the random cancellation points; OBJECTGRAPH_PROGRESS_SEED replays a run.
-private let progressSeed = ProcessInfo.processInfo.environment["OBJECTGRAPH_PROGRESS_SEED"].flatMap(UInt64.init)
+private let progressSeed =
+    ProcessInfo.processInfo.environment["OBJECTGRAPH_PROGRESS_SEED"].flatMap(UInt64.init)
     ?? UInt64.random(in: 0 ... .max)
 
 private let progressSchema: Schema = {
@@ -65,7 +66,9 @@ private let progressImportLines: [String] = (0..<10_000).map { "line \($0)" }
 
 /// A document of the items `keys`, for the mapping and the sync.
 private func progressItemsJSON(_ keys: Range<Int>, name: String) -> Data {
-    Data(("[" + keys.map { #"{"key": \#($0), "name": "\#(name) \#($0)", "size": \#($0 % 97)}"# }.joined(separator: ",") + "]").utf8)
+    Data(
+        ("[" + keys.map { #"{"key": \#($0), "name": "\#(name) \#($0)", "size": \#($0 % 97)}"# }.joined(separator: ",")
+            + "]").utf8)
 }
 
 private let progressMappingJSON = progressItemsJSON(0..<16_000, name: "mapped")
@@ -119,7 +122,9 @@ private func copyOfProgressBaseStore(_ name: String = #function) throws -> URL {
 /// (an update of item 10, which every operation touches), an insert the import updates, a
 /// deletion, and an object of another entity.
 private func makeProgressUserChanges(_ context: ModelContext) throws {
-    guard let ten = try context.object(ProgressItem.self, where: \.key, equals: 10) else { throw CocoaError(.fileReadUnknown) }
+    guard let ten = try context.object(ProgressItem.self, where: \.key, equals: 10) else {
+        throw CocoaError(.fileReadUnknown)
+    }
     ten.name = "edited by the user"
     ten.note = nil
     let mine = try context.insert(ProgressItem.self)
@@ -134,7 +139,9 @@ private func progressValuesDump(_ context: ModelContext) throws -> String {
     var lines: [String] = []
     for entity in context.schema.entities {
         for object in try context.objects(ofEntityNamed: entity.name) {
-            let values = try entity.attributes.map { "\($0.name)=\(String(describing: try object.attributeValue(forKey: $0.name)))" }
+            let values = try entity.attributes.map {
+                "\($0.name)=\(String(describing: try object.attributeValue(forKey: $0.name)))"
+            }
             lines.append("\(entity.name)/\(object.objectID?.serial ?? 0) " + values.joined(separator: " "))
         }
     }
@@ -147,7 +154,9 @@ private func progressFullDump(_ context: ModelContext) throws -> String {
     var lines = [try progressValuesDump(context), "hasChanges \(context.hasChanges)"]
     lines += context.insertedObjects.map { "inserted \($0.objectID.map { "\($0)" } ?? "?")" }.sorted()
     lines += try context.updatedObjects.map { object in
-        let committed = try object.committedValues().sorted { $0.key < $1.key }.map { "\($0.key)=\(String(describing: $0.value))" }
+        let committed = try object.committedValues().sorted { $0.key < $1.key }.map {
+            "\($0.key)=\(String(describing: $0.value))"
+        }
         return "updated \(object.objectID.map { "\($0)" } ?? "?") committed " + committed.joined(separator: " ")
     }.sorted()
     lines += context.deletedObjects.map { "deleted \($0.objectID.map { "\($0)" } ?? "?")" }.sorted()
@@ -158,7 +167,8 @@ private func progressFullDump(_ context: ModelContext) throws -> String {
 /// then names one line, not two dumps of thousands).
 private func difference(_ a: String, _ b: String) -> String? {
     guard a != b else { return nil }
-    let x = a.split(separator: "\n", omittingEmptySubsequences: false), y = b.split(separator: "\n", omittingEmptySubsequences: false)
+    let x = a.split(separator: "\n", omittingEmptySubsequences: false),
+        y = b.split(separator: "\n", omittingEmptySubsequences: false)
     let i = zip(x, y).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(x.count, y.count)
     return "line \(i): \(i < x.count ? String(x[i]) : "(none)") / \(i < y.count ? String(y[i]) : "(none)")"
 }
@@ -212,7 +222,9 @@ private typealias ProgressStoreOperation = @Sendable (ObjectStore, @escaping Pro
 /// Runs `operation` inside a task on a copy of the base store with the user's pending changes,
 /// cancelling the task at report `cancelAt`. A cancelled operation's store then saves the
 /// user's changes (it must still be usable) and closes.
-private func runProgressOperation(_ operation: @escaping ProgressStoreOperation, cancelAt: Int?, name: String = #function) async throws -> ProgressOperationRun {
+private func runProgressOperation(
+    _ operation: @escaping ProgressStoreOperation, cancelAt: Int?, name: String = #function
+) async throws -> ProgressOperationRun {
     let dir = try copyOfProgressBaseStore(name)
     return try await Task { () throws -> ProgressOperationRun in
         let store = try ObjectStore.open(at: dir, schema: progressSchema)
@@ -245,7 +257,8 @@ private func runProgressOperation(_ operation: @escaping ProgressStoreOperation,
 /// operation and unit throughout, and at most one report per `stride` units besides the
 /// first, the final and one per `extra` point (a sync's runs, a compaction's columns).
 private func expectWellFormedProgress(
-    _ reports: [WorkProgress], _ operation: WorkProgress.Operation, _ unit: WorkProgress.Unit, stride: Int = 4_096, extra: Int = 0,
+    _ reports: [WorkProgress], _ operation: WorkProgress.Operation, _ unit: WorkProgress.Unit, stride: Int = 4_096,
+    extra: Int = 0,
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
     guard let first = reports.first, let last = reports.last else {
@@ -267,7 +280,8 @@ private func expectWellFormedProgress(
 @Suite("Progress reports and cancellation of long operations")
 struct ProgressCancellationTests {
     private static let importUnique: ProgressStoreOperation = { store, progress in
-        _ = try store.context.importUniqueObjects(ProgressItem.self, sourceArray: progressImportSources, progress: progress)
+        _ = try store.context.importUniqueObjects(
+            ProgressItem.self, sourceArray: progressImportSources, progress: progress)
     }
     private static let importPlain: ProgressStoreOperation = { store, progress in
         _ = try store.context.importObjects(ProgressLine.self, sourceArray: progressImportLines, progress: progress)
@@ -330,7 +344,9 @@ struct ProgressCancellationTests {
         let compaction = try await runProgressOperation(Self.compaction, cancelAt: nil)
         #expect(compaction.failure == nil)
         expectWellFormedProgress(compaction.reports, .compaction, .objects, extra: 8)
-        #expect(compaction.reports.last?.total == progressBaseItems + 100, "the committed objects; pending ones stay pending")
+        #expect(
+            compaction.reports.last?.total == progressBaseItems + 100,
+            "the committed objects; pending ones stay pending")
         #expect(compaction.reports.count >= 4, "the large entity's objects count column by column")
 
         let dir = try copyOfProgressBaseStore()
@@ -368,23 +384,35 @@ struct ProgressCancellationTests {
         let reports = counted.reports.count
         #expect(reports >= 3, "\(label): \(reports) reports")
         if changesObjects {
-            #expect(difference(counted.before, counted.after) != nil, "\(label): the operation changes the store when not cancelled")
+            #expect(
+                difference(counted.before, counted.after) != nil,
+                "\(label): the operation changes the store when not cancelled")
         } else {
-            #expect(counted.filesAfter != counted.filesBefore, "\(label): the operation rewrites the files when not cancelled")
+            #expect(
+                counted.filesAfter != counted.filesBefore,
+                "\(label): the operation rewrites the files when not cancelled")
         }
         var points = Set([1])
         while points.count < min(rounds, reports - 1) { points.insert(Int.random(in: 1..<reports, using: &rng)) }
-        print("\(label): seed \(progressSeed) (OBJECTGRAPH_PROGRESS_SEED), \(reports) reports, cancelled at \(points.sorted())")
+        print(
+            "\(label): seed \(progressSeed) (OBJECTGRAPH_PROGRESS_SEED), \(reports) reports, cancelled at \(points.sorted())"
+        )
         for point in points.sorted() {
             let cancelled = try await runProgressOperation(operation, cancelAt: point, name: label)
             #expect(cancelled.cancelled, "\(label) cancelled at report \(point): \(cancelled.failure ?? "completed")")
             #expect(cancelled.reports.count == point, "\(label): no report after the cancellation was noticed")
-            #expect(difference(cancelled.before, cancelled.after) == nil, "\(label) cancelled at report \(point): the context changed")
-            #expect(cancelled.filesAfter == cancelled.filesBefore, "\(label) cancelled at report \(point): the files changed")
+            #expect(
+                difference(cancelled.before, cancelled.after) == nil,
+                "\(label) cancelled at report \(point): the context changed")
+            #expect(
+                cancelled.filesAfter == cancelled.filesBefore,
+                "\(label) cancelled at report \(point): the files changed")
             let reopened = try ObjectStore.open(at: cancelled.directory, schema: progressSchema)
             let values = try progressValuesDump(reopened.context)
             try reopened.close()
-            #expect(difference(cancelled.valuesBefore, values) == nil, "\(label) cancelled at report \(point): the user's changes, saved, reopen otherwise")
+            #expect(
+                difference(cancelled.valuesBefore, values) == nil,
+                "\(label) cancelled at report \(point): the user's changes, saved, reopen otherwise")
         }
     }
 
@@ -416,10 +444,12 @@ struct ProgressCancellationTests {
         let journal = try Journal.open(directory: dir)
         let records = try journal.records()
         var asked = false
-        let switched = try journal.compact(base: [[1, 2, 3]], schema: [9], proceed: {
-            asked = true
-            return false
-        })
+        let switched = try journal.compact(
+            base: [[1, 2, 3]], schema: [9],
+            proceed: {
+                asked = true
+                return false
+            })
         #expect(asked && !switched)
         #expect(try progressStoreFiles(dir) == original)
         #expect(try journal.records() == records)
@@ -430,11 +460,12 @@ struct ProgressCancellationTests {
     }
 
     @Test func aSyncWhoseBodyCatchesTheCancellationStillThrowsIt() async throws {
-        let outcome = try await runProgressOperation({ store, progress in
-            try store.context.sync([ProgressItem.self], sweepLimit: .unlimited, progress: progress) { sync in
-                _ = try? sync.map(progressSyncJSON, with: try progressItemMapping())
-            }
-        }, cancelAt: 3)
+        let outcome = try await runProgressOperation(
+            { store, progress in
+                try store.context.sync([ProgressItem.self], sweepLimit: .unlimited, progress: progress) { sync in
+                    _ = try? sync.map(progressSyncJSON, with: try progressItemMapping())
+                }
+            }, cancelAt: 3)
         #expect(outcome.cancelled, "\(outcome.failure ?? "completed")")
         #expect(difference(outcome.before, outcome.after) == nil)
     }
@@ -452,7 +483,9 @@ struct ProgressCancellationTests {
         #expect(try progressStoreFiles(dir) == original, "an open writes nothing")
         var points = Set([1])
         while points.count < min(3, reports - 1) { points.insert(Int.random(in: 1..<reports, using: &rng)) }
-        print("open: seed \(progressSeed) (OBJECTGRAPH_PROGRESS_SEED), \(reports) reports, cancelled at \(points.sorted())")
+        print(
+            "open: seed \(progressSeed) (OBJECTGRAPH_PROGRESS_SEED), \(reports) reports, cancelled at \(points.sorted())"
+        )
         for point in points.sorted() {
             let log = ProgressLog(cancelAt: point)
             var cancelling = StoreOptions()
@@ -523,8 +556,11 @@ struct ProgressDocBar: Sendable {
     @Sendable func draw(_ progress: WorkProgress) {
         guard onTerminal, let fraction = progress.fractionCompleted else { return }
         let filled = Int(fraction * 30)
-        let bar = String(repeating: "=", count: filled) + (filled < 30 ? ">" + String(repeating: " ", count: 29 - filled) : "")
-        let line = "\r\(label) [\(bar)] \(Int(fraction * 100))%  \(progress.completed) of \(progress.total ?? 0) \(progress.unit.rawValue)\u{1B}[K"
+        let bar =
+            String(repeating: "=", count: filled)
+            + (filled < 30 ? ">" + String(repeating: " ", count: 29 - filled) : "")
+        let line =
+            "\r\(label) [\(bar)] \(Int(fraction * 100))%  \(progress.completed) of \(progress.total ?? 0) \(progress.unit.rawValue)\u{1B}[K"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
@@ -561,7 +597,8 @@ private func importPackages(_ records: [ProgressDocRecord], into url: URL) async
         defer { try? store.close() }
         let bar = ProgressDocBar(label: "importing")
         defer { bar.finish() }
-        let packages = try store.context.importUniqueObjects(ProgressDocPackage.self, sourceArray: records, progress: bar.draw)
+        let packages = try store.context.importUniqueObjects(
+            ProgressDocPackage.self, sourceArray: records, progress: bar.draw)
         try store.context.save()
         return packages.count
     }
@@ -579,9 +616,11 @@ struct ProgressDocExampleTests {
             let store = try ObjectStore.open(at: dir, schema: try Schema(ProgressDocPackage.self))
             defer { try? store.close() }
             let newer = records.map { ProgressDocRecord(name: $0.name, version: $0.version + "+1") }
-            let packages = try store.context.importUniqueObjects(ProgressDocPackage.self, sourceArray: newer, progress: { progress in
-                if progress.completed >= 4_096 { withUnsafeCurrentTask { $0?.cancel() } }
-            })
+            let packages = try store.context.importUniqueObjects(
+                ProgressDocPackage.self, sourceArray: newer,
+                progress: { progress in
+                    if progress.completed >= 4_096 { withUnsafeCurrentTask { $0?.cancel() } }
+                })
             try store.context.save()
             return packages.count
         }

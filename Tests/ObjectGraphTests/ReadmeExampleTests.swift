@@ -1,8 +1,7 @@
 import Foundation
-import Testing
-
 // README-BEGIN
 import ObjectGraph
+import Testing
 
 @Entity final class Package {
     var name: String
@@ -28,14 +27,14 @@ func readmeExample() throws -> String {
 
     // Change, inspect, roll back.
     zlib.installedSize = 164
-    print(zlib.isUpdated, zlib.changedValues())   // true ["installedSize": Optional(164)]
+    print(zlib.isUpdated, zlib.changedValues())  // true ["installedSize": Optional(164)]
     context.rollback()
-    print(zlib.installedSize as Any)              // nil
+    print(zlib.installedSize as Any)  // nil
 
     // Delete and save: the object is gone; its ID is never reused.
     context.delete(curl)
     try context.save()
-    return "\(try context.objects(of: Package.self).map(\.name))"   // ["zlib1g"]
+    return "\(try context.objects(of: Package.self).map(\.name))"  // ["zlib1g"]
 }
 // README-END
 
@@ -47,12 +46,15 @@ struct ReadmeExampleTests {
 
     @Test func readmeShowsExactlyTheCompiledExample() throws {
         let example = try documentedBlock(in: "Tests/ObjectGraphTests/ReadmeExampleTests.swift")
-        #expect(try repositoryFile("README.md").contains("```swift\n" + example + "```"), "README.md's example differs from ReadmeExampleTests.swift")
+        #expect(
+            try repositoryFile("README.md").contains("```swift\n" + example + "```"),
+            "README.md's example differs from ReadmeExampleTests.swift")
     }
 }
 
 /// The repository's root directory.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// The text of a file of the repository.
 func repositoryFile(_ path: String) throws -> String {
@@ -65,9 +67,13 @@ func documentedBlock(in path: String, marker: String = "// README-BEGIN") throws
     let source = try repositoryFile(path)
     let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
     guard let first = lines.firstIndex(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(marker) }),
-          let last = lines[first...].firstIndex(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix("// README-END") })
+        let last = lines[first...].firstIndex(where: {
+            $0.trimmingCharacters(in: .whitespaces).hasPrefix("// README-END")
+        })
     else { throw CocoaError(.fileReadCorruptFile) }
     let indent = lines[first].prefix { $0 == " " }.count
-    return lines[(first + 1)..<last].map { $0.hasPrefix(String(repeating: " ", count: indent)) ? String($0.dropFirst(indent)) : String($0) }
-        .map { $0 + "\n" }.joined()
+    return lines[(first + 1)..<last].map {
+        $0.hasPrefix(String(repeating: " ", count: indent)) ? String($0.dropFirst(indent)) : String($0)
+    }
+    .map { $0 + "\n" }.joined()
 }

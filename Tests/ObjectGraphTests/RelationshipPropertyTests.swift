@@ -74,7 +74,9 @@ struct RelationshipPropertyTests {
                 guard let (s, folder) = pick(model.folders, arg, Folder.self) else { return }
                 let keys = model.files.keys.sorted()
                 let chosen = keys.enumerated().filter { (arg >> ($0.offset % 20)) & 1 == 1 }.map(\.element)
-                folder.files = chosen.compactMap { c.object(with: ObjectID(entityName: "FileItem", serial: $0), as: FileItem.self) }
+                folder.files = chosen.compactMap {
+                    c.object(with: ObjectID(entityName: "FileItem", serial: $0), as: FileItem.self)
+                }
                 for (f, owner) in model.files where owner == s && !chosen.contains(f) { model.files[f] = .some(nil) }
                 for f in chosen { model.files[f] = .some(s) }
             case 4:
@@ -151,14 +153,21 @@ struct RelationshipPropertyTests {
         // Every inverse agrees, and nothing reachable from a live object is deleted.
         for folder in folders {
             let mine = Set(model.files.filter { $0.value == folder.objectID?.serial }.keys)
-            #expect(Set(folder.files.compactMap { $0.objectID?.serial }) == mine, "\(at): \(String(describing: folder.objectID)).files")
-            #expect(folder.files.allSatisfy { !$0.isDeleted && $0.folder === folder }, "\(at): a file of \(String(describing: folder.objectID))")
+            #expect(
+                Set(folder.files.compactMap { $0.objectID?.serial }) == mine,
+                "\(at): \(String(describing: folder.objectID)).files")
+            #expect(
+                folder.files.allSatisfy { !$0.isDeleted && $0.folder === folder },
+                "\(at): a file of \(String(describing: folder.objectID))")
         }
         for team in teams {
             let mine = Set(model.members.filter { $0.value == team.objectID?.serial }.keys)
-            #expect(Set(team.members.compactMap { $0.objectID?.serial }) == mine, "\(at): \(String(describing: team.objectID)).members")
+            #expect(
+                Set(team.members.compactMap { $0.objectID?.serial }) == mine,
+                "\(at): \(String(describing: team.objectID)).members")
         }
-        #expect(files.allSatisfy { $0.folder?.isDeleted != true } && members.allSatisfy { $0.team?.isDeleted != true },
-                "\(at): a live object reaches a deleted one")
+        #expect(
+            files.allSatisfy { $0.folder?.isDeleted != true } && members.allSatisfy { $0.team?.isDeleted != true },
+            "\(at): a live object reaches a deleted one")
     }
 }

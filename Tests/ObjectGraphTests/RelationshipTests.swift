@@ -65,7 +65,9 @@ import Testing
 
 let relationshipSchema: Schema = {
     do {
-        return try Schema(Folder.self, FileItem.self, Team.self, TeamMember.self, Citizen.self, Passport.self, Library.self, Book.self, TreeNode.self)
+        return try Schema(
+            Folder.self, FileItem.self, Team.self, TeamMember.self, Citizen.self, Passport.self, Library.self,
+            Book.self, TreeNode.self)
     } catch { preconditionFailure("\(error)") }
 }()
 
@@ -118,7 +120,11 @@ struct RelationshipTests {
         let c = context()
         let folder = try c.insert(Folder.self)
         folder.name = "docs"
-        let files = try (0..<3).map { i in try c.insert(FileItem.self) { $0.name = "f\(i)"; $0.folder = folder } }
+        let files = try (0..<3).map { i in
+            try c.insert(FileItem.self) {
+                $0.name = "f\(i)"; $0.folder = folder
+            }
+        }
         try c.save()
         c.delete(folder)
         #expect(folder.log == ["prepareForDeletion"] && folder.filesSeenAtDeletion == 3)
@@ -134,8 +140,12 @@ struct RelationshipTests {
         let folder = try c.insert(Folder.self)
         let team = try c.insert(Team.self)
         for i in 0..<5 {
-            try c.insert(FileItem.self) { $0.name = "f\(i)"; $0.folder = folder }
-            try c.insert(TeamMember.self) { $0.name = "m\(i)"; $0.team = team }
+            try c.insert(FileItem.self) {
+                $0.name = "f\(i)"; $0.folder = folder
+            }
+            try c.insert(TeamMember.self) {
+                $0.name = "m\(i)"; $0.team = team
+            }
         }
         try c.save()
         c.delete(folder)
@@ -159,7 +169,9 @@ struct RelationshipTests {
         c.delete(team)
         #expect(m.team == nil && m.isUpdated)
         #expect(m.changedValues()["team"] == .some(nil))
-        #expect(try m.committedValues(forKeys: ["team"])["team"] == .some(.object(ObjectID(entityName: "Team", serial: teamSerial))))
+        #expect(
+            try m.committedValues(forKeys: ["team"])["team"]
+                == .some(.object(ObjectID(entityName: "Team", serial: teamSerial))))
         try c.save()
         #expect(m.team == nil && !c.hasChanges)
     }
@@ -263,7 +275,11 @@ struct RelationshipTests {
             let c = store.context
             let folder = try c.insert(Folder.self)
             folder.name = "docs"
-            for i in 0..<10 { try c.insert(FileItem.self) { $0.name = "f\(i)"; $0.folder = folder } }
+            for i in 0..<10 {
+                try c.insert(FileItem.self) {
+                    $0.name = "f\(i)"; $0.folder = folder
+                }
+            }
             let ann = try c.insert(Citizen.self)
             ann.passport = try c.insert(Passport.self)
             try c.save()
@@ -386,10 +402,15 @@ struct RelationshipFetchTests {
         docs.name = "docs"
         let other = try c.insert(Folder.self)
         other.name = "other"
-        for i in 0..<6 { try c.insert(FileItem.self) { $0.name = "f\(i)"; $0.folder = i % 2 == 0 ? docs : other } }
+        for i in 0..<6 {
+            try c.insert(FileItem.self) {
+                $0.name = "f\(i)"; $0.folder = i % 2 == 0 ? docs : other
+            }
+        }
         try c.insert(FileItem.self) { $0.name = "loose" }
-        let inDocs = try c.fetch(FetchDescriptor<FileItem>(
-            predicate: #Predicate { $0.folder?.name == "docs" }, sortBy: [SortDescriptor(\.name)]))
+        let inDocs = try c.fetch(
+            FetchDescriptor<FileItem>(
+                predicate: #Predicate { $0.folder?.name == "docs" }, sortBy: [SortDescriptor(\.name)]))
         #expect(inDocs.map(\.name) == ["f0", "f2", "f4"])
         let loose = try c.fetch(FetchDescriptor<FileItem>(predicate: #Predicate { $0.folder?.name == nil }))
         #expect(loose.map(\.name) == ["loose"])

@@ -1,7 +1,8 @@
 import Foundation
 import GraphJournal
-@testable import ObjectGraph
 import Testing
+
+@testable import ObjectGraph
 
 /// Replay reads a block's consecutive serials as a run, without listing them, and still
 /// refuses a block that inserts an object the store already has.
@@ -11,7 +12,8 @@ struct ReplayInsertTests {
     private func payloads(_ name: String, _ saves: (ModelContext) throws -> Void) throws -> (StoredSchema, [[UInt8]]) {
         let dir = temporaryStoreDirectory(name)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try ObjectStore.open(at: dir, schema: try Schema(Person.self), options: StoreOptions(durability: .none))
+        let store = try ObjectStore.open(
+            at: dir, schema: try Schema(Person.self), options: StoreOptions(durability: .none))
         try saves(store.context)
         try store.close()
         var schema: StoredSchema?
@@ -58,7 +60,8 @@ struct ReplayInsertTests {
         try j.append(a[0], schema: schema.encoded())
         try j.append(b[1])
         try j.close()
-        let store = try ObjectStore.open(at: clean, schema: try Schema(Person.self), options: StoreOptions(durability: .none))
+        let store = try ObjectStore.open(
+            at: clean, schema: try Schema(Person.self), options: StoreOptions(durability: .none))
         defer { try? store.close() }
         let people = try store.context.fetch(Person.self) { _ in true }
         #expect(Set(people.map(\.id)) == [0, 1, 2, 5, 6])

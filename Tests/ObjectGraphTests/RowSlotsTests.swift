@@ -1,6 +1,7 @@
 import Foundation
-@testable import ObjectGraph
 import Testing
+
+@testable import ObjectGraph
 
 /// Instance slots and before-image numbers are stored only up to the last row that has one:
 /// an open writes neither, and what materializing, changing, rolling back and compacting do
@@ -48,7 +49,8 @@ struct RowSlotsTests {
 
         // One object materialized and changed: rows up to its own are stored, no further.
         // A translated predicate reads the cells; only the object it returns is materialized.
-        let p = try #require(try store.context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.id == 150 })).first)
+        let p = try #require(
+            try store.context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.id == 150 })).first)
         let id = try #require(p.objectID)
         let row = try #require(table.row(ofSerial: id.serial))
         #expect(table.instances.stored.count == row + 1)
@@ -61,12 +63,14 @@ struct RowSlotsTests {
         #expect(p.name == "n150" && table.changes.beforeIndex[row] == -1)
 
         // A later row changed and saved, then every object read: each reads its own values.
-        let last = try #require(try store.context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.id == 299 })).first)
+        let last = try #require(
+            try store.context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.id == 299 })).first)
         last.score = 2.5
         try store.context.save()
-        #expect(try store.context.fetch(Person.self) { _ in true }.allSatisfy {
-            $0.name == "n\($0.id)" && $0.score == ($0.id == 299 ? 2.5 : 0)
-        })
+        #expect(
+            try store.context.fetch(Person.self) { _ in true }.allSatisfy {
+                $0.name == "n\($0.id)" && $0.score == ($0.id == 299 ? 2.5 : 0)
+            })
         #expect(try store.context.objects(of: Person.self).count == 300)
         #expect(try store.context.fetch(Person.self) { $0.id == 150 }.first === p)
     }

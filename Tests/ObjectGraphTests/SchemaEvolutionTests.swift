@@ -9,11 +9,23 @@ final class ItemV1: Entity {
     var _backing = ObjectBacking(entity: ItemV1.entityDescription)
     static let entityDescription = EntityDescription(
         name: "Item", type: ItemV1.self,
-        attributes: [.attribute("title", String.self), .attribute("price", Int32.self), .attribute("legacyCode", String.self, optional: true)])
+        attributes: [
+            .attribute("title", String.self), .attribute("price", Int32.self),
+            .attribute("legacyCode", String.self, optional: true),
+        ])
     init(_backing: ObjectBacking) { self._backing = _backing }
-    var title: String { get { _backing.get(0, as: String.self) } set { _backing.set(0, newValue) } }
-    var price: Int32 { get { _backing.get(1, as: Int32.self) } set { _backing.set(1, newValue) } }
-    var legacyCode: String? { get { _backing.getOptional(2, as: String.self) } set { _backing.setOptional(2, newValue) } }
+    var title: String {
+        get { _backing.get(0, as: String.self) }
+        set { _backing.set(0, newValue) }
+    }
+    var price: Int32 {
+        get { _backing.get(1, as: Int32.self) }
+        set { _backing.set(1, newValue) }
+    }
+    var legacyCode: String? {
+        get { _backing.getOptional(2, as: String.self) }
+        set { _backing.setOptional(2, newValue) }
+    }
 }
 
 /// Version 2: `title` renamed to `name`, `price` widened to Int64, `legacyCode` removed,
@@ -27,16 +39,26 @@ final class ItemV2: Entity {
             .attribute("stock", Int.self, default: 7),
         ])
     init(_backing: ObjectBacking) { self._backing = _backing }
-    var name: String { get { _backing.get(0, as: String.self) } set { _backing.set(0, newValue) } }
-    var price: Int64 { get { _backing.get(1, as: Int64.self) } set { _backing.set(1, newValue) } }
-    var stock: Int { get { _backing.get(2, as: Int.self) } set { _backing.set(2, newValue) } }
+    var name: String {
+        get { _backing.get(0, as: String.self) }
+        set { _backing.set(0, newValue) }
+    }
+    var price: Int64 {
+        get { _backing.get(1, as: Int64.self) }
+        set { _backing.set(1, newValue) }
+    }
+    var stock: Int {
+        get { _backing.get(2, as: Int.self) }
+        set { _backing.set(2, newValue) }
+    }
 }
 
 /// An incompatible version: `price` became a string.
 final class ItemBroken: Entity {
     var _backing = ObjectBacking(entity: ItemBroken.entityDescription)
     static let entityDescription = EntityDescription(
-        name: "Item", type: ItemBroken.self, attributes: [.attribute("title", String.self), .attribute("price", String.self)])
+        name: "Item", type: ItemBroken.self,
+        attributes: [.attribute("title", String.self), .attribute("price", String.self)])
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
@@ -84,7 +106,9 @@ struct SchemaEvolutionTests {
         let dir = temporaryStoreDirectory()
         try writeVersionOne(dir)
         let before = try directoryBytes(dir)
-        let error = try #require(throws: StoreError.self) { try ObjectStore.open(at: dir, schema: try Schema(ItemBroken.self)) }
+        let error = try #require(throws: StoreError.self) {
+            try ObjectStore.open(at: dir, schema: try Schema(ItemBroken.self))
+        }
         #expect(error.code == .incompatibleSchema)
         #expect(error.message.contains("Item.price"))
         #expect(try directoryBytes(dir) == before)
@@ -93,7 +117,9 @@ struct SchemaEvolutionTests {
     @Test func removedEntityThatStillHasObjectsIsAClearError() throws {
         let dir = temporaryStoreDirectory()
         try writeVersionOne(dir)
-        let error = try #require(throws: StoreError.self) { try ObjectStore.open(at: dir, schema: try Schema(Person.self)) }
+        let error = try #require(throws: StoreError.self) {
+            try ObjectStore.open(at: dir, schema: try Schema(Person.self))
+        }
         #expect(error.code == .incompatibleSchema)
         #expect(error.message.contains("'Item'") && error.message.contains("3"))
     }

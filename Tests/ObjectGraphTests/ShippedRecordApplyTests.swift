@@ -33,13 +33,18 @@ private func member(_ context: ModelContext, id: Int64, name: String, email: Str
     /// Records handed out by a journal's `onDurable`, in order.
     final class Collected: Sendable {
         let records = Mutex<[ShippedRecord]>([])
-        func take() -> [ShippedRecord] { records.withLock { r in defer { r = [] }; return r } }
+        func take() -> [ShippedRecord] {
+            records.withLock { r in
+                defer { r = [] }; return r
+            }
+        }
     }
 
     private func writer(_ collected: Collected, _ name: String = #function) throws -> ObjectStore {
         var options = StoreOptions()
         options.journal.onDurable = { records in collected.records.withLock { $0.append(contentsOf: records) } }
-        return try ObjectStore.open(at: temporaryStoreDirectory(name + "-writer"), schema: replicaMemberSchema, options: options)
+        return try ObjectStore.open(
+            at: temporaryStoreDirectory(name + "-writer"), schema: replicaMemberSchema, options: options)
     }
 
     private func replicaOptions() -> StoreOptions {
@@ -62,7 +67,10 @@ private func member(_ context: ModelContext, id: Int64, name: String, email: Str
     }
 
     private func people(_ context: ModelContext) throws -> [Int64: String] {
-        Dictionary(uniqueKeysWithValues: try context.objects(of: ReplicaMember.self).map { ($0.id, "\($0.name)/\($0.email)/\($0.age)") })
+        Dictionary(
+            uniqueKeysWithValues: try context.objects(of: ReplicaMember.self).map {
+                ($0.id, "\($0.name)/\($0.email)/\($0.age)")
+            })
     }
 
     @Test func aReplicaAppliesShippedRecordsAndReopensToTheSameStateAndOrigin() throws {
@@ -72,16 +80,24 @@ private func member(_ context: ModelContext, id: Int64, name: String, email: Str
         var replica = try ObjectStore.open(at: replicaDirectory, schema: replicaMemberSchema, options: replicaOptions())
         var schema: [UInt8]?
         for round in 0..<5 {
-            for i in 0..<10 { try member(source.context, id: Int64(round * 10 + i), name: "p\(i)", email: "p\(round)-\(i)@x") }
+            for i in 0..<10 {
+                try member(source.context, id: Int64(round * 10 + i), name: "p\(i)", email: "p\(round)-\(i)@x")
+            }
             if round > 0 {
-                try source.context.object(ReplicaMember.self, where: \.id, equals: Int64(round * 10 - 1))?.age = 40 + round
-                if let gone = try source.context.object(ReplicaMember.self, where: \.id, equals: Int64(round * 10 - 10)) { source.context.delete(gone) }
+                try source.context.object(ReplicaMember.self, where: \.id, equals: Int64(round * 10 - 1))?.age =
+                    40 + round
+                if let gone = try source.context.object(ReplicaMember.self, where: \.id, equals: Int64(round * 10 - 10))
+                {
+                    source.context.delete(gone)
+                }
             }
             try source.context.save()
             try apply(collected.take(), to: replica, schema: &schema)
             #expect(try people(replica.context) == people(source.context))
             // Unique lookups on the replica see the applied records.
-            #expect(try replica.context.object(ReplicaMember.self, where: \.email, equals: "p\(round)-3@x")?.id == Int64(round * 10 + 3))
+            #expect(
+                try replica.context.object(ReplicaMember.self, where: \.email, equals: "p\(round)-3@x")?.id
+                    == Int64(round * 10 + 3))
         }
         let last = source.stats.lastSequence
         #expect(replica.origin == Array("at \(last)".utf8))
@@ -100,7 +116,8 @@ private func member(_ context: ModelContext, id: Int64, name: String, email: Str
     }
 
     @Test func aReadOnlyStoreRefusesSavesAndKeepsThePendingChanges() throws {
-        let replica = try ObjectStore.open(at: temporaryStoreDirectory(), schema: replicaMemberSchema, options: replicaOptions())
+        let replica = try ObjectStore.open(
+            at: temporaryStoreDirectory(), schema: replicaMemberSchema, options: replicaOptions())
         try member(replica.context, id: 1, name: "a", email: "a@x")
         let error = #expect(throws: StoreError.self) { try replica.context.save() }
         #expect(error?.code == .readOnly)
@@ -123,12 +140,16 @@ private func member(_ context: ModelContext, id: Int64, name: String, email: Str
         try apply(first, to: replica, schema: &schema)
         // The same insert again: the replica diverged from its source.
         let insert = try #require(first.last)
-        let error = #expect(throws: StoreError.self) { try replica.applyShipped(insert, schema: schema ?? [], origin: [1]) }
+        let error = #expect(throws: StoreError.self) {
+            try replica.applyShipped(insert, schema: schema ?? [], origin: [1])
+        }
         #expect(error?.code == .corruptPayload)
         #expect(error?.message.contains("diverged") == true)
         // Closed: nothing more is written.
         #expect(throws: StoreError.self) { try replica.applyShipped(insert, schema: schema ?? [], origin: [2]) }
-        let reopened = #expect(throws: StoreError.self) { _ = try ObjectStore.open(at: replicaDirectory, schema: replicaMemberSchema) }
+        let reopened = #expect(throws: StoreError.self) {
+            _ = try ObjectStore.open(at: replicaDirectory, schema: replicaMemberSchema)
+        }
         #expect(reopened?.sequence != nil)
         try source.close()
     }
@@ -139,10 +160,13 @@ private func member(_ context: ModelContext, id: Int64, name: String, email: Str
         try member(source.context, id: 1, name: "a", email: "a@x")
         try source.context.save()
         let records = collected.take()
-        let replica = try ObjectStore.open(at: temporaryStoreDirectory("replica"), schema: replicaMemberSchema, options: replicaOptions())
+        let replica = try ObjectStore.open(
+            at: temporaryStoreDirectory("replica"), schema: replicaMemberSchema, options: replicaOptions())
         let transaction = try #require(records.last)
         // A schema that is not one.
-        let error = #expect(throws: StoreError.self) { try replica.applyShipped(transaction, schema: [0xFF, 0x00], origin: [1]) }
+        let error = #expect(throws: StoreError.self) {
+            try replica.applyShipped(transaction, schema: [0xFF, 0x00], origin: [1])
+        }
         #expect(error != nil)
         #expect(replica.stats.lastSequence == 0)
         #expect(try replica.context.objects(of: ReplicaMember.self).isEmpty)

@@ -22,7 +22,8 @@ import Testing
         do {
             let store = try ObjectStore.open(at: dir, schema: storeSchema, options: options)
             for i in 0..<count {
-                let f = first[Int.random(in: 0..<first.count, using: &generator)], l = last[Int.random(in: 0..<last.count, using: &generator)]
+                let f = first[Int.random(in: 0..<first.count, using: &generator)],
+                    l = last[Int.random(in: 0..<last.count, using: &generator)]
                 let p = try store.context.insert(Person.self)
                 p.id = Int64(i); p.name = "\(f) \(l)"; p.email = "\(f.lowercased()).\(l.lowercased())@example.com"
                 p.city = cities[Int.random(in: 0..<cities.count, using: &generator)]
@@ -32,7 +33,9 @@ import Testing
             }
             let stats = store.stats
             let ratio = Double(stats.bytesOnDisk) / Double(stats.rawPayloadBytes)
-            print("\(count) saves of one object: raw payloads \(stats.rawPayloadBytes) bytes (\(stats.rawPayloadBytes / Int64(count)) a save), stored payloads \(stats.storedPayloadBytes), segments \(stats.bytesOnDisk) bytes: \(String(format: "%.1f", 100 * ratio)) % of raw")
+            print(
+                "\(count) saves of one object: raw payloads \(stats.rawPayloadBytes) bytes (\(stats.rawPayloadBytes / Int64(count)) a save), stored payloads \(stats.storedPayloadBytes), segments \(stats.bytesOnDisk) bytes: \(String(format: "%.1f", 100 * ratio)) % of raw"
+            )
             #expect(ratio < 0.85)
             #expect(Double(stats.storedPayloadBytes) / Double(stats.rawPayloadBytes) < 0.55)
             try store.close()

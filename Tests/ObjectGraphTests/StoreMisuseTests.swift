@@ -42,7 +42,8 @@ struct StoreMisuseTests {
 
     @Test func saveAfterTheStoreWasReleasedThrowsClosed() throws {
         let dir = temporaryStoreDirectory()
-        var store: ObjectStore? = try ObjectStore.open(at: dir, schema: storeSchema, options: StoreOptions(durability: .none))
+        var store: ObjectStore? = try ObjectStore.open(
+            at: dir, schema: storeSchema, options: StoreOptions(durability: .none))
         let context = try #require(store?.context)
         store = nil
         let person = try context.insert(Person.self)
@@ -59,8 +60,12 @@ struct StoreMisuseTests {
             guard let error = error as? ObjectGraphError else { return false }
             return error.code == .typeMismatch && error.message.contains("99 is not the raw value of a case of Level")
         }
-        #expect { try object.setValue("urgent", forKey: "priority") } throws: { ($0 as? ObjectGraphError)?.code == .typeMismatch }
-        #expect { try object.setPrimitiveValue(7, forKey: "level") } throws: { ($0 as? ObjectGraphError)?.code == .typeMismatch }
+        #expect { try object.setValue("urgent", forKey: "priority") } throws: {
+            ($0 as? ObjectGraphError)?.code == .typeMismatch
+        }
+        #expect { try object.setPrimitiveValue(7, forKey: "level") } throws: {
+            ($0 as? ObjectGraphError)?.code == .typeMismatch
+        }
         // Cases are accepted, and the typed read sees them.
         try object.setValue(2, forKey: "level")
         try object.setValue("extra", forKey: "priority")

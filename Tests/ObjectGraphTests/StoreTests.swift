@@ -46,7 +46,8 @@ struct StoreTests {
             let c = store.context
             for i in 0..<100 {
                 let p = try c.insert(Person.self)
-                p.id = Int64(i); p.name = "Person \(i)"; p.email = "p\(i)@example.com"; p.city = i % 2 == 0 ? nil : "City \(i)"
+                p.id = Int64(i); p.name = "Person \(i)"; p.email = "p\(i)@example.com";
+                p.city = i % 2 == 0 ? nil : "City \(i)"
             }
             let e = try c.insert(Everything.self)
             e.flag = true; e.i8 = -8; e.u64 = .max; e.i64 = .min; e.float = 1.5; e.double = -2.25; e.text = "text"

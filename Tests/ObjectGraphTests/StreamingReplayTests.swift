@@ -1,7 +1,8 @@
 import Foundation
-@testable import GraphJournal
 import ObjectGraph
 import Testing
+
+@testable import GraphJournal
 
 /// An open replays a large save's payload chunk by chunk as it is decompressed, never whole
 /// (`Journal.forEachPayload`): the pieces are at most a chunk, they make the payload
@@ -20,7 +21,8 @@ struct StreamingReplayTests {
         try store.context.save()
         for i in 0..<count {
             let p = try store.context.insert(Person.self)
-            p.id = Int64(i); p.name = "Person \(i)"; p.email = "p\(i)@example.com"; p.city = i % 3 == 0 ? nil : "City \(i % 100)"
+            p.id = Int64(i); p.name = "Person \(i)"; p.email = "p\(i)@example.com";
+            p.city = i % 3 == 0 ? nil : "City \(i % 100)"
         }
         try store.context.save()
         let last = try store.context.insert(Person.self)
@@ -86,7 +88,9 @@ struct StreamingReplayTests {
         let next = Int(bytes.withUnsafeBytes { $0.littleEndian(at: table + 4 + 4 * 3, as: UInt32.self) })
         bytes.storeLittleEndian(UInt32(length - 5), at: table + 4 + 4 * 2)
         bytes.storeLittleEndian(UInt32(next + 5), at: table + 4 + 4 * 3)
-        let crc = bytes.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(record.offset + 4)..<record.end])) }
+        let crc = bytes.withUnsafeBytes {
+            CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(record.offset + 4)..<record.end]))
+        }
         bytes.storeLittleEndian(crc, at: record.offset)
         try Data(bytes).write(to: URL(fileURLWithPath: path))
 

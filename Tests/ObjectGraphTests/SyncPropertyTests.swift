@@ -13,7 +13,9 @@ struct SyncPropertyTests {
     }
 
     private func run(_ codes: [Int]) throws {
-        let context = ModelContext(schema: try Schema(SyncFolder.self, SyncFile.self, SyncNote.self, SyncGuard.self, SyncShelf.self, SyncBook.self))
+        let context = ModelContext(
+            schema: try Schema(
+                SyncFolder.self, SyncFile.self, SyncNote.self, SyncGuard.self, SyncShelf.self, SyncBook.self))
         var mapping = EntityMapping(SyncFolder.self)
         try mapping.map("id", "version")
         var stored: [Int64: Int] = [:]  // id → version
@@ -53,7 +55,8 @@ struct SyncPropertyTests {
                     try sync.map(document, with: mapping)
                     if allowEmpty { sync.allowEmptySync(of: SyncFolder.self) }
                 }
-                #expect(!refused, "step \(step): the sync of \(objects) went through although it should have been refused")
+                #expect(
+                    !refused, "step \(step): the sync of \(objects) went through although it should have been refused")
             } catch is MappingError {
                 #expect(broken, "step \(step): a mapping error without a broken value")
             } catch let e as SyncError {
@@ -62,7 +65,9 @@ struct SyncPropertyTests {
             stored = expected
             var actual: [Int64: Int] = [:]
             for f in try context.objects(of: SyncFolder.self) { actual[f.id] = f.version }
-            #expect(actual == stored, "step \(step): after \(objects) (allowEmpty \(allowEmpty), limit \(limit.map(String.init) ?? "none"))")
+            #expect(
+                actual == stored,
+                "step \(step): after \(objects) (allowEmpty \(allowEmpty), limit \(limit.map(String.init) ?? "none"))")
             #expect(!context.hasChanges, "step \(step): a sync left pending changes")
         }
     }

@@ -35,7 +35,9 @@ import Testing
     @Relationship(deleteRule: .deny, inverse: "guarded") var guards: [SafeGuard]
 }
 
-private let safeSchemaTypes: [any Entity.Type] = [SafePackage.self, SafeMaintainer.self, SafeGuard.self, SafeFolder.self]
+private let safeSchemaTypes: [any Entity.Type] = [
+    SafePackage.self, SafeMaintainer.self, SafeGuard.self, SafeFolder.self,
+]
 
 private func json(_ text: String) -> Data { Data(text.utf8) }
 
@@ -125,7 +127,8 @@ struct SyncSafetyTests {
         plan.disarm()
         #expect(context.hasChanges && edited.isUpdated && inserted.isInserted)
         #expect(edited.name == "edited before the sync")
-        #expect(try context.objects(of: SafeFolder.self).map(\.id).sorted() == [1, 2, 3, 4], "the sync's insert was kept")
+        #expect(
+            try context.objects(of: SafeFolder.self).map(\.id).sorted() == [1, 2, 3, 4], "the sync's insert was kept")
         try context.save()
         try store.close()
         let reopened = try ObjectStore.open(at: dir, schema: schema)
@@ -141,7 +144,9 @@ struct SyncSafetyTests {
         try context.sync([SafeFolder.self]) { try $0.map(folderDocument(1...10), with: try folderMapping()) }
         // One JSON object where the API sends a list: mapped as a one-element collection.
         do {
-            try context.sync([SafeFolder.self]) { try $0.map(json(#"{"id": 3, "name": "f3"}"#), with: try folderMapping()) }
+            try context.sync([SafeFolder.self]) {
+                try $0.map(json(#"{"id": 3, "name": "f3"}"#), with: try folderMapping())
+            }
             Issue.record("a one-object payload swept nine folders of ten")
         } catch let e as SyncError {
             #expect(e.code == .sweepLimitExceeded && e.entity == "SafeFolder" && e.wouldRemove == 9)
@@ -177,24 +182,30 @@ struct SyncSafetyTests {
     @Test func aPackageSkippedAsUnmodifiedStillLinksToADependencyThatAppearsLater() throws {
         let context = ModelContext(schema: try Schema(safeSchemaTypes))
         let packages = try packageMapping()
-        let first = json(#"[{"name": "curl", "version": "1", "depends": ["libc6", "zlib1g"]}, {"name": "libc6", "version": "2"}]"#)
+        let first = json(
+            #"[{"name": "curl", "version": "1", "depends": ["libc6", "zlib1g"]}, {"name": "libc6", "version": "2"}]"#)
         try context.sync([SafePackage.self]) { try $0.map(first, with: packages) }
         #expect(try package("curl", in: context).depends.map(\.name) == ["libc6"])
         // zlib1g appears; curl's version did not change, so curl is skipped as unmodified.
         let second = json(
-            #"[{"name": "curl", "version": "1", "depends": ["libc6", "zlib1g"]}, {"name": "libc6", "version": "2"}, {"name": "zlib1g", "version": "3"}]"#)
+            #"[{"name": "curl", "version": "1", "depends": ["libc6", "zlib1g"]}, {"name": "libc6", "version": "2"}, {"name": "zlib1g", "version": "3"}]"#
+        )
         let r = try context.sync([SafePackage.self]) { try $0.map(second, with: packages) }
-        #expect(try package("curl", in: context).depends.map(\.name).sorted() == ["libc6", "zlib1g"], "curl never linked to zlib1g")
+        #expect(
+            try package("curl", in: context).depends.map(\.name).sorted() == ["libc6", "zlib1g"],
+            "curl never linked to zlib1g")
         #expect(r.counts["SafePackage"]?.inserted == 1 && r.counts["SafePackage"]?.updated == 1, "\(r.counts)")
         // zlib1g goes away, then comes back: the link comes back with it.
-        let third = json(#"[{"name": "curl", "version": "1", "depends": ["libc6", "zlib1g"]}, {"name": "libc6", "version": "2"}]"#)
+        let third = json(
+            #"[{"name": "curl", "version": "1", "depends": ["libc6", "zlib1g"]}, {"name": "libc6", "version": "2"}]"#)
         try context.sync([SafePackage.self]) { try $0.map(third, with: packages) }
         #expect(try package("curl", in: context).depends.map(\.name) == ["libc6"])
         try context.sync([SafePackage.self]) { try $0.map(second, with: packages) }
         #expect(try package("curl", in: context).depends.map(\.name).sorted() == ["libc6", "zlib1g"])
         // The no-op resync changes nothing and counts nothing as updated.
         let again = try context.sync([SafePackage.self]) { try $0.map(second, with: packages) }
-        #expect(again.counts["SafePackage"]?.updated == 0 && again.counts["SafePackage"]?.unchanged == 3, "\(again.counts)")
+        #expect(
+            again.counts["SafePackage"]?.updated == 0 && again.counts["SafePackage"]?.unchanged == 3, "\(again.counts)")
         #expect(!context.hasChanges)
     }
 
@@ -215,7 +226,8 @@ struct SyncSafetyTests {
 
     @Test func aMaintainerListedTwiceWithTwoSpellingsIsNotAPhantomUpdate() throws {
         let context = ModelContext(schema: try Schema(safeSchemaTypes))
-        let document = json(#"""
+        let document = json(
+            #"""
             [{"email": "ada@example.org", "name": "Ada Lovelace"}, {"email": "bob@example.org", "name": "Bob"},
              {"email": "ada@example.org", "name": "ada lovelace"}]
             """#)
@@ -223,19 +235,22 @@ struct SyncSafetyTests {
         #expect(first.counts.inserted == 2)
         try context.save()
         // The last source for an object wins.
-        #expect(try context.object(SafeMaintainer.self, where: \.email, equals: "ada@example.org")?.name == "ada lovelace")
+        #expect(
+            try context.object(SafeMaintainer.self, where: \.email, equals: "ada@example.org")?.name == "ada lovelace")
         let again = try context.map(document, with: try maintainerMapping())
         #expect(again.counts.updated == 0 && again.counts.unchanged == 2, "\(again.counts)")
         #expect(!context.hasChanges)
         // A real change still counts.
-        let changed = try context.map(json(#"[{"email": "bob@example.org", "name": "Robert"}]"#), with: try maintainerMapping())
+        let changed = try context.map(
+            json(#"[{"email": "bob@example.org", "name": "Robert"}]"#), with: try maintainerMapping())
         #expect(changed.counts.updated == 1)
     }
 
     @Test func unresolvedConnectionsTellAMissingKeyFromAKeyThatMatchesNothing() throws {
         let context = ModelContext(schema: try Schema(safeSchemaTypes))
         try context.map(json(#"[{"email": "ada@example.org", "name": "Ada"}]"#), with: try maintainerMapping())
-        let document = json(#"""
+        let document = json(
+            #"""
             [{"name": "curl", "version": "1", "maintainer": "ada@example.org", "depends": ["libc6", "virtual-x"]},
              {"name": "libc6", "version": "1", "maintainer": "nobody@example.org"},
              {"name": "zlib1g", "version": "1", "depends": []}]
@@ -245,14 +260,18 @@ struct SyncSafetyTests {
         #expect(maintainer.resolved == 1 && maintainer.withoutKey == 1 && maintainer.unresolved == 1)
         #expect(maintainer.sampleUnmatchedKeys == ["nobody@example.org"], "\(maintainer)")
         let depends = try #require(r.counts.connections["depends"])
-        #expect(depends.resolved == 1 && depends.withoutKey == 2 && depends.unresolved == 1 && depends.unmatchedKeys == 1)
+        #expect(
+            depends.resolved == 1 && depends.withoutKey == 2 && depends.unresolved == 1 && depends.unmatchedKeys == 1)
         #expect(depends.sampleUnmatchedKeys == ["virtual-x"], "\(depends)")
-        #expect(r.counts.unresolvedConnections == 2, "one unknown maintainer, one unknown dependency; empty lists are not unresolved")
+        #expect(
+            r.counts.unresolvedConnections == 2,
+            "one unknown maintainer, one unknown dependency; empty lists are not unresolved")
     }
 
     @Test func aSyncKeepsItsMappingsUnresolvedConnections() throws {
         let context = ModelContext(schema: try Schema(safeSchemaTypes))
-        let document = json(#"[{"name": "curl", "version": "1", "maintainer": "nobody@example.org", "depends": ["gone"]}]"#)
+        let document = json(
+            #"[{"name": "curl", "version": "1", "maintainer": "nobody@example.org", "depends": ["gone"]}]"#)
         let r = try context.sync([SafePackage.self]) { try $0.map(document, with: try packageMapping()) }
         let counts = try #require(r.counts["SafePackage"])
         #expect(counts.unresolvedConnections == 2, "one object, unresolved in each of its two connections")

@@ -51,7 +51,9 @@ extension SyncShelf: SyncMarkForwarding {
     static var relationshipsForwardingSyncMarks: [String] { ["books"] }
 }
 
-private let syncSchemaTypes: [any Entity.Type] = [SyncFolder.self, SyncFile.self, SyncNote.self, SyncGuard.self, SyncShelf.self, SyncBook.self]
+private let syncSchemaTypes: [any Entity.Type] = [
+    SyncFolder.self, SyncFile.self, SyncNote.self, SyncGuard.self, SyncShelf.self, SyncBook.self,
+]
 
 private func syncContext() throws -> ModelContext { ModelContext(schema: try Schema(syncSchemaTypes)) }
 
@@ -65,7 +67,10 @@ private func folders() throws -> EntityMapping<SyncFolder> {
 }
 
 private func doc(_ ids: [Int], region: String = "eu", version: Int = 1) -> Data {
-    Data(("[" + ids.map { #"{"id": \#($0), "name": "f\#($0)", "region": "\#(region)", "version": \#(version)}"# }.joined(separator: ",") + "]").utf8)
+    Data(
+        ("["
+            + ids.map { #"{"id": \#($0), "name": "f\#($0)", "region": "\#(region)", "version": \#(version)}"# }.joined(
+                separator: ",") + "]").utf8)
 }
 
 private func ids(_ context: ModelContext) throws -> [Int64] {
@@ -84,7 +89,9 @@ struct SyncTests {
             let before = store.stats.records
             let r = try store.context.sync([SyncFolder.self]) { try $0.map(doc([1, 3, 5]), with: try folders()) }
             #expect(store.stats.records == before + 1, "one sync, one journal record")
-            #expect(r.counts["SyncFolder"]?.swept == 2 && r.counts["SyncFolder"]?.inserted == 1 && r.counts["SyncFolder"]?.unchanged == 2)
+            #expect(
+                r.counts["SyncFolder"]?.swept == 2 && r.counts["SyncFolder"]?.inserted == 1
+                    && r.counts["SyncFolder"]?.unchanged == 2)
             #expect(try ids(store.context) == [1, 3, 5])
             try store.close()
         }
@@ -107,7 +114,10 @@ struct SyncTests {
         let context = try syncContext()
         let m = try folders()
         try context.sync([SyncFolder.self, SyncFile.self]) { sync in
-            try sync.map(Data(#"[{"id": 1, "files": [{"id": 10, "name": "a"}, {"id": 11, "name": "b"}]}, {"id": 2, "files": [{"id": 20}]}]"#.utf8), with: m)
+            try sync.map(
+                Data(
+                    #"[{"id": 1, "files": [{"id": 10, "name": "a"}, {"id": 11, "name": "b"}]}, {"id": 2, "files": [{"id": 20}]}]"#
+                        .utf8), with: m)
         }
         // The second sync lists folder 1 without its files (a summary): the files follow their
         // folder's mark along the cascade rule; folder 2 and its file are swept.
@@ -116,7 +126,9 @@ struct SyncTests {
         }
         #expect(try ids(context) == [1])
         #expect(try context.objects(of: SyncFile.self).map(\.id).sorted() == [10, 11])
-        #expect(r.counts["SyncFolder"]?.swept == 1 && r.counts["SyncFile"]?.swept == 0, "file 20 went with its folder's cascade, not the sweep")
+        #expect(
+            r.counts["SyncFolder"]?.swept == 1 && r.counts["SyncFile"]?.swept == 0,
+            "file 20 went with its folder's cascade, not the sweep")
     }
 
     @Test func anEntityDeclaringItsForwardingForwardsAlongThoseRelationships() throws {
@@ -126,7 +138,9 @@ struct SyncTests {
         var books = EntityMapping(SyncBook.self)
         try books.map("id")
         try shelves.map("books", to: "books", with: books)
-        try context.sync([SyncShelf.self, SyncBook.self]) { try $0.map(Data(#"[{"id": 1, "books": [{"id": 7}, {"id": 8}]}]"#.utf8), with: shelves) }
+        try context.sync([SyncShelf.self, SyncBook.self]) {
+            try $0.map(Data(#"[{"id": 1, "books": [{"id": 7}, {"id": 8}]}]"#.utf8), with: shelves)
+        }
         try context.sync([SyncShelf.self, SyncBook.self]) { try $0.map(Data(#"[{"id": 1}]"#.utf8), with: shelves) }
         #expect(try context.objects(of: SyncBook.self).map(\.id).sorted() == [7, 8])
     }
@@ -147,7 +161,9 @@ struct SyncTests {
             try sync.map(Data(#"[{"id": 5}, {"id": 6}]"#.utf8), with: notes)
         }
         #expect(try context.objects(of: SyncNote.self).map(\.id) == [5])
-        #expect(r.counts["SyncFolder"]?.swept == 1 && r.counts["SyncNote"]?.invalid == 1 && r.counts["SyncNote"]?.swept == 0)
+        #expect(
+            r.counts["SyncFolder"]?.swept == 1 && r.counts["SyncNote"]?.invalid == 1 && r.counts["SyncNote"]?.swept == 0
+        )
     }
 
     @Test func aScopedSyncSweepsOnlyInsideItsScopeAsForOnePageOfAPaginatedAPI() throws {
@@ -180,7 +196,8 @@ struct SyncTests {
         try context.sync([SyncFolder.self]) { try $0.map(doc([1, 2, 3]), with: try folders()) }
         #expect(throws: MappingError.self) {
             try context.sync([SyncFolder.self]) { sync in
-                try sync.map(Data(#"[{"id": 1, "name": "changed"}, {"id": 2, "version": "x"}]"#.utf8), with: try folders())
+                try sync.map(
+                    Data(#"[{"id": 1, "name": "changed"}, {"id": 2, "version": "x"}]"#.utf8), with: try folders())
             }
         }
         #expect(try ids(context) == [1, 2, 3] && !context.hasChanges)
@@ -208,13 +225,17 @@ struct SyncTests {
         let context = try syncContext()
         try context.sync([SyncFolder.self]) { try $0.map(doc(Array(1...10)), with: try folders()) }
         do {
-            try context.sync([SyncFolder.self], sweepLimit: .fraction(0.5)) { try $0.map(doc([1, 2, 3]), with: try folders()) }
+            try context.sync([SyncFolder.self], sweepLimit: .fraction(0.5)) {
+                try $0.map(doc([1, 2, 3]), with: try folders())
+            }
             Issue.record("the limit was not enforced")
         } catch let e as SyncError {
             #expect(e.code == .sweepLimitExceeded && e.wouldRemove == 7)
         }
         #expect(try ids(context).count == 10)
-        let r = try context.sync([SyncFolder.self], sweepLimit: .count(7)) { try $0.map(doc([1, 2, 3]), with: try folders()) }
+        let r = try context.sync([SyncFolder.self], sweepLimit: .count(7)) {
+            try $0.map(doc([1, 2, 3]), with: try folders())
+        }
         #expect(r.counts["SyncFolder"]?.swept == 7)
     }
 

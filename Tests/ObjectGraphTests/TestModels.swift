@@ -22,7 +22,8 @@ enum Priority: String, Codable, Sendable {
 }
 
 enum Level: Int {
-    case low = 1, high = 2
+    case low = 1
+    case high = 2
 }
 
 struct Checksum: Codable, Hashable {

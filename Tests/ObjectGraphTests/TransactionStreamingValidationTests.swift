@@ -1,8 +1,9 @@
 import Foundation
-@testable import GraphJournal
 import ObjectGraph
 import ObjectGraphTestSupport
 import Testing
+
+@testable import GraphJournal
 
 /// `StoredSchema.validateTransaction(_: JournalPayload, into:)` checks a payload lent piece by
 /// piece (what `graph-journal verify` does with a chunked payload): whatever the pieces' sizes,
@@ -16,15 +17,19 @@ struct TransactionStreamingValidationTests {
     static func wholeResult(_ schema: StoredSchema, _ payload: [UInt8]) -> Result<[[UInt64]], StoreError> {
         var outline = TransactionOutline()
         return payload.withUnsafeBytes { buffer in
-            do throws(StoreError) { try schema.validateTransaction(buffer, into: &outline) } catch { return .failure(error) }
+            do throws(StoreError) { try schema.validateTransaction(buffer, into: &outline) } catch {
+                return .failure(error)
+            }
             return .success(Self.contents(outline))
         }
     }
 
     /// `payload` validated in pieces of `size` bytes; nil when validation said the pieces
     /// ended early.
-    static func streamedResult(_ schema: StoredSchema, _ payload: [UInt8], pieceSize size: Int,
-                               outline: inout TransactionOutline) -> Result<[[UInt64]], StoreError>? {
+    static func streamedResult(
+        _ schema: StoredSchema, _ payload: [UInt8], pieceSize size: Int,
+        outline: inout TransactionOutline
+    ) -> Result<[[UInt64]], StoreError>? {
         payload.withUnsafeBytes { buffer in
             let pieces = stride(from: 0, to: buffer.count, by: size).map {
                 UnsafeRawBufferPointer(rebasing: buffer[$0..<min($0 + size, buffer.count)])
@@ -41,14 +46,18 @@ struct TransactionStreamingValidationTests {
     /// Each block's entity, then its inserted, updated and deleted serials.
     static func contents(_ outline: TransactionOutline) -> [[UInt64]] {
         outline.blocks.flatMap { block in
-            [[UInt64(block.entity)], outline.insertedSerials(of: block), Array(outline.serials[block.updated]),
-             Array(outline.serials[block.deleted])]
+            [
+                [UInt64(block.entity)], outline.insertedSerials(of: block), Array(outline.serials[block.updated]),
+                Array(outline.serials[block.deleted]),
+            ]
         }
     }
 
     /// Expects every piece size (or those given) to validate `payload` as the whole buffer does.
-    static func expectAgreement(_ schema: StoredSchema, _ payload: [UInt8], sizes: [Int] = pieceSizes,
-                                _ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectAgreement(
+        _ schema: StoredSchema, _ payload: [UInt8], sizes: [Int] = pieceSizes,
+        _ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let whole = wholeResult(schema, payload)
         var outline = TransactionOutline()  // reused, as verify reuses it
         for (n, size) in sizes.enumerated() {
@@ -57,9 +66,14 @@ struct TransactionStreamingValidationTests {
             outline.keepsInsertedRuns = n % 2 == 1
             let streamed = streamedResult(schema, payload, pieceSize: size, outline: &outline)
             switch (whole, streamed) {
-            case (.success(let w), .success(let s)): #expect(w == s, "pieces of \(size): \(what())", sourceLocation: sourceLocation)
-            case (.failure(let w), .failure(let s)): #expect(w.message == s.message, "pieces of \(size): \(what())", sourceLocation: sourceLocation)
-            default: Issue.record("pieces of \(size): whole \(whole), streamed \(String(describing: streamed)): \(what())", sourceLocation: sourceLocation)
+            case (.success(let w), .success(let s)):
+                #expect(w == s, "pieces of \(size): \(what())", sourceLocation: sourceLocation)
+            case (.failure(let w), .failure(let s)):
+                #expect(w.message == s.message, "pieces of \(size): \(what())", sourceLocation: sourceLocation)
+            default:
+                Issue.record(
+                    "pieces of \(size): whole \(whole), streamed \(String(describing: streamed)): \(what())",
+                    sourceLocation: sourceLocation)
             }
         }
     }
@@ -77,7 +91,8 @@ struct TransactionStreamingValidationTests {
         var objects: [Everything] = []
         for i in 0..<1500 {
             let e = try c.insert(Everything.self)
-            e.flag = i % 2 == 0; e.i8 = Int8(truncatingIfNeeded: i); e.int = Int(truncatingIfNeeded: UInt64(i) &* 0x9E37_79B9_7F4A_7C15)
+            e.flag = i % 2 == 0; e.i8 = Int8(truncatingIfNeeded: i);
+            e.int = Int(truncatingIfNeeded: UInt64(i) &* 0x9E37_79B9_7F4A_7C15)
             e.u64 = UInt64(i) << (i % 64); e.float = Float(i); e.text = String(repeating: "t", count: i % 300)
             e.uuid = UUID(); e.maybeText = i % 3 == 0 ? nil : "m\(i)"
             e.url = i % 4 == 0 ? nil : URL(string: "https://example.com/\(i)"); e.maybeInt = i % 5 == 0 ? nil : i
@@ -102,7 +117,9 @@ struct TransactionStreamingValidationTests {
             // version, one block: entity, next serial, the inserted serials (zig-zag deltas) with
             // every attribute null, no updates, no deletes.
             var bytes: [UInt8] = [1, 1]
-            func varint(_ v: UInt64) { var v = v; while v >= 0x80 { bytes.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }; bytes.append(UInt8(v)) }
+            func varint(_ v: UInt64) {
+                var v = v; while v >= 0x80 { bytes.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }; bytes.append(UInt8(v))
+            }
             varint(UInt64(entity)); varint(1)
             varint(UInt64(serials.count))
             var previous: Int64 = 0
@@ -118,7 +135,8 @@ struct TransactionStreamingValidationTests {
         }
         let cases: [[Int64]] = [
             [], [7], Array(1...300), Array(5...200) + [202] + Array(203...260), [3, 2, 1], Array(10...20) + [10],
-            [Int64.max - 2, Int64.max - 1, Int64.max], [Int64.max - 1, Int64.max, Int64.max &+ 1], [0, 1], Array(1...9) + [-4],
+            [Int64.max - 2, Int64.max - 1, Int64.max], [Int64.max - 1, Int64.max, Int64.max &+ 1], [0, 1],
+            Array(1...9) + [-4],
         ]
         for serials in cases {
             Self.expectAgreement(schema, payload(serials), "serials \(serials.prefix(4))… (\(serials.count))")
@@ -141,7 +159,8 @@ struct TransactionStreamingValidationTests {
         let samples = try TransactionValidationTests.samplePayloads()
         for (i, (schema, payload)) in samples.enumerated() {
             for length in 0..<payload.count {
-                Self.expectAgreement(schema, Array(payload[..<length]), sizes: [1, 3, 10, 64], "sample \(i) cut to \(length) bytes")
+                Self.expectAgreement(
+                    schema, Array(payload[..<length]), sizes: [1, 3, 10, 64], "sample \(i) cut to \(length) bytes")
             }
         }
     }
@@ -153,7 +172,8 @@ struct TransactionStreamingValidationTests {
                 for value: UInt8 in [0x80, 0xFF, payload[position] ^ 0x01] {
                     var damaged = payload
                     damaged[position] = value
-                    Self.expectAgreement(schema, damaged, sizes: [1, 13], "sample \(i), byte \(position) set to \(value)")
+                    Self.expectAgreement(
+                        schema, damaged, sizes: [1, 13], "sample \(i), byte \(position) set to \(value)")
                 }
             }
         }
@@ -173,7 +193,9 @@ struct TransactionStreamingValidationTests {
                 switch Int.random(in: 0..<3, using: &generator) {
                 case 0: damaged[position] = UInt8.random(in: 0...255, using: &generator)
                 case 1: damaged[position] ^= 0x80
-                default: damaged.removeSubrange(position..<min(position + Int.random(in: 1...9, using: &generator), damaged.count))
+                default:
+                    damaged.removeSubrange(
+                        position..<min(position + Int.random(in: 1...9, using: &generator), damaged.count))
                 }
             }
             let sizes = [Int.random(in: 1...20, using: &generator), Int.random(in: 21...5000, using: &generator)]
@@ -188,8 +210,12 @@ struct TransactionStreamingValidationTests {
         var outline = TransactionOutline()
         for cut in stride(from: 0, to: payload.count, by: max(1, payload.count / 500)) {
             let result: Bool? = payload.withUnsafeBytes { buffer in
-                let pieces = [UnsafeRawBufferPointer(rebasing: buffer[..<(cut / 2)]), UnsafeRawBufferPointer(rebasing: buffer[(cut / 2)..<cut])]
-                return try? schema.validateTransaction(JournalPayload(pieces: pieces, count: payload.count), into: &outline)
+                let pieces = [
+                    UnsafeRawBufferPointer(rebasing: buffer[..<(cut / 2)]),
+                    UnsafeRawBufferPointer(rebasing: buffer[(cut / 2)..<cut]),
+                ]
+                return try? schema.validateTransaction(
+                    JournalPayload(pieces: pieces, count: payload.count), into: &outline)
             }
             #expect(result != true, "cut at \(cut)")
         }

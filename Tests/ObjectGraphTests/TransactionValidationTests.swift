@@ -32,7 +32,8 @@ struct TransactionValidationTests {
         }
         try c.save()
         for (i, e) in objects.enumerated() where i % 3 == 1 {
-            e.flag.toggle(); e.uuid = UUID(); e.url = nil; e.maybeText = "now \(i)"; e.double = Double(i) / 3; e.date = Date()
+            e.flag.toggle(); e.uuid = UUID(); e.url = nil; e.maybeText = "now \(i)"; e.double = Double(i) / 3;
+            e.date = Date()
         }
         for (i, e) in objects.enumerated() where i % 4 == 2 { c.delete(e) }
         try c.save()
@@ -63,14 +64,18 @@ struct TransactionValidationTests {
         let decoded = Result { () throws(StoreError) in try schema.decodeTransaction(payload) }
         var outline = TransactionOutline()
         let validated: Result<Void, StoreError> = payload.withUnsafeBytes { buffer in
-            do throws(StoreError) { try schema.validateTransaction(buffer, into: &outline) } catch { return .failure(error) }
+            do throws(StoreError) { try schema.validateTransaction(buffer, into: &outline) } catch {
+                return .failure(error)
+            }
             return .success(())
         }
         switch (decoded, validated) {
         case (.failure(let d), .failure(let v)):
             #expect(d.message == v.message, "\(what())")
         case (.success(let changes), .success):
-            #expect(outline.blocks.map { schema.entities[$0.entity].name } == changes.entities.map(\.entityName), "\(what())")
+            #expect(
+                outline.blocks.map { schema.entities[$0.entity].name } == changes.entities.map(\.entityName),
+                "\(what())")
             for (block, entity) in zip(outline.blocks, changes.entities) {
                 #expect(Array(outline.serials[block.inserted]) == entity.insertedSerials, "\(what())")
                 #expect(Array(outline.serials[block.updated]) == entity.updates.map(\.serial), "\(what())")
@@ -103,8 +108,10 @@ struct TransactionValidationTests {
             var damaged = payload
             guard damaged[i] <= 1 else { continue }
             damaged[i] = 2
-            if case .failure(let e) = Result(catching: { () throws(StoreError) in try schema.decodeTransaction(damaged) }),
-               e.message.contains("null flag 2") {
+            if case .failure(let e) = Result(catching: { () throws(StoreError) in try schema.decodeTransaction(damaged)
+                }),
+                e.message.contains("null flag 2")
+            {
                 flagged = true
                 Self.expectAgreement(schema, damaged, "null flag 2 at \(i)")
             }
@@ -123,7 +130,9 @@ struct TransactionValidationTests {
     @Test func everySingleByteChangeFailsOrPassesLikeDecoding() throws {
         for (i, (schema, payload)) in try Self.samplePayloads().enumerated() {
             for position in payload.indices {
-                for value: UInt8 in [0, 1, 2, 0x0F, 0x10, 0x11, 0x7F, 0x80, 0xFF, payload[position] ^ 0x01, payload[position] ^ 0x80] {
+                for value: UInt8 in [
+                    0, 1, 2, 0x0F, 0x10, 0x11, 0x7F, 0x80, 0xFF, payload[position] ^ 0x01, payload[position] ^ 0x80,
+                ] {
                     var damaged = payload
                     damaged[position] = value
                     Self.expectAgreement(schema, damaged, "sample \(i), byte \(position) set to \(value)")
@@ -141,8 +150,13 @@ struct TransactionValidationTests {
             var damaged = payload
             for _ in 0..<Int.random(in: 1...4, using: &generator) where !damaged.isEmpty {
                 switch Int.random(in: 0..<3, using: &generator) {
-                case 0: damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
-                case 1: damaged.insert(UInt8.random(in: 0...255, using: &generator), at: Int.random(in: 0...damaged.count, using: &generator))
+                case 0:
+                    damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(
+                        in: 0...255, using: &generator)
+                case 1:
+                    damaged.insert(
+                        UInt8.random(in: 0...255, using: &generator),
+                        at: Int.random(in: 0...damaged.count, using: &generator))
                 default: damaged.remove(at: Int.random(in: 0..<damaged.count, using: &generator))
                 }
             }

@@ -1,7 +1,7 @@
 import Foundation
+import ObjectGraph
 import PropertyBased
 import Testing
-import ObjectGraph
 
 // Two versions of one entity, "Tag": the first has no unique constraint, so its stored objects
 // may share keys; the second declares a unique code and a unique (group, bucket) pair.
@@ -16,11 +16,23 @@ final class TagPlain: Entity {
             .attribute("bucket", Int64.self), .attribute("order", Int64.self),
         ])
     init(_backing: ObjectBacking) { self._backing = _backing }
-    var code: String { get { _backing.get(0, as: String.self) } set { _backing.set(0, newValue) } }
-    var group: String? { get { _backing.getOptional(1, as: String.self) } set { _backing.setOptional(1, newValue) } }
-    var bucket: Int64 { get { _backing.get(2, as: Int64.self) } set { _backing.set(2, newValue) } }
+    var code: String {
+        get { _backing.get(0, as: String.self) }
+        set { _backing.set(0, newValue) }
+    }
+    var group: String? {
+        get { _backing.getOptional(1, as: String.self) }
+        set { _backing.setOptional(1, newValue) }
+    }
+    var bucket: Int64 {
+        get { _backing.get(2, as: Int64.self) }
+        set { _backing.set(2, newValue) }
+    }
     /// The order of insertion: the oldest object has the smallest.
-    var order: Int64 { get { _backing.get(3, as: Int64.self) } set { _backing.set(3, newValue) } }
+    var order: Int64 {
+        get { _backing.get(3, as: Int64.self) }
+        set { _backing.set(3, newValue) }
+    }
 }
 
 /// The version with a unique code and a unique (group, bucket).
@@ -34,7 +46,10 @@ final class TagUnique: Entity {
         ],
         uniqueConstraints: [UniqueConstraint(["code"]), UniqueConstraint(["group", "bucket"])])
     init(_backing: ObjectBacking) { self._backing = _backing }
-    var order: Int64 { get { _backing.get(3, as: Int64.self) } set { _backing.set(3, newValue) } }
+    var order: Int64 {
+        get { _backing.get(3, as: Int64.self) }
+        set { _backing.set(3, newValue) }
+    }
 }
 
 /// The unique indexes a store builds when it opens, from objects a model without the
@@ -43,7 +58,9 @@ final class TagUnique: Entity {
 /// them reports.
 @Suite("Unique indexes built at open")
 struct UniqueRebuildTests {
-    static let codes = ["a", "b", "c", "a code longer than sixteen bytes", "a code longer than sixteen bytez", "", "caf\u{E9}"]
+    static let codes = [
+        "a", "b", "c", "a code longer than sixteen bytes", "a code longer than sixteen bytez", "", "caf\u{E9}",
+    ]
     static let groups: [String?] = [nil, "x", "y", "a group longer than sixteen bytes"]
 
     /// A deterministic source of choices from one code.
@@ -57,7 +74,8 @@ struct UniqueRebuildTests {
     }
 
     @Test func eachKeyBelongsToItsOldestObjectAfterRandomSavesAndDeletes() async {
-        await propertyCheck(count: max(20, propertyRuns / 3), input: Gen.int(in: 0...1_000_000_000).array(of: 1...30)) { steps in
+        await propertyCheck(count: max(20, propertyRuns / 3), input: Gen.int(in: 0...1_000_000_000).array(of: 1...30)) {
+            steps in
             do {
                 try run(steps)
             } catch {
@@ -114,7 +132,7 @@ struct UniqueRebuildTests {
         // A duplicate that a save touches is reported, and the save writes nothing.
         let byCode = Dictionary(grouping: live, by: \.code)
         guard let shared = byCode.values.first(where: { $0.count > 1 }),
-              let newer = shared.map(\.order).sorted().last
+            let newer = shared.map(\.order).sorted().last
         else { return }
         let objects = try store.context.fetch(TagUnique.self) { $0.order == newer }
         let duplicate = try #require(objects.first)

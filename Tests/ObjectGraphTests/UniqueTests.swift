@@ -20,9 +20,11 @@ func memberContext(backend: (any PersistenceBackend)? = nil) throws -> ModelCont
 struct UniqueTests {
     @Test func macroDeclaresAttributeAndCompoundConstraints() {
         let constraints = Member.entityDescription.uniqueConstraints
-        #expect(constraints == [
-            UniqueConstraint(["id"]), UniqueConstraint(["email"], onCollision: .merge), UniqueConstraint(["team", "number"]),
-        ])
+        #expect(
+            constraints == [
+                UniqueConstraint(["id"]), UniqueConstraint(["email"], onCollision: .merge),
+                UniqueConstraint(["team", "number"]),
+            ])
         #expect(Member.entityDescription.slot(for: \Member.email) == 1)
     }
 
@@ -55,7 +57,9 @@ struct UniqueTests {
         b.id = 7
         let error = try #require(throws: ValidationError.self) { try context.save() }
         let failure = try #require(error.failures.first)
-        #expect(failure.reason.contains("Member(id)") && failure.reason.contains("Member/1") && failure.reason.contains("Member/2"))
+        #expect(
+            failure.reason.contains("Member(id)") && failure.reason.contains("Member/1")
+                && failure.reason.contains("Member/2"))
         #expect(backend.saved.isEmpty)
         #expect(a.isInserted && b.isInserted)
         b.id = 8
@@ -131,7 +135,9 @@ struct UniqueTests {
             try context.save()
         } throws: { error in
             guard let error = error as? ValidationError else { return false }
-            return error.failures.contains { $0.reason.contains("not merged, because the merge would change Member/1's id") }
+            return error.failures.contains {
+                $0.reason.contains("not merged, because the merge would change Member/1's id")
+            }
         }
         #expect(a.id == 1 && a.name == "Ada", "the existing object is unchanged")
         #expect(b.modelContext != nil && context.hasChanges, "the insert stays pending, for the caller to fix")
@@ -160,7 +166,9 @@ struct UniqueTests {
 
     @Test func lookupWithoutAUniqueConstraintIsAClearError() throws {
         let context = try memberContext()
-        let error = try #require(throws: ObjectGraphError.self) { try context.object(Member.self, where: \.name, equals: "x") }
+        let error = try #require(throws: ObjectGraphError.self) {
+            try context.object(Member.self, where: \.name, equals: "x")
+        }
         #expect(error.code == .noUniqueIndex)
     }
 
@@ -181,7 +189,9 @@ struct UniqueTests {
             // Two key paths a round, alternating, past the eight remembered.
             for _ in 0..<6 {
                 // A new object each time: the remembered ones are pushed out.
-                #expect(try context.object(Member.self, where: root.appending(path: \Member.id), equals: 7) === m, "round \(round)")
+                #expect(
+                    try context.object(Member.self, where: root.appending(path: \Member.id), equals: 7) === m,
+                    "round \(round)")
                 #expect(try context.object(Member.self, where: \.id, equals: 7) === m)
             }
         }
@@ -199,7 +209,9 @@ struct UniqueTests {
         let dir = temporaryStoreDirectory()
         do {
             let store = try ObjectStore.open(at: dir, schema: try Schema(Member.self))
-            for i in 0..<100 { try store.context.upsert(Member.self, where: \.id, equals: Int64(i)) { $0.name = "m\(i)" } }
+            for i in 0..<100 {
+                try store.context.upsert(Member.self, where: \.id, equals: Int64(i)) { $0.name = "m\(i)" }
+            }
             try store.context.save()
             try store.close()
         }

@@ -102,7 +102,8 @@ struct VMItemRecord: Codable, Hashable, Sendable {
         VMItemRecord(
             id: id, title: title, kind: .film, rating: 4.5, releasedAt: Date(timeIntervalSince1970: 1_700_000_000),
             size: VMDimensions(width: 1.5, height: 2.25), pages: 412, ean: 9_780_441_013_593,
-            cover: URL(string: "https://example.com/dune.jpg"), token: UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"),
+            cover: URL(string: "https://example.com/dune.jpg"),
+            token: UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"),
             thumbnail: Data([1, 2, 3]))
     }
 }
@@ -121,7 +122,9 @@ final class VMItemClass {
 private let byID = ValueIdentity.attribute("id")
 
 private func makeVMContext() throws -> ModelContext {
-    ModelContext(schema: try Schema(VMItem.self, VMShelf.self, VMNote.self, VMLogLine.self, VMEdition.self, VMSeat.self, VMHooked.self))
+    ModelContext(
+        schema: try Schema(
+            VMItem.self, VMShelf.self, VMNote.self, VMLogLine.self, VMEdition.self, VMSeat.self, VMHooked.self))
 }
 
 /// The ``MappingError`` `body` throws.
@@ -159,7 +162,8 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         let context = try makeVMContext()
         struct Note { var id: Int64; var text: String }
         let first = try context.upsert(structValue: Note(id: 3, text: "one"), entityNamed: "VMNote", identifiedBy: byID)
-        let second = try context.upsert(structValue: Note(id: 3, text: "two"), entityNamed: "VMNote", identifiedBy: byID)
+        let second = try context.upsert(
+            structValue: Note(id: 3, text: "two"), entityNamed: "VMNote", identifiedBy: byID)
         #expect(first === second)
         #expect((second as? VMNote)?.text == "two")
     }
@@ -178,16 +182,25 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func anEntityNotInTheSchemaIsRefused() throws {
         let context = try makeVMContext()
         struct Line { var text: String }
-        #expect(mappingError { try context.upsert(structValue: Line(text: "x"), entityNamed: "Nowhere") }?.code == .unknownEntity)
-        #expect(mappingError { try context.upsert(structValue: Line(text: "x"), as: Person.self) }?.code == .unknownEntity)
-        #expect(mappingError { try context.upsert(VMNoteRecord(id: 1, text: "x"), as: Person.self) }?.code == .unknownEntity)
-        #expect(mappingError { try context.upsert([VMNoteRecord(id: 1, text: "x")], as: Person.self) }?.code == .unknownEntity)
+        #expect(
+            mappingError { try context.upsert(structValue: Line(text: "x"), entityNamed: "Nowhere") }?.code
+                == .unknownEntity)
+        #expect(
+            mappingError { try context.upsert(structValue: Line(text: "x"), as: Person.self) }?.code == .unknownEntity)
+        #expect(
+            mappingError { try context.upsert(VMNoteRecord(id: 1, text: "x"), as: Person.self) }?.code == .unknownEntity
+        )
+        #expect(
+            mappingError { try context.upsert([VMNoteRecord(id: 1, text: "x")], as: Person.self) }?.code
+                == .unknownEntity)
     }
 
     @Test func aPropertyTheEntityLacksIsAnErrorNamingIt() throws {
         let context = try makeVMContext()
         struct Noted { var id: Int64; var text: String; var colour: String }
-        let error = mappingError { try context.upsert(structValue: Noted(id: 1, text: "x", colour: "red"), as: VMNote.self, identifiedBy: byID) }
+        let error = mappingError {
+            try context.upsert(structValue: Noted(id: 1, text: "x", colour: "red"), as: VMNote.self, identifiedBy: byID)
+        }
         #expect(error?.code == .unknownProperty)
         #expect(error?.attribute == "colour")
         #expect(error?.entity == "VMNote")
@@ -203,7 +216,9 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         #expect(error?.attribute == "shelf")
         #expect(error?.message.contains("relationship") == true)
         struct Filled { var label: String; var items: [Int] }
-        #expect(mappingError { try context.insert(structValue: Filled(label: "A", items: [1]), as: VMShelf.self) }?.code == .unknownProperty)
+        #expect(
+            mappingError { try context.insert(structValue: Filled(label: "A", items: [1]), as: VMShelf.self) }?.code
+                == .unknownProperty)
     }
 
     @Test func anUnstorablePropertyTypeIsNamed() throws {
@@ -216,7 +231,9 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         #expect(error?.message.contains("Array<String>") == true)
 
         struct Numbered { var id: Int; var title: Int }
-        #expect(mappingError { try context.upsert(structValue: Numbered(id: 1, title: 5), as: VMItem.self) }?.code == .unstorableProperty)
+        #expect(
+            mappingError { try context.upsert(structValue: Numbered(id: 1, title: 5), as: VMItem.self) }?.code
+                == .unstorableProperty)
 
         struct Sized { var id: Int; var size: [Double] }
         let codable = mappingError { try context.upsert(structValue: Sized(id: 1, size: [1, 2]), as: VMItem.self) }
@@ -286,7 +303,8 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         struct Note { var id: Int64; var text: String }
         let note = try context.upsert(structValue: Note(id: 1, text: "a"), as: VMNote.self, identifiedBy: .inferred)
         try context.upsert(structValue: Note(id: 2, text: "b"), as: VMNote.self, identifiedBy: .inferred)
-        #expect(try context.upsert(structValue: Note(id: 1, text: "c"), as: VMNote.self, identifiedBy: .inferred) === note)
+        #expect(
+            try context.upsert(structValue: Note(id: 1, text: "c"), as: VMNote.self, identifiedBy: .inferred) === note)
         #expect(note.text == "c")
         #expect(try context.count(of: VMNote.self) == 2)
     }
@@ -294,9 +312,11 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func aDeclaredCompoundIdentificationFindsTheObject() throws {
         let context = try makeVMContext()
         struct Edition { var series: String; var number: Int; var title: String }
-        let first = try context.upsert(structValue: Edition(series: "Dune", number: 1, title: "Dune"), as: VMEdition.self)
+        let first = try context.upsert(
+            structValue: Edition(series: "Dune", number: 1, title: "Dune"), as: VMEdition.self)
         try context.upsert(structValue: Edition(series: "Dune", number: 2, title: "Messiah"), as: VMEdition.self)
-        let again = try context.upsert(structValue: Edition(series: "Dune", number: 1, title: "Dune (revised)"), as: VMEdition.self)
+        let again = try context.upsert(
+            structValue: Edition(series: "Dune", number: 1, title: "Dune (revised)"), as: VMEdition.self)
         #expect(again === first)
         #expect(first.title == "Dune (revised)")
         #expect(try context.count(of: VMEdition.self) == 2)
@@ -306,17 +326,23 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         let context = try makeVMContext()
         struct Seat: Codable { var row: String; var number: Int; var holder: String? }
         let seats = try context.upsert(
-            [Seat(row: "A", number: 1, holder: "x"), Seat(row: "A", number: 2), Seat(row: "A", number: 1, holder: "y")], as: VMSeat.self)
+            [
+                Seat(row: "A", number: 1, holder: "x"), Seat(row: "A", number: 2),
+                Seat(row: "A", number: 1, holder: "y"),
+            ], as: VMSeat.self)
         #expect(seats[0] === seats[2])
         #expect(seats[0].holder == "y")
         #expect(try context.count(of: VMSeat.self) == 2)
         #expect(try context.upsert(structValue: Seat(row: "A", number: 2, holder: "z"), as: VMSeat.self) === seats[1])
 
         struct Edition: Codable { var series: String; var number: Int; var title: String }
-        let stored = try context.upsert(structValue: Edition(series: "Dune", number: 2, title: "stored"), as: VMEdition.self)
+        let stored = try context.upsert(
+            structValue: Edition(series: "Dune", number: 2, title: "stored"), as: VMEdition.self)
         try context.save()
         let editions = try context.upsert(
-            (0..<50).map { Edition(series: $0.isMultiple(of: 2) ? "Dune" : "Foundation", number: $0 % 10, title: "\($0)") },
+            (0..<50).map {
+                Edition(series: $0.isMultiple(of: 2) ? "Dune" : "Foundation", number: $0 % 10, title: "\($0)")
+            },
             as: VMEdition.self)
         #expect(try context.count(of: VMEdition.self) == 10)
         #expect(editions[2] === stored)
@@ -331,7 +357,9 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         try context.insert(structValue: Line(text: "same"), as: VMLogLine.self)
         try context.insert(structValue: Line(text: "same"), as: VMLogLine.self)
         #expect(try context.count(of: VMLogLine.self) == 2)
-        let error = mappingError { try context.upsert(structValue: Line(text: "same"), as: VMLogLine.self, identifiedBy: .inferred) }
+        let error = mappingError {
+            try context.upsert(structValue: Line(text: "same"), as: VMLogLine.self, identifiedBy: .inferred)
+        }
         #expect(error?.code == .invalidIdentification)
         #expect(error?.entity == "VMLogLine")
         #expect(try context.count(of: VMLogLine.self) == 2)
@@ -340,7 +368,9 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func aValueWithoutItsIdentifyingPropertyIsRefused() throws {
         let context = try makeVMContext()
         struct Texted { var text: String }
-        let error = mappingError { try context.upsert(structValue: Texted(text: "a"), as: VMNote.self, identifiedBy: byID) }
+        let error = mappingError {
+            try context.upsert(structValue: Texted(text: "a"), as: VMNote.self, identifiedBy: byID)
+        }
         #expect(error?.code == .invalidIdentification)
         #expect(error?.entity == "VMNote")
         #expect(error?.attribute == "id")
@@ -366,7 +396,9 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         try context.save()
         #expect(try context.upsert(structValue: VMItemRecord.sample(1), as: VMItem.self) === item)
         #expect(try context.upsert(VMItemRecord.sample(1), as: VMItem.self) === item)
-        #expect(try context.upsert([VMNoteRecord(id: 5, text: "n", tag: nil)], as: VMNote.self, identifiedBy: byID).first === note)
+        #expect(
+            try context.upsert([VMNoteRecord(id: 5, text: "n", tag: nil)], as: VMNote.self, identifiedBy: byID).first
+                === note)
         #expect(!item.isUpdated)
         #expect(!note.isUpdated)
         #expect(!context.hasChanges)
@@ -378,7 +410,9 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         try context.save()
         // `title` is set before `kind` fails: the whole call is undone.
         struct Partial { var id: Int; var title: String; var kind: String }
-        let error = mappingError { try context.upsert(structValue: Partial(id: 1, title: "changed", kind: "podcast"), as: VMItem.self) }
+        let error = mappingError {
+            try context.upsert(structValue: Partial(id: 1, title: "changed", kind: "podcast"), as: VMItem.self)
+        }
         #expect(error?.code == .unstorableProperty)
         #expect(item.title == "Dune")
         #expect(!context.hasChanges)
@@ -390,7 +424,8 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         let hooked = try context.upsert(structValue: Hooked(id: 1, title: "given"), as: VMHooked.self)
         #expect(hooked.origin == "awake")
         #expect(hooked.title == "given")
-        let batch = try context.upsert([VMHookedRecord(id: 2, title: "b"), VMHookedRecord(id: 3, title: "c")], as: VMHooked.self)
+        let batch = try context.upsert(
+            [VMHookedRecord(id: 2, title: "b"), VMHookedRecord(id: 3, title: "c")], as: VMHooked.self)
         #expect(batch.map(\.origin) == ["awake", "awake"])
         #expect(batch.map(\.title) == ["b", "c"])
     }
@@ -415,7 +450,9 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func anUnknownKeyInAnEncodableValueIsAnErrorNamingIt() throws {
         let context = try makeVMContext()
         struct Extra: Encodable { var id: Int64; var text: String; var colour: String }
-        let error = mappingError { try context.upsert(Extra(id: 1, text: "x", colour: "red"), as: VMNote.self, identifiedBy: byID) }
+        let error = mappingError {
+            try context.upsert(Extra(id: 1, text: "x", colour: "red"), as: VMNote.self, identifiedBy: byID)
+        }
         #expect(error?.code == .unknownProperty)
         #expect(error?.attribute == "colour")
         #expect(error?.keyPath == "colour")
@@ -430,10 +467,13 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         #expect(error?.code == .unstorableProperty)
         #expect(error?.attribute == "title")
         struct Kinded: Encodable { var id: Int; var kind: String }
-        #expect(mappingError { try context.upsert(Kinded(id: 1, kind: "podcast"), as: VMItem.self) }?.code == .unstorableProperty)
+        #expect(
+            mappingError { try context.upsert(Kinded(id: 1, kind: "podcast"), as: VMItem.self) }?.code
+                == .unstorableProperty)
         #expect(try context.upsert(Kinded(id: 1, kind: "game"), as: VMItem.self).kind == .game)
         struct Sized: Encodable { var id: Int; var size: [Double] }
-        #expect(mappingError { try context.upsert(Sized(id: 1, size: [1]), as: VMItem.self) }?.code == .unstorableProperty)
+        #expect(
+            mappingError { try context.upsert(Sized(id: 1, size: [1]), as: VMItem.self) }?.code == .unstorableProperty)
     }
 
     @Test func aValueWithoutKeyedPropertiesIsRefused() throws {
@@ -466,7 +506,8 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
         let kept = try context.upsert(VMNoteRecord(id: 1, text: "kept"), as: VMNote.self, identifiedBy: byID)  // pending, stays
         struct Line: Encodable { var id: Int64; var text: String; var colour: String? }
         let lines = [
-            Line(id: 1, text: "changed", colour: nil), Line(id: 2, text: "new", colour: nil), Line(id: 3, text: "bad", colour: "red"),
+            Line(id: 1, text: "changed", colour: nil), Line(id: 2, text: "new", colour: nil),
+            Line(id: 3, text: "bad", colour: "red"),
         ]
         struct Skipping: Encodable {
             var line: Line
@@ -490,7 +531,8 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
     @Test func aBatchFindsTheObjectsItInsertedEarlier() throws {
         let context = try makeVMContext()
         let notes = try context.upsert(
-            [VMNoteRecord(id: 1, text: "a"), VMNoteRecord(id: 2, text: "b"), VMNoteRecord(id: 1, text: "c")], as: VMNote.self, identifiedBy: byID)
+            [VMNoteRecord(id: 1, text: "a"), VMNoteRecord(id: 2, text: "b"), VMNoteRecord(id: 1, text: "c")],
+            as: VMNote.self, identifiedBy: byID)
         #expect(notes.count == 3)
         #expect(notes[0] === notes[2])
         #expect(notes[0].text == "c")
@@ -502,7 +544,9 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
 
     @Test func aBatchFindsObjectsAlreadyStoredWithoutAUniqueIndex() throws {
         let context = try makeVMContext()
-        for id in 0..<40 { try context.upsert(VMNoteRecord(id: Int64(id), text: "v1"), as: VMNote.self, identifiedBy: byID) }
+        for id in 0..<40 {
+            try context.upsert(VMNoteRecord(id: Int64(id), text: "v1"), as: VMNote.self, identifiedBy: byID)
+        }
         try context.save()
         // Enough values to grow the identity index several times.
         let records = (0..<100).map { VMNoteRecord(id: Int64($0 % 70), text: "v2-\($0)") }
@@ -515,7 +559,8 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
 
     @Test func aSequenceOfValuesIsOneBatch() throws {
         let context = try makeVMContext()
-        let notes: [VMNote] = try context.upsert((1...3).lazy.map { VMNoteRecord(id: Int64($0), text: "\($0)") }, as: VMNote.self, identifiedBy: byID)
+        let notes: [VMNote] = try context.upsert(
+            (1...3).lazy.map { VMNoteRecord(id: Int64($0), text: "\($0)") }, as: VMNote.self, identifiedBy: byID)
         #expect(notes.map(\.text) == ["1", "2", "3"])
         let set: Set<VMItemRecord> = [VMItemRecord.sample(1), VMItemRecord.sample(2)]
         let items: [VMItem] = try context.upsert(set, as: VMItem.self)

@@ -1,11 +1,14 @@
 import Foundation
-import ObjectGraphTestSupport
 import NATSJetStream
+import ObjectGraphTestSupport
 import Testing
 
 /// JetStreamClient against real nats-server processes on loopback: each test starts its own
 /// server (a fraction of a second) so that no test sees another's streams or kills.
-@Suite(.serialized, .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's"))
+@Suite(
+    .serialized,
+    .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's")
+)
 struct JetStreamClientTests {
     /// A server with JetStream, a client connected to it and a stream on `subjects`.
     private func withStream(
@@ -31,12 +34,15 @@ struct JetStreamClientTests {
             #expect(state.messages == 3 && state.firstSequence == 1 && state.lastSequence == 3)
             #expect(state.lastTime != nil)
             // Another configuration under the same name returns the existing stream's state.
-            let other = try client.ensureStream(StreamConfiguration(name: "JOURNAL", subjects: ["journal.>", "other.>"]))
+            let other = try client.ensureStream(
+                StreamConfiguration(name: "JOURNAL", subjects: ["journal.>", "other.>"]))
             #expect(other == state)
             #expect(try client.streamState("JOURNAL") == state)
             #expect(client.maxPayload == 1_048_576)
             // No stream listens on the subject: nobody answers.
-            let unheard = #expect(throws: JetStreamError.self) { try client.publish(subject: "elsewhere.records", payload: [1]) }
+            let unheard = #expect(throws: JetStreamError.self) {
+                try client.publish(subject: "elsewhere.records", payload: [1])
+            }
             #expect(unheard?.code == .timeout)
         }
     }
@@ -77,7 +83,8 @@ struct JetStreamClientTests {
             let headers = ["Og-Kind": "commit", "Og-Records": "3", "Og-Value": "a: b, c"]
             let payload: [UInt8] = [0, 1, 2, 255, 10, 13]
             let before = Date()
-            let ack = try client.publish(subject: "journal.records", payload: payload, headers: headers, messageID: "m-1")
+            let ack = try client.publish(
+                subject: "journal.records", payload: payload, headers: headers, messageID: "m-1")
             _ = try client.publish(subject: "journal.records", payload: [], headers: [:])
 
             let stored = try #require(try client.message(stream: "JOURNAL", sequence: ack.sequence))
@@ -123,7 +130,8 @@ struct JetStreamClientTests {
     @Test func purgeBelowASequenceRemovesExactlyThoseOptionallyOnOneSubject() throws {
         try withStream { client, _ in
             for index in 1...10 {
-                _ = try client.publish(subject: index % 2 == 0 ? "journal.even" : "journal.odd", payload: bytes("\(index)"))
+                _ = try client.publish(
+                    subject: index % 2 == 0 ? "journal.even" : "journal.odd", payload: bytes("\(index)"))
             }
             try client.purge(stream: "JOURNAL", subject: "journal.even", below: 5)  // removes 2 and 4
             #expect(try client.message(stream: "JOURNAL", sequence: 2) == nil)
@@ -152,7 +160,9 @@ struct JetStreamClientTests {
             #expect(try reader.next(max: 10, timeout: eventBound).map(\.sequence) == [5])
 
             let clock = ContinuousClock()
-            var empty: [StoredMessage] = [StoredMessage(subject: "", sequence: 0, time: Date(), headers: [:], payload: [])]
+            var empty: [StoredMessage] = [
+                StoredMessage(subject: "", sequence: 0, time: Date(), headers: [:], payload: [])
+            ]
             let waited = try clock.measure { empty = try reader.next(max: 10, timeout: .milliseconds(300)) }
             #expect(empty.isEmpty)
             #expect(waited >= .milliseconds(250) && waited < atOnceBound, "waited \(waited)")
@@ -169,14 +179,17 @@ struct JetStreamClientTests {
             var tail: [StoredMessage] = []
             let tailWait = try clock.measure { tail = try reader.next(max: 10, timeout: eventBound) }
             #expect(tail.map(\.sequence) == [8])
-            #expect(tailWait < atOnceBound, "waited \(tailWait) for a message published after 0.2 s: the reader waited for its timeout")
+            #expect(
+                tailWait < atOnceBound,
+                "waited \(tailWait) for a message published after 0.2 s: the reader waited for its timeout")
         }
     }
 
     @Test func readerWithASubjectFilterSkipsOtherSubjects() throws {
         try withStream { client, _ in
             for index in 1...6 {
-                _ = try client.publish(subject: index % 3 == 0 ? "journal.meta" : "journal.records", payload: bytes("\(index)"))
+                _ = try client.publish(
+                    subject: index % 3 == 0 ? "journal.meta" : "journal.records", payload: bytes("\(index)"))
             }
             let reader = try client.reader(stream: "JOURNAL", subject: "journal.records", from: 2)
             defer { reader.close() }
@@ -208,10 +221,15 @@ struct JetStreamClientTests {
                 }
             }
             #expect(received == count)
-            let publishMicroseconds = Double(publishTime.components.attoseconds / 1_000_000_000_000 + publishTime.components.seconds * 1_000_000) / Double(count)
+            let publishMicroseconds =
+                Double(
+                    publishTime.components.attoseconds / 1_000_000_000_000 + publishTime.components.seconds * 1_000_000)
+                / Double(count)
             let readSeconds = Double(readTime.components.seconds) + Double(readTime.components.attoseconds) / 1e18
             let rate = Double(received) / readSeconds
-            print("JetStream on loopback: publish round trip \(Int(publishMicroseconds)) µs; reader \(Int(rate)) messages/s (100-byte payloads, batches of 256)")
+            print(
+                "JetStream on loopback: publish round trip \(Int(publishMicroseconds)) µs; reader \(Int(rate)) messages/s (100-byte payloads, batches of 256)"
+            )
             #expect(rate > 20_000)
         }
     }
@@ -277,7 +295,8 @@ struct JetStreamClientTests {
         cluster.kill(0)
         // Until a new stream leader is elected (when the killed member led), publishes time out.
         let ack = try retry(for: eventBound) { () throws(JetStreamError) in
-            try client.publish(subject: "replicated.records", payload: [2], messageID: "after-kill", expectedLastSequence: 1)
+            try client.publish(
+                subject: "replicated.records", payload: [2], messageID: "after-kill", expectedLastSequence: 1)
         }
         #expect(ack.sequence == 2)
         #expect(try client.streamState("REPLICATED").messages == 2)
@@ -307,7 +326,8 @@ struct JetStreamClientTests {
         var noQuorum: JetStreamError?
         let waited = clock.measure {
             do throws(JetStreamError) {
-                _ = try memberClient.publish(subject: "replicated.records", payload: [4], expectedLastSequence: 3, timeout: .seconds(1))
+                _ = try memberClient.publish(
+                    subject: "replicated.records", payload: [4], expectedLastSequence: 3, timeout: .seconds(1))
             } catch { noQuorum = error }
         }
         #expect(noQuorum?.code == .timeout, "\(String(describing: noQuorum))")

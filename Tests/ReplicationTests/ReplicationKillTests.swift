@@ -1,13 +1,14 @@
 import Foundation
-import ObjectGraphTestSupport
 import GraphJournal
 import ObjectGraph
 import ObjectGraphReplication
+import ObjectGraphTestSupport
 import Testing
 
 /// Kill rounds: a few in `make test`, more in `make replication-test`
 /// (OBJECTGRAPH_REPLICATION_KILL_ROUNDS).
-let replicationKillRounds = ProcessInfo.processInfo.environment["OBJECTGRAPH_REPLICATION_KILL_ROUNDS"].flatMap(Int.init) ?? 4
+let replicationKillRounds =
+    ProcessInfo.processInfo.environment["OBJECTGRAPH_REPLICATION_KILL_ROUNDS"].flatMap(Int.init) ?? 4
 
 /// How long a follower is given to catch up. Alone these tests converge in seconds. Under
 /// `swift test` every suite runs at once on a cooperative pool as wide as the machine's cores,
@@ -18,10 +19,14 @@ let replicationKillRounds = ProcessInfo.processInfo.environment["OBJECTGRAPH_REP
 let followerCatchUpTimeout: Duration = eventBound
 
 /// SIGKILL a shipping writer mid-publish and a follower mid-apply, at random points.
-@Suite(.serialized, .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's"))
+@Suite(
+    .serialized,
+    .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's")
+)
 struct ReplicationKillTests {
     static var childURL: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("objectgraph-replication-child")
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "objectgraph-replication-child")
     }
 
     /// Runs the child with `arguments`, SIGKILLs it after `milliseconds`, returns its output lines.
@@ -63,7 +68,9 @@ struct ReplicationKillTests {
         #expect(try writer.context.fetchCount(FetchDescriptor<Pkg>()) >= acknowledged)
         #expect(try checkLogChain(target) == Array(1...writer.store.stats.lastSequence))
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: followerCatchUpTimeout), "\(follower.status)")
+        #expect(
+            await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: followerCatchUpTimeout),
+            "\(follower.status)")
         #expect(try state(follower.store.snapshot) == state(writer.context))
         try await follower.stop()
         try writer.close()
@@ -90,9 +97,13 @@ struct ReplicationKillTests {
         writerProcess.waitUntilExit()
         let writer = try ReplicatedStore.open(at: writerDirectory, schema: pkgSchema, target: target)
         try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
-        print("replication kill test: followers killed after applying \(killedAt.joined(separator: ", ")) of \(writer.store.stats.lastSequence)")
+        print(
+            "replication kill test: followers killed after applying \(killedAt.joined(separator: ", ")) of \(writer.store.stats.lastSequence)"
+        )
         let follower = try await ObjectStore.follow(at: replica, schema: pkgSchema, source: target)
-        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: followerCatchUpTimeout), "\(follower.status)")
+        #expect(
+            await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: followerCatchUpTimeout),
+            "\(follower.status)")
         #expect(try state(follower.store.snapshot) == state(writer.context))
         try await follower.stop()
         // Every transaction of the writer is in the replica's journal exactly once: a replayed

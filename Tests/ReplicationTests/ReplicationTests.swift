@@ -1,9 +1,9 @@
 import Foundation
-import ObjectGraphTestSupport
 import GraphJournal
 import NATSJetStream
 import ObjectGraph
 import ObjectGraphReplication
+import ObjectGraphTestSupport
 import Testing
 
 /// A package as the example daemon keeps it: a unique name and a version.
@@ -31,7 +31,8 @@ func freshStream() -> String { "T" + UUID().uuidString.replacingOccurrences(of: 
 
 /// The packages of a context or snapshot as name → version@size, for comparing states.
 func state(_ context: ModelContext) throws -> [String: String] {
-    Dictionary(uniqueKeysWithValues: try context.fetch(FetchDescriptor<Pkg>()).map { ($0.name, "\($0.version)@\($0.size)") })
+    Dictionary(
+        uniqueKeysWithValues: try context.fetch(FetchDescriptor<Pkg>()).map { ($0.name, "\($0.version)@\($0.size)") })
 }
 
 func state(_ snapshot: StoreSnapshot) throws -> [String: String] {
@@ -46,8 +47,12 @@ func syncRound(_ context: ModelContext, round: Int, new: Int = 3) throws {
         p.version = "1.\(round)"
         p.size = round * 10 + i
     }
-    if round > 0, let p = try context.object(Pkg.self, where: \.name, equals: "pkg-\(round - 1)-0") { p.version = "2.\(round)" }
-    if round > 1, let p = try context.object(Pkg.self, where: \.name, equals: "pkg-\(round - 2)-1") { context.delete(p) }
+    if round > 0, let p = try context.object(Pkg.self, where: \.name, equals: "pkg-\(round - 1)-0") {
+        p.version = "2.\(round)"
+    }
+    if round > 1, let p = try context.object(Pkg.self, where: \.name, equals: "pkg-\(round - 2)-1") {
+        context.delete(p)
+    }
     try context.save()
 }
 
@@ -66,9 +71,11 @@ func checkLogChain(_ target: ReplicationTarget) throws -> [UInt64] {
         let batch = try reader.next(max: 256, timeout: .milliseconds(300))
         if batch.isEmpty { break }
         for m in batch {
-            guard let first = m.headers["OG-First"].flatMap(UInt64.init), let last = m.headers["OG-Seq"].flatMap(UInt64.init),
-                  let prev = m.headers["OG-Prev"].flatMap(UInt64.init), let count = m.headers["OG-Count"].flatMap(Int.init),
-                  let part = m.headers["OG-Part"].flatMap(Int.init), let parts = m.headers["OG-Parts"].flatMap(Int.init)
+            guard let first = m.headers["OG-First"].flatMap(UInt64.init),
+                let last = m.headers["OG-Seq"].flatMap(UInt64.init),
+                let prev = m.headers["OG-Prev"].flatMap(UInt64.init),
+                let count = m.headers["OG-Count"].flatMap(Int.init),
+                let part = m.headers["OG-Part"].flatMap(Int.init), let parts = m.headers["OG-Parts"].flatMap(Int.init)
             else { throw ReplicationError(.badMessage, "message \(m.sequence) lacks headers") }
             if part == 0 { blob = [] }
             blob += m.payload
@@ -90,7 +97,10 @@ func checkLogChain(_ target: ReplicationTarget) throws -> [UInt64] {
     return sequences
 }
 
-@Suite(.serialized, .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's"))
+@Suite(
+    .serialized,
+    .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's")
+)
 struct ReplicationTests {
     @Test func aFollowerConvergesToTheWriterAndRefusesSaves() async throws {
         let server = try NATSServer.start()
@@ -177,7 +187,8 @@ struct ReplicationTests {
         let target = ReplicationTarget(
             // Generous: the first save must be acknowledged on a loaded machine; the save after
             // the kill waits the whole policy timeout before it fails, whatever its length.
-            servers: [server.url], stream: freshStream(), policy: .synchronous(timeout: .seconds(30)), timeout: .seconds(10))
+            servers: [server.url], stream: freshStream(), policy: .synchronous(timeout: .seconds(30)),
+            timeout: .seconds(10))
         let directory = replicationDirectory()
         let writer = try ReplicatedStore.open(at: directory, schema: pkgSchema, target: target)
         try syncRound(writer.context, round: 0)
@@ -213,13 +224,17 @@ struct ReplicationTests {
         try? FileManager.default.removeItem(at: backup.appendingPathComponent("LOCK"))
         for round in 3..<6 { try syncRound(writer.context, round: round) }
         try writer.close()
-        let older = #expect(throws: ReplicationError.self) { _ = try ReplicatedStore.open(at: backup, schema: pkgSchema, target: target) }
+        let older = #expect(throws: ReplicationError.self) {
+            _ = try ReplicatedStore.open(at: backup, schema: pkgSchema, target: target)
+        }
         #expect(older?.code == .diverged)
         // Another store with its own history, pointed at the same stream.
         let other = try ObjectStore.open(at: replicationDirectory(), schema: pkgSchema)
         for round in 0..<8 { try syncRound(other.context, round: round + 100) }
         try other.close()
-        let second = #expect(throws: ReplicationError.self) { _ = try ReplicatedStore.open(at: other.directory, schema: pkgSchema, target: target) }
+        let second = #expect(throws: ReplicationError.self) {
+            _ = try ReplicatedStore.open(at: other.directory, schema: pkgSchema, target: target)
+        }
         #expect(second?.code == .diverged)
     }
 
@@ -316,7 +331,9 @@ struct ReplicationTests {
         #expect(try state(resumed.store.snapshot) == state(writer.context))
         try await resumed.stop()
         // A restore before the kept base is no longer possible; one after it is.
-        let refused = #expect(throws: ReplicationError.self) { try Restore.run(from: target, to: replicationDirectory(), at: .sequence(early)) }
+        let refused = #expect(throws: ReplicationError.self) {
+            try Restore.run(from: target, to: replicationDirectory(), at: .sequence(early))
+        }
         #expect(refused?.code == .unavailable)
         let restored = replicationDirectory()
         try Restore.run(from: target, to: restored, at: .latest)
@@ -330,7 +347,8 @@ struct ReplicationTests {
     @Test func aClusterMemberKilledWhileTheWriterSavesLosesNothingAcknowledged() async throws {
         let cluster = try NATSCluster.start()
         let target = ReplicationTarget(
-            servers: cluster.urls, stream: freshStream(), replicas: 3, policy: .synchronous(timeout: .seconds(5)), timeout: .seconds(30))
+            servers: cluster.urls, stream: freshStream(), replicas: 3, policy: .synchronous(timeout: .seconds(5)),
+            timeout: .seconds(30))
         let writer = try ReplicatedStore.open(at: replicationDirectory(), schema: pkgSchema, target: target)
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: target)
         var acknowledged: UInt64 = 0

@@ -18,7 +18,10 @@ import Testing
 
 /// `graph-journal restore` and `graph-journal follow` against a real nats-server, on the
 /// stream a ``ReplicatedStore`` of the test ships to.
-@Suite(.serialized, .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's"))
+@Suite(
+    .serialized,
+    .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's")
+)
 struct ToolReplicationTests {
     // MARK: Running the tool
 
@@ -46,7 +49,8 @@ struct ToolReplicationTests {
         init(_ arguments: [String]) throws {
             out = scratchDirectory("out")
             err = scratchDirectory("err")
-            try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data().write(to: out)
             try Data().write(to: err)
             process.executableURL = ToolReplicationTests.binary
@@ -80,7 +84,9 @@ struct ToolReplicationTests {
             while process.isRunning {
                 if ContinuousClock.now > deadline {
                     kill(process.processIdentifier, SIGKILL)
-                    Issue.record("graph-journal \(process.arguments ?? []) still ran after \(limit); killed\nstdout: \(stdout)\nstderr: \(stderr)")
+                    Issue.record(
+                        "graph-journal \(process.arguments ?? []) still ran after \(limit); killed\nstdout: \(stdout)\nstderr: \(stderr)"
+                    )
                     process.waitUntilExit()
                     break
                 }
@@ -114,8 +120,9 @@ struct ToolReplicationTests {
         let run = try Run(arguments)
         let status = await run.exitStatus()
         let elapsed = run.lifetime.components
-        return Result(status: status, stdout: run.stdout, stderr: run.stderr,
-                      seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        return Result(
+            status: status, stdout: run.stdout, stderr: run.stderr,
+            seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
     }
 
     // MARK: The writer and its states
@@ -129,8 +136,10 @@ struct ToolReplicationTests {
         var states: [(sequence: UInt64, objects: [String: Int])] = []
 
         init(server: NATSServer) throws {
-            target = ReplicationTarget(servers: [server.url], stream: "TOOL" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12),
-                                       policy: .synchronous(timeout: .seconds(60)))
+            target = ReplicationTarget(
+                servers: [server.url],
+                stream: "TOOL" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12),
+                policy: .synchronous(timeout: .seconds(60)))
             store = try ReplicatedStore.open(at: directory, schema: try Schema(ToolCounter.self), target: target)
         }
 
@@ -144,14 +153,20 @@ struct ToolReplicationTests {
                 c.name = "c\(round)-\(i)"
                 c.count = round * 100 + i
             }
-            if round > 0, let c = try context.object(ToolCounter.self, where: \.name, equals: "c\(round - 1)-0") { c.count += 1000 }
-            if round > 1, let c = try context.object(ToolCounter.self, where: \.name, equals: "c\(round - 2)-1") { context.delete(c) }
+            if round > 0, let c = try context.object(ToolCounter.self, where: \.name, equals: "c\(round - 1)-0") {
+                c.count += 1000
+            }
+            if round > 1, let c = try context.object(ToolCounter.self, where: \.name, equals: "c\(round - 2)-1") {
+                context.delete(c)
+            }
             try context.save()
             states.append((store.store.stats.lastSequence, try counters(in: context)))
         }
 
         /// The arguments that name the writer's stream.
-        var sourceArguments: [String] { ["--servers", target.servers.joined(separator: ","), "--stream", target.stream] }
+        var sourceArguments: [String] {
+            ["--servers", target.servers.joined(separator: ","), "--stream", target.stream]
+        }
     }
 
     /// The counters of a context (typed or dynamic), by name.
@@ -159,7 +174,8 @@ struct ToolReplicationTests {
         var result: [String: Int] = [:]
         for object in try context.objects(ofEntityNamed: "ToolCounter") {
             guard case .string(let name)? = try object.attributeValue(forKey: "name"),
-                  case .int(let count)? = try object.attributeValue(forKey: "count") else {
+                case .int(let count)? = try object.attributeValue(forKey: "count")
+            else {
                 Issue.record("a counter without a name or a count")
                 continue
             }
@@ -196,21 +212,27 @@ struct ToolReplicationTests {
         let s = writer.states
 
         let first = scratchDirectory("restore-seq")
-        let r1 = try await Self.tool(["restore"] + writer.sourceArguments + ["--to-seq", "\(s[0].sequence)", first.path])
+        let r1 = try await Self.tool(
+            ["restore"] + writer.sourceArguments + ["--to-seq", "\(s[0].sequence)", first.path])
         #expect(r1.status == 0, "\(r1.stderr)")
-        #expect(r1.stdout.hasPrefix("restored \(first.path) from stream \(writer.target.stream): no base (log replayed from its start), 1 records applied, last sequence \(s[0].sequence), "), "\(r1.stdout)")
+        #expect(
+            r1.stdout.hasPrefix(
+                "restored \(first.path) from stream \(writer.target.stream): no base (log replayed from its start), 1 records applied, last sequence \(s[0].sequence), "
+            ), "\(r1.stdout)")
         #expect(try Self.counters(inStore: first) == s[0].objects)
 
         let iso = ISO8601DateFormatter()
         iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let atTime = scratchDirectory("restore-time")
-        let r2 = try await Self.tool(["restore"] + writer.sourceArguments + ["--to-time", iso.string(from: between), atTime.path])
+        let r2 = try await Self.tool(
+            ["restore"] + writer.sourceArguments + ["--to-time", iso.string(from: between), atTime.path])
         #expect(r2.status == 0, "\(r2.stderr)")
         #expect(r2.stdout.contains("last sequence \(s[1].sequence), "), "\(r2.stdout)")
         #expect(try Self.counters(inStore: atTime) == s[1].objects)
 
         let third = scratchDirectory("restore-seq3")
-        let r3 = try await Self.tool(["restore"] + writer.sourceArguments + ["--to-seq", "\(s[2].sequence)", third.path])
+        let r3 = try await Self.tool(
+            ["restore"] + writer.sourceArguments + ["--to-seq", "\(s[2].sequence)", third.path])
         #expect(r3.status == 0, "\(r3.stderr)")
         #expect(r3.stdout.contains("last sequence \(s[2].sequence), "), "\(r3.stdout)")
         #expect(try Self.counters(inStore: third) == s[2].objects)
@@ -225,11 +247,14 @@ struct ToolReplicationTests {
         let dump = try await Self.tool(["dump", "--objects", latest.path])
         #expect(dump.status == 0)
         #expect(dump.stdout.split(separator: "\n").count == s[3].objects.count)
-        #expect(dump.stdout.contains("\"name\":\"c3-0\",\"count\":300") || dump.stdout.contains("\"count\":300,\"name\":\"c3-0\""), "\(dump.stdout)")
+        #expect(
+            dump.stdout.contains("\"name\":\"c3-0\",\"count\":300")
+                || dump.stdout.contains("\"count\":300,\"name\":\"c3-0\""), "\(dump.stdout)")
 
         // Past the end of the stream: everything, with a note.
         let beyond = scratchDirectory("restore-beyond")
-        let r5 = try await Self.tool(["restore"] + writer.sourceArguments + ["--to-seq", "\(s[3].sequence + 100)", beyond.path])
+        let r5 = try await Self.tool(
+            ["restore"] + writer.sourceArguments + ["--to-seq", "\(s[3].sequence + 100)", beyond.path])
         #expect(r5.status == 0, "\(r5.stderr)")
         #expect(r5.stderr.contains("note: the stream holds records only up to \(s[3].sequence)"), "\(r5.stderr)")
         #expect(try Self.counters(inStore: beyond) == s[3].objects)
@@ -247,7 +272,9 @@ struct ToolReplicationTests {
         try Data("keep".utf8).write(to: existing.appendingPathComponent("file"))
         let refused = try await Self.tool(["restore"] + writer.sourceArguments + ["--latest", existing.path])
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("graph-journal: \(existing.path) exists; restore writes a new store"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("graph-journal: \(existing.path) exists; restore writes a new store"),
+            "\(refused.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: existing.path) == ["file"])
 
         // A time that is not ISO 8601: bad usage.
@@ -265,12 +292,21 @@ struct ToolReplicationTests {
 
         // Nothing listens on the port: a clear error, at once.
         let port = try NATSServer.freePorts(1)[0]
-        let unreachable = try await Self.tool(["restore", "--servers", "nats://127.0.0.1:\(port)", "--stream", "NONE", "--latest", fresh.path])
+        let unreachable = try await Self.tool([
+            "restore", "--servers", "nats://127.0.0.1:\(port)", "--stream", "NONE", "--latest", fresh.path,
+        ])
         #expect(unreachable.status == 1)
-        #expect(unreachable.stderr.contains("graph-journal: cannot restore from stream NONE: connecting to nats://127.0.0.1:\(port)"), "\(unreachable.stderr)")
-        #expect(unreachable.seconds < Double(atOnceBound.components.seconds), "a refused connection is reported, not retried")
+        #expect(
+            unreachable.stderr.contains(
+                "graph-journal: cannot restore from stream NONE: connecting to nats://127.0.0.1:\(port)"),
+            "\(unreachable.stderr)")
+        #expect(
+            unreachable.seconds < Double(atOnceBound.components.seconds),
+            "a refused connection is reported, not retried")
         // No such stream on a server that answers.
-        let missing = try await Self.tool(["restore", "--servers", server.url, "--stream", "NOSUCHSTREAM", "--latest", fresh.path])
+        let missing = try await Self.tool([
+            "restore", "--servers", server.url, "--stream", "NOSUCHSTREAM", "--latest", fresh.path,
+        ])
         #expect(missing.status == 1, "\(missing.stderr)")
         #expect(missing.stderr.contains("NOSUCHSTREAM"), "\(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: fresh.path))
@@ -285,15 +321,22 @@ struct ToolReplicationTests {
         try writer.save()
         let replica = scratchDirectory("replica")
         // No base in the stream: the schema comes from the log's first schema record.
-        let first = try await Self.tool(["follow"] + writer.sourceArguments + [replica.path, "--until-seq", "\(writer.states[1].sequence)"])
+        let first = try await Self.tool(
+            ["follow"] + writer.sourceArguments + [replica.path, "--until-seq", "\(writer.states[1].sequence)"])
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stdout.hasPrefix("following stream \(writer.target.stream) on \(server.url) into \(replica.path) from record 0 (stream message 0)\n"), "\(first.stdout)")
+        #expect(
+            first.stdout.hasPrefix(
+                "following stream \(writer.target.stream) on \(server.url) into \(replica.path) from record 0 (stream message 0)\n"
+            ), "\(first.stdout)")
         #expect(first.stdout.contains("records applied, "), "\(first.stdout)")
         #expect(first.stdout.contains("; reached --until-seq \(writer.states[1].sequence)\n"), "\(first.stdout)")
         #expect(try Self.counters(inStore: replica) == writer.states[1].objects)
 
         // Started again, it resumes; the writer saves while it follows.
-        let running = try Run(["follow"] + writer.sourceArguments + [replica.path, "--until-seq", "\(writer.states[1].sequence + 2)", "--status-interval", "0.1"])
+        let running = try Run(
+            ["follow"] + writer.sourceArguments + [
+                replica.path, "--until-seq", "\(writer.states[1].sequence + 2)", "--status-interval", "0.1",
+            ])
         #expect(await running.waitForOutput("from record \(writer.states[1].sequence) "))
         try await Task.sleep(for: .milliseconds(250))
         try writer.save()
@@ -306,7 +349,10 @@ struct ToolReplicationTests {
         // The status lines, one per line when standard error is not a terminal.
         let lines = running.stderr.split(separator: "\n")
         #expect(lines.count >= 2, "\(running.stderr)")
-        #expect(lines.allSatisfy { $0.hasPrefix("follow \(writer.target.stream): applied record ") && $0.contains(" messages, ") }, "\(running.stderr)")
+        #expect(
+            lines.allSatisfy {
+                $0.hasPrefix("follow \(writer.target.stream): applied record ") && $0.contains(" messages, ")
+            }, "\(running.stderr)")
         #expect(try Self.counters(inStore: replica) == writer.states[3].objects)
         try writer.store.close()
     }
@@ -325,7 +371,8 @@ struct ToolReplicationTests {
         try await Task.sleep(for: .milliseconds(300))
         try writer.save()
         let deadline = ContinuousClock.now + eventBound
-        while !running.stderr.contains("applied record \(writer.states[3].sequence) ") && ContinuousClock.now < deadline {
+        while !running.stderr.contains("applied record \(writer.states[3].sequence) ") && ContinuousClock.now < deadline
+        {
             try await Task.sleep(for: .milliseconds(20))
         }
         kill(running.process.processIdentifier, SIGTERM)
@@ -362,9 +409,13 @@ struct ToolReplicationTests {
         try client.purge(stream: writer.target.stream, subject: writer.target.logSubject, below: firstKept)
 
         let replica = scratchDirectory("replica")
-        let refused = try await Self.tool(["follow"] + writer.sourceArguments + [replica.path, "--until-seq", "\(last)"])
+        let refused = try await Self.tool(
+            ["follow"] + writer.sourceArguments + [replica.path, "--until-seq", "\(last)"])
         #expect(refused.status == 1, "\(refused.stdout)")
-        #expect(refused.stderr.contains("holds no base, and its log starts at record \(writer.states[1].sequence + 1), not the writer's first"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(
+                "holds no base, and its log starts at record \(writer.states[1].sequence + 1), not the writer's first"),
+            "\(refused.stderr)")
 
         // A follower of the application fails at the first record it reads: its OG-Prev names a
         // record the replica never had.
@@ -375,13 +426,18 @@ struct ToolReplicationTests {
             let follower = try await ObjectStore.follow(at: library, schema: schema, source: writer.target)
             _ = await follower.waitUntilApplied(last, timeout: eventBound)
             refusedOrFailed = follower.status.failed != nil
-            replicated = Dictionary(uniqueKeysWithValues: try follower.store.snapshot.objects(of: ToolCounter.self).map { ($0.name, $0.count) })
+            replicated = Dictionary(
+                uniqueKeysWithValues: try follower.store.snapshot.objects(of: ToolCounter.self).map {
+                    ($0.name, $0.count)
+                })
             try await follower.stop()
         } catch {
             refusedOrFailed = true
         }
         #expect(expected.count == 6)
-        #expect(refusedOrFailed, "the replica holds \(replicated.count) of \(expected.count) counters and reports no failure")
+        #expect(
+            refusedOrFailed,
+            "the replica holds \(replicated.count) of \(expected.count) counters and reports no failure")
     }
 
     @Test func followRefusesAMissingStreamAndUnreachableServers() async throws {
@@ -389,13 +445,23 @@ struct ToolReplicationTests {
         let replica = scratchDirectory("replica")
         let missing = try await Self.tool(["follow", "--servers", server.url, "--stream", "NOSUCHSTREAM", replica.path])
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("no stream NOSUCHSTREAM on \(server.url): nothing to follow"), "\(missing.stderr)")
+        #expect(
+            missing.stderr.contains("no stream NOSUCHSTREAM on \(server.url): nothing to follow"), "\(missing.stderr)")
         let port = try NATSServer.freePorts(1)[0]
-        let unreachable = try await Self.tool(["follow", "--servers", "nats://127.0.0.1:\(port)", "--stream", "NONE", replica.path])
+        let unreachable = try await Self.tool([
+            "follow", "--servers", "nats://127.0.0.1:\(port)", "--stream", "NONE", replica.path,
+        ])
         #expect(unreachable.status == 1)
-        #expect(unreachable.stderr.contains("graph-journal: cannot follow stream NONE: connecting to nats://127.0.0.1:\(port)"), "\(unreachable.stderr)")
-        #expect(unreachable.seconds < Double(atOnceBound.components.seconds), "a refused connection is reported, not retried")
-        let interval = try await Self.tool(["follow", "--servers", server.url, "--stream", "S", replica.path, "--status-interval", "0"])
+        #expect(
+            unreachable.stderr.contains(
+                "graph-journal: cannot follow stream NONE: connecting to nats://127.0.0.1:\(port)"),
+            "\(unreachable.stderr)")
+        #expect(
+            unreachable.seconds < Double(atOnceBound.components.seconds),
+            "a refused connection is reported, not retried")
+        let interval = try await Self.tool([
+            "follow", "--servers", server.url, "--stream", "S", replica.path, "--status-interval", "0",
+        ])
         #expect(interval.status == 64)
         #expect(!FileManager.default.fileExists(atPath: replica.path))
     }
@@ -409,8 +475,9 @@ private func scratchDirectory(_ name: String) -> URL {
 /// The tool tests' stores and outputs, removed when the test process exits.
 private let scratchRoot: URL = {
     atexit {
-        try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory
-            .appendingPathComponent("objectgraph-tool-replication-\(ProcessInfo.processInfo.processIdentifier)"))
+        try? FileManager.default.removeItem(
+            at: FileManager.default.temporaryDirectory
+                .appendingPathComponent("objectgraph-tool-replication-\(ProcessInfo.processInfo.processIdentifier)"))
     }
     return FileManager.default.temporaryDirectory
         .appendingPathComponent("objectgraph-tool-replication-\(ProcessInfo.processInfo.processIdentifier)")

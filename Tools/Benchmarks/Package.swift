@@ -17,9 +17,10 @@ let libraryPath = Context.environment["OBJECTGRAPH_PATH"] ?? "../.."
 // As in the library's manifest: with OBJECTGRAPH_MACRO_PLUGIN naming an already built
 // `@Entity` macro executable, the targets that declare entities load it instead of the library
 // building its macro target (and swift-syntax) in release; the macro runs only at compile time.
-let macroSettings: [SwiftSetting] = Context.environment["OBJECTGRAPH_MACRO_PLUGIN"].flatMap { $0.isEmpty ? nil : $0 }.map {
-    [.unsafeFlags(["-load-plugin-executable", "\($0)#ObjectGraphMacros"])]
-} ?? []
+let macroSettings: [SwiftSetting] =
+    Context.environment["OBJECTGRAPH_MACRO_PLUGIN"].flatMap { $0.isEmpty ? nil : $0 }.map {
+        [.unsafeFlags(["-load-plugin-executable", "\($0)#ObjectGraphMacros"])]
+    } ?? []
 
 let package = Package(
     name: "ObjectGraphBenchmarks",
@@ -51,7 +52,7 @@ let package = Package(
             path: "Benchmarks/ObjectGraphBenchmarks",
             swiftSettings: macroSettings,
             plugins: [
-                .plugin(name: "BenchmarkPlugin", package: "benchmark"),
+                .plugin(name: "BenchmarkPlugin", package: "benchmark")
             ]
         ),
         // The same workload as a plain executable, for callgrind/perf and an RSS figure without

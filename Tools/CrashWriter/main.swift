@@ -44,7 +44,8 @@ options.autoCompactionMinimumBytes = 256 << 10
 
 do {
     let store = try ObjectStore.open(
-        at: URL(fileURLWithPath: arguments[1]), schema: try Schema(CrashRecord.self, Counter.self, CrashItem.self), options: options)
+        at: URL(fileURLWithPath: arguments[1]), schema: try Schema(CrashRecord.self, Counter.self, CrashItem.self),
+        options: options)
     let context = store.context
     if arguments.count > 4 && arguments[4] == "sync" {
         var items = EntityMapping(CrashItem.self)

@@ -46,23 +46,26 @@ extension FixtureRecord {
     init(_ stanza: IndexStanza, path: String) throws(IndexError) {
         func required(_ field: String) throws(IndexError) -> String {
             guard let value = stanza.fields[field], !value.isEmpty else {
-                throw IndexError(path: path, line: stanza.firstLine,
-                                 message: "package \(stanza.fields["Package"] ?? "?") has no \(field) field")
+                throw IndexError(
+                    path: path, line: stanza.firstLine,
+                    message: "package \(stanza.fields["Package"] ?? "?") has no \(field) field")
             }
             return value
         }
         func integer(_ field: String) throws(IndexError) -> Int64? {
             guard let text = stanza.fields[field] else { return nil }
             guard let value = Int64(text), value >= 0 else {
-                throw IndexError(path: path, line: stanza.fieldLines[field] ?? stanza.firstLine,
-                                 message: "\(field) \"\(text)\" is not a non-negative integer")
+                throw IndexError(
+                    path: path, line: stanza.fieldLines[field] ?? stanza.firstLine,
+                    message: "\(field) \"\(text)\" is not a non-negative integer")
             }
             return value
         }
         let size = try integer("Size")
         guard let size else {
-            throw IndexError(path: path, line: stanza.firstLine,
-                             message: "package \(stanza.fields["Package"] ?? "?") has no Size field")
+            throw IndexError(
+                path: path, line: stanza.firstLine,
+                message: "package \(stanza.fields["Package"] ?? "?") has no Size field")
         }
         self.init(
             name: try required("Package"),

@@ -38,15 +38,16 @@ enum PackagesIndex {
         var stanzas: [IndexStanza] = []
         var current: IndexStanza?
         var currentField: String?  // the kept field continuation lines extend, if any
-        var inField = false         // whether any field (kept or not) is open
+        var inField = false  // whether any field (kept or not) is open
         var lineNumber = 0
         var start = 0
 
         func finish() throws(IndexError) {
             guard let stanza = current else { return }
             guard stanza.fields["Package"] != nil else {
-                throw IndexError(path: path, line: stanza.firstLine,
-                                 message: "stanza starting here has no Package field")
+                throw IndexError(
+                    path: path, line: stanza.firstLine,
+                    message: "stanza starting here has no Package field")
             }
             stanzas.append(stanza)
             current = nil
@@ -70,8 +71,9 @@ enum PackagesIndex {
             if line.first == 0x23 { continue }  // "#" comment line (deb822)
             if line.first == 0x20 || line.first == 0x09 {
                 guard inField else {
-                    throw IndexError(path: path, line: lineNumber,
-                                     message: "continuation line with no field before it")
+                    throw IndexError(
+                        path: path, line: lineNumber,
+                        message: "continuation line with no field before it")
                 }
                 if let field = currentField {
                     var text = String(decoding: line.dropFirst(), as: UTF8.self)
@@ -81,8 +83,9 @@ enum PackagesIndex {
                 continue
             }
             guard let colon = line.firstIndex(of: 0x3A), colon > line.startIndex else {
-                throw IndexError(path: path, line: lineNumber,
-                                 message: "expected \"Field: value\", found \"\(String(decoding: line.prefix(60), as: UTF8.self))\"")
+                throw IndexError(
+                    path: path, line: lineNumber,
+                    message: "expected \"Field: value\", found \"\(String(decoding: line.prefix(60), as: UTF8.self))\"")
             }
             if current == nil { current = IndexStanza(firstLine: lineNumber) }
             inField = true

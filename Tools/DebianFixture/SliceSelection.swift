@@ -60,8 +60,11 @@ struct SliceSelection {
             if selected.count >= count { break }
             if selected.contains(candidate) { continue }
             let limit = min(maxClosure, count - selected.count)
-            guard let closure = closure(of: candidate, excluding: selected, limit: limit,
-                                        indexByName: indexByName) else { continue }
+            guard
+                let closure = closure(
+                    of: candidate, excluding: selected, limit: limit,
+                    indexByName: indexByName)
+            else { continue }
             selected.formUnion(closure)
         }
         return selected.sorted { records[$0].name < records[$1].name }
@@ -77,8 +80,9 @@ struct SliceSelection {
         while let next = queue.popLast() {
             for name in records[next].depends {
                 guard let dependency = indexByName[name],
-                      !excluding.contains(dependency),
-                      found.insert(dependency).inserted else { continue }
+                    !excluding.contains(dependency),
+                    found.insert(dependency).inserted
+                else { continue }
                 if found.count > limit { return nil }
                 queue.append(dependency)
             }

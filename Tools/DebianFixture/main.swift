@@ -151,9 +151,10 @@ func run(_ options: Options) throws(ToolFailure) {
     } catch {
         throw ToolFailure(message: "\(options.output): cannot write: \(error.localizedDescription)")
     }
-    print("debian-fixture: read \(records.count) packages (\(bytes.count) bytes) from \(options.input); "
-        + "kept \(kept.count), \(resolved) of \(edges) Depends resolve inside the slice; "
-        + "wrote \(jsonLines.count) bytes of JSON Lines as \(compressed.count) bytes of LZ4 to \(options.output)")
+    print(
+        "debian-fixture: read \(records.count) packages (\(bytes.count) bytes) from \(options.input); "
+            + "kept \(kept.count), \(resolved) of \(edges) Depends resolve inside the slice; "
+            + "wrote \(jsonLines.count) bytes of JSON Lines as \(compressed.count) bytes of LZ4 to \(options.output)")
 }
 
 do {

@@ -34,7 +34,9 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
     }
     let teamNames = Set(team.value.map(\.name))
     let obsolete = Set(sorted.filter { $0.section == "oldlibs" || $0.name.hasSuffix("-dbg") }.map(\.name))
-    let tombstoned = Set(sorted.filter { $0.section == "games" && !obsolete.contains($0.name) && !heldBack.contains($0.name) }.prefix(5).map(\.name))
+    let tombstoned = Set(
+        sorted.filter { $0.section == "games" && !obsolete.contains($0.name) && !heldBack.contains($0.name) }.prefix(5)
+            .map(\.name))
 
     let older = jsonArray(try sorted.filter { !heldBack.contains($0.name) }.map { try encoder.encode($0) })
     var newerObjects: [Data] = []
@@ -47,20 +49,22 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
     let newer = jsonArray(newerObjects)
     // Both snapshots list a package's dependencies as the fixture does.
     let dependsByName = Dictionary(sorted.map { ($0.name, $0.depends) }, uniquingKeysWith: { first, _ in first })
-    print("           older snapshot: \(sorted.count - heldBack.count) packages, \(older.count / 1024) KiB of JSON; newer: "
-        + "\(newerObjects.count - tombstoned.count) packages (\(heldBack.subtracting(obsolete).count) new, "
-        + "\(teamNames.subtracting(obsolete).count) at a new version, \(obsolete.subtracting(heldBack).count) gone) "
-        + "and \(tombstoned.count) tombstones")
+    print(
+        "           older snapshot: \(sorted.count - heldBack.count) packages, \(older.count / 1024) KiB of JSON; newer: "
+            + "\(newerObjects.count - tombstoned.count) packages (\(heldBack.subtracting(obsolete).count) new, "
+            + "\(teamNames.subtracting(obsolete).count) at a new version, \(obsolete.subtracting(heldBack).count) gone) "
+            + "and \(tombstoned.count) tombstones")
 
     var maintainers = EntityMapping(DebianMaintainer.self)
     try maintainers.map("maintainer", to: "name")
     try maintainers.identify(by: "name")
     var packages = EntityMapping(DebianPackage.self)
-    try packages.map("name", "version", "architecture", "section", "priority", "installedSize", "size", "maintainer",
-                     "homepage", "sha256")
+    try packages.map(
+        "name", "version", "architecture", "section", "priority", "installedSize", "size", "maintainer",
+        "homepage", "sha256")
     try packages.map(["description": "summary", "removed": "isRemoved", "depends": "dependsNames"])
     try packages.identify(by: "name")
-    try packages.useModificationAttribute("version")       // unchanged versions are skipped
+    try packages.useModificationAttribute("version")  // unchanged versions are skipped
     try packages.connect("maintainedBy", by: ["maintainer": "name"])
     packages.deletionPredicate = #Predicate { $0.isRemoved }
 
@@ -84,8 +88,9 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
         print("\(ms(time))  synced the \(label) snapshot (parse, map, mark, sweep, durable save):")
         for entity in ["DebianPackage", "DebianMaintainer"] {
             let c = result.counts[entity] ?? SyncCounts()
-            print("             \(entity): inserted \(c.inserted), updated \(c.updated), unchanged \(c.unchanged), "
-                + "tombstoned \(c.tombstoned), swept \(c.swept)")
+            print(
+                "             \(entity): inserted \(c.inserted), updated \(c.updated), unchanged \(c.unchanged), "
+                    + "tombstoned \(c.tombstoned), swept \(c.swept)")
         }
     }
     let expected = sorted.count - obsolete.count - tombstoned.count
@@ -101,12 +106,19 @@ func runSync(records: [DebianPackageRecord], storeURL: URL) throws {
     }.count
     let connected = mirrored.allSatisfy { $0.maintainedBy?.name == $0.maintainer }
     let present = Set(mirrored.map(\.name))
-    let linked = mirrored.allSatisfy { p in Set(p.depends.map(\.name)) == Set((dependsByName[p.name] ?? []).filter(present.contains)) }
+    let linked = mirrored.allSatisfy { p in
+        Set(p.depends.map(\.name)) == Set((dependsByName[p.name] ?? []).filter(present.contains))
+    }
     let links = mirrored.reduce(0) { $0 + $1.depends.count }
-    print("\(ms(reopenTime))  reopened: \(mirrored.count) packages (expected \(expected)), \(asListed) at the newer snapshot's version, "
-        + "every one connected to its maintainer: \(connected)")
-    print("           \(links) Depends links, every package linked to the packages it names that the mirror holds: \(linked)")
-    print("           journal: \(stats.records) records (the schema, then one per sync), \(bytes(stats.bytesOnDisk)) on disk")
+    print(
+        "\(ms(reopenTime))  reopened: \(mirrored.count) packages (expected \(expected)), \(asListed) at the newer snapshot's version, "
+            + "every one connected to its maintainer: \(connected)")
+    print(
+        "           \(links) Depends links, every package linked to the packages it names that the mirror holds: \(linked)"
+    )
+    print(
+        "           journal: \(stats.records) records (the schema, then one per sync), \(bytes(stats.bytesOnDisk)) on disk"
+    )
     guard mirrored.count == expected, asListed == expected, connected, linked else {
         throw DemoFailure(description: "the mirror differs from the newer snapshot")
     }

@@ -51,9 +51,13 @@ enum FuzzReader {
         var at = 0
         var sequence: UInt64 = 1
         while at + 8 <= bytes.count {
-            let type = bytes[at], flags = [0, JournalFormat.flagCompressed, JournalFormat.flagChunked, JournalFormat.flagHistory][Int(bytes[at + 1] & 0x03)]
+            let type = bytes[at],
+                flags = [0, JournalFormat.flagCompressed, JournalFormat.flagChunked, JournalFormat.flagHistory][
+                    Int(bytes[at + 1] & 0x03)]
             let length = min(Int(bytes[at + 2]) | Int(bytes[at + 3]) << 8, bytes.count - at - 8)
-            let raw = UInt32(bytes[at + 4]) | UInt32(bytes[at + 5]) << 8 | UInt32(bytes[at + 6]) << 16 | UInt32(bytes[at + 7] & 0x3F) << 24
+            let raw =
+                UInt32(bytes[at + 4]) | UInt32(bytes[at + 5]) << 8 | UInt32(bytes[at + 6]) << 16 | UInt32(
+                    bytes[at + 7] & 0x3F) << 24
             let payload = bytes[(at + 8)..<(at + 8 + length)]
             at += 8 + length
             var record: [UInt8] = []
@@ -79,14 +83,21 @@ enum FuzzReader {
         let dir = NSTemporaryDirectory() + "graph-journal-fuzz-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)
         defer { if getenv("JOURNAL_FUZZ_KEEP") == nil { try? FileManager.default.removeItem(atPath: dir) } }
-        guard (try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)) != nil else { return }
+        guard (try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)) != nil else {
+            return
+        }
         let log = fileName(1, .log)
-        _ = FileManager.default.createFile(atPath: dir + "/" + JournalFormat.manifestFileName, contents: Data(Manifest(files: [log]).encoded()))
+        _ = FileManager.default.createFile(
+            atPath: dir + "/" + JournalFormat.manifestFileName, contents: Data(Manifest(files: [log]).encoded()))
         _ = FileManager.default.createFile(atPath: dir + "/" + log, contents: Data(header.encoded() + records))
 
-        guard let report = try? Journal.inspect(directory: dir) else { fail("the walk could not read a store with a valid MANIFEST") }
+        guard let report = try? Journal.inspect(directory: dir) else {
+            fail("the walk could not read a store with a valid MANIFEST")
+        }
         var options = JournalOptions(durability: .none)
-        let openResult = Result { () throws(JournalError) -> Journal in try Journal.open(directory: dir, options: options) }
+        let openResult = Result { () throws(JournalError) -> Journal in
+            try Journal.open(directory: dir, options: options)
+        }
         let opened = try? openResult.get()
         try? opened?.close()
         // The verdict predicts a default open: it opens unless the walk found corruption.

@@ -44,15 +44,25 @@ struct Compact: ParsableCommand {
             switch report.verdict {
             case .clean: break
             case .tornTailOnly:
-                throw ToolFailure(.tornTail, "\(directory) ends in a torn tail; run `graph-journal repair` first (it saves the bytes aside); nothing was changed")
+                throw ToolFailure(
+                    .tornTail,
+                    "\(directory) ends in a torn tail; run `graph-journal repair` first (it saves the bytes aside); nothing was changed"
+                )
             case .corrupt:
-                throw ToolFailure(.corrupt, "\(directory) is corrupt; run `graph-journal verify` and `graph-journal repair` first; nothing was changed")
+                throw ToolFailure(
+                    .corrupt,
+                    "\(directory) is corrupt; run `graph-journal verify` and `graph-journal repair` first; nothing was changed"
+                )
             }
-            let before = report.files.reduce(Int64(0)) { $0 + (segmentSizes(directory: directory, files: report.files)[$1] ?? 0) }
+            let before = report.files.reduce(Int64(0)) {
+                $0 + (segmentSizes(directory: directory, files: report.files)[$1] ?? 0)
+            }
             let start = ContinuousClock.now
             // The library reports the replay in bytes of the journal and the writing of the new
             // base in objects; the bar shows each phase's done out of its total.
-            progress?.phase("compacting: replaying \(ProgressBar.grouped(Int64(report.entries.count))) records (\(ProgressBar.shortBytes(before)))", total: before)
+            progress?.phase(
+                "compacting: replaying \(ProgressBar.grouped(Int64(report.entries.count))) records (\(ProgressBar.shortBytes(before)))",
+                total: before)
             var options = StoreOptions(durability: .always)
             options.autoCompactionRatio = nil
             options.progress = progress?.handler()
@@ -86,7 +96,9 @@ struct Compact: ParsableCommand {
             let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
             let change = before > 0 ? Double(after - before) / Double(before) * 100 : 0
             var out = StandardOutput()
-            out.text("compacted \(directory): \(before) -> \(after) bytes (\(String(format: "%+.1f", change)) %), \(objects) live objects, \(String(format: "%.2f", seconds)) s\n")
+            out.text(
+                "compacted \(directory): \(before) -> \(after) bytes (\(String(format: "%+.1f", change)) %), \(objects) live objects, \(String(format: "%.2f", seconds)) s\n"
+            )
             try out.flush()
         }
     }

@@ -55,20 +55,28 @@ struct Dump: ParsableCommand {
     @Flag(help: "Write the live objects (the state after the last record, or after --to-seq) instead of the records.")
     var objects = false
 
-    @Option(name: .customLong("entity"), help: ArgumentHelp("Write only this entity's changes or objects.", valueName: "name"))
+    @Option(
+        name: .customLong("entity"),
+        help: ArgumentHelp("Write only this entity's changes or objects.", valueName: "name"))
     var entity: String?
 
-    @Option(name: .customLong("from-seq"), help: ArgumentHelp("Write only records with this sequence number or later.", valueName: "n"))
+    @Option(
+        name: .customLong("from-seq"),
+        help: ArgumentHelp("Write only records with this sequence number or later.", valueName: "n"))
     var fromSequence: UInt64?
 
-    @Option(name: .customLong("to-seq"), help: ArgumentHelp("Write only records up to this sequence number; with --objects, the objects as of it.", valueName: "n"))
+    @Option(
+        name: .customLong("to-seq"),
+        help: ArgumentHelp(
+            "Write only records up to this sequence number; with --objects, the objects as of it.", valueName: "n"))
     var toSequence: UInt64?
 
     @OptionGroup var progressOptions: ProgressOptions
 
     func validate() throws {
         if objects && fromSequence != nil {
-            throw ValidationError("--from-seq does not apply to --objects (objects are a state, not a range); use --to-seq.")
+            throw ValidationError(
+                "--from-seq does not apply to --objects (objects are a state, not a range); use --to-seq.")
         }
         if let from = fromSequence, let to = toSequence, from > to {
             throw ValidationError("--from-seq \(from) is after --to-seq \(to).")
@@ -82,26 +90,32 @@ struct Dump: ParsableCommand {
             var entitySeen = false
             let from = fromSequence ?? 0
             let to = toSequence ?? .max
-            var progress = JournalProgress(directory: store.path, label: "dumping", options: progressOptions, outputIsStandardOutput: true)
+            var progress = JournalProgress(
+                directory: store.path, label: "dumping", options: progressOptions, outputIsStandardOutput: true)
             defer { progress?.finish() }
             // Called for every record in order, once it is decoded (in batches, on every core).
             let emit = { (record: JournalReadRecord, changes: ChangeSet?, schema: StoredSchema?) throws in
                 defer { progress?.passed(record.entry) }
                 let sequence = record.entry.sequence
-                if let entity, !entitySeen, schema?.entities.contains(where: { $0.name == entity }) == true { entitySeen = true }
+                if let entity, !entitySeen, schema?.entities.contains(where: { $0.name == entity }) == true {
+                    entitySeen = true
+                }
                 guard !objects, sequence >= from else { return }
                 switch record.entry.kind {
                 case .schema:
                     if let schema { writeSchema(schema, sequence: sequence, to: &out.json) }
                 case .transaction, .base:
                     if let changes, let schema {
-                        try writeChanges(changes, schema: schema, sequence: sequence, kind: record.entry.kind.label, to: &out) { fraction in
+                        try writeChanges(
+                            changes, schema: schema, sequence: sequence, kind: record.entry.kind.label, to: &out
+                        ) { fraction in
                             progress?.within(record.entry, fraction: fraction)
                         }
                     }
                 case nil:
                     out.json.raw("{\"seq\":"); out.json.uint(sequence)
-                    out.json.raw(",\"kind\":\"skipped\",\"type\":"); out.json.uint(UInt64(record.entry.type)); out.json.raw("}\n")
+                    out.json.raw(",\"kind\":\"skipped\",\"type\":"); out.json.uint(UInt64(record.entry.type));
+                    out.json.raw("}\n")
                 }
                 try out.flushIfFull()
             }
@@ -113,7 +127,8 @@ struct Dump: ParsableCommand {
             let replay = pipeline.replay
             if objects {
                 let tables = replay.liveTables.filter { entity == nil || $0.name == entity }
-                progress?.bar.phase("writing objects", total: tables.reduce(Int64(0)) { $0 + Int64($1.count) }, unit: .items("objects"))
+                progress?.bar.phase(
+                    "writing objects", total: tables.reduce(Int64(0)) { $0 + Int64($1.count) }, unit: .items("objects"))
                 var written: Int64 = 0
                 for table in tables {
                     try writeObjects(table, links: replay.links, to: &out) { count in
@@ -132,15 +147,25 @@ struct Dump: ParsableCommand {
                 let at = problem.offset.map { " at byte \($0)" } ?? ""
                 switch problem.kind {
                 case .leftoverFile: continue
-                case .unlistedSegment: printError("graph-journal: note: \(problem.file) is not listed in MANIFEST but continues the sequence; its records were written")
-                case .tornTail: printError("graph-journal: note: torn tail in \(problem.file)\(at) (\(problem.message)); the records before it were written")
+                case .unlistedSegment:
+                    printError(
+                        "graph-journal: note: \(problem.file) is not listed in MANIFEST but continues the sequence; its records were written"
+                    )
+                case .tornTail:
+                    printError(
+                        "graph-journal: note: torn tail in \(problem.file)\(at) (\(problem.message)); the records before it were written"
+                    )
                 case .corruption:
-                    printError("graph-journal: corruption in \(problem.file)\(at): \(problem.message); only the records before it were written")
+                    printError(
+                        "graph-journal: corruption in \(problem.file)\(at): \(problem.message); only the records before it were written"
+                    )
                     exit = .corrupt
                 }
             }
             for problem in replay.problems {
-                printError("graph-journal: payload problem in \(problem.file) at byte \(problem.offset) (record \(problem.sequence)): \(problem.message)")
+                printError(
+                    "graph-journal: payload problem in \(problem.file) at byte \(problem.offset) (record \(problem.sequence)): \(problem.message)"
+                )
                 exit = .corrupt
             }
             if exit != .success { throw ExitCode(exit.rawValue) }
@@ -150,7 +175,9 @@ struct Dump: ParsableCommand {
     private func writeSchema(_ schema: StoredSchema, sequence: UInt64, to w: inout JSONWriter) {
         let entities = schema.entities.filter { entity == nil || $0.name == entity }
         if entity != nil && entities.isEmpty { return }
-        let links = schema.links.filter { l in entity == nil || l.entities.contains { schema.entities[$0].name == entity } }
+        let links = schema.links.filter { l in
+            entity == nil || l.entities.contains { schema.entities[$0].name == entity }
+        }
         w.raw("{\"seq\":"); w.uint(sequence)
         w.raw(",\"kind\":\"schema\",\"entities\":[")
         for (i, e) in entities.enumerated() {
@@ -189,8 +216,10 @@ struct Dump: ParsableCommand {
     /// Writes one record's changes as a line. A record of many inserts is written with
     /// `out` flushed as it fills (a save of a million objects is one record), and `advance` is
     /// told the fraction of the inserts written so far, every ``progressStep`` of them.
-    private func writeChanges(_ changes: ChangeSet, schema: StoredSchema, sequence: UInt64, kind: String, to out: inout StandardOutput,
-                              advance: (Double) -> Void) throws {
+    private func writeChanges(
+        _ changes: ChangeSet, schema: StoredSchema, sequence: UInt64, kind: String, to out: inout StandardOutput,
+        advance: (Double) -> Void
+    ) throws {
         let blocks = changes.entities.filter { entity == nil || $0.entityName == entity }
         let links = changes.links.filter { entity == nil || $0.entityNames.contains(entity ?? "") }
         if entity != nil && blocks.isEmpty && links.isEmpty { return }
@@ -267,7 +296,9 @@ struct Dump: ParsableCommand {
             link.names == l.relationshipNames && link.entities.map { schema.entities[$0].name } == l.entityNames
         }
         out.json.raw("{\"relationship\":")
-        out.json.string(stored?.describe(in: schema) ?? "\(l.entityNames[0]).\(l.relationshipNames[0]) ↔ \(l.entityNames[1]).\(l.relationshipNames[1])")
+        out.json.string(
+            stored?.describe(in: schema)
+                ?? "\(l.entityNames[0]).\(l.relationshipNames[0]) ↔ \(l.entityNames[1]).\(l.relationshipNames[1])")
         func object(_ side: Int, _ serial: UInt64, to w: inout JSONWriter) {
             w.raw("{\"entity\":"); w.string(l.entityNames[side])
             w.raw(",\"serial\":"); w.uint(serial)
@@ -314,16 +345,20 @@ struct Dump: ParsableCommand {
 
     /// Writes the live objects of one table, by serial; `advance` is told how many were
     /// written since it was last told, every ``progressStep`` objects and at the end.
-    private func writeObjects(_ table: JournalReplay.Table, links: [LinkState], to out: inout StandardOutput, advance: (Int) -> Void) throws {
+    private func writeObjects(
+        _ table: JournalReplay.Table, links: [LinkState], to out: inout StandardOutput, advance: (Int) -> Void
+    ) throws {
         // The relationships stored as links this entity is a side of, by name: each object's
         // list (serials of the other side), a to-one side as one serial or null.
-        let sides: [(link: Int, side: Int, key: [UInt8])] = table.inSchema ? links.indices.flatMap { k in
-            (0..<2).filter { links[k].entityNames[$0] == table.name }.map { side in
-                var key = JSONWriter(capacity: 32)
-                key.key(links[k].link.names[side])
-                return (k, side, key.bytes)
-            }
-        } : []
+        let sides: [(link: Int, side: Int, key: [UInt8])] =
+            table.inSchema
+            ? links.indices.flatMap { k in
+                (0..<2).filter { links[k].entityNames[$0] == table.name }.map { side in
+                    var key = JSONWriter(capacity: 32)
+                    key.key(links[k].link.names[side])
+                    return (k, side, key.bytes)
+                }
+            } : []
         var prefix = JSONWriter(capacity: 64)
         prefix.raw("{\"entity\":"); prefix.string(table.name); prefix.raw(",\"serial\":")
         let names: [[UInt8]] = table.attributes.map { a in

@@ -11,7 +11,8 @@ import Synchronization
 struct FollowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "follow",
-        abstract: "Follows the JetStream stream a store ships to into a read-only replica, until interrupted or --until-seq is applied.",
+        abstract:
+            "Follows the JetStream stream a store ships to into a read-only replica, until interrupted or --until-seq is applied.",
         discussion: """
             A new replica (DIR missing or empty) starts from the stream's newest base, or from \
             the start of the log when the stream holds no base; an existing one resumes after \
@@ -37,10 +38,13 @@ struct FollowCommand: ParsableCommand {
     @Argument(help: "The replica's directory (created when missing).", completion: .directory)
     var directory: String
 
-    @Option(name: .customLong("until-seq"), help: ArgumentHelp("Stop once the writer's record of this sequence is applied.", valueName: "n"))
+    @Option(
+        name: .customLong("until-seq"),
+        help: ArgumentHelp("Stop once the writer's record of this sequence is applied.", valueName: "n"))
     var untilSequence: UInt64?
 
-    @Option(name: .customLong("status-interval"), help: ArgumentHelp("Seconds between two status lines.", valueName: "s"))
+    @Option(
+        name: .customLong("status-interval"), help: ArgumentHelp("Seconds between two status lines.", valueName: "s"))
     var statusInterval: Double = 5
 
     func validate() throws {
@@ -80,7 +84,9 @@ private struct FollowRun: Sendable {
         }
         let first = follower.status
         var out = StandardOutput()
-        out.text("following \(label) into \(directory) from record \(first.appliedSequence) (stream message \(first.streamSequence))\n")
+        out.text(
+            "following \(label) into \(directory) from record \(first.appliedSequence) (stream message \(first.streamSequence))\n"
+        )
         try out.flush()
         let line = StatusLine()
         var lastShown = ContinuousClock.now
@@ -90,7 +96,8 @@ private struct FollowRun: Sendable {
             if let failed = status.failed {
                 try? await follower.stop()
                 line.finish()
-                throw ToolFailure(.failure, "the follower of \(label) stopped at record \(status.appliedSequence): \(failed)")
+                throw ToolFailure(
+                    .failure, "the follower of \(label) stopped at record \(status.appliedSequence): \(failed)")
             }
             if let untilSequence, status.appliedSequence >= untilSequence {
                 ending = "reached --until-seq \(untilSequence)"
@@ -116,13 +123,16 @@ private struct FollowRun: Sendable {
         line.finish()
         let elapsed = (ContinuousClock.now - start).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        out.text("followed \(label) into \(directory): applied record \(status.appliedSequence) (stream message \(status.streamSequence)), \(status.recordsApplied) records applied, \(String(format: "%.2f", seconds)) s; \(ending)\n")
+        out.text(
+            "followed \(label) into \(directory): applied record \(status.appliedSequence) (stream message \(status.streamSequence)), \(status.recordsApplied) records applied, \(String(format: "%.2f", seconds)) s; \(ending)\n"
+        )
         try out.flush()
     }
 
     /// `follow PKGD: applied record 57 (stream message 60), lag 0 messages, 12 records applied`.
     static func describe(_ status: Follower.Status, stream: String) -> String {
-        var text = "follow \(stream): applied record \(status.appliedSequence) (stream message \(status.streamSequence)), lag \(status.lagMessages) messages, \(status.recordsApplied) records applied"
+        var text =
+            "follow \(stream): applied record \(status.appliedSequence) (stream message \(status.streamSequence)), lag \(status.lagMessages) messages, \(status.recordsApplied) records applied"
         if let error = status.lastError { text += "; servers: \(error)" }
         return text
     }
@@ -148,7 +158,11 @@ private final class StatusLine: Sendable {
 
     /// Erases the line, if one is drawn in place.
     func finish() {
-        if visible.withLock({ v in defer { v = false }; return v }) { write("\r\u{1B}[K") }
+        if visible.withLock({ v in
+            defer { v = false }; return v
+        }) {
+            write("\r\u{1B}[K")
+        }
     }
 
     private func write(_ text: String) {

@@ -7,7 +7,8 @@ import Foundation
 struct GraphJournalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "graph-journal",
-        abstract: "Inspects, checks, dumps, repairs and compacts an ObjectGraph store, restores one from its JetStream stream and follows one, without the application's code.",
+        abstract:
+            "Inspects, checks, dumps, repairs and compacts an ObjectGraph store, restores one from its JetStream stream and follows one, without the application's code.",
         discussion: """
             The read-only commands (stats, verify, dump) take no lock and never write, so they are \
             safe on a store another process has open. repair and compact take the store's write \
@@ -19,7 +20,9 @@ struct GraphJournalCommand: ParsableCommand {
             \(ToolExit.helpText)
             """,
         version: "1.0.0",
-        subcommands: [Stats.self, Verify.self, Dump.self, Repair.self, Compact.self, RestoreCommand.self, FollowCommand.self]
+        subcommands: [
+            Stats.self, Verify.self, Dump.self, Repair.self, Compact.self, RestoreCommand.self, FollowCommand.self,
+        ]
     )
 
     /// The subcommands' names, for the message about one that does not exist.
@@ -33,7 +36,9 @@ struct GraphJournalCommand: ParsableCommand {
             exit(withError: ValidationError("missing subcommand: one of \(subcommandNames.joined(separator: ", "))"))
         }
         if !first.hasPrefix("-"), first != "help", !subcommandNames.contains(first) {
-            exit(withError: ValidationError("unknown subcommand '\(first)': one of \(subcommandNames.joined(separator: ", "))"))
+            exit(
+                withError: ValidationError(
+                    "unknown subcommand '\(first)': one of \(subcommandNames.joined(separator: ", "))"))
         }
         main(arguments)
     }

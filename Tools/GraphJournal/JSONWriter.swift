@@ -43,7 +43,9 @@ struct JSONWriter {
                 case 0x08: bytes.append(UInt8(ascii: "b"))
                 case 0x0C: bytes.append(UInt8(ascii: "f"))
                 default:
-                    bytes.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, Self.hex[Int(b >> 4)], Self.hex[Int(b & 0xF)]])
+                    bytes.append(contentsOf: [
+                        UInt8(ascii: "u"), 0x30, 0x30, Self.hex[Int(b >> 4)], Self.hex[Int(b & 0xF)],
+                    ])
                 }
             }
             if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
@@ -86,14 +88,22 @@ struct JSONWriter {
     /// Appends a number in Swift's shortest round-trip form; NaN and infinities, which JSON
     /// cannot express, as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
     mutating func double(_ value: Double) {
-        if value.isNaN { raw("\"NaN\"") } else if value.isInfinite { if value < 0 { raw("\"-Infinity\"") } else { raw("\"Infinity\"") } } else {
+        if value.isNaN {
+            raw("\"NaN\"")
+        } else if value.isInfinite {
+            if value < 0 { raw("\"-Infinity\"") } else { raw("\"Infinity\"") }
+        } else {
             bytes.append(contentsOf: value.description.utf8)
         }
     }
 
     /// Appends a `Float` in its own shortest round-trip form (so `0.1` stays `0.1`).
     mutating func float(_ value: Float) {
-        if value.isNaN || value.isInfinite { double(Double(value)) } else { bytes.append(contentsOf: value.description.utf8) }
+        if value.isNaN || value.isInfinite {
+            double(Double(value))
+        } else {
+            bytes.append(contentsOf: value.description.utf8)
+        }
     }
 
     /// Appends an attribute value as a JSON native: strings, numbers, booleans, `null`;
@@ -203,7 +213,9 @@ struct StandardOutput {
                 done += n
             }
         }
-        if failure != 0 { throw ToolFailure(.failure, "cannot write to standard output: \(String(cString: strerror(failure)))") }
+        if failure != 0 {
+            throw ToolFailure(.failure, "cannot write to standard output: \(String(cString: strerror(failure)))")
+        }
         written += Int64(json.bytes.count)
         json.bytes.removeAll(keepingCapacity: true)
     }

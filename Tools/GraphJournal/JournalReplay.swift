@@ -45,7 +45,9 @@ struct JournalReplay {
         mutating func insertBits(_ run: ClosedRange<UInt64>) -> [UInt64] {
             guard run.upperBound < 1 << 32 else { return insertBits(Array(run)) }
             let words = Int(run.upperBound >> 6) + 1
-            if words > liveBits.count { liveBits.append(contentsOf: repeatElement(0, count: max(words - liveBits.count, liveBits.count))) }
+            if words > liveBits.count {
+                liveBits.append(contentsOf: repeatElement(0, count: max(words - liveBits.count, liveBits.count)))
+            }
             if liveBits.withUnsafeMutableBufferPointer({ Self.setRun(run, in: $0) }) {
                 liveBitCount += run.count
                 return []
@@ -75,9 +77,12 @@ struct JournalReplay {
                     end += 1
                 }
                 let words = Int(last >> 6) + 1
-                if words > liveBits.count { liveBits.append(contentsOf: repeatElement(0, count: max(words - liveBits.count, liveBits.count))) }
+                if words > liveBits.count {
+                    liveBits.append(contentsOf: repeatElement(0, count: max(words - liveBits.count, liveBits.count)))
+                }
                 let added = liveBits.withUnsafeMutableBufferPointer { bits in
-                    Self.setRun(first...last, in: bits) ? end - i : Self.setEach(serials[i..<end], in: bits, rejected: &rejected)
+                    Self.setRun(first...last, in: bits)
+                        ? end - i : Self.setEach(serials[i..<end], in: bits, rejected: &rejected)
                 }
                 liveBitCount += added
                 i = end
@@ -100,8 +105,10 @@ struct JournalReplay {
 
         /// Sets the bits of `serials` one at a time, appending those already set to `rejected`;
         /// returns how many it set.
-        private static func setEach(_ serials: Slice<UnsafeBufferPointer<UInt64>>, in bits: UnsafeMutableBufferPointer<UInt64>,
-                                    rejected: inout [UInt64]) -> Int {
+        private static func setEach(
+            _ serials: Slice<UnsafeBufferPointer<UInt64>>, in bits: UnsafeMutableBufferPointer<UInt64>,
+            rejected: inout [UInt64]
+        ) -> Int {
             var added = 0
             for serial in serials {
                 let bit = UInt64(1) << (serial & 63)
@@ -218,7 +225,8 @@ struct JournalReplay {
             switch decoded {
             case .success(let c): changes = c
             case .failure(let error):
-                report(record, "\(record.entry.kind.label) does not decode against the schema in force: \(error.message)")
+                report(
+                    record, "\(record.entry.kind.label) does not decode against the schema in force: \(error.message)")
                 return nil
             }
             if trackObjects {
@@ -281,12 +289,17 @@ struct JournalReplay {
                     continue
                 }
                 if let run = block.insertedRun {
-                    for serial in tables[t].insertBits(run) { report(entry, RecordRules.insertOfLiveSerial(name, serial).reason) }
-                    trackSerials(t, name, entry, inserted: EmptyCollection(), updated: outline.serials[block.updated],
-                                 deleted: outline.serials[block.deleted])
+                    for serial in tables[t].insertBits(run) {
+                        report(entry, RecordRules.insertOfLiveSerial(name, serial).reason)
+                    }
+                    trackSerials(
+                        t, name, entry, inserted: EmptyCollection(), updated: outline.serials[block.updated],
+                        deleted: outline.serials[block.deleted])
                 } else {
-                    trackSerials(t, name, entry, inserted: outline.serials[block.inserted], updated: outline.serials[block.updated],
-                                 deleted: outline.serials[block.deleted])
+                    trackSerials(
+                        t, name, entry, inserted: outline.serials[block.inserted],
+                        updated: outline.serials[block.updated],
+                        deleted: outline.serials[block.deleted])
                 }
             }
         case nil:
@@ -331,10 +344,13 @@ struct JournalReplay {
             if let old = tableIndex[entity.name].map({ tables[$0] }) {
                 if keepValues && old.attributes.map(\.name) != entity.attributes.map(\.name) {
                     let sources: [Int?] = entity.attributes.map { a in
-                        old.attributes.firstIndex { $0.name == a.name } ?? a.originalName.flatMap { o in old.attributes.firstIndex { $0.name == o } }
+                        old.attributes.firstIndex { $0.name == a.name }
+                            ?? a.originalName.flatMap { o in old.attributes.firstIndex { $0.name == o } }
                     }
                     for (serial, values) in old.objects {
-                        table.objects[serial] = entity.attributes.indices.map { i in sources[i].map { values[$0] } ?? entity.attributes[i].defaultValue }
+                        table.objects[serial] = entity.attributes.indices.map { i in
+                            sources[i].map { values[$0] } ?? entity.attributes[i].defaultValue
+                        }
                     }
                 } else {
                     table.objects = old.objects
@@ -386,8 +402,9 @@ struct JournalReplay {
         }
         let name = changes.entityName
         guard keepValues else {
-            trackSerials(t, name, record.entry, inserted: changes.insertedSerials, updated: changes.updates.lazy.map(\.serial),
-                         deleted: changes.deletedSerials)
+            trackSerials(
+                t, name, record.entry, inserted: changes.insertedSerials, updated: changes.updates.lazy.map(\.serial),
+                deleted: changes.deletedSerials)
             return
         }
         let width = changes.attributeNames.count
@@ -460,7 +477,9 @@ struct ParallelReplay {
 
     /// Takes one record; `emit` is called for every record, in order, with its change set and the schema in force,
     /// once it is applied (possibly later, at a later ``feed(_:emit:)`` or at ``finish(emit:)``).
-    mutating func feed(_ record: JournalReadRecord, emit: (JournalReadRecord, ChangeSet?, StoredSchema?) throws -> Void) throws {
+    mutating func feed(
+        _ record: JournalReadRecord, emit: (JournalReadRecord, ChangeSet?, StoredSchema?) throws -> Void
+    ) throws {
         if record.entry.kind == .schema || workers == 1 {
             try finish(emit: emit)
             let changes = replay.apply(record)
@@ -536,7 +555,9 @@ extension JournalReplay {
             let fresh = LinkState(link: l, in: stored)
             let key = Self.linkKey(fresh.entityNames, l.names)
             let swapped = Self.linkKey(fresh.entityNames.reversed(), l.names.reversed())
-            if let i = old.indices.first(where: { !taken.contains($0) && [key, swapped].contains(Self.linkKey(old[$0].entityNames, old[$0].link.names)) }) {
+            if let i = old.indices.first(where: {
+                !taken.contains($0) && [key, swapped].contains(Self.linkKey(old[$0].entityNames, old[$0].link.names))
+            }) {
                 taken.insert(i)
                 var state = old[i]
                 if Self.linkKey(state.entityNames, state.link.names) != key { state.swapSides() }
@@ -568,8 +589,8 @@ extension JournalReplay {
         for side in 0..<2 {
             let entity = state.entityNames[side], name = state.link.names[side]
             guard let old = oldTables.first(where: { $0.name == entity && $0.inSchema }),
-                  let j = old.attributes.firstIndex(where: { $0.name == name && $0.destinationEntity != nil }),
-                  stored.entities[state.link.entities[side]].attributes.contains(where: { $0.name == name }) == false
+                let j = old.attributes.firstIndex(where: { $0.name == name && $0.destinationEntity != nil }),
+                stored.entities[state.link.entities[side]].attributes.contains(where: { $0.name == name }) == false
             else { continue }
             guard keepValues else {
                 if old.count > 0 { state.exact = false }
@@ -602,7 +623,10 @@ extension JournalReplay {
     /// list does not have or past its end.
     private mutating func apply(_ changes: LinkChanges, _ entry: JournalReport.Entry) {
         guard let k = linkIndex[Self.linkKey(changes.entityNames, changes.relationshipNames)] else {
-            report(entry, "changes the links of \(changes.entityNames[0]).\(changes.relationshipNames[0]), which the schema in force does not store as links")
+            report(
+                entry,
+                "changes the links of \(changes.entityNames[0]).\(changes.relationshipNames[0]), which the schema in force does not store as links"
+            )
             return
         }
         links[k].pairsRemoved += changes.removed.count
@@ -627,8 +651,11 @@ extension JournalReplay {
         for p in changes.added where exists(0, p.serial0) && exists(1, p.serial1) {
             let serials = [p.serial0, p.serial1]
             let holding = (0..<2).first { links[k].link.toOne[$0] && !links[k].members($0, serials[$0]).isEmpty }
-            if exact, let v = RecordRules.link(
-                pair(p), linked: links[k].contains(p.serial0, p.serial1), toOneHolding: holding.map { (entity: names[$0], name: links[k].link.names[$0]) }) {
+            if exact,
+                let v = RecordRules.link(
+                    pair(p), linked: links[k].contains(p.serial0, p.serial1),
+                    toOneHolding: holding.map { (entity: names[$0], name: links[k].link.names[$0]) })
+            {
                 report(entry, prefix + v.reason)
                 continue
             }
@@ -637,7 +664,9 @@ extension JournalReplay {
         for o in changes.orders where (0..<2).contains(o.side) {
             guard exists(o.side, o.owner), o.placements.allSatisfy({ exists(1 - o.side, $0.member) }) else { continue }
             let applies = links[k].reorder(o.side, o.owner, o.placements)
-            if exact, let v = RecordRules.order(names[o.side], o.owner, applies: applies) { report(entry, prefix + v.reason) }
+            if exact, let v = RecordRules.order(names[o.side], o.owner, applies: applies) {
+                report(entry, prefix + v.reason)
+            }
         }
     }
 }

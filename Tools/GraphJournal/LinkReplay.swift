@@ -198,7 +198,8 @@ struct LinkState {
         for owner in lists[0].keys.sorted() {
             let members = lists[0][owner]?.order ?? []
             guard !members.isEmpty else { continue }
-            total += Int64(Self.signedSize(Int64(bitPattern: owner) &- previous0) + Self.varintSize(UInt64(members.count)))
+            total += Int64(
+                Self.signedSize(Int64(bitPattern: owner) &- previous0) + Self.varintSize(UInt64(members.count)))
             previous0 = Int64(bitPattern: owner)
             for m in members {
                 total += Int64(Self.signedSize(Int64(bitPattern: m) &- previous1))
@@ -208,7 +209,9 @@ struct LinkState {
         return total
     }
 
-    private static func signedSize(_ value: Int64) -> Int { varintSize(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+    private static func signedSize(_ value: Int64) -> Int {
+        varintSize(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
 
     private static func varintSize(_ value: UInt64) -> Int {
         var v = value

@@ -7,7 +7,8 @@ import GraphJournalProgress
 /// corruption on; what it cuts is saved beside the segment, never deleted.
 struct Repair: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Cuts a torn tail, or with --keep-prefix everything from the first corruption on, saving the cut bytes beside the store.",
+        abstract:
+            "Cuts a torn tail, or with --keep-prefix everything from the first corruption on, saving the cut bytes beside the store.",
         discussion: """
             A torn tail (a last record the writer did not finish) is cut: the bytes are first \
             copied to <segment>.dropped-<UTC time> in the store directory and synced, then the \
@@ -25,7 +26,9 @@ struct Repair: ParsableCommand {
 
     @OptionGroup var store: StoreDirectory
 
-    @Flag(name: .customLong("keep-prefix"), help: "On corruption, keep the valid records before the damage and save the rest aside.")
+    @Flag(
+        name: .customLong("keep-prefix"),
+        help: "On corruption, keep the valid records before the damage and save the rest aside.")
     var keepPrefix = false
 
     @Flag(name: [.customShort("y"), .customLong("yes")], help: "Act without asking for confirmation.")
@@ -63,40 +66,54 @@ struct Repair: ParsableCommand {
     }
 
     private func repairTornTail(directory: String, report: JournalReport, out: inout StandardOutput) throws {
-        guard let torn = report.problems.first(where: { $0.kind == .tornTail }), let offset = torn.offset else { return }
+        guard let torn = report.problems.first(where: { $0.kind == .tornTail }), let offset = torn.offset else {
+            return
+        }
         let path = directory + "/" + torn.file
         let held = try Journal.salvageableRecords(inSegment: path, from: offset)
         out.text("torn tail: \(torn.bytes ?? 0) bytes at byte \(offset) of \(torn.file) (\(torn.message))\n")
-        out.text("the cut bytes hold \(describe(held)) that pass their checksum (a torn tail holds none: the writer died before finishing it)\n")
-        out.text("repair will copy them to \(torn.file)\(droppedInfix)<time> and truncate \(torn.file) to \(offset) bytes\n")
+        out.text(
+            "the cut bytes hold \(describe(held)) that pass their checksum (a torn tail holds none: the writer died before finishing it)\n"
+        )
+        out.text(
+            "repair will copy them to \(torn.file)\(droppedInfix)<time> and truncate \(torn.file) to \(offset) bytes\n")
         try out.flush()
         try confirm()
 
         let journal = try openForRepair(directory: directory, recovery: .tolerateTornTail)
         defer { try? journal.close() }
         guard let found = journal.openReport.tornTail, found.offset == offset else {
-            throw ToolFailure(.failure, "the store changed since it was inspected (no torn tail at byte \(offset) of \(torn.file) any more); nothing was changed")
+            throw ToolFailure(
+                .failure,
+                "the store changed since it was inspected (no torn tail at byte \(offset) of \(torn.file) any more); nothing was changed"
+            )
         }
         let saved = try saveAside(path: path, from: offset)
         try truncate(path: path, to: offset)
         try journal.close()
         out.text("saved \(torn.bytes ?? 0) bytes to \(saved.split(separator: "/").last.map(String.init) ?? saved)\n")
         out.text("truncated \(torn.file) to \(offset) bytes; the store is clean\n")
-        for removed in journal.openReport.removedFiles { out.text("removed leftover file \(removed.split(separator: "/").last.map(String.init) ?? removed)\n") }
+        for removed in journal.openReport.removedFiles {
+            out.text("removed leftover file \(removed.split(separator: "/").last.map(String.init) ?? removed)\n")
+        }
         try out.flush()
     }
 
     /// Adds unlisted segments that continue the sequence to MANIFEST, as the next open would.
     private func adoptUnlisted(directory: String, report: JournalReport, out: inout StandardOutput) throws {
         let unlisted = report.problems.filter { $0.kind == .unlistedSegment }.map(\.file)
-        out.text("\(unlisted.joined(separator: ", ")) \(unlisted.count == 1 ? "is" : "are") not listed in MANIFEST but continue\(unlisted.count == 1 ? "s" : "") the sequence\n")
+        out.text(
+            "\(unlisted.joined(separator: ", ")) \(unlisted.count == 1 ? "is" : "are") not listed in MANIFEST but continue\(unlisted.count == 1 ? "s" : "") the sequence\n"
+        )
         out.text("repair will add \(unlisted.count == 1 ? "it" : "them") to MANIFEST, keeping every record\n")
         try out.flush()
         try confirm()
         let journal = try openForRepair(directory: directory, recovery: .tolerateTornTail)
         let adopted = journal.openReport.adoptedFiles
         try journal.close()
-        for file in adopted { out.text("added \(file.split(separator: "/").last.map(String.init) ?? file) to MANIFEST\n") }
+        for file in adopted {
+            out.text("added \(file.split(separator: "/").last.map(String.init) ?? file) to MANIFEST\n")
+        }
         out.text("the store is clean\n")
         try out.flush()
     }
@@ -107,10 +124,17 @@ struct Repair: ParsableCommand {
         // does not decode, whichever comes first.
         let order = { (file: String, offset: Int64?) in (report.files.firstIndex(of: file) ?? Int.max, offset ?? 0) }
         let journalDamage = report.problems.first { $0.kind == .corruption }
-        let payloadDamage = result.problems.filter { $0.kind == "payload" }.min { order($0.file, $0.offset) < order($1.file, $1.offset) }
+        let payloadDamage = result.problems.filter { $0.kind == "payload" }.min {
+            order($0.file, $0.offset) < order($1.file, $1.offset)
+        }
         let damage: (file: String, offset: Int64?, message: String)
-        if let payloadDamage, journalDamage.map({ order(payloadDamage.file, payloadDamage.offset) < order($0.file, $0.offset) }) ?? true {
-            damage = (payloadDamage.file, payloadDamage.offset, "record \(payloadDamage.sequence ?? 0) does not decode: \(payloadDamage.message)")
+        if let payloadDamage,
+            journalDamage.map({ order(payloadDamage.file, payloadDamage.offset) < order($0.file, $0.offset) }) ?? true
+        {
+            damage = (
+                payloadDamage.file, payloadDamage.offset,
+                "record \(payloadDamage.sequence ?? 0) does not decode: \(payloadDamage.message)"
+            )
         } else if let journalDamage {
             damage = (journalDamage.file, journalDamage.offset, journalDamage.message)
         } else {
@@ -131,10 +155,14 @@ struct Repair: ParsableCommand {
             }
         }
         let kept = report.entries.filter { entry in
-            guard let index = report.files.firstIndex(of: damage.file), let fileIndex = report.files.firstIndex(of: entry.file) else { return true }
+            guard let index = report.files.firstIndex(of: damage.file),
+                let fileIndex = report.files.firstIndex(of: entry.file)
+            else { return true }
             return fileIndex < index || (fileIndex == index && entry.offset < (damage.offset ?? 0))
         }
-        out.text("keeping the valid prefix keeps \(kept.count) record\(kept.count == 1 ? "" : "s") (through sequence \(kept.last?.sequence ?? 0)) and cuts \(bytes) bytes holding \(describe(dropped)) that pass their checksum\n")
+        out.text(
+            "keeping the valid prefix keeps \(kept.count) record\(kept.count == 1 ? "" : "s") (through sequence \(kept.last?.sequence ?? 0)) and cuts \(bytes) bytes holding \(describe(dropped)) that pass their checksum\n"
+        )
         guard keepPrefix else {
             out.text("nothing was changed: cutting corruption loses data, so it needs --keep-prefix\n")
             try out.flush()
@@ -144,22 +172,31 @@ struct Repair: ParsableCommand {
         try out.flush()
         try confirm()
 
-        let journal = try openForRepair(directory: directory, recovery: .pointInTime, unreadable: result.firstUnreadable)
+        let journal = try openForRepair(
+            directory: directory, recovery: .pointInTime, unreadable: result.firstUnreadable)
         defer { try? journal.close() }
         let opened = journal.openReport
         try journal.close()
         for d in opened.dropped {
-            out.text("saved \(d.bytes) bytes of \(d.file.split(separator: "/").last.map(String.init) ?? d.file) from byte \(d.offset) to \(d.savedAs.split(separator: "/").last.map(String.init) ?? d.savedAs)\n")
+            out.text(
+                "saved \(d.bytes) bytes of \(d.file.split(separator: "/").last.map(String.init) ?? d.file) from byte \(d.offset) to \(d.savedAs.split(separator: "/").last.map(String.init) ?? d.savedAs)\n"
+            )
         }
         for missing in opened.missingFiles {
-            out.text("removed \(missing.split(separator: "/").last.map(String.init) ?? missing), which does not exist, from MANIFEST\n")
+            out.text(
+                "removed \(missing.split(separator: "/").last.map(String.init) ?? missing), which does not exist, from MANIFEST\n"
+            )
         }
         if opened.dropped.isEmpty && opened.missingFiles.isEmpty {
-            out.text("the journal's recovery found nothing to drop (the damage is inside a record that passes its checksum); nothing was changed\n")
+            out.text(
+                "the journal's recovery found nothing to drop (the damage is inside a record that passes its checksum); nothing was changed\n"
+            )
             try out.flush()
             throw ExitCode(ToolExit.corrupt.rawValue)
         }
-        out.text("dropped \(opened.recordsDropped) record\(opened.recordsDropped == 1 ? "" : "s") that passed their checksum; the store now ends at sequence \(kept.last?.sequence ?? 0)\n")
+        out.text(
+            "dropped \(opened.recordsDropped) record\(opened.recordsDropped == 1 ? "" : "s") that passed their checksum; the store now ends at sequence \(kept.last?.sequence ?? 0)\n"
+        )
         try out.flush()
     }
 
@@ -169,7 +206,9 @@ struct Repair: ParsableCommand {
     private func confirm() throws {
         if yes { return }
         guard isTerminal(0) else {
-            throw ToolFailure(.notConfirmed, "refusing to change the store without --yes: standard input is not a terminal; nothing was changed")
+            throw ToolFailure(
+                .notConfirmed,
+                "refusing to change the store without --yes: standard input is not a terminal; nothing was changed")
         }
         FileHandle.standardError.write(Data("proceed? [y/N] ".utf8))
         let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
@@ -209,7 +248,10 @@ struct Repair: ParsableCommand {
         var suffix = 2
         while FileManager.default.fileExists(atPath: saved) { saved = stem + "-\(suffix)"; suffix += 1 }
         let fd = open(saved, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ToolFailure(.failure, "cannot create \(saved): \(String(cString: strerror(errno))); nothing was changed") }
+        guard fd >= 0 else {
+            throw ToolFailure(
+                .failure, "cannot create \(saved): \(String(cString: strerror(errno))); nothing was changed")
+        }
         defer { close(fd) }
         let tail = data.subdata(in: Int(offset)..<data.count)
         let written = tail.withUnsafeBytes { buffer -> Bool in
@@ -222,7 +264,8 @@ struct Repair: ParsableCommand {
             return true
         }
         guard written, fsync(fd) == 0 else {
-            throw ToolFailure(.failure, "cannot write \(saved): \(String(cString: strerror(errno))); the segment was not truncated")
+            throw ToolFailure(
+                .failure, "cannot write \(saved): \(String(cString: strerror(errno))); the segment was not truncated")
         }
         try syncDirectory(of: path)
         return saved
@@ -230,18 +273,28 @@ struct Repair: ParsableCommand {
 
     private func truncate(path: String, to length: Int64) throws {
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ToolFailure(.failure, "cannot open \(path): \(String(cString: strerror(errno))); the cut bytes are saved, the segment was not truncated") }
+        guard fd >= 0 else {
+            throw ToolFailure(
+                .failure,
+                "cannot open \(path): \(String(cString: strerror(errno))); the cut bytes are saved, the segment was not truncated"
+            )
+        }
         defer { close(fd) }
         guard ftruncate(fd, off_t(length)) == 0, fsync(fd) == 0 else {
-            throw ToolFailure(.failure, "cannot truncate \(path): \(String(cString: strerror(errno))); the cut bytes are saved")
+            throw ToolFailure(
+                .failure, "cannot truncate \(path): \(String(cString: strerror(errno))); the cut bytes are saved")
         }
     }
 
     private func syncDirectory(of path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw ToolFailure(.failure, "cannot open \(directory): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw ToolFailure(.failure, "cannot open \(directory): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw ToolFailure(.failure, "cannot sync \(directory): \(String(cString: strerror(errno)))") }
+        guard fsync(fd) == 0 else {
+            throw ToolFailure(.failure, "cannot sync \(directory): \(String(cString: strerror(errno)))")
+        }
     }
 }

@@ -4,17 +4,22 @@ import ObjectGraphReplication
 
 /// The options that name a shipping store's stream: `--servers`, `--stream`, `--subject-prefix`.
 struct StreamSourceOptions: ParsableArguments {
-    @Option(name: .customLong("servers"),
-            help: ArgumentHelp("The NATS servers, comma-separated (nats://host:port[,nats://host:port...]); the client fails over between them.",
-                               valueName: "urls"))
+    @Option(
+        name: .customLong("servers"),
+        help: ArgumentHelp(
+            "The NATS servers, comma-separated (nats://host:port[,nats://host:port...]); the client fails over between them.",
+            valueName: "urls"))
     var servers: String
 
-    @Option(name: .customLong("stream"), help: ArgumentHelp("The JetStream stream the store ships to.", valueName: "name"))
+    @Option(
+        name: .customLong("stream"), help: ArgumentHelp("The JetStream stream the store ships to.", valueName: "name"))
     var stream: String
 
-    @Option(name: .customLong("subject-prefix"),
-            help: ArgumentHelp("The prefix of the stream's subjects (<prefix>.log, <prefix>.base). Default: the stream's name, lowercased.",
-                               valueName: "prefix"))
+    @Option(
+        name: .customLong("subject-prefix"),
+        help: ArgumentHelp(
+            "The prefix of the stream's subjects (<prefix>.log, <prefix>.base). Default: the stream's name, lowercased.",
+            valueName: "prefix"))
     var subjectPrefix: String?
 
     /// The server URLs, in order.
@@ -23,7 +28,9 @@ struct StreamSourceOptions: ParsableArguments {
     }
 
     func validate() throws {
-        guard !serverList.isEmpty else { throw ValidationError("--servers names no server; give nats://host:port[,...]") }
+        guard !serverList.isEmpty else {
+            throw ValidationError("--servers names no server; give nats://host:port[,...]")
+        }
         for url in serverList where !url.contains("://") {
             throw ValidationError("--servers: '\(url)' is not a server URL; give nats://host:port")
         }
@@ -44,7 +51,8 @@ struct StreamSourceOptions: ParsableArguments {
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Rebuilds a store in a new directory from the JetStream stream it ships to, as of a record, a time, or the latest.",
+        abstract:
+            "Rebuilds a store in a new directory from the JetStream stream it ships to, as of a record, a time, or the latest.",
         discussion: """
             The store is rebuilt from the newest base in the stream at or before the target, \
             then the log records after that base up to the target: --to-seq N stops after the \
@@ -63,11 +71,15 @@ struct RestoreCommand: ParsableCommand {
 
     @OptionGroup var source: StreamSourceOptions
 
-    @Option(name: .customLong("to-seq"), help: ArgumentHelp("Restore up to and including the writer's record of this sequence.", valueName: "n"))
+    @Option(
+        name: .customLong("to-seq"),
+        help: ArgumentHelp("Restore up to and including the writer's record of this sequence.", valueName: "n"))
     var toSequence: UInt64?
 
-    @Option(name: .customLong("to-time"),
-            help: ArgumentHelp("Restore up to the last record the servers stored at or before this time (ISO 8601).", valueName: "time"))
+    @Option(
+        name: .customLong("to-time"),
+        help: ArgumentHelp(
+            "Restore up to the last record the servers stored at or before this time (ISO 8601).", valueName: "time"))
     var toTime: String?
 
     @Flag(help: "Restore everything the stream holds.")
@@ -79,11 +91,15 @@ struct RestoreCommand: ParsableCommand {
     func validate() throws {
         let chosen = (toSequence != nil ? 1 : 0) + (toTime != nil ? 1 : 0) + (latest ? 1 : 0)
         guard chosen == 1 else {
-            throw ValidationError(chosen == 0 ? "say how far to restore: one of --to-seq N, --to-time T, --latest"
-                                              : "--to-seq, --to-time and --latest exclude each other; give one")
+            throw ValidationError(
+                chosen == 0
+                    ? "say how far to restore: one of --to-seq N, --to-time T, --latest"
+                    : "--to-seq, --to-time and --latest exclude each other; give one")
         }
         if let toTime, parseTime(toTime) == nil {
-            throw ValidationError("--to-time '\(toTime)' is not an ISO 8601 time; give e.g. 2026-11-24T05:00:00Z or 2026-11-24T06:00:00.250+01:00")
+            throw ValidationError(
+                "--to-time '\(toTime)' is not an ISO 8601 time; give e.g. 2026-11-24T05:00:00Z or 2026-11-24T06:00:00.250+01:00"
+            )
         }
     }
 
@@ -99,20 +115,30 @@ struct RestoreCommand: ParsableCommand {
             var path = directory
             while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
             guard !FileManager.default.fileExists(atPath: path) else {
-                throw ToolFailure(.failure, "\(path) exists; restore writes a new store, give it a directory that does not exist; nothing was changed")
+                throw ToolFailure(
+                    .failure,
+                    "\(path) exists; restore writes a new store, give it a directory that does not exist; nothing was changed"
+                )
             }
             let report: Restore.Report
             do {
                 report = try Restore.run(from: source.target, to: URL(fileURLWithPath: path), at: restoreTarget)
             } catch let error as ReplicationError {
-                throw ToolFailure(.failure, "cannot restore from stream \(source.stream): \(error.message); nothing was written")
+                throw ToolFailure(
+                    .failure, "cannot restore from stream \(source.stream): \(error.message); nothing was written")
             }
             var out = StandardOutput()
-            let base = report.baseCovers == 0 ? "no base (log replayed from its start)" : "base covers record \(report.baseCovers)"
-            out.text("restored \(path) from stream \(source.stream): \(base), \(report.recordsApplied) records applied, last sequence \(report.lastSequence), \(String(format: "%.2f", report.seconds)) s\n")
+            let base =
+                report.baseCovers == 0
+                ? "no base (log replayed from its start)" : "base covers record \(report.baseCovers)"
+            out.text(
+                "restored \(path) from stream \(source.stream): \(base), \(report.recordsApplied) records applied, last sequence \(report.lastSequence), \(String(format: "%.2f", report.seconds)) s\n"
+            )
             try out.flush()
             if let toSequence, report.lastSequence < toSequence {
-                printError("graph-journal: note: the stream holds records only up to \(report.lastSequence), before the requested --to-seq \(toSequence)")
+                printError(
+                    "graph-journal: note: the stream holds records only up to \(report.lastSequence), before the requested --to-seq \(toSequence)"
+                )
             }
         }
     }

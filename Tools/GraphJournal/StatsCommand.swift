@@ -6,7 +6,8 @@ import ObjectGraph
 /// `graph-journal stats DIR`: counts, sizes and live objects per entity.
 struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Prints a store's segments, records, entities with live object counts, bytes on disk and compression.",
+        abstract:
+            "Prints a store's segments, records, entities with live object counts, bytes on disk and compression.",
         discussion: """
             Read-only: takes no lock and writes nothing; it replays the journal in memory to count \
             live objects. "live bytes" estimates what a compaction would write: the live objects \
@@ -79,8 +80,11 @@ struct StatsFigures {
         // What a compaction writes: a base segment (header, schema record, one snapshot record)
         // and an empty log segment.
         let ratio = storedPayloadBytes > 0 ? Double(rawPayloadBytes) / Double(storedPayloadBytes) : 1
-        let snapshotRaw = 2 + tables.reduce(Int64(0)) { $0 + $1.estimatedSnapshotBytes } + links.reduce(Int64(links.isEmpty ? 0 : 1)) { $0 + $1.estimatedSnapshotBytes }
-        let snapshotStored = snapshotRaw < 64 ? snapshotRaw : min(snapshotRaw, Int64((Double(snapshotRaw) / max(ratio, 1)).rounded()))
+        let snapshotRaw =
+            2 + tables.reduce(Int64(0)) { $0 + $1.estimatedSnapshotBytes }
+            + links.reduce(Int64(links.isEmpty ? 0 : 1)) { $0 + $1.estimatedSnapshotBytes }
+        let snapshotStored =
+            snapshotRaw < 64 ? snapshotRaw : min(snapshotRaw, Int64((Double(snapshotRaw) / max(ratio, 1)).rounded()))
         let schemaStored = report.entries.last { $0.kind == .schema }.map { Int64($0.storedLength) } ?? 0
         liveBytesEstimate = tables.isEmpty && schemaStored == 0 ? 48 : 48 + 24 + schemaStored + 24 + snapshotStored + 48
         switch report.verdict {
@@ -112,16 +116,19 @@ struct StatsFigures {
         out.text("entities\n")
         let width = max(16, (entities.map(\.name.count).max() ?? 0) + 2)
         for e in entities {
-            out.text("  " + e.name.padding(toLength: width, withPad: " ", startingAt: 0)
-                     + "\(e.live) live object\(e.live == 1 ? "" : "s")" + (e.inSchema ? "" : " (not in the latest schema)") + "\n")
+            out.text(
+                "  " + e.name.padding(toLength: width, withPad: " ", startingAt: 0)
+                    + "\(e.live) live object\(e.live == 1 ? "" : "s")"
+                    + (e.inSchema ? "" : " (not in the latest schema)") + "\n")
         }
         if !links.isEmpty {
             out.text("links\n")
             let width = (links.map(\.description.count).max() ?? 0) + 2
             for l in links {
-                out.text("  " + l.description.padding(toLength: width, withPad: " ", startingAt: 0)
-                         + "\(l.count) link\(l.count == 1 ? "" : "s") (records: \(l.pairsAdded) added, \(l.pairsRemoved) removed, "
-                         + "\(l.orderEdits) order edit\(l.orderEdits == 1 ? "" : "s"))\n")
+                out.text(
+                    "  " + l.description.padding(toLength: width, withPad: " ", startingAt: 0)
+                        + "\(l.count) link\(l.count == 1 ? "" : "s") (records: \(l.pairsAdded) added, \(l.pairsRemoved) removed, "
+                        + "\(l.orderEdits) order edit\(l.orderEdits == 1 ? "" : "s"))\n")
             }
         }
         out.text("health".padding(toLength: 18, withPad: " ", startingAt: 0) + health + "\n")

@@ -6,7 +6,8 @@ import ObjectGraph
 /// `graph-journal verify DIR`: checks every record; the exit code tells clean, torn tail or corrupt.
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Reads every record and checks its checksum, its sequence number and that it decodes against the schema in force.",
+        abstract:
+            "Reads every record and checks its checksum, its sequence number and that it decodes against the schema in force.",
         discussion: """
             Read-only: takes no lock and writes nothing. Each problem is printed with its kind \
             (torn-tail, corruption, payload, leftover-file), file and byte offset. Leftover files \
@@ -88,19 +89,27 @@ struct VerifyResult {
         self.report = report
         self.replay = replay
         problems = report.problems.map {
-            Problem(kind: $0.kind.label, file: $0.file, offset: $0.offset, bytes: $0.bytes, recordsAfter: $0.recordsAfter, message: $0.message)
+            Problem(
+                kind: $0.kind.label, file: $0.file, offset: $0.offset, bytes: $0.bytes, recordsAfter: $0.recordsAfter,
+                message: $0.message)
         }
         problems += replay.problems.map {
-            Problem(kind: "payload", file: $0.file, offset: $0.offset, recordsAfter: 0, sequence: $0.sequence, message: $0.message)
+            Problem(
+                kind: "payload", file: $0.file, offset: $0.offset, recordsAfter: 0, sequence: $0.sequence,
+                message: $0.message)
         }
-        problems.sort { ($0.kind == "leftover-file" ? 1 : 0, report.files.firstIndex(of: $0.file) ?? -1, $0.offset ?? -1)
-            < ($1.kind == "leftover-file" ? 1 : 0, report.files.firstIndex(of: $1.file) ?? -1, $1.offset ?? -1) }
+        problems.sort {
+            ($0.kind == "leftover-file" ? 1 : 0, report.files.firstIndex(of: $0.file) ?? -1, $0.offset ?? -1)
+                < ($1.kind == "leftover-file" ? 1 : 0, report.files.firstIndex(of: $1.file) ?? -1, $1.offset ?? -1)
+        }
     }
 
     /// The first record, in sequence order, that passes its checksum but cannot be read:
     /// its payload does not decompress, or does not decode.
     var firstUnreadable: JournalOptions.UnreadableRecord? {
-        var candidates = replay.problems.map { JournalOptions.UnreadableRecord(sequence: $0.sequence, reason: "record \($0.sequence): \($0.message)") }
+        var candidates = replay.problems.map {
+            JournalOptions.UnreadableRecord(sequence: $0.sequence, reason: "record \($0.sequence): \($0.message)")
+        }
         // A payload that does not decompress is reported by the journal at its record.
         for problem in report.problems where problem.kind == .corruption {
             if let entry = report.entries.first(where: { $0.file == problem.file && $0.offset == problem.offset }) {
@@ -123,23 +132,35 @@ struct VerifyResult {
         let r = replay
         out.text("verify \(directory)\n")
         out.text("segments: \(report.files.joined(separator: ", "))\n")
-        out.text("records: \(report.entries.count) (\(r.schemaRecords) schema, \(r.transactions) transaction, \(r.baseRecords) base, \(r.skippedRecords) skipped), last sequence \(lastSequence)\n")
+        out.text(
+            "records: \(report.entries.count) (\(r.schemaRecords) schema, \(r.transactions) transaction, \(r.baseRecords) base, \(r.skippedRecords) skipped), last sequence \(lastSequence)\n"
+        )
         for p in problems {
             var line = "\(p.kind): \(p.file)"
             if let offset = p.offset { line += " at byte \(offset)" }
             if let sequence = p.sequence { line += " (record \(sequence))" }
             line += ": \(p.message)"
             if let bytes = p.bytes { line += "; \(bytes) byte\(bytes == 1 ? "" : "s") to the end of the file" }
-            if p.recordsAfter > 0 { line += "; \(p.recordsAfter) valid record\(p.recordsAfter == 1 ? "" : "s") after it" }
+            if p.recordsAfter > 0 {
+                line += "; \(p.recordsAfter) valid record\(p.recordsAfter == 1 ? "" : "s") after it"
+            }
             out.text(line + "\n")
         }
         if replay.problemsNotShown > 0 { out.text("payload: \(replay.problemsNotShown) more problems not shown\n") }
         switch verdict {
         case .clean where report.problems.contains(where: { $0.kind == .unlistedSegment }):
-            out.text("verdict: clean (the next open adds the unlisted segments to MANIFEST; `graph-journal repair` does it now)\n")
+            out.text(
+                "verdict: clean (the next open adds the unlisted segments to MANIFEST; `graph-journal repair` does it now)\n"
+            )
         case .clean: out.text("verdict: clean\n")
-        case .tornTailOnly: out.text("verdict: torn-tail (a writer died mid-append; `graph-journal repair` cuts it, saving the bytes aside)\n")
-        case .corrupt: out.text("verdict: corrupt (`graph-journal repair --keep-prefix` keeps the valid prefix, saving the rest aside)\n")
+        case .tornTailOnly:
+            out.text(
+                "verdict: torn-tail (a writer died mid-append; `graph-journal repair` cuts it, saving the bytes aside)\n"
+            )
+        case .corrupt:
+            out.text(
+                "verdict: corrupt (`graph-journal repair --keep-prefix` keeps the valid prefix, saving the rest aside)\n"
+            )
         }
     }
 

@@ -8,8 +8,11 @@ import Synchronization
 /// The `--no-progress` flag of the commands that draw a ``ProgressBar``.
 public struct ProgressOptions: ParsableArguments {
     /// Whether `--no-progress` was given.
-    @Flag(name: .customLong("no-progress"),
-          help: "Draw no progress bar. Without this flag one is drawn on standard error only when it is a terminal and the command runs longer than half a second.")
+    @Flag(
+        name: .customLong("no-progress"),
+        help:
+            "Draw no progress bar. Without this flag one is drawn on standard error only when it is a terminal and the command runs longer than half a second."
+    )
     public var noProgress = false
 
     /// No flag given: a bar where a terminal shows it.
@@ -81,9 +84,11 @@ public final class ProgressBar: Sendable {
     /// - Parameter width: the columns the line may take; nil asks the terminal (80 when it
     ///   does not say).
     /// - Parameter clock: monotonic time; it must not go backwards.
-    init(total: Int64?, label: String, unit: Unit = .bytes, output fd: Int32 = STDERR_FILENO,
-         delay: Duration = ProgressBar.defaultDelay, width: Int? = nil,
-         clock: @escaping @Sendable () -> Duration = ProgressBar.monotonicClock()) {
+    init(
+        total: Int64?, label: String, unit: Unit = .bytes, output fd: Int32 = STDERR_FILENO,
+        delay: Duration = ProgressBar.defaultDelay, width: Int? = nil,
+        clock: @escaping @Sendable () -> Duration = ProgressBar.monotonicClock()
+    ) {
         self.fd = fd
         self.delay = delay
         self.width = width
@@ -101,12 +106,17 @@ public final class ProgressBar: Sendable {
     ///
     /// `GRAPH_JOURNAL_PROGRESS_DELAY` (seconds) replaces the half-second delay; the tests set
     /// it to 0 to see the bar of a small store.
-    public static func onStandardError(label: String, total: Int64?, unit: Unit = .bytes, options: ProgressOptions,
-                                outputIsStandardOutput: Bool = false) -> ProgressBar? {
+    public static func onStandardError(
+        label: String, total: Int64?, unit: Unit = .bytes, options: ProgressOptions,
+        outputIsStandardOutput: Bool = false
+    ) -> ProgressBar? {
         guard !options.noProgress, isTerminal(STDERR_FILENO), ProcessInfo.processInfo.environment["TERM"] != "dumb",
-              !(outputIsStandardOutput && isTerminal(STDOUT_FILENO)) else { return nil }
+            !(outputIsStandardOutput && isTerminal(STDOUT_FILENO))
+        else { return nil }
         var delay = defaultDelay
-        if let text = ProcessInfo.processInfo.environment["GRAPH_JOURNAL_PROGRESS_DELAY"], let seconds = Double(text), seconds >= 0 {
+        if let text = ProcessInfo.processInfo.environment["GRAPH_JOURNAL_PROGRESS_DELAY"], let seconds = Double(text),
+            seconds >= 0
+        {
             delay = .milliseconds(Int64(seconds * 1000))
         }
         let bar = ProgressBar(total: total, label: label, unit: unit, delay: delay)
@@ -207,8 +217,9 @@ public final class ProgressBar: Sendable {
         guard now - created >= delay else { return }
         if !force, let last = s.lastDraw, now - last < Self.interval { return }
         s.lastDraw = now
-        let line = Self.render(label: s.label, done: s.done, total: s.total, unit: s.unit,
-                               elapsed: now - s.phaseStart, width: width ?? terminalWidth())
+        let line = Self.render(
+            label: s.label, done: s.done, total: s.total, unit: s.unit,
+            elapsed: now - s.phaseStart, width: width ?? terminalWidth())
         write("\r" + line + "\u{1B}[K")
         s.visible = true
     }
@@ -251,15 +262,20 @@ public final class ProgressBar: Sendable {
         let rate = seconds > 0 ? Double(done) / seconds : 0
         switch unit {
         case .bytes:
-            text += "  \(padded(shortBytes(done), 8)) / \(shortBytes(total))  " + String(format: "%6.1f", rate / 1e6) + " MB/s"
+            text +=
+                "  \(padded(shortBytes(done), 8)) / \(shortBytes(total))  " + String(format: "%6.1f", rate / 1e6)
+                + " MB/s"
         case .items(let name):
             let totalText = grouped(total)
-            text += "  \(padded(grouped(done), totalText.count)) / \(totalText) \(name)  \(padded(grouped(Int64(rate)), 9)) \(name)/s"
+            text +=
+                "  \(padded(grouped(done), totalText.count)) / \(totalText) \(name)  \(padded(grouped(Int64(rate)), 9)) \(name)/s"
         }
         let inner = min(40, room - label.count - 3 - text.count)
         guard inner >= 10 else { return cut(label + text, to: room) }
         let filled = total > 0 ? Int(Int64(inner) * done / total) : inner
-        let bar = filled >= inner ? String(repeating: "=", count: inner)
+        let bar =
+            filled >= inner
+            ? String(repeating: "=", count: inner)
             : String(repeating: "=", count: filled) + ">" + String(repeating: " ", count: inner - filled - 1)
         return label + " [" + bar + "]" + text
     }
@@ -322,8 +338,11 @@ public struct JournalProgress {
         let listed = Self.manifestFiles(directory: directory)
         let sizes = segmentSizes(directory: directory, files: listed)
         let total = listed.reduce(Int64(0)) { $0 + (sizes[$1] ?? 0) }
-        guard let bar = ProgressBar.onStandardError(label: label, total: total, options: options,
-                                                    outputIsStandardOutput: outputIsStandardOutput) else { return nil }
+        guard
+            let bar = ProgressBar.onStandardError(
+                label: label, total: total, options: options,
+                outputIsStandardOutput: outputIsStandardOutput)
+        else { return nil }
         self.init(directory: directory, listed: listed, sizes: sizes, bar: bar)
     }
 

@@ -14,9 +14,10 @@ import PackageDescription
 // macro executable (this package's own debug build makes one), the target that declares
 // entities loads it instead of the library building its macro target, and swift-syntax with
 // it, again in release. The macro runs only at compile time.
-let macroSettings: [SwiftSetting] = Context.environment["OBJECTGRAPH_MACRO_PLUGIN"].flatMap { $0.isEmpty ? nil : $0 }.map {
-    [.unsafeFlags(["-load-plugin-executable", "\($0)#ObjectGraphMacros"])]
-} ?? []
+let macroSettings: [SwiftSetting] =
+    Context.environment["OBJECTGRAPH_MACRO_PLUGIN"].flatMap { $0.isEmpty ? nil : $0 }.map {
+        [.unsafeFlags(["-load-plugin-executable", "\($0)#ObjectGraphMacros"])]
+    } ?? []
 
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -27,7 +28,7 @@ let package = Package(
     name: "PackageService",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "package-service", targets: ["package-service"]),
+        .executable(name: "package-service", targets: ["package-service"])
     ],
     dependencies: [
         // The library, by path, referenced through its manifest's package name ("ObjectGraph")

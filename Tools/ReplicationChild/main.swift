@@ -25,7 +25,8 @@ func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").ut
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 5 else {
-    FileHandle.standardError.write(Data("usage: objectgraph-replication-child write|follow DIR SERVERS STREAM [MAX-MESSAGE-BYTES]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: objectgraph-replication-child write|follow DIR SERVERS STREAM [MAX-MESSAGE-BYTES]\n".utf8))
     exit(64)
 }
 let directory = URL(fileURLWithPath: arguments[2])

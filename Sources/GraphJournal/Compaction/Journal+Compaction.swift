@@ -34,7 +34,8 @@ extension Journal {
     /// - Returns: whether the journal switched to the new base (false: `proceed` said no).
     /// - Throws: ``JournalError`` as ``compact(base:schema:)``.
     @discardableResult
-    public func compact(base: some Sequence<[UInt8]>, schema: [UInt8], proceed: () -> Bool) throws(JournalError) -> Bool {
+    public func compact(base: some Sequence<[UInt8]>, schema: [UInt8], proceed: () -> Bool) throws(JournalError) -> Bool
+    {
         try compact(base: base, schema: schema, origin: nil, proceed: proceed)
     }
 
@@ -45,14 +46,20 @@ extension Journal {
     /// - Returns: whether the journal switched to the new base.
     /// - Throws: ``JournalError`` as ``compact(base:schema:)``.
     @discardableResult
-    public func compact(base: some Sequence<[UInt8]>, schema: [UInt8], origin: [UInt8]?, proceed: () -> Bool) throws(JournalError) -> Bool {
-        guard (origin?.count ?? 0) <= 1024 else { throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes") }
+    public func compact(
+        base: some Sequence<[UInt8]>, schema: [UInt8], origin: [UInt8]?, proceed: () -> Bool
+    ) throws(JournalError) -> Bool {
+        guard (origin?.count ?? 0) <= 1024 else {
+            throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes")
+        }
         defer { deliverDurable() }
         return try gate.withLock { (g) throws(JournalError) in
             try state.withLock { (s) throws(JournalError) in
                 try s.checkUsable()
                 try applyPendingTruncation(&s)
-                return try compact(&s, &g, base: .payloads(AnySequence(base)), schema: schema, origin: origin ?? s.tail.origin, proceed: proceed)
+                return try compact(
+                    &s, &g, base: .payloads(AnySequence(base)), schema: schema, origin: origin ?? s.tail.origin,
+                    proceed: proceed)
             }
         }
     }
@@ -68,8 +75,11 @@ extension Journal {
     /// - Throws: ``JournalError``: `corrupt` when `records` is not a schema record followed by
     ///   base records, or the schema does not decompress; otherwise as ``compact(base:schema:)``.
     public func compact(shipped records: [ShippedRecord], origin: [UInt8]?) throws(JournalError) {
-        guard (origin?.count ?? 0) <= 1024 else { throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes") }
-        guard let first = records.first, first.kind == .schema, records.dropFirst().allSatisfy({ $0.kind == .base }) else {
+        guard (origin?.count ?? 0) <= 1024 else {
+            throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes")
+        }
+        guard let first = records.first, first.kind == .schema, records.dropFirst().allSatisfy({ $0.kind == .base })
+        else {
             throw JournalError(.corrupt, "a shipped base is a schema record followed by base records")
         }
         let schema = try first.payload()
@@ -78,7 +88,9 @@ extension Journal {
             try state.withLock { (s) throws(JournalError) in
                 try s.checkUsable()
                 try applyPendingTruncation(&s)
-                return try compact(&s, &g, base: .shipped(Array(records.dropFirst())), schema: schema, origin: origin ?? s.tail.origin, proceed: { true })
+                return try compact(
+                    &s, &g, base: .shipped(Array(records.dropFirst())), schema: schema, origin: origin ?? s.tail.origin,
+                    proceed: { true })
             }
         }
     }
@@ -97,15 +109,17 @@ extension Journal {
         g.synced = s.tail
 
         // A base is version 1: its records are self-contained, written in one go.
-        let baseHeader = SegmentHeader(kind: .base, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence,
-                                       version: JournalFormat.historyFreeVersion)
+        let baseHeader = SegmentHeader(
+            kind: .base, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence,
+            version: JournalFormat.historyFreeVersion)
         let logNumber = s.nextFileNumber + 1
         // The new files written so far, removed if compaction fails before it switches to them.
         var created: [String] = []
         do throws(JournalError) {
             let baseTail = try writeBase(baseHeader, schema: schema, origin: origin, base: base, created: &created)
-            let logHeader = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: baseTail.nextSequence,
-                                          version: options.logVersion)
+            let logHeader = SegmentHeader(
+                kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: baseTail.nextSequence,
+                version: options.logVersion)
             try writeEmptyLog(logHeader, created: &created)
             try fs.syncDirectory(directory)
             guard proceed() else {
@@ -113,8 +127,11 @@ extension Journal {
                 try? fs.syncDirectory(directory)
                 return false
             }
-            let newFiles = [LiveFile(name: fileName(baseHeader.number, .base), header: baseHeader, size: baseTail.end),
-                            LiveFile(name: fileName(logNumber, .log), header: logHeader, size: Int64(JournalFormat.segmentHeaderSize))]
+            let newFiles = [
+                LiveFile(name: fileName(baseHeader.number, .base), header: baseHeader, size: baseTail.end),
+                LiveFile(
+                    name: fileName(logNumber, .log), header: logHeader, size: Int64(JournalFormat.segmentHeaderSize)),
+            ]
             try switchManifest(to: newFiles.map(\.name), &s, created: &created)
             let oldFiles = try switchWriter(to: newFiles, tail: baseTail, &s, &g, created: &created)
             removeReplaced(oldFiles)
@@ -164,7 +181,8 @@ extension Journal {
         Self.appendSchemaRecord(schema, to: &buffer, seed: seed, tail: &tail)
         // A replica's base keeps its origin: an origin record before the first base record.
         if let origin {
-            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin)
+            let stored = RecordCodec.append(
+                to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin)
             tail.add(rawBytes: origin.count, storedBytes: stored)
             tail.noteOrigin(type: JournalFormat.RecordType.origin.rawValue, payload: origin)
         }
@@ -175,7 +193,8 @@ extension Journal {
                 guard payload.count <= JournalFormat.maxPayloadSize else {
                     throw JournalError(.payloadTooLarge, "a base payload exceeds \(JournalFormat.maxPayloadSize) bytes")
                 }
-                let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .base, payload: payload)
+                let stored = RecordCodec.append(
+                    to: &buffer, seed: seed, sequence: tail.nextSequence, type: .base, payload: payload)
                 tail.add(rawBytes: payload.count, storedBytes: stored)
             case .shipped(let record):
                 let start = buffer.count
@@ -216,14 +235,20 @@ extension Journal {
     ///
     /// A failure after the rename (the directory fsync) leaves the new MANIFEST in place: the
     /// journal then needs reopening, and `created` is emptied, the new files being live.
-    private func switchManifest(to names: [String], _ s: inout WriterState, created: inout [String]) throws(JournalError) {
+    private func switchManifest(
+        to names: [String], _ s: inout WriterState, created: inout [String]
+    ) throws(JournalError) {
         var renamed = false
         do throws(JournalError) {
-            try fs.replaceFile(path(JournalFormat.manifestFileName), with: Manifest(files: names).encoded(),
-                               directory: directory, renamed: &renamed)
+            try fs.replaceFile(
+                path(JournalFormat.manifestFileName), with: Manifest(files: names).encoded(),
+                directory: directory, renamed: &renamed)
         } catch {
             if renamed {
-                s.broken = JournalError(.needsReopen, "compaction replaced MANIFEST but the directory fsync failed (\(error)); reopen the journal", file: directory)
+                s.broken = JournalError(
+                    .needsReopen,
+                    "compaction replaced MANIFEST but the directory fsync failed (\(error)); reopen the journal",
+                    file: directory)
                 created = []
             }
             throw error
@@ -240,7 +265,9 @@ extension Journal {
         let log = files[1]
         let newFD: Int32
         do throws(JournalError) { newFD = try fs.open(path(log.name), .readWrite) } catch {
-            s.broken = JournalError(.needsReopen, "compaction finished but the new log cannot be opened (\(error)); reopen the journal", file: path(log.name))
+            s.broken = JournalError(
+                .needsReopen, "compaction finished but the new log cannot be opened (\(error)); reopen the journal",
+                file: path(log.name))
             created = []
             throw error
         }
@@ -259,7 +286,9 @@ extension Journal {
         s.pendingTruncation = nil
         g.segment = log.header.number
         g.synced = tail
-        self.log("compacted into \(files[0].name) (\(tail.records - 1 - (tail.origin == nil ? 0 : 1)) base record(s)) and \(log.name)")
+        self.log(
+            "compacted into \(files[0].name) (\(tail.records - 1 - (tail.origin == nil ? 0 : 1)) base record(s)) and \(log.name)"
+        )
         return oldFiles
     }
 
@@ -267,9 +296,13 @@ extension Journal {
     /// next `open` removes.
     private func removeReplaced(_ names: [String]) {
         for name in names {
-            do throws(JournalError) { try fs.unlink(path(name)) } catch { log("could not remove \(path(name)) after compaction: \(error)") }
+            do throws(JournalError) { try fs.unlink(path(name)) } catch {
+                log("could not remove \(path(name)) after compaction: \(error)")
+            }
         }
-        do throws(JournalError) { try fs.syncDirectory(directory) } catch { log("directory fsync after removing old segments failed: \(error)") }
+        do throws(JournalError) { try fs.syncDirectory(directory) } catch {
+            log("directory fsync after removing old segments failed: \(error)")
+        }
     }
 }
 

@@ -24,13 +24,17 @@ extension ChunkedPayload {
                 return .failure(ChunkProblem("chunk \(i) runs past the payload's \(stored.count) bytes"))
             }
         }
-        guard starts[n] == stored.count else { return .failure(ChunkProblem("chunks end at byte \(starts[n]) of \(stored.count)")) }
+        guard starts[n] == stored.count else {
+            return .failure(ChunkProblem("chunks end at byte \(starts[n]) of \(stored.count)"))
+        }
         return .success(starts)
     }
 
     /// Decodes chunk `i` (stored at `stored[starts[i]..<starts[i + 1]]`) into `target`, which
     /// holds exactly its raw bytes: nil, or what ``decode(_:into:)`` says of it.
-    static func decodeChunk(_ i: Int, _ stored: UnsafeRawBufferPointer, starts: [Int], into target: UnsafeMutableBufferPointer<UInt8>) -> String? {
+    static func decodeChunk(
+        _ i: Int, _ stored: UnsafeRawBufferPointer, starts: [Int], into target: UnsafeMutableBufferPointer<UInt8>
+    ) -> String? {
         let source = UnsafeRawBufferPointer(rebasing: stored[starts[i]..<starts[i + 1]])
         if source.count == target.count {
             UnsafeMutableRawBufferPointer(target).copyMemory(from: source)

@@ -29,7 +29,8 @@ enum ChunkedPayload {
             let shared = Unchecked((slots, payload))
             DispatchQueue.concurrentPerform(iterations: n) { i in
                 let (slots, payload) = shared.value
-                let chunk = UnsafeRawBufferPointer(rebasing: payload[(i * chunkSize)..<min((i + 1) * chunkSize, payload.count)])
+                let chunk = UnsafeRawBufferPointer(
+                    rebasing: payload[(i * chunkSize)..<min((i + 1) * chunkSize, payload.count)])
                 var block: [UInt8] = []
                 block.reserveCapacity(chunk.count)
                 if LZ4.appendBlock(chunk, to: &block, limit: chunk.count - 1) > 0 { slots[i] = block }  // else: stored raw
@@ -40,10 +41,14 @@ enum ChunkedPayload {
         guard total < payload.count else { return nil }
         out.reserveCapacity(out.count + total)
         out.appendLittleEndian(UInt32(n))
-        for i in 0..<n { out.appendLittleEndian(UInt32(blocks[i].isEmpty ? rawCount(of: i, in: payload.count) : blocks[i].count)) }
+        for i in 0..<n {
+            out.appendLittleEndian(UInt32(blocks[i].isEmpty ? rawCount(of: i, in: payload.count) : blocks[i].count))
+        }
         for i in 0..<n {
             if blocks[i].isEmpty {
-                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: payload[(i * chunkSize)..<(i * chunkSize + rawCount(of: i, in: payload.count))]))
+                out.append(
+                    contentsOf: UnsafeRawBufferPointer(
+                        rebasing: payload[(i * chunkSize)..<(i * chunkSize + rawCount(of: i, in: payload.count))]))
             } else {
                 out.append(contentsOf: blocks[i])
             }
@@ -53,7 +58,8 @@ enum ChunkedPayload {
 
     /// Decodes a chunked payload into `destination`, which it must fill exactly (the record's
     /// raw length). Returns nil on success, else what is wrong, naming the first bad chunk.
-    static func decode(_ stored: UnsafeRawBufferPointer, into destination: UnsafeMutableBufferPointer<UInt8>) -> String? {
+    static func decode(_ stored: UnsafeRawBufferPointer, into destination: UnsafeMutableBufferPointer<UInt8>) -> String?
+    {
         let starts: [Int]
         switch chunkStarts(stored, rawLength: destination.count) {
         case .success(let found): starts = found
@@ -66,7 +72,8 @@ enum ChunkedPayload {
             DispatchQueue.concurrentPerform(iterations: n) { i in
                 let (errors, stored, destination, starts) = shared.value
                 let lower = i * JournalFormat.chunkSize
-                let target = UnsafeMutableBufferPointer(rebasing: destination[lower..<(lower + rawCount(of: i, in: destination.count))])
+                let target = UnsafeMutableBufferPointer(
+                    rebasing: destination[lower..<(lower + rawCount(of: i, in: destination.count))])
                 errors[i] = decodeChunk(i, stored, starts: starts, into: target)
             }
         }

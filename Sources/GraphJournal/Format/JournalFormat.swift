@@ -27,16 +27,16 @@ enum JournalFormat {
     static let segmentMagic: [UInt8] = [0x4F, 0x47, 0x4A, 0x4E, 0x4C, 0x0D, 0x0A, 0x1A]
     static let segmentHeaderSize = 48
     enum SegmentHeaderField {
-        static let magic = 0           // 8 bytes
-        static let version = 8         // u16
-        static let checksum = 10       // u8, checksum algorithm id
-        static let kind = 11           // u8, SegmentKind
-        static let flags = 12          // u32, must be 0
-        static let salt = 16           // u64, random per file; seeds every record CRC
-        static let number = 24         // u64, the file number in its name
+        static let magic = 0  // 8 bytes
+        static let version = 8  // u16
+        static let checksum = 10  // u8, checksum algorithm id
+        static let kind = 11  // u8, SegmentKind
+        static let flags = 12  // u32, must be 0
+        static let salt = 16  // u64, random per file; seeds every record CRC
+        static let number = 24  // u64, the file number in its name
         static let firstSequence = 32  // u64, sequence number of the file's first record
-        static let reserved = 40       // u32, must be 0
-        static let crc = 44            // u32, CRC32C of bytes 0..<44
+        static let reserved = 40  // u32, must be 0
+        static let crc = 44  // u32, CRC32C of bytes 0..<44
     }
     enum SegmentKind: UInt8 {
         /// An append-only log of transaction and schema records (`NNNNNNNNNN.log`).
@@ -49,13 +49,13 @@ enum JournalFormat {
 
     static let recordHeaderSize = 24
     enum RecordHeaderField {
-        static let crc = 0          // u32, CRC32C(seed: salt) of bytes 4..<24 and the payload
-        static let storedLength = 4 // u32, payload bytes on disk after the header
-        static let sequence = 8     // u64, previous record's sequence + 1
-        static let type = 16        // u8, RecordType or a skippable type
-        static let flags = 17       // u8, RecordFlags
-        static let reserved = 18    // u16, must be 0
-        static let rawLength = 20   // u32, payload length after decompression
+        static let crc = 0  // u32, CRC32C(seed: salt) of bytes 4..<24 and the payload
+        static let storedLength = 4  // u32, payload bytes on disk after the header
+        static let sequence = 8  // u64, previous record's sequence + 1
+        static let type = 16  // u8, RecordType or a skippable type
+        static let flags = 17  // u8, RecordFlags
+        static let reserved = 18  // u16, must be 0
+        static let rawLength = 20  // u32, payload length after decompression
     }
     enum RecordType: UInt8 {
         case transaction = 1

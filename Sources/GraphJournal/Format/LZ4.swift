@@ -1,5 +1,5 @@
-public import Foundation
 internal import CLZ4
+public import Foundation
 
 /// LZ4 compression through liblz4: the raw block format and the self-describing frame format.
 ///
@@ -168,7 +168,8 @@ extension LZ4 {
         withCharPointer(source) { sourcePointer in
             output.append(addingCapacity: capacity) { span in
                 span.withUnsafeMutableBufferPointer { destination, initialized in
-                    written = withMutableCharPointer(UnsafeMutableBufferPointer(rebasing: destination[..<capacity])) { destinationPointer in
+                    written = withMutableCharPointer(UnsafeMutableBufferPointer(rebasing: destination[..<capacity])) {
+                        destinationPointer in
                         // With less room than LZ4_compressBound, liblz4 returns 0 when the block
                         // does not fit, writing nothing past `capacity`.
                         LZ4_compress_fast(sourcePointer, destinationPointer, Int32(source.count), Int32(capacity), 1)
@@ -185,9 +186,10 @@ extension LZ4 {
         acceleration: Int
     ) -> Result<[UInt8], LZ4Error> {
         guard source.count <= maxBlockInputSize else {
-            return .failure(LZ4Error(
-                .inputTooLarge,
-                "\(source.count) bytes exceed the block limit of \(maxBlockInputSize) bytes"))
+            return .failure(
+                LZ4Error(
+                    .inputTooLarge,
+                    "\(source.count) bytes exceed the block limit of \(maxBlockInputSize) bytes"))
         }
         let sourceSize = Int32(source.count)  // fits: checked against LZ4_MAX_INPUT_SIZE above
         let bound = LZ4_compressBound(sourceSize)
@@ -204,8 +206,10 @@ extension LZ4 {
         }
         // With a destination of LZ4_compressBound bytes, compression cannot fail.
         guard written > 0 else {
-            return .failure(LZ4Error(.library(code: 1, name: "LZ4_compress_fast"),
-                                     "LZ4_compress_fast returned \(written)"))
+            return .failure(
+                LZ4Error(
+                    .library(code: 1, name: "LZ4_compress_fast"),
+                    "LZ4_compress_fast returned \(written)"))
         }
         return .success(output)
     }
@@ -218,12 +222,14 @@ extension LZ4 {
             return .failure(LZ4Error(.corruptInput, "originalSize \(originalSize) is negative"))
         }
         guard originalSize <= Int(Int32.max) else {
-            return .failure(LZ4Error(
-                .inputTooLarge, "originalSize \(originalSize) exceeds the block limit of \(Int32.max) bytes"))
+            return .failure(
+                LZ4Error(
+                    .inputTooLarge, "originalSize \(originalSize) exceeds the block limit of \(Int32.max) bytes"))
         }
         guard source.count <= Int(Int32.max) else {
-            return .failure(LZ4Error(
-                .inputTooLarge, "\(source.count) bytes exceed the block limit of \(Int32.max) bytes"))
+            return .failure(
+                LZ4Error(
+                    .inputTooLarge, "\(source.count) bytes exceed the block limit of \(Int32.max) bytes"))
         }
         guard !source.isEmpty else {
             return .failure(LZ4Error(.truncatedInput, "a compressed block is at least 1 byte", offset: 0))
@@ -240,9 +246,12 @@ extension LZ4 {
     /// Decompresses one raw LZ4 block into `destination`, which it must fill exactly: nil on
     /// success, else what ``decompressBlock(_:originalSize:)`` would throw. For a caller that
     /// decompresses many blocks into one reused buffer.
-    static func decompressBlock(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableBufferPointer<UInt8>) -> LZ4Error? {
+    static func decompressBlock(
+        _ source: UnsafeRawBufferPointer, into destination: UnsafeMutableBufferPointer<UInt8>
+    ) -> LZ4Error? {
         guard destination.count <= Int(Int32.max) else {
-            return LZ4Error(.inputTooLarge, "originalSize \(destination.count) exceeds the block limit of \(Int32.max) bytes")
+            return LZ4Error(
+                .inputTooLarge, "originalSize \(destination.count) exceeds the block limit of \(Int32.max) bytes")
         }
         guard source.count <= Int(Int32.max) else {
             return LZ4Error(.inputTooLarge, "\(source.count) bytes exceed the block limit of \(Int32.max) bytes")
@@ -334,10 +343,11 @@ extension LZ4 {
                 position += consumed
                 if produced > 0 {
                     guard produced <= maxOutputSize - output.count else {
-                        return .failure(LZ4Error(
-                            .outputTooSmall,
-                            "content exceeds maxOutputSize \(maxOutputSize) bytes",
-                            offset: position))
+                        return .failure(
+                            LZ4Error(
+                                .outputTooSmall,
+                                "content exceeds maxOutputSize \(maxOutputSize) bytes",
+                                offset: position))
                     }
                     output.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<produced]))
                 }
@@ -348,10 +358,11 @@ extension LZ4 {
                 }
                 if consumed == 0 && produced == 0 {
                     if position == source.count {
-                        return .failure(LZ4Error(
-                            .truncatedInput,
-                            "input ends inside a frame",
-                            offset: position))
+                        return .failure(
+                            LZ4Error(
+                                .truncatedInput,
+                                "input ends inside a frame",
+                                offset: position))
                     }
                     return .failure(LZ4Error(.corruptInput, "decoder made no progress", offset: position))
                 }
@@ -473,7 +484,8 @@ private struct BlockDiagnosis {
         }
         produced += matchLength + 4
         if produced > originalSize {
-            return LZ4Error(.outputTooSmall, "block decodes to more than originalSize \(originalSize) bytes", offset: sequenceStart)
+            return LZ4Error(
+                .outputTooSmall, "block decodes to more than originalSize \(originalSize) bytes", offset: sequenceStart)
         }
         return nil
     }
@@ -497,10 +509,13 @@ private struct BlockDiagnosis {
     func verdict(decoded: Int) -> LZ4Error {
         let end = block.count
         if produced > originalSize {
-            return LZ4Error(.outputTooSmall, "block decodes to \(produced) bytes, more than originalSize \(originalSize)", offset: end)
+            return LZ4Error(
+                .outputTooSmall, "block decodes to \(produced) bytes, more than originalSize \(originalSize)",
+                offset: end)
         }
         if produced < originalSize {
-            return LZ4Error(.corruptInput, "block decodes to \(produced) bytes, but originalSize is \(originalSize)", offset: end)
+            return LZ4Error(
+                .corruptInput, "block decodes to \(produced) bytes, but originalSize is \(originalSize)", offset: end)
         }
         return LZ4Error(
             .corruptInput,

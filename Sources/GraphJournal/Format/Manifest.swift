@@ -21,7 +21,8 @@ struct Manifest: Sendable, Hashable {
             throw JournalError(.badHeader, "MANIFEST is not UTF-8", file: file, offset: 0)
         }
         guard let crcLine = text.range(of: "crc32c ", options: .backwards) else {
-            throw JournalError(.badHeader, "MANIFEST has no crc32c line (truncated?)", file: file, offset: Int64(bytes.count))
+            throw JournalError(
+                .badHeader, "MANIFEST has no crc32c line (truncated?)", file: file, offset: Int64(bytes.count))
         }
         let bodyLength = text.utf8.distance(from: text.startIndex, to: crcLine.lowerBound)
         let stored = text[crcLine.upperBound...].trimmingCharacters(in: .whitespacesAndNewlines)
@@ -30,13 +31,14 @@ struct Manifest: Sendable, Hashable {
         }
         let lines = text[..<crcLine.lowerBound].split(separator: "\n", omittingEmptySubsequences: true)
         guard lines.first == Substring(JournalFormat.manifestHeaderLine) else {
-            throw JournalError(.unsupportedVersion, "MANIFEST starts with \"\(lines.first ?? "")\"", file: file, offset: 0)
+            throw JournalError(
+                .unsupportedVersion, "MANIFEST starts with \"\(lines.first ?? "")\"", file: file, offset: 0)
         }
         var files: [String] = []
         for (index, line) in lines.dropFirst().enumerated() {
             let parts = line.split(separator: " ")
             guard parts.count == 2, let number = fileNumber(String(parts[1])),
-                  (parts[0] == "log" && String(parts[1]) == fileName(number, .log))
+                (parts[0] == "log" && String(parts[1]) == fileName(number, .log))
                     || (parts[0] == "base" && String(parts[1]) == fileName(number, .base) && index == 0)
             else {
                 throw JournalError(.badHeader, "MANIFEST line \"\(line)\" is not understood", file: file)
@@ -65,7 +67,9 @@ func fileNumber(_ name: String) -> UInt64? {
     let ext = stem[stem.index(after: dot)...]
     guard ext == JournalFormat.logExtension || ext == JournalFormat.baseExtension else { return nil }
     let digits = stem[..<dot]
-    guard digits.count == JournalFormat.fileNumberDigits, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+    guard digits.count == JournalFormat.fileNumberDigits, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+        return nil
+    }
     return UInt64(digits)
 }
 

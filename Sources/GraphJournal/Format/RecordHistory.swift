@@ -57,11 +57,12 @@ final class HistoryEncoder: @unchecked Sendable {
     /// block or not: the readers add every such record's raw bytes.
     func add(_ payload: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         guard !payload.isEmpty, payload.count <= JournalFormat.historyRecordLimit,
-              let ringStart = ring.baseAddress, let source = payload.baseAddress, let out = scratch.baseAddress
+            let ringStart = ring.baseAddress, let source = payload.baseAddress, let out = scratch.baseAddress
         else { return nil }
         if end + payload.count > ring.count {
             // The window moves to the ring's start; liblz4 moves its tables' base with it.
-            end = Int(LZ4_saveDict(stream, ringStart.assumingMemoryBound(to: CChar.self), Int32(JournalFormat.historyWindow)))
+            end = Int(
+                LZ4_saveDict(stream, ringStart.assumingMemoryBound(to: CChar.self), Int32(JournalFormat.historyWindow)))
         }
         let input = ringStart + end
         input.copyMemory(from: source, byteCount: payload.count)
@@ -130,7 +131,8 @@ final class RecordHistory {
     ///
     /// - Parameter bytes: the segment's bytes from file offset `base` on.
     func withPayload(
-        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String, buffer payloadBuffer: ReadBuffer,
+        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String,
+        buffer payloadBuffer: ReadBuffer,
         _ body: (UnsafeRawBufferPointer) -> Void
     ) -> JournalError? {
         guard joins(record) else {
@@ -147,7 +149,9 @@ final class RecordHistory {
     }
 
     /// The payload of the next record of the segment, decompressed into a new array.
-    func payload(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String) -> Result<[UInt8], JournalError> {
+    func payload(
+        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String
+    ) -> Result<[UInt8], JournalError> {
         guard joins(record) else { return RecordCodec.payload(of: record, in: bytes, file: file, base: base) }
         return next(record, in: bytes, at: base, file: file).map { Array($0) }
     }
@@ -156,7 +160,9 @@ final class RecordHistory {
     /// segment it is decompressed all the same (the records after it may copy from it). Returns
     /// why it does not decompress, when it had to be decompressed.
     @discardableResult
-    func note(_ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String) -> JournalError? {
+    func note(
+        _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String
+    ) -> JournalError? {
         guard joins(record) else { return nil }
         if case .failure(let error) = next(record, in: bytes, at: base, file: file) { return error }
         return nil
@@ -169,7 +175,9 @@ final class RecordHistory {
 
     /// Decompresses the next record, which joins the history, into the history's buffer:
     /// its raw bytes there (valid until the next record), or why it does not decompress.
-    private func next(_ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int, file: String) -> Result<UnsafeRawBufferPointer, JournalError> {
+    private func next(
+        _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int, file: String
+    ) -> Result<UnsafeRawBufferPointer, JournalError> {
         guard let buffer, let bufferStart = buffer.baseAddress else {
             return .failure(RecordCodec.historyProblem(of: record, file: file))
         }
@@ -186,7 +194,8 @@ final class RecordHistory {
         if record.history, let hole {
             problem = "it needs the history of record \(hole.sequence), which does not decompress"
         } else if record.history {
-            problem = Self.decodeHistoryBlock(stored, into: target, history: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            problem = Self.decodeHistoryBlock(
+                stored, into: target, history: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         } else if record.chunked {
             problem = ChunkedPayload.decode(stored, into: target.bindMemory(to: UInt8.self))
         } else if record.compressed {

@@ -36,31 +36,50 @@ struct SegmentHeader: Sendable, Hashable {
     static func parse(_ bytes: UnsafeRawBufferPointer, file: String) -> Result<SegmentHeader, JournalError> {
         typealias F = JournalFormat.SegmentHeaderField
         guard bytes.count >= JournalFormat.segmentHeaderSize else {
-            return .failure(JournalError(.badHeader, "file is \(bytes.count) bytes, shorter than the \(JournalFormat.segmentHeaderSize)-byte segment header", file: file, offset: 0))
+            return .failure(
+                JournalError(
+                    .badHeader,
+                    "file is \(bytes.count) bytes, shorter than the \(JournalFormat.segmentHeaderSize)-byte segment header",
+                    file: file, offset: 0))
         }
         guard bytes.prefix(8).elementsEqual(JournalFormat.segmentMagic) else {
             return .failure(JournalError(.badHeader, "not a journal segment (bad magic)", file: file, offset: 0))
         }
         let crc: UInt32 = bytes.littleEndian(at: F.crc)
         guard crc == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<F.crc])) else {
-            return .failure(JournalError(.badHeader, "segment header checksum mismatch", file: file, offset: Int64(F.crc)))
+            return .failure(
+                JournalError(.badHeader, "segment header checksum mismatch", file: file, offset: Int64(F.crc)))
         }
         let version: UInt16 = bytes.littleEndian(at: F.version)
         guard JournalFormat.readableVersions.contains(version) else {
-            return .failure(JournalError(.unsupportedVersion, "format version \(version); this code reads versions \(JournalFormat.readableVersions.lowerBound) to \(JournalFormat.readableVersions.upperBound)", file: file, offset: Int64(F.version)))
+            return .failure(
+                JournalError(
+                    .unsupportedVersion,
+                    "format version \(version); this code reads versions \(JournalFormat.readableVersions.lowerBound) to \(JournalFormat.readableVersions.upperBound)",
+                    file: file, offset: Int64(F.version)))
         }
         guard bytes[F.checksum] == JournalFormat.checksumCRC32C else {
-            return .failure(JournalError(.unsupportedVersion, "checksum algorithm \(bytes[F.checksum]) is not CRC32C (1)", file: file, offset: Int64(F.checksum)))
+            return .failure(
+                JournalError(
+                    .unsupportedVersion, "checksum algorithm \(bytes[F.checksum]) is not CRC32C (1)", file: file,
+                    offset: Int64(F.checksum)))
         }
         guard let kind = JournalFormat.SegmentKind(rawValue: bytes[F.kind]) else {
-            return .failure(JournalError(.unsupportedVersion, "unknown segment kind \(bytes[F.kind])", file: file, offset: Int64(F.kind)))
+            return .failure(
+                JournalError(
+                    .unsupportedVersion, "unknown segment kind \(bytes[F.kind])", file: file, offset: Int64(F.kind)))
         }
-        guard bytes.littleEndian(at: F.flags, as: UInt32.self) == 0, bytes.littleEndian(at: F.reserved, as: UInt32.self) == 0 else {
-            return .failure(JournalError(.unsupportedVersion, "segment header has unknown flags", file: file, offset: Int64(F.flags)))
+        guard bytes.littleEndian(at: F.flags, as: UInt32.self) == 0,
+            bytes.littleEndian(at: F.reserved, as: UInt32.self) == 0
+        else {
+            return .failure(
+                JournalError(
+                    .unsupportedVersion, "segment header has unknown flags", file: file, offset: Int64(F.flags)))
         }
-        return .success(SegmentHeader(
-            kind: kind, salt: bytes.littleEndian(at: F.salt), number: bytes.littleEndian(at: F.number),
-            firstSequence: bytes.littleEndian(at: F.firstSequence), version: version))
+        return .success(
+            SegmentHeader(
+                kind: kind, salt: bytes.littleEndian(at: F.salt), number: bytes.littleEndian(at: F.number),
+                firstSequence: bytes.littleEndian(at: F.firstSequence), version: version))
     }
 
     /// Parses and checks the header at the start of a segment file's bytes held in an array;
@@ -84,7 +103,9 @@ struct ScannedRecord: Sendable, Hashable {
     var storedLength: Int
     var rawLength: Int
 
-    var payloadRange: Range<Int> { (offset + JournalFormat.recordHeaderSize)..<(offset + JournalFormat.recordHeaderSize + storedLength) }
+    var payloadRange: Range<Int> {
+        (offset + JournalFormat.recordHeaderSize)..<(offset + JournalFormat.recordHeaderSize + storedLength)
+    }
     var end: Int { payloadRange.upperBound }
 }
 
@@ -174,14 +195,17 @@ enum RecordCodec {
         to out: inout [UInt8], seed: UInt32, sequence: UInt64, type: JournalFormat.RecordType, payload: [UInt8],
         history: HistoryEncoder? = nil
     ) -> Int {
-        payload.withUnsafeBytes { append(to: &out, seed: seed, sequence: sequence, type: type, payload: $0, history: history) }
+        payload.withUnsafeBytes {
+            append(to: &out, seed: seed, sequence: sequence, type: type, payload: $0, history: history)
+        }
     }
 
     /// Appends the header and chunk table of a chunked record whose chunks (`chunked.blocks`)
     /// the caller writes right after them; the CRC covers the chunks too. The bytes are those
     /// ``append(to:seed:sequence:type:payload:)`` writes for the same payload.
     static func appendChunkedHeader(
-        to out: inout [UInt8], seed: UInt32, sequence: UInt64, type: JournalFormat.RecordType, _ chunked: PayloadStream.Stored
+        to out: inout [UInt8], seed: UInt32, sequence: UInt64, type: JournalFormat.RecordType,
+        _ chunked: PayloadStream.Stored
     ) {
         typealias F = JournalFormat.RecordHeaderField
         let start = out.count
@@ -193,7 +217,9 @@ enum RecordCodec {
         out.appendLittleEndian(UInt16(0))
         out.appendLittleEndian(UInt32(chunked.rawCount))
         out.append(contentsOf: chunked.table)
-        var crc = out.withUnsafeBytes { CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(start + F.crc + 4)...])) }
+        var crc = out.withUnsafeBytes {
+            CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(start + F.crc + 4)...]))
+        }
         for block in chunked.blocks { crc = block.withUnsafeBytes { CRC32C.extend(crc, $0) } }
         out.storeLittleEndian(crc, at: start + F.crc)
     }
@@ -205,7 +231,8 @@ enum RecordCodec {
         typealias F = JournalFormat.RecordHeaderField
         let available = end - offset
         guard available >= JournalFormat.recordHeaderSize else {
-            return .failure(RecordProblem("incomplete record header (\(available) of \(JournalFormat.recordHeaderSize) bytes)"))
+            return .failure(
+                RecordProblem("incomplete record header (\(available) of \(JournalFormat.recordHeaderSize) bytes)"))
         }
         let storedLength = Int(bytes.littleEndian(at: offset + F.storedLength, as: UInt32.self))
         guard storedLength <= available - JournalFormat.recordHeaderSize else {
@@ -221,10 +248,12 @@ enum RecordCodec {
             return .failure(RecordProblem(problem.message, checksumValid: true))
         }
         let flags = bytes[offset + F.flags]
-        return .success(ScannedRecord(
-            offset: offset, sequence: bytes.littleEndian(at: offset + F.sequence), type: bytes[offset + F.type],
-            compressed: flags & JournalFormat.flagCompressed != 0, chunked: flags & JournalFormat.flagChunked != 0,
-            history: flags & JournalFormat.flagHistory != 0, storedLength: storedLength, rawLength: Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))))
+        return .success(
+            ScannedRecord(
+                offset: offset, sequence: bytes.littleEndian(at: offset + F.sequence), type: bytes[offset + F.type],
+                compressed: flags & JournalFormat.flagCompressed != 0, chunked: flags & JournalFormat.flagChunked != 0,
+                history: flags & JournalFormat.flagHistory != 0, storedLength: storedLength,
+                rawLength: Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))))
     }
 
     /// A header field no valid record has.
@@ -247,21 +276,30 @@ enum RecordCodec {
     /// zero), type, and lengths consistent
     /// with the flags. ``record(in:at:seed:end:)`` makes them after the checksum (a failure
     /// then is a writer's, not a torn write); ``isPlausibleHeader(in:at:end:)`` before it.
-    private static func fieldProblem(in bytes: UnsafeRawBufferPointer, at offset: Int, storedLength: Int) -> FieldProblem? {
+    private static func fieldProblem(
+        in bytes: UnsafeRawBufferPointer, at offset: Int, storedLength: Int
+    ) -> FieldProblem? {
         typealias F = JournalFormat.RecordHeaderField
         let flags = bytes[offset + F.flags]
         let type = bytes[offset + F.type]
         // At most one storage bit; the history only for transaction and base records.
-        let single = flags == 0 || flags == JournalFormat.flagCompressed || flags == JournalFormat.flagChunked
+        let single =
+            flags == 0 || flags == JournalFormat.flagCompressed || flags == JournalFormat.flagChunked
             || (flags == JournalFormat.flagHistory
-                && (type == JournalFormat.RecordType.transaction.rawValue || type == JournalFormat.RecordType.base.rawValue))
+                && (type == JournalFormat.RecordType.transaction.rawValue
+                    || type == JournalFormat.RecordType.base.rawValue))
         guard single, bytes.littleEndian(at: offset + F.reserved, as: UInt16.self) == 0 else { return .flags(flags) }
-        guard JournalFormat.RecordType(rawValue: type) != nil || JournalFormat.skippableRecordTypes.contains(type) else {
+        guard JournalFormat.RecordType(rawValue: type) != nil || JournalFormat.skippableRecordTypes.contains(type)
+        else {
             return .type(type)
         }
         let rawLength = Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))
         // A compressed form is only ever stored when it is strictly shorter than the payload.
-        guard flags == 0 ? rawLength == storedLength : rawLength <= JournalFormat.maxPayloadSize && storedLength > 0 && storedLength < rawLength else {
+        guard
+            flags == 0
+                ? rawLength == storedLength
+                : rawLength <= JournalFormat.maxPayloadSize && storedLength > 0 && storedLength < rawLength
+        else {
             return .lengths(stored: storedLength, raw: rawLength)
         }
         return nil
@@ -293,16 +331,18 @@ enum RecordCodec {
             switch record(in: bytes, at: offset, seed: seed, end: end) {
             case .success(let record):
                 guard record.sequence == sequence else {
-                    var damage = describe(bytes, damageAt: offset, seed: seed, end: end,
-                                          reason: "sequence \(record.sequence) where \(sequence) was expected",
-                                          searchFrom: record.end)
+                    var damage = describe(
+                        bytes, damageAt: offset, seed: seed, end: end,
+                        reason: "sequence \(record.sequence) where \(sequence) was expected",
+                        searchFrom: record.end)
                     damage.checksumValid = true
                     return (offset, sequence, damage)
                 }
                 if let unreadable, unreadable.sequence == record.sequence {
-                    var damage = describe(bytes, damageAt: offset, seed: seed, end: end,
-                                          reason: "\(unreadable.reason) (the record passes its checksum)",
-                                          searchFrom: record.end)
+                    var damage = describe(
+                        bytes, damageAt: offset, seed: seed, end: end,
+                        reason: "\(unreadable.reason) (the record passes its checksum)",
+                        searchFrom: record.end)
                     damage.checksumValid = true
                     damage.damagedRecordIsValid = true
                     return (offset, sequence, damage)
@@ -311,7 +351,8 @@ enum RecordCodec {
                 offset = record.end
                 sequence += 1
             case .failure(let problem):
-                var damage = describe(bytes, damageAt: offset, seed: seed, end: end, reason: problem.reason, searchFrom: offset + 1)
+                var damage = describe(
+                    bytes, damageAt: offset, seed: seed, end: end, reason: problem.reason, searchFrom: offset + 1)
                 damage.checksumValid = problem.checksumValid
                 return (offset, sequence, damage)
             }
@@ -341,7 +382,8 @@ enum RecordCodec {
     /// describe (quadratic); these checks reject nearly every offset first.
     static func isPlausibleHeader(in bytes: UnsafeRawBufferPointer, at offset: Int, end: Int) -> Bool {
         guard end - offset >= JournalFormat.recordHeaderSize else { return false }
-        let storedLength = Int(bytes.littleEndian(at: offset + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self))
+        let storedLength = Int(
+            bytes.littleEndian(at: offset + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self))
         return storedLength <= end - offset - JournalFormat.recordHeaderSize
             && fieldProblem(in: bytes, at: offset, storedLength: storedLength) == nil
     }
@@ -356,7 +398,8 @@ enum RecordCodec {
         var position = searchFrom
         while position + JournalFormat.recordHeaderSize <= end {
             if isPlausibleHeader(in: bytes, at: position, end: end),
-               case .success(let record) = record(in: bytes, at: position, seed: seed, end: end) {
+                case .success(let record) = record(in: bytes, at: position, seed: seed, end: end)
+            {
                 if resync == nil { resync = position }
                 count += 1
                 position = record.end
@@ -371,7 +414,9 @@ enum RecordCodec {
     /// history is an error here (``RecordHistory`` reads those).
     ///
     /// - Parameter base: the file offset of `bytes`' first byte.
-    static func payload(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, base: Int = 0) -> Result<[UInt8], JournalError> {
+    static func payload(
+        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, base: Int = 0
+    ) -> Result<[UInt8], JournalError> {
         let range = record.payloadRange
         let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
         if record.history { return .failure(historyProblem(of: record, file: file)) }
@@ -402,13 +447,17 @@ enum RecordCodec {
     /// The error of a record that uses a history where none is kept: in a version 1 segment, or
     /// larger than the records that join a history.
     static func historyProblem(of record: ScannedRecord, file: String) -> JournalError {
-        decompressionProblem(of: record, "it copies from its segment's history (flag 0x4), which a version 1 segment or a record over \(JournalFormat.historyRecordLimit) bytes has not", file: file)
+        decompressionProblem(
+            of: record,
+            "it copies from its segment's history (flag 0x4), which a version 1 segment or a record over \(JournalFormat.historyRecordLimit) bytes has not",
+            file: file)
     }
 
     /// The error of a valid record whose payload does not decompress; `problem` says why.
     static func decompressionProblem(of record: ScannedRecord, _ problem: String, file: String) -> JournalError {
-        JournalError(.corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(problem)",
-                     file: file, offset: Int64(record.offset))
+        JournalError(
+            .corrupt, "record \(record.sequence) passes its checksum but does not decompress: \(problem)",
+            file: file, offset: Int64(record.offset))
     }
 
     /// Lends the payload of a valid record to `body` without allocating: the stored bytes

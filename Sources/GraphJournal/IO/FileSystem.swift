@@ -6,14 +6,18 @@ struct FileSystem: Sendable {
     let io: JournalIO
 
     private func wrap(_ failure: JournalIO.Failure, _ path: String?, _ offset: Int64? = nil) -> JournalError {
-        JournalError(.io(errno: failure.errno, operation: failure.operation),
-                     "\(failure.operation) failed", file: path, offset: offset)
+        JournalError(
+            .io(errno: failure.errno, operation: failure.operation),
+            "\(failure.operation) failed", file: path, offset: offset)
     }
 
     func open(_ path: String, _ mode: JournalIO.OpenMode) throws(JournalError) -> Int32 {
         do { return try io.open(path, mode) } catch {
             if error.operation == "open", [ELOOP, EISDIR, ENODEV].contains(error.errno) {
-                throw JournalError(.notRegularFile, "\(Self.describeType(path)), not a regular file; a store holds only regular files (move it away)", file: path)
+                throw JournalError(
+                    .notRegularFile,
+                    "\(Self.describeType(path)), not a regular file; a store holds only regular files (move it away)",
+                    file: path)
             }
             throw wrap(error, path)
         }
@@ -59,7 +63,9 @@ struct FileSystem: Sendable {
             var done = 0
             while done < count {
                 do throws(JournalIO.Failure) {
-                    let n = try io.pread(fd, UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[done...])), offset + Int64(done))
+                    let n = try io.pread(
+                        fd, UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[done...])),
+                        offset + Int64(done))
                     if n == 0 { break }
                     done += n
                 } catch {
@@ -75,7 +81,9 @@ struct FileSystem: Sendable {
 
     /// Reads the first `size` bytes of an open file into `buffer` (grown as needed); returns
     /// them (fewer if the file ends first), valid until the buffer is reused.
-    func readFile(_ fd: Int32, _ path: String, size: Int, into buffer: ReadBuffer) throws(JournalError) -> UnsafeRawBufferPointer {
+    func readFile(
+        _ fd: Int32, _ path: String, size: Int, into buffer: ReadBuffer
+    ) throws(JournalError) -> UnsafeRawBufferPointer {
         let memory = buffer.reserve(size)
         let done = try fill(fd, path, UnsafeMutableRawBufferPointer(rebasing: memory[..<size]), at: 0)
         return UnsafeRawBufferPointer(rebasing: memory[..<done])
@@ -86,11 +94,15 @@ struct FileSystem: Sendable {
     ///
     /// A failure is reported at offset 0, naming the file rather than the chunk: callers
     /// report it as the whole file being unreadable.
-    func fill(_ fd: Int32, _ path: String, _ memory: UnsafeMutableRawBufferPointer, at offset: Int) throws(JournalError) -> Int {
+    func fill(
+        _ fd: Int32, _ path: String, _ memory: UnsafeMutableRawBufferPointer, at offset: Int
+    ) throws(JournalError) -> Int {
         var done = 0
         while done < memory.count {
             let n: Int
-            do { n = try io.pread(fd, UnsafeMutableRawBufferPointer(rebasing: memory[done...]), Int64(offset + done)) } catch {
+            do {
+                n = try io.pread(fd, UnsafeMutableRawBufferPointer(rebasing: memory[done...]), Int64(offset + done))
+            } catch {
                 throw wrap(error, path, 0)
             }
             if n == 0 { break }
@@ -116,7 +128,9 @@ struct FileSystem: Sendable {
                 throw wrap(error, path, offset + Int64(done))
             }
             if n <= 0 {
-                throw JournalError(.io(errno: 5, operation: "pwrite"), "pwrite wrote nothing", file: path, offset: offset + Int64(done))
+                throw JournalError(
+                    .io(errno: 5, operation: "pwrite"), "pwrite wrote nothing", file: path, offset: offset + Int64(done)
+                )
             }
             done += n
         }
@@ -124,7 +138,9 @@ struct FileSystem: Sendable {
 
     func write(_ fd: Int32, _ path: String, _ bytes: [UInt8], at offset: Int64) throws(JournalError) {
         let result: Result<Void, JournalError> = bytes.withUnsafeBytes { raw in
-            do throws(JournalError) { try write(fd, path, raw, at: offset); return .success(()) } catch { return .failure(error) }
+            do throws(JournalError) { try write(fd, path, raw, at: offset); return .success(()) } catch {
+                return .failure(error)
+            }
         }
         try result.get()
     }

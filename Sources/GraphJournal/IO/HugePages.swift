@@ -28,19 +28,20 @@ package enum HugePages {
     /// transparent huge pages are off or missing, or the process turned them off.
     package static let size: Int? = {
         #if os(Linux)
-        if let setting = getenv("OBJECTGRAPH_HUGE_PAGES").map({ String(cString: $0).lowercased() }),
-           ["off", "0", "never", "no", "false"].contains(setting) {
-            return nil
-        }
-        let base = "/sys/kernel/mm/transparent_hugepage/"
-        guard let mode = readSmallFile(base + "enabled"), !mode.contains("[never]"),
-              let text = readSmallFile(base + "hpage_pmd_size"),
-              let size = Int(text.filter { !$0.isWhitespace }),
-              size > 4096, size & (size - 1) == 0
-        else { return nil }
-        return size
+            if let setting = getenv("OBJECTGRAPH_HUGE_PAGES").map({ String(cString: $0).lowercased() }),
+                ["off", "0", "never", "no", "false"].contains(setting)
+            {
+                return nil
+            }
+            let base = "/sys/kernel/mm/transparent_hugepage/"
+            guard let mode = readSmallFile(base + "enabled"), !mode.contains("[never]"),
+                let text = readSmallFile(base + "hpage_pmd_size"),
+                let size = Int(text.filter { !$0.isWhitespace }),
+                size > 4096, size & (size - 1) == 0
+            else { return nil }
+            return size
         #else
-        return nil
+            return nil
         #endif
     }()
 
@@ -48,13 +49,13 @@ package enum HugePages {
     /// pages. The memory must be mapped and writable (a buffer this process allocated).
     package static func advise(_ start: UnsafeRawPointer, bytes: Int) {
         #if os(Linux)
-        guard bytes >= minimumBytes, let size = size else { return }
-        let address = UInt(bitPattern: start)
-        let mask = UInt(size - 1)
-        let first = (address + mask) & ~mask
-        let end = (address + UInt(bytes)) & ~mask
-        guard end > first, let pointer = UnsafeMutableRawPointer(bitPattern: first) else { return }
-        _ = madvise(pointer, Int(end - first), advice)  // advice only: a refusal is harmless
+            guard bytes >= minimumBytes, let size = size else { return }
+            let address = UInt(bitPattern: start)
+            let mask = UInt(size - 1)
+            let first = (address + mask) & ~mask
+            let end = (address + UInt(bytes)) & ~mask
+            guard end > first, let pointer = UnsafeMutableRawPointer(bitPattern: first) else { return }
+            _ = madvise(pointer, Int(end - first), advice)  // advice only: a refusal is harmless
         #endif
     }
 

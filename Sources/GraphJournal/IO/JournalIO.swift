@@ -58,9 +58,11 @@ public struct JournalIO: Sendable {
     /// Closes a descriptor.
     public var close: @Sendable (_ fd: Int32) throws(Failure) -> Void
     /// Reads up to `buffer.count` bytes at `offset`; returns the count read (0 at end of file).
-    package var pread: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ offset: Int64) throws(Failure) -> Int
+    package var pread:
+        @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ offset: Int64) throws(Failure) -> Int
     /// Writes up to `buffer.count` bytes at `offset`; returns the count written.
-    package var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ offset: Int64) throws(Failure) -> Int
+    package var pwrite:
+        @Sendable (_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ offset: Int64) throws(Failure) -> Int
     /// `fsync`: data and all metadata.
     public var fsync: @Sendable (_ fd: Int32) throws(Failure) -> Void
     /// `fdatasync`: data and the metadata needed to read it back (the size).

@@ -50,7 +50,9 @@ final class ReadBuffer {
         let hugePage = Self.hugePage
         // One huge page more than needed, so the buffer can start at a 2 MiB boundary.
         let length = (count + hugePage - 1) / hugePage * hugePage + hugePage
-        guard let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), base != MAP_FAILED else {
+        guard let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            base != MAP_FAILED
+        else {
             start = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
             capacity = count
             return
@@ -69,7 +71,8 @@ final class ReadBuffer {
         capacity = 0
     }
 
-    private static func release(mapping: (base: UnsafeMutableRawPointer, length: Int)?, start: UnsafeMutableRawPointer?) {
+    private static func release(mapping: (base: UnsafeMutableRawPointer, length: Int)?, start: UnsafeMutableRawPointer?)
+    {
         if let mapping {
             munmap(mapping.base, mapping.length)
         } else {

@@ -58,7 +58,8 @@ struct SegmentWindow {
         if memory.count < limit { memory = buffer.reserve(limit, keeping: kept) }
         let target = min(limit, size - start)
         if count < target {
-            count += try fs.fill(fd, path, UnsafeMutableRawBufferPointer(rebasing: memory[count..<target]), at: start + count)
+            count += try fs.fill(
+                fd, path, UnsafeMutableRawBufferPointer(rebasing: memory[count..<target]), at: start + count)
         }
         return needed <= start + count
     }

@@ -25,19 +25,21 @@ package enum ZeroPages {
         guard let base = buffer.baseAddress else { return }
         let bytes = buffer.count * MemoryLayout<Element>.stride
         #if os(Linux)
-        if bytes >= minimumBytes {
-            let page = UInt(sysconf(Int32(_SC_PAGESIZE)))
-            let start = UInt(bitPattern: base)
-            let first = (start + page - 1) & ~(page - 1)
-            let end = (start + UInt(bytes)) & ~(page - 1)
-            if end > first, let pages = UnsafeMutableRawPointer(bitPattern: first),
-               madvise(pages, Int(end - first), MADV_DONTNEED) == 0 {
-                let raw = UnsafeMutableRawPointer(base)
-                raw.initializeMemory(as: UInt8.self, repeating: 0, count: Int(first - start))
-                (raw + Int(end - start)).initializeMemory(as: UInt8.self, repeating: 0, count: Int(start + UInt(bytes) - end))
-                return
+            if bytes >= minimumBytes {
+                let page = UInt(sysconf(Int32(_SC_PAGESIZE)))
+                let start = UInt(bitPattern: base)
+                let first = (start + page - 1) & ~(page - 1)
+                let end = (start + UInt(bytes)) & ~(page - 1)
+                if end > first, let pages = UnsafeMutableRawPointer(bitPattern: first),
+                    madvise(pages, Int(end - first), MADV_DONTNEED) == 0
+                {
+                    let raw = UnsafeMutableRawPointer(base)
+                    raw.initializeMemory(as: UInt8.self, repeating: 0, count: Int(first - start))
+                    (raw + Int(end - start)).initializeMemory(
+                        as: UInt8.self, repeating: 0, count: Int(start + UInt(bytes) - end))
+                    return
+                }
             }
-        }
         #endif
         buffer.initialize(repeating: 0)
     }

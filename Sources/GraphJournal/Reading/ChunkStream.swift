@@ -40,14 +40,16 @@ final class ChunkStream {
         /// Decompresses chunk `i` into its slot: nil, or what is wrong with it.
         func decode(_ i: Int) -> String? {
             let lower = (i % ChunkStream.slotCount) * JournalFormat.chunkSize
-            let target = UnsafeMutableRawBufferPointer(rebasing: slots[lower..<(lower + ChunkedPayload.rawCount(of: i, in: rawLength))])
+            let target = UnsafeMutableRawBufferPointer(
+                rebasing: slots[lower..<(lower + ChunkedPayload.rawCount(of: i, in: rawLength))])
             return ChunkedPayload.decodeChunk(i, stored, starts: starts, into: target.bindMemory(to: UInt8.self))
         }
 
         /// The bytes chunk `i` was decompressed into.
         func bytes(of i: Int) -> UnsafeRawBufferPointer {
             let lower = (i % ChunkStream.slotCount) * JournalFormat.chunkSize
-            return UnsafeRawBufferPointer(rebasing: slots[lower..<(lower + ChunkedPayload.rawCount(of: i, in: rawLength))])
+            return UnsafeRawBufferPointer(
+                rebasing: slots[lower..<(lower + ChunkedPayload.rawCount(of: i, in: rawLength))])
         }
     }
 
@@ -120,7 +122,12 @@ final class ChunkStream {
         if helperRunning { shared.wake.signal() }
         var problem: String?
         wait: while true {
-            enum Step { case take(String?), decode, decodeAhead(Int), wait }
+            enum Step {
+                case take(String?)
+                case decode
+                case decodeAhead(Int)
+                case wait
+            }
             let step = shared.state.withLock { s -> Step in
                 if s.finished[k % Self.slotCount] == k { return .take(s.problems[k % Self.slotCount]) }
                 if s.nextClaim == k {
@@ -183,7 +190,10 @@ final class ChunkStream {
     private static func help(_ work: Work, _ shared: Shared) {
         defer { shared.exited.signal() }
         while true {
-            enum Step { case decode(Int), wait, exit }
+            enum Step {
+                case decode(Int)
+                case wait, exit
+            }
             let step = shared.state.withLock { s -> Step in
                 if s.stop || s.nextClaim >= work.chunkCount { return .exit }
                 if s.nextClaim - s.released >= slotCount { return .wait }
@@ -210,4 +220,3 @@ final class ChunkStream {
         }
     }
 }
-

@@ -138,7 +138,8 @@ extension Journal {
     /// - Parameter window: the bytes held at a time; nil reads each segment whole first (the
     ///   reference the tests compare the streaming walk with).
     static func readPayloads(
-        directory: String, io: JournalIO, window: Int?, _ body: (JournalReport.Entry, UnsafeRawBufferPointer) throws -> Void
+        directory: String, io: JournalIO, window: Int?,
+        _ body: (JournalReport.Entry, UnsafeRawBufferPointer) throws -> Void
     ) throws -> JournalReport {
         // Each payload is one piece here: chunked ones are decompressed whole before `body`.
         try walkPayloads(directory: directory, io: io, window: window, streamingChunks: false) { entry, payload in
@@ -156,7 +157,8 @@ extension Journal {
         _ body: (JournalReport.Entry, JournalPayload) throws -> Void
     ) throws -> JournalReport {
         try withoutActuallyEscaping(body) { body in
-            var walk = try PayloadWalk(directory: directory, io: io, window: window, streamingChunks: streamingChunks, body: body)
+            var walk = try PayloadWalk(
+                directory: directory, io: io, window: window, streamingChunks: streamingChunks, body: body)
             return try walk.run()
         }
     }
@@ -190,7 +192,9 @@ extension Journal {
     /// - Parameter io: the I/O layer.
     /// - Returns: the records found, in file order; empty when the header is unreadable.
     /// - Throws: ``JournalError`` when the file cannot be read.
-    public static func salvageableRecords(inSegment path: String, from offset: Int64, io: JournalIO = .system) throws(JournalError) -> [JournalReport.Entry] {
+    public static func salvageableRecords(
+        inSegment path: String, from offset: Int64, io: JournalIO = .system
+    ) throws(JournalError) -> [JournalReport.Entry] {
         let fs = FileSystem(io: io)
         let bytes = try fs.readFile(path)
         let name = path.split(separator: "/").last.map(String.init) ?? path
@@ -200,7 +204,9 @@ extension Journal {
             var position = max(Int(clamping: offset), JournalFormat.segmentHeaderSize)
             while position + JournalFormat.recordHeaderSize <= raw.count {
                 if RecordCodec.isPlausibleHeader(in: raw, at: position, end: raw.count),
-                   case .success(let record) = RecordCodec.record(in: raw, at: position, seed: header.seed, end: raw.count) {
+                    case .success(let record) = RecordCodec.record(
+                        in: raw, at: position, seed: header.seed, end: raw.count)
+                {
                     entries.append(JournalReport.Entry(record, file: name))
                     position = record.end
                 } else {

@@ -86,8 +86,10 @@ extension Journal {
     ///
     /// - Throws: what `visit` throws (the walk stops), or ``JournalError``.
     func walkLiveRecords(
-        _ visit: (_ record: ScannedRecord, _ bytes: UnsafeRawBufferPointer, _ path: String, _ fileStart: Int64,
-                  _ payload: () -> Result<[UInt8], JournalError>) throws -> Void
+        _ visit: (
+            _ record: ScannedRecord, _ bytes: UnsafeRawBufferPointer, _ path: String, _ fileStart: Int64,
+            _ payload: () -> Result<[UInt8], JournalError>
+        ) throws -> Void
     ) throws {
         let files = state.withLock { s in s.files }
         // The chain `open` settled: no gap to fill, no unlisted log to add, no torn tail (each
@@ -99,7 +101,9 @@ extension Journal {
             let path = self.path(file.name)
             let fd = try fs.open(path, .readOnly)
             let bytesResult: Result<[UInt8], JournalError>
-            do throws(JournalError) { bytesResult = .success(try fs.read(fd, path, count: Int(file.size), at: 0)) } catch {
+            do throws(JournalError) {
+                bytesResult = .success(try fs.read(fd, path, count: Int(file.size), at: 0))
+            } catch {
                 bytesResult = .failure(error)
             }
             fs.closeQuietly(fd)
@@ -120,7 +124,9 @@ extension Journal {
                 }
             }
             if failure == nil, let damage = scan.damage {
-                failure = JournalError(.corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset))
+                failure = JournalError(
+                    .corrupt, "\(damage.reason) (the file changed after open)", file: path, offset: Int64(damage.offset)
+                )
             }
             if let failure { throw failure }
             if scan.validEnd == bytes.count { adoptHistory(history, of: file) }
@@ -136,7 +142,8 @@ extension Journal {
         guard history.enabled else { return }
         state.withLock { s in
             guard case .rebuild = s.history, s.activeHeader.number == file.header.number, s.tail.end == file.size,
-                  s.pendingTruncation == nil else { return }
+                s.pendingTruncation == nil
+            else { return }
             _ = history.window { window in
                 if let encoder = HistoryEncoder(window: window) { s.history = .ready(encoder) }
             }

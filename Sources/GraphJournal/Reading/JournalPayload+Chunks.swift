@@ -21,15 +21,21 @@ extension JournalPayload {
         let starts: [Int]
         switch ChunkedPayload.chunkStarts(stored, rawLength: record.rawLength) {
         case .success(let found): starts = found
-        case .failure(let problem): return (RecordCodec.decompressionProblem(of: record, problem.message, file: file), nil)
+        case .failure(let problem):
+            return (RecordCodec.decompressionProblem(of: record, problem.message, file: file), nil)
         }
         let memory = slots.reserve(ChunkStream.slotCount * JournalFormat.chunkSize)
-        reset(chunks: ChunkStream(stored: stored, starts: starts, rawLength: record.rawLength, slots: memory), rawLength: record.rawLength)
+        reset(
+            chunks: ChunkStream(stored: stored, starts: starts, rawLength: record.rawLength, slots: memory),
+            rawLength: record.rawLength)
         defer { reset(pieces: []) }
         var thrown: (any Error)?
         do { try body(self) } catch { thrown = error }
         guard finish() else {
-            return (RecordCodec.decompressionProblem(of: record, failure ?? "a chunk does not decompress", file: file), thrown)
+            return (
+                RecordCodec.decompressionProblem(of: record, failure ?? "a chunk does not decompress", file: file),
+                thrown
+            )
         }
         return (nil, thrown)
     }

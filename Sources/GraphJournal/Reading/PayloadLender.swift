@@ -20,7 +20,8 @@ final class PayloadLender {
     ///   sequence (for a chunk that does not, after `body` returned or threw, before what it
     ///   threw); or what `body` throws.
     func lend(
-        _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, path: String, payload: () -> Result<[UInt8], JournalError>,
+        _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, path: String,
+        payload: () -> Result<[UInt8], JournalError>,
         to body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
     ) throws -> Bool {
         guard let kind = JournalRecord.Kind(recordType: record.type) else { return false }

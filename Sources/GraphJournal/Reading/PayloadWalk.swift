@@ -78,7 +78,9 @@ struct PayloadWalk {
         self.window = window
         self.streamingChunks = streamingChunks
         self.body = body
-        chain = SegmentChain(listed: manifest.files, unlisted: try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest))
+        chain = SegmentChain(
+            listed: manifest.files,
+            unlisted: try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest))
     }
 
     /// Walks every live file in order, then returns the report.
@@ -86,7 +88,9 @@ struct PayloadWalk {
     /// - Throws: what `body` throws, or ``JournalError`` for a file that is not a regular one.
     mutating func run() throws -> JournalReport {
         while let link = chain.current {
-            if chain.fillGap(expecting: nextSequence, firstSequence: Journal.firstSequence(of: directory + "/" + link.name, fs: fs)) {
+            if chain.fillGap(
+                expecting: nextSequence, firstSequence: Journal.firstSequence(of: directory + "/" + link.name, fs: fs))
+            {
                 continue
             }
             let endsTorn = try walkFile(link)
@@ -104,18 +108,28 @@ struct PayloadWalk {
         report.files = chain.names
         if let highestVersion { report.formatVersion = Int(highestVersion) }
         for name in chain.adopted {
-            report.problems.append(.init(kind: .unlistedSegment, file: name, offset: nil, bytes: nil, recordsAfter: 0,
-                                         message: "not listed in MANIFEST but continues the sequence (a crash before MANIFEST was rewritten, or an older MANIFEST): open adds it to MANIFEST with its records"))
+            report.problems.append(
+                .init(
+                    kind: .unlistedSegment, file: name, offset: nil, bytes: nil, recordsAfter: 0,
+                    message:
+                        "not listed in MANIFEST but continues the sequence (a crash before MANIFEST was rewritten, or an older MANIFEST): open adds it to MANIFEST with its records"
+                ))
         }
         let firstLive = report.entries.first?.sequence ?? nextSequence ?? 0
         let (superseded, strays) = chain.unlisted.remaining(adopted: Set(chain.adopted), firstLiveSequence: firstLive)
         for stray in strays {
-            report.problems.append(.init(kind: .corruption, file: stray.name, offset: 0, bytes: Int64(stray.size), recordsAfter: stray.records,
-                                         message: SegmentSet.strayReason(stray)))
+            report.problems.append(
+                .init(
+                    kind: .corruption, file: stray.name, offset: 0, bytes: Int64(stray.size),
+                    recordsAfter: stray.records,
+                    message: SegmentSet.strayReason(stray)))
         }
         for name in (chain.unlisted.leftovers + superseded).sorted() {
-            report.problems.append(.init(kind: .leftoverFile, file: name, offset: nil, bytes: nil, recordsAfter: 0,
-                                         message: "not listed in MANIFEST and holds no record the live files lack: the next writer removes it"))
+            report.problems.append(
+                .init(
+                    kind: .leftoverFile, file: name, offset: nil, bytes: nil, recordsAfter: 0,
+                    message:
+                        "not listed in MANIFEST and holds no record the live files lack: the next writer removes it"))
         }
         return report
     }
@@ -157,9 +171,12 @@ struct PayloadWalk {
         report.problems.removeSubrange(problemsBefore...)
         let name = file.name
         let missing = if case .io(let errno, _) = error.code, errno == 2 { true } else { false }
-        report.problems.append(.init(kind: .corruption, file: name, offset: nil, bytes: nil, recordsAfter: 0,
-                                     message: missing ? "MANIFEST lists \(name), which does not exist (a segment is missing)"
-                                        : "listed in MANIFEST but unreadable: \(error)"))
+        report.problems.append(
+            .init(
+                kind: .corruption, file: name, offset: nil, bytes: nil, recordsAfter: 0,
+                message: missing
+                    ? "MANIFEST lists \(name), which does not exist (a segment is missing)"
+                    : "listed in MANIFEST but unreadable: \(error)"))
         nextSequence = nil
     }
 
@@ -170,13 +187,19 @@ struct PayloadWalk {
         let name = file.name
         let expectedKind: JournalFormat.SegmentKind = name.hasSuffix("." + JournalFormat.logExtension) ? .log : .base
         if header.kind != expectedKind || header.number != fileNumber(name) {
-            report.problems.append(.init(kind: .corruption, file: name, offset: 0, bytes: nil, recordsAfter: 0,
-                                         message: "segment header says \(header.kind) number \(header.number), which does not match the file name"))
+            report.problems.append(
+                .init(
+                    kind: .corruption, file: name, offset: 0, bytes: nil, recordsAfter: 0,
+                    message:
+                        "segment header says \(header.kind) number \(header.number), which does not match the file name"
+                ))
         }
         if let expected = nextSequence, header.firstSequence != expected {
-            report.problems.append(.init(kind: .corruption, file: name, offset: Int64(JournalFormat.SegmentHeaderField.firstSequence),
-                                         bytes: nil, recordsAfter: 0,
-                                         message: "starts at sequence \(header.firstSequence), expected \(expected)"))
+            report.problems.append(
+                .init(
+                    kind: .corruption, file: name, offset: Int64(JournalFormat.SegmentHeaderField.firstSequence),
+                    bytes: nil, recordsAfter: 0,
+                    message: "starts at sequence \(header.firstSequence), expected \(expected)"))
         }
     }
 
@@ -190,8 +213,10 @@ struct PayloadWalk {
             switch SegmentHeader.parse(raw, file: file.name) {
             case .success(let parsed): header = parsed
             case .failure(let error):
-                report.problems.append(.init(kind: .corruption, file: file.name, offset: error.offset, bytes: Int64(raw.count),
-                                             recordsAfter: 0, message: error.message))
+                report.problems.append(
+                    .init(
+                        kind: .corruption, file: file.name, offset: error.offset, bytes: Int64(raw.count),
+                        recordsAfter: 0, message: error.message))
                 nextSequence = nil
                 return
             }
@@ -205,9 +230,11 @@ struct PayloadWalk {
         nextSequence = scan.nextSequence
         if failure == nil, let damage = scan.damage {
             let torn = file.link.isTornTail(damage, kind: header.kind)
-            report.problems.append(.init(kind: torn ? .tornTail : .corruption, file: file.name, offset: Int64(damage.offset),
-                                         bytes: Int64(raw.count - damage.offset), recordsAfter: damage.recordsAfter,
-                                         message: damage.reason))
+            report.problems.append(
+                .init(
+                    kind: torn ? .tornTail : .corruption, file: file.name, offset: Int64(damage.offset),
+                    bytes: Int64(raw.count - damage.offset), recordsAfter: damage.recordsAfter,
+                    message: damage.reason))
         }
     }
 
@@ -227,7 +254,8 @@ struct PayloadWalk {
         var offset = JournalFormat.segmentHeaderSize
         var sequence = header.firstSequence
         while offset < size {
-            guard let record = try Self.cleanRecord(in: &bytes, at: offset, sequence: sequence, seed: header.seed) else {
+            guard let record = try Self.cleanRecord(in: &bytes, at: offset, sequence: sequence, seed: header.seed)
+            else {
                 // Not a clean record: the whole-file walk describes it, byte for byte.
                 let raw = try fs.readFile(fd, file.path, size: size, into: fileBuffer)
                 scanWhole(raw, resume: (header, offset, sequence))
@@ -250,7 +278,8 @@ struct PayloadWalk {
     private func streamedHeader(_ bytes: inout SegmentWindow) throws(JournalError) -> SegmentHeader? {
         let headerSize = JournalFormat.segmentHeaderSize
         guard try bytes.ensure(0, count: headerSize),
-              case .success(let header) = SegmentHeader.parse(UnsafeRawBufferPointer(rebasing: bytes.bytes[..<headerSize]), file: file.name)
+            case .success(let header) = SegmentHeader.parse(
+                UnsafeRawBufferPointer(rebasing: bytes.bytes[..<headerSize]), file: file.name)
         else { return nil }
         return header
     }
@@ -265,8 +294,9 @@ struct PayloadWalk {
         let storedLength = bytes.bytes.littleEndian(
             at: offset - bytes.start + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self)
         guard try bytes.ensure(offset, count: JournalFormat.recordHeaderSize + Int(storedLength)),
-              case .success(var found) = RecordCodec.record(in: bytes.bytes, at: offset - bytes.start, seed: seed, end: bytes.count),
-              found.sequence == sequence
+            case .success(var found) = RecordCodec.record(
+                in: bytes.bytes, at: offset - bytes.start, seed: seed, end: bytes.count),
+            found.sequence == sequence
         else { return nil }
         found.offset = offset
         return found
@@ -279,11 +309,14 @@ struct PayloadWalk {
     ) {
         var end = start
         while end + JournalFormat.recordHeaderSize <= bytes.start + bytes.count {
-            let storedLength = Int(bytes.bytes.littleEndian(
-                at: end - bytes.start + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self))
+            let storedLength = Int(
+                bytes.bytes.littleEndian(
+                    at: end - bytes.start + JournalFormat.RecordHeaderField.storedLength, as: UInt32.self))
             guard end + JournalFormat.recordHeaderSize + storedLength <= bytes.start + bytes.count,
-                  case .success(var found) = RecordCodec.record(in: bytes.bytes, at: end - bytes.start, seed: seed, end: bytes.count),
-                  found.sequence == sequence + UInt64(batch.records.count) else { return }
+                case .success(var found) = RecordCodec.record(
+                    in: bytes.bytes, at: end - bytes.start, seed: seed, end: bytes.count),
+                found.sequence == sequence + UInt64(batch.records.count)
+            else { return }
             found.offset = end
             guard batch.admits(found) else { return }
             batch.append(found)
@@ -343,8 +376,10 @@ struct PayloadWalk {
     /// - Parameter decoded: the payload, or why it does not decompress, when a
     ///   ``RecordBatch`` decompressed it already.
     /// - Returns: false once `body` threw.
-    private mutating func deliver(_ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int,
-                                  decoded: Result<UnsafeRawBufferPointer, LZ4Error>? = nil) -> Bool {
+    private mutating func deliver(
+        _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int,
+        decoded: Result<UnsafeRawBufferPointer, LZ4Error>? = nil
+    ) -> Bool {
         let entry = JournalReport.Entry(record, file: file.name)
         report.entries.append(entry)
         var problem: String?
@@ -352,22 +387,28 @@ struct PayloadWalk {
         if record.chunked && streamingChunks && !joinsHistory {
             problem = lendChunks(of: record, entry, in: bytes, at: base)
         } else if let history, history.enabled {
-            problem = history.withPayload(of: record, in: bytes, at: base, file: file.name, buffer: payloadBuffer) { bytes in
-                lend(bytes, entry)
-            }?.message
+            problem =
+                history.withPayload(of: record, in: bytes, at: base, file: file.name, buffer: payloadBuffer) { bytes in
+                    lend(bytes, entry)
+                }?.message
         } else if let decoded {
             switch decoded {
             case .success(let bytes): lend(bytes, entry)
-            case .failure(let error): problem = RecordCodec.decompressionProblem(of: record, "\(error)", file: file.name).message
+            case .failure(let error):
+                problem = RecordCodec.decompressionProblem(of: record, "\(error)", file: file.name).message
             }
         } else {
-            problem = RecordCodec.withPayload(of: record, in: bytes, at: base, file: file.name, buffer: payloadBuffer) { bytes in
-                lend(bytes, entry)
-            }?.message
+            problem =
+                RecordCodec.withPayload(of: record, in: bytes, at: base, file: file.name, buffer: payloadBuffer) {
+                    bytes in
+                    lend(bytes, entry)
+                }?.message
         }
         if let problem {
-            report.problems.append(.init(kind: .corruption, file: file.name, offset: Int64(record.offset), bytes: nil,
-                                         recordsAfter: 0, message: problem))
+            report.problems.append(
+                .init(
+                    kind: .corruption, file: file.name, offset: Int64(record.offset), bytes: nil,
+                    recordsAfter: 0, message: problem))
         }
         return failure == nil
     }
@@ -396,9 +437,10 @@ struct PayloadWalk {
 extension JournalReport.Entry {
     /// The entry of a valid record of the file `file`.
     init(_ record: ScannedRecord, file: String) {
-        self.init(file: file, offset: Int64(record.offset), sequence: record.sequence,
-                  kind: JournalRecord.Kind(recordType: record.type), type: record.type,
-                  storedLength: record.storedLength, rawLength: record.rawLength,
-                  compressed: record.compressed || record.chunked || record.history)
+        self.init(
+            file: file, offset: Int64(record.offset), sequence: record.sequence,
+            kind: JournalRecord.Kind(recordType: record.type), type: record.type,
+            storedLength: record.storedLength, rawLength: record.rawLength,
+            compressed: record.compressed || record.chunked || record.history)
     }
 }

@@ -75,7 +75,8 @@ final class RecordBatch {
 
     /// Whether `record` may join: its payload is raw or one block that fits what is left.
     func admits(_ record: ScannedRecord) -> Bool {
-        !record.chunked && !record.history && records.count < Self.recordLimit && (!record.compressed || rawBytes + record.rawLength <= Self.rawLimit)
+        !record.chunked && !record.history && records.count < Self.recordLimit
+            && (!record.compressed || rawBytes + record.rawLength <= Self.rawLimit)
     }
 
     /// Adds a record that ``admits(_:)`` accepted.
@@ -180,7 +181,8 @@ final class RecordBatch {
         if let error = errors[i] { return .failure(error) }
         guard let range = ranges[i] else {
             let stored = records[i].payloadRange
-            return .success(UnsafeRawBufferPointer(rebasing: bytes[(stored.lowerBound - base)..<(stored.upperBound - base)]))
+            return .success(
+                UnsafeRawBufferPointer(rebasing: bytes[(stored.lowerBound - base)..<(stored.upperBound - base)]))
         }
         return .success(UnsafeRawBufferPointer(rebasing: memory[range]))
     }

@@ -23,7 +23,9 @@ extension Journal {
     ///   ``JournalError/Code/corrupt`` (file and byte offset of the damage),
     ///   ``JournalError/Code/badHeader``, ``JournalError/Code/unsupportedVersion`` or
     ///   ``JournalError/Code/io(errno:operation:)``.
-    public static func open(directory: String, options: JournalOptions = JournalOptions()) throws(JournalError) -> Journal {
+    public static func open(
+        directory: String, options: JournalOptions = JournalOptions()
+    ) throws(JournalError) -> Journal {
         var stopped = false
         return try open(directory: directory, options: options, stopped: &stopped, sink: nil)
     }
@@ -66,7 +68,9 @@ extension Journal {
                                 begun = true
                                 try progress(0, bytesTotal)
                             }
-                            guard try lender.lend(record, in: bytes, path: path, payload: payload, to: body) else { return true }
+                            guard try lender.lend(record, in: bytes, path: path, payload: payload, to: body) else {
+                                return true
+                            }
                             try progress(bytesBefore + Int64(record.end), bytesTotal)
                             return true
                         } catch {
@@ -141,7 +145,8 @@ extension Journal {
     /// - Parameter options: durability, recovery, segment size, I/O layer and log sink.
     /// - Returns: the open journal.
     /// - Throws: ``JournalError``, as the `String` variant.
-    public static func open(directory: URL, options: JournalOptions = JournalOptions()) throws(JournalError) -> Journal {
+    public static func open(directory: URL, options: JournalOptions = JournalOptions()) throws(JournalError) -> Journal
+    {
         try open(directory: directory.path, options: options)
     }
 }

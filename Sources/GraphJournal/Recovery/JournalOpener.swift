@@ -14,7 +14,8 @@ struct JournalOpener {
     /// that damage there is reported as it is without a sink), hands nothing more, and throws
     /// ``stop`` before it changes anything on disk.
     typealias Sink = (
-        _ record: ScannedRecord, _ bytes: UnsafeRawBufferPointer, _ path: String, _ bytesBefore: Int64, _ bytesTotal: Int64,
+        _ record: ScannedRecord, _ bytes: UnsafeRawBufferPointer, _ path: String, _ bytesBefore: Int64,
+        _ bytesTotal: Int64,
         _ payload: @escaping () -> Result<[UInt8], JournalError>
     ) -> Bool
 
@@ -146,7 +147,10 @@ struct JournalOpener {
             }
             // A gap before this file, or a missing file, that an unlisted log fills: walk that
             // log first. (With no unlisted log, as at nearly every open, nothing is parsed twice.)
-            if chain.fillGap(expecting: live.tail.nextSequence, firstSequence: bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence) {
+            if chain.fillGap(
+                expecting: live.tail.nextSequence,
+                firstSequence: bytes.flatMap({ Self.header(of: $0, name: name) })?.firstSequence)
+            {
                 continue
             }
             guard let bytes else {
@@ -196,7 +200,9 @@ struct JournalOpener {
     /// its records to the tail, a torn tail to truncate, or the drop point.
     ///
     /// - Returns: whether the segment ends in a torn tail.
-    private mutating func add(_ bytes: [UInt8], link: SegmentChain.Link, to live: inout LiveChain) throws(JournalError) -> Bool {
+    private mutating func add(
+        _ bytes: [UInt8], link: SegmentChain.Link, to live: inout LiveChain
+    ) throws(JournalError) -> Bool {
         let name = link.name
         let check = try checkSegment(bytes, link: link, tail: &live.tail)
         if !live.names.contains(name) { bytesTotal += Int64(bytes.count) }  // an unlisted log adopted
@@ -210,8 +216,11 @@ struct JournalOpener {
         guard let torn = check.torn else { return false }
         let file = check.file
         live.pendingTruncation = file.size
-        report.tornTail = JournalOpenReport.TornTail(file: path(name), offset: file.size, bytes: torn.bytes, reason: torn.reason)
-        log("torn tail: \(torn.bytes) bytes at offset \(file.size) of \(path(name)) (\(torn.reason)); truncated before the next append")
+        report.tornTail = JournalOpenReport.TornTail(
+            file: path(name), offset: file.size, bytes: torn.bytes, reason: torn.reason)
+        log(
+            "torn tail: \(torn.bytes) bytes at offset \(file.size) of \(path(name)) (\(torn.reason)); truncated before the next append"
+        )
         return true
     }
 
@@ -227,20 +236,26 @@ struct JournalOpener {
         let adoptedSet = Set(live.adopted.filter { name in live.files.contains { $0.name == name } })
         let (superseded, strays) = unlisted.remaining(adopted: Set(live.adopted), firstLiveSequence: firstLive)
         if let stray = strays.first, !pointInTime {
-            throw JournalError(.corrupt, SegmentSet.strayReason(stray) + "; `repair --keep-prefix` moves it aside", file: path(stray.name), offset: 0)
+            throw JournalError(
+                .corrupt, SegmentSet.strayReason(stray) + "; `repair --keep-prefix` moves it aside",
+                file: path(stray.name), offset: 0)
         }
         var removable = unlisted.leftovers + superseded
         if let drop = live.drop {
-            removable += try dropForRecovery(drop, manifest: &manifest, chain: live.names, files: &live.files, tail: live.tail,
-                                             nextFileNumber: &nextFileNumber)
+            removable += try dropForRecovery(
+                drop, manifest: &manifest, chain: live.names, files: &live.files, tail: live.tail,
+                nextFileNumber: &nextFileNumber)
         } else if !adoptedSet.isEmpty {
             manifest = Manifest(files: live.files.map(\.name))
             var renamed = false
-            try fs.replaceFile(path(JournalFormat.manifestFileName), with: manifest.encoded(), directory: directory, renamed: &renamed)
+            try fs.replaceFile(
+                path(JournalFormat.manifestFileName), with: manifest.encoded(), directory: directory, renamed: &renamed)
         }
         for name in live.adopted where adoptedSet.contains(name) {
             report.adoptedFiles.append(path(name))
-            log("\(path(name)) was not listed in MANIFEST but continues the sequence: added to MANIFEST with its records")
+            log(
+                "\(path(name)) was not listed in MANIFEST but continues the sequence: added to MANIFEST with its records"
+            )
         }
         if !strays.isEmpty { try moveAside(strays) }
         try removeLeftovers(removable)
@@ -253,7 +268,9 @@ struct JournalOpener {
     }
 
     /// Checks one segment, adding its records to `tail`.
-    private func checkSegment(_ bytes: [UInt8], link: SegmentChain.Link, tail: inout Tail) throws(JournalError) -> SegmentCheck {
+    private func checkSegment(
+        _ bytes: [UInt8], link: SegmentChain.Link, tail: inout Tail
+    ) throws(JournalError) -> SegmentCheck {
         let (name, index, isLast) = (link.name, link.index, link.isLast)
         let filePath = path(name)
         let header: SegmentHeader
@@ -262,25 +279,32 @@ struct JournalOpener {
         case .failure(let problem):
             guard pointInTime, problem.error.code != .unsupportedVersion else { throw problem.error }
             let placeholder = SegmentHeader(kind: .log, salt: 0, number: 0, firstSequence: 0)
-            return SegmentCheck(file: LiveFile(name: name, header: problem.header ?? placeholder, size: 0),
-                                drop: DropPoint(index: index, offset: 0, reason: problem.error.message, recordsAfter: 0))
+            return SegmentCheck(
+                file: LiveFile(name: name, header: problem.header ?? placeholder, size: 0),
+                drop: DropPoint(index: index, offset: 0, reason: problem.error.message, recordsAfter: 0))
         }
         if index == 0 { tail.nextSequence = header.firstSequence }
         let scan = scanRecords(bytes, header: header, path: filePath, tail: &tail)
         let file = LiveFile(name: name, header: header, size: Int64(scan.validEnd))
         guard let damage = scan.damage else { return SegmentCheck(file: file, records: scan.records) }
         if link.isTornTail(damage, kind: header.kind) {
-            return SegmentCheck(file: file, torn: (Int64(bytes.count - damage.offset), damage.reason), records: scan.records)
+            return SegmentCheck(
+                file: file, torn: (Int64(bytes.count - damage.offset), damage.reason), records: scan.records)
         }
         if pointInTime {
             // The point-in-time cut: the records before the damage are kept.
-            return SegmentCheck(file: file, drop: DropPoint(index: index, offset: damage.offset, reason: damage.reason,
-                                                            recordsAfter: damage.recordsDropped), records: scan.records)
+            return SegmentCheck(
+                file: file,
+                drop: DropPoint(
+                    index: index, offset: damage.offset, reason: damage.reason,
+                    recordsAfter: damage.recordsDropped), records: scan.records)
         }
-        let after = damage.recordsAfter > 0
+        let after =
+            damage.recordsAfter > 0
             ? "; \(damage.recordsAfter) valid record(s) follow, from offset \(damage.resyncOffset ?? 0)"
             : (isLast ? "" : "; later segments follow")
-        throw JournalError(.corrupt, damage.reason + after, file: filePath, offset: Int64(damage.offset), sequence: scan.nextSequence)
+        throw JournalError(
+            .corrupt, damage.reason + after, file: filePath, offset: Int64(damage.offset), sequence: scan.nextSequence)
     }
 
     /// The segment's header, parsed and checked against the file's name and, after the first
@@ -298,12 +322,14 @@ struct JournalOpener {
         if header.kind != expectedKind || header.number != fileNumber(name) {
             problem = "segment header says \(header.kind) number \(header.number), which does not match the file name"
         } else if index > 0, header.firstSequence != nextSequence {
-            problem = "segment starts at sequence \(header.firstSequence) but the previous one ends before \(nextSequence) (a segment is missing?)"
+            problem =
+                "segment starts at sequence \(header.firstSequence) but the previous one ends before \(nextSequence) (a segment is missing?)"
         } else {
             return .success(header)
         }
         let offset = Int64(JournalFormat.SegmentHeaderField.firstSequence)
-        return .failure(HeaderProblem(error: JournalError(.corrupt, problem, file: path(name), offset: offset), header: header))
+        return .failure(
+            HeaderProblem(error: JournalError(.corrupt, problem, file: path(name), offset: offset), header: header))
     }
 
     /// Scans the segment's records, counting them into `tail`, its end moved to theirs.
@@ -322,7 +348,8 @@ struct JournalOpener {
             let scan = RecordCodec.scan(bytes, header: header, unreadable: unreadable) { record in
                 if keepsRecords { records.append(record) }
                 running.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
-                running.noteOrigin(type: record.type, payload: try? RecordCodec.payload(of: record, in: bytes, file: filePath).get())
+                running.noteOrigin(
+                    type: record.type, payload: try? RecordCodec.payload(of: record, in: bytes, file: filePath).get())
                 if record.type == JournalFormat.RecordType.schema.rawValue {
                     lastSchema = record
                     running.schemaVersions += 1
@@ -354,21 +381,28 @@ struct JournalOpener {
             var holdsRecords = bytes.count > JournalFormat.segmentHeaderSize
             if case .success(let header) = SegmentHeader.parse(bytes, file: name) {
                 holdsRecords = false
-                _ = RecordCodec.scan(bytes, header: header) { _ in holdsRecords = true; return false }
+                _ = RecordCodec.scan(bytes, header: header) { _ in
+                    holdsRecords = true; return false
+                }
             }
             if holdsRecords {
-                throw JournalError(.corrupt, "MANIFEST is missing but \(name) holds records; restore MANIFEST or move the segments away", file: path(JournalFormat.manifestFileName))
+                throw JournalError(
+                    .corrupt,
+                    "MANIFEST is missing but \(name) holds records; restore MANIFEST or move the segments away",
+                    file: path(JournalFormat.manifestFileName))
             }
         }
-        let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: 1,
-                                   version: options.logVersion)
+        let header = SegmentHeader(
+            kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: 1,
+            version: options.logVersion)
         let name = fileName(header.number, .log)
         nextFileNumber += 1
         try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
         try fs.rename(path(name) + JournalFormat.temporarySuffix, path(name))
         let manifest = Manifest(files: [name])
         var renamed = false
-        try fs.replaceFile(path(JournalFormat.manifestFileName), with: manifest.encoded(), directory: directory, renamed: &renamed)
+        try fs.replaceFile(
+            path(JournalFormat.manifestFileName), with: manifest.encoded(), directory: directory, renamed: &renamed)
         log("created journal \(directory) with segment \(name)")
         return manifest
     }
@@ -378,7 +412,8 @@ struct JournalOpener {
     ///
     /// - Returns: the files wholly dropped (now saved aside), for removal.
     private mutating func dropForRecovery(
-        _ drop: DropPoint, manifest: inout Manifest, chain: [String], files: inout [LiveFile], tail: Tail, nextFileNumber: inout UInt64
+        _ drop: DropPoint, manifest: inout Manifest, chain: [String], files: inout [LiveFile], tail: Tail,
+        nextFileNumber: inout UInt64
     ) throws(JournalError) -> [String] {
         let stamp = Self.timestamp()
         var recordsDropped = drop.recordsAfter
@@ -398,15 +433,21 @@ struct JournalOpener {
             if index > drop.index {
                 if case .success(let header) = SegmentHeader.parse(bytes, file: name) {
                     var count = 0
-                    let scan = RecordCodec.scan(bytes, header: header) { _ in count += 1; return true }
+                    let scan = RecordCodec.scan(bytes, header: header) { _ in
+                        count += 1; return true
+                    }
                     recordsDropped += count + (scan.damage?.recordsAfter ?? 0)
                 }
             }
             let saved = try uniqueAsideName(for: name, stamp: stamp)
             try fs.writeNewFile(saved, Array(bytes[min(start, bytes.count)...]))
-            report.dropped.append(.init(file: path(name), offset: Int64(start), bytes: Int64(bytes.count - start), savedAs: saved,
-                                        reason: index == drop.index ? drop.reason : "follows the damage"))
-            log("point-in-time recovery: saved \(bytes.count - start) bytes of \(path(name)) from offset \(start) to \(saved)")
+            report.dropped.append(
+                .init(
+                    file: path(name), offset: Int64(start), bytes: Int64(bytes.count - start), savedAs: saved,
+                    reason: index == drop.index ? drop.reason : "follows the damage"))
+            log(
+                "point-in-time recovery: saved \(bytes.count - start) bytes of \(path(name)) from offset \(start) to \(saved)"
+            )
             if index > drop.index || start == 0 { whollyDropped.append(name) }
         }
         try fs.syncDirectory(directory)
@@ -414,8 +455,9 @@ struct JournalOpener {
 
         var kept = files
         if kept.last?.header.kind != .log {
-            let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: tail.nextSequence,
-                                       version: options.logVersion)
+            let header = SegmentHeader(
+                kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: tail.nextSequence,
+                version: options.logVersion)
             let name = fileName(header.number, .log)
             nextFileNumber += 1
             try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
@@ -424,7 +466,8 @@ struct JournalOpener {
         }
         manifest = Manifest(files: kept.map(\.name))
         var renamed = false
-        try fs.replaceFile(path(JournalFormat.manifestFileName), with: manifest.encoded(), directory: directory, renamed: &renamed)
+        try fs.replaceFile(
+            path(JournalFormat.manifestFileName), with: manifest.encoded(), directory: directory, renamed: &renamed)
         if drop.offset > 0, let truncated = files.last {
             let fd = try fs.open(path(truncated.name), .readWrite)
             defer { fs.closeQuietly(fd) }
@@ -456,7 +499,8 @@ struct JournalOpener {
             let saved = try uniqueAsideName(for: stray.name, stamp: stamp)
             try fs.rename(path(stray.name), saved)
             let reason = SegmentSet.strayReason(stray)
-            report.dropped.append(.init(file: path(stray.name), offset: 0, bytes: Int64(stray.size), savedAs: saved, reason: reason))
+            report.dropped.append(
+                .init(file: path(stray.name), offset: 0, bytes: Int64(stray.size), savedAs: saved, reason: reason))
             report.recordsDropped += stray.records
             log("point-in-time recovery: moved \(path(stray.name)) aside to \(saved) (\(reason))")
         }

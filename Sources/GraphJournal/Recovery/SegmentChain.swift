@@ -63,7 +63,9 @@ struct SegmentChain {
     var current: Link? {
         guard index < names.count else { return nil }
         let name = names[index]
-        return Link(name: name, index: index, isLast: index == names.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0))
+        return Link(
+            name: name, index: index, isLast: index == names.count - 1 && !unlisted.hasLog(after: fileNumber(name) ?? 0)
+        )
     }
 
     /// The gap-fill rule: when the current file does not start at `expected` (where the file
@@ -75,7 +77,8 @@ struct SegmentChain {
     /// - Returns: whether a log was inserted: ``current`` is then that log.
     mutating func fillGap(expecting expected: UInt64?, firstSequence: @autoclosure () -> UInt64?) -> Bool {
         guard index > 0, index < names.count, !unlisted.logs.isEmpty, let expected, firstSequence() != expected,
-              let fill = unlisted.continuation(at: expected, after: fileNumber(names[index - 1]), before: fileNumber(names[index]))
+            let fill = unlisted.continuation(
+                at: expected, after: fileNumber(names[index - 1]), before: fileNumber(names[index]))
         else { return false }
         names.insert(fill.name, at: index)
         adopted.append(fill.name)
@@ -87,7 +90,8 @@ struct SegmentChain {
     /// torn, the unlisted log that continues the sequence, numbered above it, joins the chain.
     mutating func advance(endsTorn: Bool, nextSequence: UInt64?) {
         if index == names.count - 1, !endsTorn, let nextSequence,
-           let next = unlisted.continuation(at: nextSequence, after: fileNumber(names[index]), before: nil) {
+            let next = unlisted.continuation(at: nextSequence, after: fileNumber(names[index]), before: nil)
+        {
             names.append(next.name)
             adopted.append(next.name)
         }

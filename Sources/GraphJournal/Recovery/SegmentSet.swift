@@ -51,7 +51,9 @@ struct SegmentSet {
             }
             let bytes = try fs.readFile(directory + "/" + name)
             let unlisted = Self.unlistedLog(bytes, name: name, number: number)
-            if unlisted.header == nil && unlisted.size <= JournalFormat.segmentHeaderSize || unlisted.header != nil && unlisted.records == 0 {
+            if unlisted.header == nil && unlisted.size <= JournalFormat.segmentHeaderSize
+                || unlisted.header != nil && unlisted.records == 0
+            {
                 leftovers.append(name)
             } else {
                 logs.append(unlisted)
@@ -64,7 +66,8 @@ struct SegmentSet {
     private static func unlistedLog(_ bytes: [UInt8], name: String, number: UInt64) -> Unlisted {
         var file = Unlisted(name: name, header: nil, size: bytes.count, records: 0)
         guard case .success(let header) = SegmentHeader.parse(bytes, file: name), header.number == number,
-              header.kind == .log else { return file }
+            header.kind == .log
+        else { return file }
         file.header = header
         _ = RecordCodec.scan(bytes, header: header) { record in
             file.records += 1
@@ -113,6 +116,7 @@ struct SegmentSet {
         guard file.header != nil, let first = file.firstRecordSequence, let last = file.lastRecordSequence else {
             return "not listed in MANIFEST, and its \(file.size) bytes do not start with a valid segment header"
         }
-        return "not listed in MANIFEST, and its \(file.records) valid record(s) (sequences \(first)...\(last)) do not continue the live sequence"
+        return
+            "not listed in MANIFEST, and its \(file.records) valid record(s) (sequences \(first)...\(last)) do not continue the live sequence"
     }
 }

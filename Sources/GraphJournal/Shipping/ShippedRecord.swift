@@ -42,16 +42,23 @@ public struct ShippedRecord: Sendable, Hashable {
         let record: ScannedRecord
         switch checked {
         case .success(let r): record = r
-        case .failure(let problem): throw JournalError(.corrupt, "shipped record of \(wire.count) bytes: \(problem.reason)")
+        case .failure(let problem):
+            throw JournalError(.corrupt, "shipped record of \(wire.count) bytes: \(problem.reason)")
         }
         guard record.end == wire.count else {
-            throw JournalError(.corrupt, "shipped record of \(wire.count) bytes holds \(record.end - wire.count) bytes after its payload")
+            throw JournalError(
+                .corrupt,
+                "shipped record of \(wire.count) bytes holds \(record.end - wire.count) bytes after its payload")
         }
         guard let kind = JournalRecord.Kind(recordType: record.type) else {
-            throw JournalError(.corrupt, "shipped record \(record.sequence) has type \(record.type), which is not shipped")
+            throw JournalError(
+                .corrupt, "shipped record \(record.sequence) has type \(record.type), which is not shipped")
         }
         guard !record.history else {
-            throw JournalError(.corrupt, "shipped record \(record.sequence) copies from its segment's history (flag 0x4); shipped records are self-contained")
+            throw JournalError(
+                .corrupt,
+                "shipped record \(record.sequence) copies from its segment's history (flag 0x4); shipped records are self-contained"
+            )
         }
         self.sequence = record.sequence
         self.kind = kind
@@ -182,8 +189,10 @@ extension Journal {
                 try body(ShippedRecord(payload: try payload().get(), sequence: record.sequence, type: type, kind: kind))
                 return
             }
-            try body(ShippedRecord(
-                segmentRecord: UnsafeRawBufferPointer(rebasing: bytes[record.offset..<record.end]), sequence: record.sequence, kind: kind))
+            try body(
+                ShippedRecord(
+                    segmentRecord: UnsafeRawBufferPointer(rebasing: bytes[record.offset..<record.end]),
+                    sequence: record.sequence, kind: kind))
         }
     }
 }

@@ -30,11 +30,13 @@ extension Journal {
         let shipping = options.onDurable != nil
         return try appendRecord(storedBound: payload.count, schema: schema) { buffer, seed, sequence, history in
             let start = buffer.count
-            let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: sequence, type: .transaction, payload: payload, history: history)
+            let stored = RecordCodec.append(
+                to: &buffer, seed: seed, sequence: sequence, type: .transaction, payload: payload, history: history)
             var selfContained: [UInt8]?
             if shipping, buffer[start + JournalFormat.RecordHeaderField.flags] == JournalFormat.flagHistory {
                 var wire: [UInt8] = []
-                RecordCodec.append(to: &wire, seed: ShippedRecord.wireSeed, sequence: sequence, type: .transaction, payload: payload)
+                RecordCodec.append(
+                    to: &wire, seed: ShippedRecord.wireSeed, sequence: sequence, type: .transaction, payload: payload)
                 selfContained = wire
             }
             return AppendedRecord(raw: payload.count, stored: stored, selfContained: selfContained)
@@ -60,13 +62,15 @@ extension Journal {
         guard chunked.storedCount < chunked.rawCount else {
             // Chunks that do not shrink the payload: stored raw, as the format requires.
             guard let raw = chunked.rawPayload() else {
-                throw JournalError(.corrupt, "a chunked payload compressed in memory did not decompress again; nothing was written")
+                throw JournalError(
+                    .corrupt, "a chunked payload compressed in memory did not decompress again; nothing was written")
             }
             return try append(raw, schema: schema)
         }
         // Only the headers and the chunk table go through the buffer; the chunks are written
         // from where they are.
-        return try appendRecord(storedBound: chunked.storedCount, bufferedPayload: chunked.table.count, schema: schema) { buffer, seed, sequence, _ in
+        return try appendRecord(storedBound: chunked.storedCount, bufferedPayload: chunked.table.count, schema: schema)
+        { buffer, seed, sequence, _ in
             // Chunked payloads (4 MiB and more) never join a history.
             RecordCodec.appendChunkedHeader(to: &buffer, seed: seed, sequence: sequence, type: .transaction, chunked)
             return AppendedRecord(raw: chunked.rawCount, stored: chunked.storedCount, blocks: chunked.blocks)
@@ -89,9 +93,11 @@ extension Journal {
             try s.checkUsable()
             try applyPendingTruncation(&s)
             let newSchema = schema.flatMap { $0 == s.tail.schema ? nil : $0 }
-            let worstCase = 3 * JournalFormat.recordHeaderSize + storedBound + (newSchema?.count ?? 0) + (origin?.count ?? 0)
+            let worstCase =
+                3 * JournalFormat.recordHeaderSize + storedBound + (newSchema?.count ?? 0) + (origin?.count ?? 0)
             if s.tail.end + Int64(worstCase) > Int64(options.segmentSize),
-               s.tail.end > Int64(JournalFormat.segmentHeaderSize) {
+                s.tail.end > Int64(JournalFormat.segmentHeaderSize)
+            {
                 try roll(&s)
             }
             var buffer: [UInt8] = []
@@ -100,11 +106,15 @@ extension Journal {
             let seed = s.activeSeed
             let history = try activeHistory(&s)
             let schemaSequence = tail.nextSequence
-            if let newSchema { Self.appendSchemaRecord(newSchema, to: &buffer, seed: seed, tail: &tail, history: history) }
+            if let newSchema {
+                Self.appendSchemaRecord(newSchema, to: &buffer, seed: seed, tail: &tail, history: history)
+            }
             let schemaEnd = buffer.count
             // A leftover origin record (a torn shipped append) must not describe this record.
             if let origin = origin ?? (tail.pendingOrigin == nil ? nil : []) {
-                let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin, history: history)
+                let stored = RecordCodec.append(
+                    to: &buffer, seed: seed, sequence: tail.nextSequence, type: .origin, payload: origin,
+                    history: history)
                 tail.add(rawBytes: origin.count, storedBytes: stored)
                 tail.noteOrigin(type: JournalFormat.RecordType.origin.rawValue, payload: origin)
             }
@@ -120,20 +130,28 @@ extension Journal {
             if options.onDurable != nil {
                 buffer.withUnsafeBytes { b in
                     if newSchema != nil {
-                        s.undelivered.append(ShippedRecord(
-                            segmentRecord: UnsafeRawBufferPointer(rebasing: b[..<schemaEnd]), sequence: schemaSequence, kind: .schema))
+                        s.undelivered.append(
+                            ShippedRecord(
+                                segmentRecord: UnsafeRawBufferPointer(rebasing: b[..<schemaEnd]),
+                                sequence: schemaSequence, kind: .schema))
                     }
                 }
                 // The bytes just written, shared, not copied: the record is put together on the
                 // shipper's thread (a large save's record is tens of megabytes).
                 if let selfContained = appended.selfContained {
                     // A record that copies from the segment's history travels self-contained.
-                    s.undelivered.append(ShippedRecord(pieces: [selfContained[...]], sequence: sequence, kind: .transaction))
+                    s.undelivered.append(
+                        ShippedRecord(pieces: [selfContained[...]], sequence: sequence, kind: .transaction))
                 } else {
-                    s.undelivered.append(ShippedRecord(pieces: [buffer[recordStart...]] + blocks.map { $0[...] }, sequence: sequence, kind: .transaction))
+                    s.undelivered.append(
+                        ShippedRecord(
+                            pieces: [buffer[recordStart...]] + blocks.map { $0[...] }, sequence: sequence,
+                            kind: .transaction))
                 }
             }
-            return Ticket(sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: isSyncDue(s))
+            return Ticket(
+                sequence: sequence, end: tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: isSyncDue(s)
+            )
         }
         switch options.durability {
         case .always: try syncThrough(ticket)
@@ -159,14 +177,20 @@ extension Journal {
     /// - Throws: ``JournalError`` as ``append(_:schema:)-([UInt8],_)``; code `corrupt` for a
     ///   record that is not a transaction, `payloadTooLarge` for an origin over 1 KiB.
     @discardableResult
-    public func append(shipped record: ShippedRecord, schema: [UInt8]?, origin: [UInt8]?) throws(JournalError) -> UInt64 {
+    public func append(shipped record: ShippedRecord, schema: [UInt8]?, origin: [UInt8]?) throws(JournalError) -> UInt64
+    {
         guard record.kind == .transaction else {
-            throw JournalError(.corrupt, "shipped record \(record.sequence) is a \(record.kind) record; only transactions are appended")
+            throw JournalError(
+                .corrupt, "shipped record \(record.sequence) is a \(record.kind) record; only transactions are appended"
+            )
         }
-        guard (origin?.count ?? 0) <= 1024 else { throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes") }
+        guard (origin?.count ?? 0) <= 1024 else {
+            throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes")
+        }
         // The shipped payload is written as received; a small one still joins the history.
         let raw: [UInt8]? = record.rawLength <= JournalFormat.historyRecordLimit ? try record.payload() : nil
-        return try appendRecord(storedBound: record.storedLength, schema: schema, origin: origin) { buffer, seed, sequence, history in
+        return try appendRecord(storedBound: record.storedLength, schema: schema, origin: origin) {
+            buffer, seed, sequence, history in
             let start = buffer.count
             buffer.append(contentsOf: record.wire)
             buffer.storeLittleEndian(sequence, at: start + JournalFormat.RecordHeaderField.sequence)
@@ -228,7 +252,8 @@ extension Journal {
     static func appendSchemaRecord(
         _ schema: [UInt8], to buffer: inout [UInt8], seed: UInt32, tail: inout Tail, history: HistoryEncoder? = nil
     ) {
-        let stored = RecordCodec.append(to: &buffer, seed: seed, sequence: tail.nextSequence, type: .schema, payload: schema, history: history)
+        let stored = RecordCodec.append(
+            to: &buffer, seed: seed, sequence: tail.nextSequence, type: .schema, payload: schema, history: history)
         tail.add(rawBytes: schema.count, storedBytes: stored)
         tail.schema = schema
         tail.schemaVersions += 1
@@ -240,7 +265,9 @@ extension Journal {
     /// the next append) and the error is thrown.
     ///
     /// - Returns: the segment's new end.
-    private func writeAtEnd(_ buffer: [UInt8], _ blocks: [[UInt8]], _ s: inout WriterState) throws(JournalError) -> Int64 {
+    private func writeAtEnd(
+        _ buffer: [UInt8], _ blocks: [[UInt8]], _ s: inout WriterState
+    ) throws(JournalError) -> Int64 {
         let path = self.path(s.files[s.files.count - 1].name)
         do throws(JournalError) {
             var at = s.tail.end

@@ -11,7 +11,9 @@ extension Journal {
     public func sync() throws(JournalError) {
         let ticket = try state.withLock { (s) throws(JournalError) -> Ticket in
             try s.checkUsable()
-            return Ticket(sequence: s.tail.nextSequence - 1, end: s.tail.end, epoch: s.epoch, segment: s.activeHeader.number, syncDue: true)
+            return Ticket(
+                sequence: s.tail.nextSequence - 1, end: s.tail.end, epoch: s.epoch, segment: s.activeHeader.number,
+                syncDue: true)
         }
         try syncThrough(ticket)
         deliverDurable()
@@ -29,18 +31,22 @@ extension Journal {
             let snapshot = state.withLock { s in
                 let retired = s.retiredFDs
                 s.retiredFDs = []
-                return (fd: s.activeFD, header: s.activeHeader, name: s.files[s.files.count - 1].name,
-                        tail: s.tail, start: s.segmentStartTail, epoch: s.epoch, broken: s.broken,
-                        closed: s.closed, retired: retired)
+                return (
+                    fd: s.activeFD, header: s.activeHeader, name: s.files[s.files.count - 1].name,
+                    tail: s.tail, start: s.segmentStartTail, epoch: s.epoch, broken: s.broken,
+                    closed: s.closed, retired: retired
+                )
             }
             // Only fdatasync runs outside `state`, always under `gate`: closing retired
             // descriptors here cannot race with it.
             for fd in snapshot.retired { fs.closeQuietly(fd) }
             if snapshot.closed { throw JournalError(.closed, "the journal is closed", file: directory) }
-            for cut in g.truncations where cut.epoch >= ticket.epoch && cut.segment == ticket.segment && ticket.end > cut.end {
-                throw JournalError(.io(errno: 5, operation: "fdatasync"),
-                                   "record \(ticket.sequence) was discarded: the fdatasync that should have covered it failed",
-                                   file: path(snapshot.name))
+            for cut in g.truncations
+            where cut.epoch >= ticket.epoch && cut.segment == ticket.segment && ticket.end > cut.end {
+                throw JournalError(
+                    .io(errno: 5, operation: "fdatasync"),
+                    "record \(ticket.sequence) was discarded: the fdatasync that should have covered it failed",
+                    file: path(snapshot.name))
             }
             if let broken = snapshot.broken { throw broken }
             if ticket.segment != snapshot.header.number { return }  // roll or compaction synced it
@@ -64,10 +70,14 @@ extension Journal {
                         s.pendingTruncation = g.synced.end
                         try? applyPendingTruncation(&s)
                         s.history = .rebuild
-                        log("fdatasync failed (\(error)); truncated \(path(snapshot.name)) back to \(g.synced.end) bytes")
+                        log(
+                            "fdatasync failed (\(error)); truncated \(path(snapshot.name)) back to \(g.synced.end) bytes"
+                        )
                     } else {
-                        s.broken = JournalError(.needsReopen, "an fdatasync failed (\(error)); acknowledged records may be lost, reopen the journal",
-                                                file: path(snapshot.name))
+                        s.broken = JournalError(
+                            .needsReopen,
+                            "an fdatasync failed (\(error)); acknowledged records may be lost, reopen the journal",
+                            file: path(snapshot.name))
                     }
                 }
                 throw error

@@ -7,8 +7,9 @@ extension Journal {
         let oldPath = path(s.files[s.files.count - 1].name)
         try fs.fdatasync(s.activeFD, oldPath)
         s.durableBefore = max(s.durableBefore, s.tail.nextSequence)
-        let header = SegmentHeader(kind: .log, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence,
-                                   version: options.logVersion)
+        let header = SegmentHeader(
+            kind: .log, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence,
+            version: options.logVersion)
         let name = fileName(header.number, .log)
         try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
         do throws(JournalError) { try fs.rename(path(name) + JournalFormat.temporarySuffix, path(name)) } catch {
@@ -17,11 +18,13 @@ extension Journal {
         }
         var renamed = false
         do throws(JournalError) {
-            try fs.replaceFile(path(JournalFormat.manifestFileName), with: Manifest(files: s.files.map(\.name) + [name]).encoded(),
-                               directory: directory, renamed: &renamed)
+            try fs.replaceFile(
+                path(JournalFormat.manifestFileName), with: Manifest(files: s.files.map(\.name) + [name]).encoded(),
+                directory: directory, renamed: &renamed)
         } catch {
             if renamed {
-                s.broken = JournalError(.needsReopen, "MANIFEST was replaced but the directory fsync failed: \(error)", file: directory)
+                s.broken = JournalError(
+                    .needsReopen, "MANIFEST was replaced but the directory fsync failed: \(error)", file: directory)
             } else {
                 try? fs.unlink(path(name))
             }

@@ -69,7 +69,9 @@ public actor AsyncStore {
         let groupCommit = if case .always = options.durability { true } else { false }
         // The syncs are the group committer's: the journal itself does not wait for them.
         if groupCommit { journalOptions.durability = .none }
-        self.init(store: try ObjectStore.open(at: directory, schema: schema, options: journalOptions), groupCommit: groupCommit)
+        self.init(
+            store: try ObjectStore.open(at: directory, schema: schema, options: journalOptions),
+            groupCommit: groupCommit)
     }
 
     /// Takes over `store`, which must not be used elsewhere afterwards (the compiler checks:
@@ -86,7 +88,8 @@ public actor AsyncStore {
         store.context.ensureObservers().changeHub = changeHub
         // With group commit a save is published, delivered and confirmed once the shared sync
         // made it durable: the context saves through a door that holds them back until then.
-        let door = groupCommit ? GroupCommitDoor(wrapping: store.door, snapshots: publisher.hub, changes: changeHub) : nil
+        let door =
+            groupCommit ? GroupCommitDoor(wrapping: store.door, snapshots: publisher.hub, changes: changeHub) : nil
         if let door { store.context.door = door }
         self.groupCommit = door
         committer = door?.committer
@@ -170,7 +173,8 @@ public actor AsyncStore {
     /// - Throws: ``StoreError`` of the first record that fails (the ones before it stay
     ///   applied), or the group commit's sync failure.
     @discardableResult
-    public func applyShipped(_ records: [(record: ShippedRecord, schema: [UInt8], origin: [UInt8])]) async throws -> Int {
+    public func applyShipped(_ records: [(record: ShippedRecord, schema: [UInt8], origin: [UInt8])]) async throws -> Int
+    {
         for r in records {
             try store.applyShipped(r.record, schema: r.schema, origin: r.origin)
             // With group commit the record is durable, and its snapshot published, once the
@@ -235,7 +239,9 @@ public actor AsyncStore {
         // journal is closed (and its lock released) whatever happened to the syncs.
         var failure: StoreError?
         if let committer {
-            do { try await committer.waitDurable(publishing: nil) } catch let error as StoreError { failure = error } catch {}
+            do { try await committer.waitDurable(publishing: nil) } catch let error as StoreError {
+                failure = error
+            } catch {}
         }
         store.context.observers?.changeHub = nil
         changeHub.finish()

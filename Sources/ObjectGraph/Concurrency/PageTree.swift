@@ -91,7 +91,8 @@ struct PageTree<Page: TreePage>: @unchecked Sendable {
     mutating func removePage(_ p: Int, generation: UInt64) {
         let n = p >> Self.fanoutShift
         guard n < root.count, let existing = root[n], existing.pages[p & (Self.fanout - 1)] != nil else { return }
-        let node = existing.generation == generation ? existing : TreeNode(generation: generation, pages: existing.pages)
+        let node =
+            existing.generation == generation ? existing : TreeNode(generation: generation, pages: existing.pages)
         node.pages[p & (Self.fanout - 1)] = nil
         root[n] = node.pages.contains { $0 != nil } ? node : nil
     }

@@ -54,7 +54,9 @@ final class SnapshotHub: Sendable {
 
     var statistics: SnapshotStatistics {
         state.withLock { s in
-            SnapshotStatistics(version: s.snapshot.version, publishes: s.publishes, lastPublish: s.lastPublish, totalPublish: s.totalPublish)
+            SnapshotStatistics(
+                version: s.snapshot.version, publishes: s.publishes, lastPublish: s.lastPublish,
+                totalPublish: s.totalPublish)
         }
     }
 }
@@ -118,7 +120,8 @@ final class SnapshotPublisher {
     /// Copies the lists the last transaction changed into the snapshot's links: the owners its
     /// link changes touched and the partners of the objects it deleted (`deleted`: per entity,
     /// the serials and, while they are not freed yet, the rows). Returns whether any changed.
-    private func publishLinks(_ context: ModelContext, deleted: [(entity: Int, serials: [UInt64], rows: [Int])]) -> Bool {
+    private func publishLinks(_ context: ModelContext, deleted: [(entity: Int, serials: [UInt64], rows: [Int])]) -> Bool
+    {
         var changed = false
         for (k, l) in context.links.enumerated() {
             for side in 0..<2 {
@@ -181,7 +184,8 @@ final class SnapshotPublisher {
         if !context.links.isEmpty {
             // The deleted objects' rows are freed already; their partners were noted then.
             let deleted = changes.entities.compactMap { c in
-                c.deletedSerials.isEmpty ? nil : context.schema.indexByName[c.entityName].map { ($0, c.deletedSerials, [Int]()) }
+                c.deletedSerials.isEmpty
+                    ? nil : context.schema.indexByName[c.entityName].map { ($0, c.deletedSerials, [Int]()) }
             }
             if publishLinks(context, deleted: deleted) { changed = true }
         }

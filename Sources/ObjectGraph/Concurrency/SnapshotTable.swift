@@ -138,7 +138,10 @@ final class RowPage: TreePage, @unchecked Sendable {
         try cells.withUnsafeBufferPointer { c in
             try nulls.withUnsafeBufferPointer { n in
                 try arena.read { bytes in
-                    try body(RowCells(row: r, cells: c, nulls: n, stride: layout.stride, maskWords: layout.maskWords, arena: bytes))
+                    try body(
+                        RowCells(
+                            row: r, cells: c, nulls: n, stride: layout.stride, maskWords: layout.maskWords, arena: bytes
+                        ))
                 }
             }
         }
@@ -517,7 +520,8 @@ struct SnapshotTable: Sendable {
     mutating func load(from table: EntityTable, generation g: UInt64) {
         let hidden = EntityTable.hiddenFlags(committedOnly: true)
         let layout = self.layout
-        for row in 0..<table.rowCount where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
+        for row in 0..<table.rowCount
+        where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
             let serial = table.serial(ofRow: row)
             let n = Int(serial - 1)
             let page = rows.mutablePage(n >> RowPage.shift, generation: g) { RowPage(layout: layout, generation: g) }

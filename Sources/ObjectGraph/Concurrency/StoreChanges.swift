@@ -32,7 +32,8 @@ extension ContextChanges {
         }
         let deleted = deleted + later.deleted.filter { !insertedSet.contains($0) }
         return ContextChanges(
-            inserted: inserted, updated: order.map { Update(objectID: $0, changedKeys: keys[$0] ?? []) }, deleted: deleted)
+            inserted: inserted, updated: order.map { Update(objectID: $0, changedKeys: keys[$0] ?? []) },
+            deleted: deleted)
     }
 }
 

@@ -68,11 +68,14 @@ extension StoreSnapshot {
             }
             return result
         }
-        let translation = d.allowsStorageEvaluation ? PredicateTranslator<T>(entity: table.layout.entity).translate(predicate) : nil
+        let translation =
+            d.allowsStorageEvaluation ? PredicateTranslator<T>(entity: table.layout.entity).translate(predicate) : nil
         try table.forEachRow { serial, page, r in
             if let translation, !page.withRowCells(r, { translation.condition.matches($0) }) { return true }
             if translation?.exact != true {
-                guard let object = instance(table: t, serial: serial, page: page, row: r) as? T, try predicate.evaluate(object) else {
+                guard let object = instance(table: t, serial: serial, page: page, row: r) as? T,
+                    try predicate.evaluate(object)
+                else {
                     return true
                 }
             }

@@ -55,7 +55,8 @@ public final class StoreSnapshot: Sendable {
     /// The instance of row `r` of `page`, serial `serial`, of table `t`.
     func instance(table t: Int, serial: UInt64, page: RowPage, row r: Int) -> any Entity {
         let layout = tables[t].layout
-        return layout.entity.type.init(_backing: ObjectBacking(snapshot: SnapshotObject(snapshot: self, serial: serial, page: page, row: r)))
+        return layout.entity.type.init(
+            _backing: ObjectBacking(snapshot: SnapshotObject(snapshot: self, serial: serial, page: page, row: r)))
     }
 
     func instance(table t: Int, serial: UInt64) -> (any Entity)? {
@@ -113,7 +114,8 @@ public final class StoreSnapshot: Sendable {
         let entity = tables[t].layout.entity
         guard let slot = entity.slot(for: keyPath) else {
             throw ObjectGraphError(
-                .unknownKey, "\(keyPath) is not an attribute of \(entity.name) (hand-written models pass keyPaths: to EntityDescription)",
+                .unknownKey,
+                "\(keyPath) is not an attribute of \(entity.name) (hand-written models pass keyPaths: to EntityDescription)",
                 entity: entity.name)
         }
         guard entity.attributes[slot].type == V.attributeType else {
@@ -141,14 +143,16 @@ public final class StoreSnapshot: Sendable {
     ///
     /// - Throws: ``ObjectGraphError``: `unknownEntity`, `unknownKey`, `typeMismatch` (a value
     ///   that does not fit its attribute) or `noUniqueIndex`.
-    public func object<T: Entity>(_ type: T.Type, uniqueKey key: [String: any Sendable]) throws(ObjectGraphError) -> T? {
+    public func object<T: Entity>(_ type: T.Type, uniqueKey key: [String: any Sendable]) throws(ObjectGraphError) -> T?
+    {
         let t = try table(for: type)
         let entity = tables[t].layout.entity
         var slots: [Int] = []
         var values: [AttributeValue] = []
         for (name, raw) in key.sorted(by: { $0.key < $1.key }) {
             guard let slot = entity.slot(forKey: name) else {
-                throw ObjectGraphError(.unknownKey, "\(entity.name) has no attribute '\(name)'", entity: entity.name, key: name)
+                throw ObjectGraphError(
+                    .unknownKey, "\(entity.name) has no attribute '\(name)'", entity: entity.name, key: name)
             }
             slots.append(slot)
             values.append(try coerce(raw, entity: entity, slot: slot))
@@ -166,11 +170,13 @@ public final class StoreSnapshot: Sendable {
         return v
     }
 
-    private func object(table t: Int, slots: [Int], values: [AttributeValue]) throws(ObjectGraphError) -> (any Entity)? {
+    private func object(table t: Int, slots: [Int], values: [AttributeValue]) throws(ObjectGraphError) -> (any Entity)?
+    {
         let table = tables[t]
         let entity = table.layout.entity
         // The constraint with exactly these attributes, in its own order.
-        guard let k = table.uniques.firstIndex(where: { Set($0.slots) == Set(slots) && $0.slots.count == slots.count }) else {
+        guard let k = table.uniques.firstIndex(where: { Set($0.slots) == Set(slots) && $0.slots.count == slots.count })
+        else {
             let names = slots.map { entity.attributes[$0].name }.joined(separator: ", ")
             throw ObjectGraphError(
                 .noUniqueIndex, "\(entity.name)(\(names)) is not a unique constraint, so it has no index to look up",
@@ -179,18 +185,20 @@ public final class StoreSnapshot: Sendable {
         var key: [SnapshotKeyCell] = []
         for slot in table.uniques[k].slots {
             guard let i = slots.firstIndex(of: slot),
-                  let v = AttributeValue.coerce(attributeValue: values[i], to: entity.attributes[slot].type)
+                let v = AttributeValue.coerce(attributeValue: values[i], to: entity.attributes[slot].type)
             else {
                 throw ObjectGraphError(
-                    .typeMismatch, "\(entity.name).\(entity.attributes[slot].name) holds \(entity.attributes[slot].type.rawValue)",
+                    .typeMismatch,
+                    "\(entity.name).\(entity.attributes[slot].name) holds \(entity.attributes[slot].type.rawValue)",
                     entity: entity.name, key: entity.attributes[slot].name)
             }
-            key.append(v.withCell { cell in
-                switch cell {
-                case .fixed(let bits): .fixed(bits)
-                case .bytes(let buffer): .bytes(Array(buffer))
-                }
-            })
+            key.append(
+                v.withCell { cell in
+                    switch cell {
+                    case .fixed(let bits): .fixed(bits)
+                    case .bytes(let buffer): .bytes(Array(buffer))
+                    }
+                })
         }
         guard let serial = table.uniques[k].find(key, in: table.rows) else { return nil }
         return instance(table: t, serial: serial)
@@ -232,7 +240,9 @@ final class SnapshotObject {
         guard rs.indices.contains(relationship) else { return nil }
         let r = rs[relationship]
         if r.isLinked {
-            guard snapshot.links.indices.contains(r.link), let first = snapshot.links[r.link].sides[r.linkSide][serial]?.first else { return nil }
+            guard snapshot.links.indices.contains(r.link),
+                let first = snapshot.links[r.link].sides[r.linkSide][serial]?.first
+            else { return nil }
             return snapshot.instance(table: r.destination, serial: first)
         }
         guard r.slot >= 0, !page.isNull(self.r, r.slot) else { return nil }
@@ -245,12 +255,14 @@ final class SnapshotObject {
         guard rs.indices.contains(relationship) else { return [] }
         let r = rs[relationship]
         if r.isLinked {
-            guard snapshot.links.indices.contains(r.link), let members = snapshot.links[r.link].sides[r.linkSide][serial] else { return [] }
+            guard snapshot.links.indices.contains(r.link),
+                let members = snapshot.links[r.link].sides[r.linkSide][serial]
+            else { return [] }
             return members.compactMap { snapshot.instance(table: r.destination, serial: $0) }
         }
         let destination = snapshot.tables[r.destination]
         guard r.inverseSlot >= 0, let k = destination.layout.referenceSlots.firstIndex(of: r.inverseSlot),
-              let sources = destination.references[k][serial]
+            let sources = destination.references[k][serial]
         else { return [] }
         return sources.sorted().compactMap { snapshot.instance(table: r.destination, serial: $0) }
     }

@@ -23,7 +23,9 @@ public struct ChangeSet: Sendable, Hashable {
 
     /// The total number of inserted, updated and deleted objects.
     public var objectCount: Int {
-        entities.reduce(0) { $0 + $1.insertedSerials.count + Set($1.updates.map(\.serial)).count + $1.deletedSerials.count }
+        entities.reduce(0) {
+            $0 + $1.insertedSerials.count + Set($1.updates.map(\.serial)).count + $1.deletedSerials.count
+        }
     }
 }
 
@@ -155,7 +157,10 @@ public struct LinkChanges: Sendable, Hashable {
     public var orders: [Order]
 
     /// Creates the changes of one relationship.
-    public init(entityNames: [String], relationshipNames: [String], removed: [Pair] = [], added: [Pair] = [], orders: [Order] = []) {
+    public init(
+        entityNames: [String], relationshipNames: [String], removed: [Pair] = [], added: [Pair] = [],
+        orders: [Order] = []
+    ) {
         self.entityNames = entityNames
         self.relationshipNames = relationshipNames
         self.removed = removed

@@ -26,7 +26,8 @@ extension ModelContext {
         if member._backing.managedTable == nil { try insert(member) }
         guard let dt = member._backing.managedTable, dt === d else {
             throw ObjectGraphError(
-                .typeMismatch, "\(t.entity.name).\(key) relates \(d.entity.name) objects of this context; got \(Member.self)",
+                .typeMismatch,
+                "\(t.entity.name).\(key) relates \(d.entity.name) objects of this context; got \(Member.self)",
                 entity: t.entity.name, key: key)
         }
         let row = owner._backing.rowIndex
@@ -35,7 +36,9 @@ extension ModelContext {
         if let index {
             let count = t.toManyDestinations(row: row, r).count
             guard index >= 0, index <= count else {
-                throw ObjectGraphError(.typeMismatch, "index \(index) is outside 0...\(count) for \(t.entity.name).\(key)", entity: t.entity.name, key: key)
+                throw ObjectGraphError(
+                    .typeMismatch, "index \(index) is outside 0...\(count) for \(t.entity.name).\(key)",
+                    entity: t.entity.name, key: key)
             }
         }
         if r.isLinked {
@@ -52,7 +55,9 @@ extension ModelContext {
     /// O(log n) from there. Removing an object that is not a member changes nothing.
     ///
     /// - Throws: ``ObjectGraphError`` as ``add(_:to:of:at:)``.
-    public func remove<Owner: Entity, Member: Entity>(_ member: Member, from key: String, of owner: Owner) throws(ObjectGraphError) {
+    public func remove<Owner: Entity, Member: Entity>(
+        _ member: Member, from key: String, of owner: Owner
+    ) throws(ObjectGraphError) {
         let (t, r) = try toMany(key, of: owner)
         let d = t.destinationTable(r)
         guard let dt = member._backing.managedTable, dt === d else { return }
@@ -73,7 +78,8 @@ extension ModelContext {
     public func move<Owner: Entity>(in key: String, of owner: Owner, from: Int, to: Int) throws(ObjectGraphError) {
         let (t, r) = try toMany(key, of: owner)
         guard r.isOrdered else {
-            throw ObjectGraphError(.typeMismatch, "\(t.entity.name).\(key) is not ordered", entity: t.entity.name, key: key)
+            throw ObjectGraphError(
+                .typeMismatch, "\(t.entity.name).\(key) is not ordered", entity: t.entity.name, key: key)
         }
         let row = owner._backing.rowIndex
         let visible = t.toManyDestinations(row: row, r)
@@ -101,15 +107,22 @@ extension ModelContext {
     }
 
     /// The managed table and to-many relationship `key` of `owner`.
-    private func toMany<Owner: Entity>(_ key: String, of owner: Owner) throws(ObjectGraphError) -> (EntityTable, ResolvedRelationship) {
+    private func toMany<Owner: Entity>(
+        _ key: String, of owner: Owner
+    ) throws(ObjectGraphError) -> (EntityTable, ResolvedRelationship) {
         guard let t = owner._backing.managedTable else {
-            throw ObjectGraphError(.notInContext, "insert the \(Owner.entityDescription.name) object before relating it", entity: Owner.entityDescription.name, key: key)
+            throw ObjectGraphError(
+                .notInContext, "insert the \(Owner.entityDescription.name) object before relating it",
+                entity: Owner.entityDescription.name, key: key)
         }
         guard t.context === self else {
-            throw ObjectGraphError(.wrongContext, "the \(t.entity.name) object belongs to another context", entity: t.entity.name, key: key)
+            throw ObjectGraphError(
+                .wrongContext, "the \(t.entity.name) object belongs to another context", entity: t.entity.name, key: key
+            )
         }
         guard let r = t.relationships.first(where: { $0.name == key && $0.isToMany }) else {
-            throw ObjectGraphError(.unknownKey, "\(t.entity.name) has no to-many relationship '\(key)'", entity: t.entity.name, key: key)
+            throw ObjectGraphError(
+                .unknownKey, "\(t.entity.name) has no to-many relationship '\(key)'", entity: t.entity.name, key: key)
         }
         return (t, r)
     }

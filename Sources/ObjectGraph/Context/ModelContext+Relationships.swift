@@ -3,7 +3,9 @@ import Foundation
 extension ModelContext {
     /// The row of `object` in `table`'s destination context, inserting an object that is not in
     /// any context yet (SwiftData does the same when an unmanaged object joins a relationship).
-    func managedRow<T: Entity>(of object: T, expecting table: EntityTable, relationship: @autoclosure () -> String) -> Int {
+    func managedRow<T: Entity>(
+        of object: T, expecting table: EntityTable, relationship: @autoclosure () -> String
+    ) -> Int {
         if object._backing.managedTable == nil {
             do {
                 try insert(object)
@@ -12,7 +14,8 @@ extension ModelContext {
             }
         }
         guard let t = object._backing.managedTable, t === table else {
-            preconditionFailure("\(relationship()): the object belongs to another context or entity than \(table.entity.name)")
+            preconditionFailure(
+                "\(relationship()): the object belongs to another context or entity than \(table.entity.name)")
         }
         return object._backing.rowIndex
     }
@@ -44,7 +47,9 @@ extension ModelContext {
                     case .cascade:
                         for child in t.toManyDestinations(row: r, rel) { work.append((d, child)) }
                     case .nullify:
-                        for child in t.toManyDestinations(row: r, rel) { d.set(row: child, slot: rel.inverseSlot, value: nil) }
+                        for child in t.toManyDestinations(row: r, rel) {
+                            d.set(row: child, slot: rel.inverseSlot, value: nil)
+                        }
                     case .deny, .noAction:
                         break
                     }
@@ -54,7 +59,9 @@ extension ModelContext {
                         work.append((d, target))
                     case .nullify:
                         // A to-many inverse loses the row when it is deleted below.
-                        if !rel.inverseIsToMany, d.reference(row: target, slot: rel.inverseSlot) == t.identity.serialOfRow[r] {
+                        if !rel.inverseIsToMany,
+                            d.reference(row: target, slot: rel.inverseSlot) == t.identity.serialOfRow[r]
+                        {
                             d.set(row: target, slot: rel.inverseSlot, value: nil)
                         }
                     case .deny, .noAction:
@@ -73,13 +80,20 @@ extension ModelContext {
         for (t, p) in zip(tables, pending) where t.relationships.contains(where: { $0.deleteRule == .deny }) {
             for row in p.deletes {
                 for rel in t.relationships where rel.deleteRule == .deny {
-                    let count = rel.isToMany ? t.toManyDestinations(row: row, rel).count : (t.toOneDestination(row: row, rel, visibleOnly: true) == nil ? 0 : 1)
+                    let count =
+                        rel.isToMany
+                        ? t.toManyDestinations(row: row, rel).count
+                        : (t.toOneDestination(row: row, rel, visibleOnly: true) == nil ? 0 : 1)
                     guard count > 0 else { continue }
                     let destination = tables[rel.destination].entity.name
-                    failures.append(.init(
-                        entity: t.entity.name, objectID: ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)),
-                        key: rel.name,
-                        reason: "delete rule deny: still related to \(count) \(destination) object\(count == 1 ? "" : "s")"))
+                    failures.append(
+                        .init(
+                            entity: t.entity.name,
+                            objectID: ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)),
+                            key: rel.name,
+                            reason:
+                                "delete rule deny: still related to \(count) \(destination) object\(count == 1 ? "" : "s")"
+                        ))
                 }
             }
         }
@@ -91,7 +105,9 @@ extension Entity {
     /// The managed table and resolved relationship called `key`, if this object is in a context
     /// and its entity has such a relationship.
     func relationship(forKey key: String) -> (EntityTable, ResolvedRelationship)? {
-        guard let t = _backing.managedTable, let r = t.relationships.first(where: { $0.name == key }) else { return nil }
+        guard let t = _backing.managedTable, let r = t.relationships.first(where: { $0.name == key }) else {
+            return nil
+        }
         return (t, r)
     }
 
@@ -120,7 +136,9 @@ extension Entity {
         }
         if r.isToMany {
             guard let objects = (value ?? [any Entity]()) as? [any Entity] else {
-                throw ObjectGraphError(.typeMismatch, "\(name) is a to-many: set it to an array of objects", entity: t.entity.name, key: key)
+                throw ObjectGraphError(
+                    .typeMismatch, "\(name) is a to-many: set it to an array of objects", entity: t.entity.name,
+                    key: key)
             }
             var rows: [Int] = []
             var seen = Set<Int>()
@@ -133,7 +151,8 @@ extension Entity {
             return true
         }
         guard let object = value as? any Entity else {
-            throw ObjectGraphError(.typeMismatch, "\(name) is a to-one: set it to an object or nil", entity: t.entity.name, key: key)
+            throw ObjectGraphError(
+                .typeMismatch, "\(name) is a to-one: set it to an object or nil", entity: t.entity.name, key: key)
         }
         t.setToOne(row: _backing.rowIndex, r, to: try row(object), primitive: primitive)
         return true

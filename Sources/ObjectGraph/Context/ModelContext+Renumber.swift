@@ -15,7 +15,7 @@ extension ModelContext {
     @discardableResult
     func releaseFreedRows() -> Bool {
         guard savepointDepth == 0, rowsInUse == 0, links.allSatisfy(\.marks.isEmpty),
-              tables.allSatisfy(\.canRenumber)
+            tables.allSatisfy(\.canRenumber)
         else { return false }
         var maps: [[Int32]?] = []
         maps.reserveCapacity(tables.count)

@@ -47,7 +47,8 @@ extension ModelContext {
             removed: b.removed.map { .init($0.0, $0.1) }, added: b.added.map { .init($0.0, $0.1) },
             orders: (0..<2).flatMap { side in
                 b.orders[side].map { o in
-                    LinkChanges.Order(side: side, owner: o.owner, placements: o.placements.map { .init(member: $0.0, index: $0.1) })
+                    LinkChanges.Order(
+                        side: side, owner: o.owner, placements: o.placements.map { .init(member: $0.0, index: $0.1) })
                 }
             })
     }
@@ -55,7 +56,8 @@ extension ModelContext {
     /// Applies one relationship's link changes (after the entities' changes, before commit).
     private func applyLinks(_ c: LinkChanges) throws(RecordViolation) {
         guard c.entityNames.count == 2, c.relationshipNames.count == 2 else {
-            throw RecordViolation(.unknownName, "link changes name \(c.entityNames.count) sides", entity: c.entityNames.first)
+            throw RecordViolation(
+                .unknownName, "link changes name \(c.entityNames.count) sides", entity: c.entityNames.first)
         }
         var found: (LinkTable, Bool)?
         for l in links {
@@ -67,11 +69,14 @@ extension ModelContext {
             throw RecordViolation(
                 .unknownName,
                 "change set names the links \(c.entityNames[0]).\(c.relationshipNames[0]) ↔ \(c.entityNames[1]).\(c.relationshipNames[1]), "
-                    + "which this schema does not store as links", entity: c.entityNames[0], key: c.relationshipNames[0])
+                    + "which this schema does not store as links", entity: c.entityNames[0], key: c.relationshipNames[0]
+            )
         }
         func row(_ side: Int, _ serial: UInt64) throws(RecordViolation) -> Int {
             let t = l.table(side)
-            guard let r = t.row(ofSerial: serial), t.isVisible(row: r) else { throw RecordRules.linkOfMissingObject(t.entity.name, serial) }
+            guard let r = t.row(ofSerial: serial), t.isVisible(row: r) else {
+                throw RecordRules.linkOfMissingObject(t.entity.name, serial)
+            }
             return r
         }
         let names = (0..<2).map { l.table($0).entity.name }
@@ -83,8 +88,13 @@ extension ModelContext {
                 if removing {
                     if let v = RecordRules.unlink(pair, linked: l.unlink(a, b)) { throw v }
                 } else {
-                    let holding = (0..<2).first { side in l.link.toOne[side] && !l.visibleMembers(side, side == 0 ? a : b).isEmpty }
-                    if let v = RecordRules.link(pair, linked: l.contains(a, b), toOneHolding: holding.map { (entity: names[$0], name: l.link.names[$0]) }) {
+                    let holding = (0..<2).first { side in
+                        l.link.toOne[side] && !l.visibleMembers(side, side == 0 ? a : b).isEmpty
+                    }
+                    if let v = RecordRules.link(
+                        pair, linked: l.contains(a, b),
+                        toOneHolding: holding.map { (entity: names[$0], name: l.link.names[$0]) })
+                    {
                         throw v
                     }
                     _ = l.link(a, b)
@@ -92,25 +102,33 @@ extension ModelContext {
             }
         }
         for o in c.orders {
-            guard o.side == 0 || o.side == 1 else { throw RecordViolation(.unknownName, "order edit of side \(o.side)", entity: c.entityNames[0]) }
+            guard o.side == 0 || o.side == 1 else {
+                throw RecordViolation(.unknownName, "order edit of side \(o.side)", entity: c.entityNames[0])
+            }
             let side = swapped ? 1 - o.side : o.side
             guard l.link.ordered[side] else { continue }
             let owner = try row(side, o.owner)
             var placing: [(Int32, Int)] = []
             for p in o.placements { placing.append((Int32(try row(1 - side, p.member)), p.index)) }
-            if let v = RecordRules.order(names[side], o.owner, applies: l.reorderLogged(side, owner, placing: placing)) { throw v }
+            if let v = RecordRules.order(names[side], o.owner, applies: l.reorderLogged(side, owner, placing: placing))
+            {
+                throw v
+            }
         }
     }
 
     private func applyUnchecked(_ changes: ChangeSet) throws(RecordViolation) {
         for c in changes.entities {
             guard let t = table(named: c.entityName) else {
-                throw RecordViolation(.unknownName, "change set names unknown entity '\(c.entityName)'", entity: c.entityName)
+                throw RecordViolation(
+                    .unknownName, "change set names unknown entity '\(c.entityName)'", entity: c.entityName)
             }
             var slots: [Int] = []
             for name in c.attributeNames {
                 guard let s = t.entity.slot(forKey: name) else {
-                    throw RecordViolation(.unknownName, "change set names unknown attribute \(c.entityName).\(name)", entity: c.entityName, key: name)
+                    throw RecordViolation(
+                        .unknownName, "change set names unknown attribute \(c.entityName).\(name)",
+                        entity: c.entityName, key: name)
                 }
                 slots.append(s)
             }
@@ -123,7 +141,9 @@ extension ModelContext {
             }
             // Every serial within the bound before a row is allocated: the serial map is dense.
             if let s = c.insertedSerials.first(where: { !RecordRules.isValidSerial($0) }) {
-                throw RecordViolation(.serialOutOfBounds, "\(c.entityName): " + RecordRules.serialOutOfBounds(s).reason, entity: c.entityName)
+                throw RecordViolation(
+                    .serialOutOfBounds, "\(c.entityName): " + RecordRules.serialOutOfBounds(s).reason,
+                    entity: c.entityName)
             }
             t.reserve(c.insertedSerials.count)
             for (i, serial) in c.insertedSerials.enumerated() {
@@ -137,13 +157,19 @@ extension ModelContext {
             }
             for u in c.updates {
                 guard u.attribute >= 0, u.attribute < width else {
-                    throw RecordViolation(.unknownName, "\(c.entityName)/\(u.serial): an update of attribute \(u.attribute) of \(width)", entity: c.entityName)
+                    throw RecordViolation(
+                        .unknownName, "\(c.entityName)/\(u.serial): an update of attribute \(u.attribute) of \(width)",
+                        entity: c.entityName)
                 }
-                guard let row = t.row(ofSerial: u.serial) else { throw RecordRules.updateOfMissingSerial(c.entityName, u.serial) }
+                guard let row = t.row(ofSerial: u.serial) else {
+                    throw RecordRules.updateOfMissingSerial(c.entityName, u.serial)
+                }
                 try store(u.value, table: t, row: row, slot: slots[u.attribute])
             }
             for serial in c.deletedSerials {
-                guard let row = t.row(ofSerial: serial) else { throw RecordRules.deleteOfMissingSerial(c.entityName, serial) }
+                guard let row = t.row(ofSerial: serial) else {
+                    throw RecordRules.deleteOfMissingSerial(c.entityName, serial)
+                }
                 t.delete(row: row)
             }
         }
@@ -157,9 +183,14 @@ extension ModelContext {
             return
         }
         let coerced = AttributeValue.coerce(attributeValue: value, to: a.type)
-        if let v = RecordRules.value(t.entity.name, attribute: a.name, type: a.type, value, fits: coerced != nil) { throw v }
+        if let v = RecordRules.value(t.entity.name, attribute: a.name, type: a.type, value, fits: coerced != nil) {
+            throw v
+        }
         guard let coerced else { return }
-        if let v = RecordRules.rawValue(t.entity.name, attribute: a.name, serial: t.identity.serialOfRow[row], coerced, check: t.rawValueChecks[slot]) {
+        if let v = RecordRules.rawValue(
+            t.entity.name, attribute: a.name, serial: t.identity.serialOfRow[row], coerced,
+            check: t.rawValueChecks[slot])
+        {
             throw v
         }
         t.set(row: row, slot: slot, value: coerced)

@@ -1,5 +1,3 @@
-
-
 extension ModelContext {
     /// The object of `type` whose unique attribute at `keyPath` equals `value`, pending inserts
     /// and changes included. O(1): a hash lookup in the constraint's index.
@@ -34,7 +32,9 @@ extension ModelContext {
         var values: [AttributeValue] = []
         for (name, raw) in key.sorted(by: { $0.key < $1.key }) {
             guard let slot = table.entity.slot(forKey: name) else {
-                throw ObjectGraphError(.unknownKey, "\(table.entity.name) has no attribute '\(name)'", entity: table.entity.name, key: name)
+                throw ObjectGraphError(
+                    .unknownKey, "\(table.entity.name) has no attribute '\(name)'", entity: table.entity.name, key: name
+                )
             }
             guard let v = AttributeValue.coerce(raw, to: table.types[slot]) else {
                 throw ObjectGraphError(
@@ -59,7 +59,8 @@ extension ModelContext {
     ///   if it was inserted here, is then removed again).
     @discardableResult
     public func upsert<T: Entity, V: PrimitiveAttribute>(
-        _ type: T.Type, where keyPath: ReferenceWritableKeyPath<T, V>, equals value: V, _ update: (T) throws -> Void = { _ in }
+        _ type: T.Type, where keyPath: ReferenceWritableKeyPath<T, V>, equals value: V,
+        _ update: (T) throws -> Void = { _ in }
     ) throws -> T {
         if let existing = try object(type, where: keyPath, equals: value) {
             try update(existing)
@@ -71,11 +72,14 @@ extension ModelContext {
         }
     }
 
-    func object<T: Entity>(_ type: T.Type, table: EntityTable, slots: [Int], cells values: [AttributeValue]) throws(ObjectGraphError) -> T? {
+    func object<T: Entity>(
+        _ type: T.Type, table: EntityTable, slots: [Int], cells values: [AttributeValue]
+    ) throws(ObjectGraphError) -> T? {
         guard let index = table.uniqueIndex(slots: slots) else {
             let names = slots.map { table.entity.attributes[$0].name }.joined(separator: ", ")
             throw ObjectGraphError(
-                .noUniqueIndex, "\(table.entity.name)(\(names)) is not a unique constraint, so it has no index to look up",
+                .noUniqueIndex,
+                "\(table.entity.name)(\(names)) is not a unique constraint, so it has no index to look up",
                 entity: table.entity.name, key: names)
         }
         // Order the probe's values as the index orders its slots.
@@ -84,7 +88,8 @@ extension ModelContext {
             guard let i = slots.firstIndex(of: s) else { return nil }
             guard let v = AttributeValue.coerce(attributeValue: values[i], to: table.types[s]) else {
                 throw ObjectGraphError(
-                    .typeMismatch, "\(table.entity.name).\(table.entity.attributes[s].name) holds \(table.types[s].rawValue); got \(values[i])",
+                    .typeMismatch,
+                    "\(table.entity.name).\(table.entity.attributes[s].name) holds \(table.types[s].rawValue); got \(values[i])",
                     entity: table.entity.name, key: table.entity.attributes[s].name)
             }
             ordered.append(v)
@@ -100,16 +105,19 @@ extension ModelContext {
     /// policy is `.merge`. Runs inside the save's savepoint.
     func mergeUniqueCollisions() {
         for t in tables {
-            for index in t.indexes.uniqueIndexes where index.constraint.onCollision == .merge && !index.duplicates.isEmpty {
+            for index in t.indexes.uniqueIndexes
+            where index.constraint.onCollision == .merge && !index.duplicates.isEmpty {
                 for r in index.duplicates.sorted() {
                     let row = Int(r)
                     guard t.isVisible(row: row), t.isInserted(row: row),
-                          let owner = t.owner(ofKeyOf: row, in: index), owner != row else { continue }
+                        let owner = t.owner(ofKeyOf: row, in: index), owner != row
+                    else { continue }
                     // A merge never changes the existing object's other unique keys: that would
                     // change an identity another constraint guarantees. Such an insert stays a
                     // collision, which validation reports.
                     guard t.otherUniqueKeyThatDiffers(row, owner, besides: index) == nil else { continue }
-                    for slot in 0..<t.stride where !t.isNull(row: row, slot: slot) && !t.entity.attributes[slot].isRelationship {
+                    for slot in 0..<t.stride
+                    where !t.isNull(row: row, slot: slot) && !t.entity.attributes[slot].isRelationship {
                         t.set(row: owner, slot: slot, value: t.value(row: row, slot: slot))
                     }
                     // Relationships move over with their inverses: the merged object's to-one
@@ -119,7 +127,9 @@ extension ModelContext {
                         if r.isLinked {
                             for member in t.toManyDestinations(row: row, r) { t.addLink(row: owner, r, member) }
                         } else if r.isToMany {
-                            for member in t.toManyDestinations(row: row, r) { d.setToOne(row: member, d.relationships[r.inverse], to: owner) }
+                            for member in t.toManyDestinations(row: row, r) {
+                                d.setToOne(row: member, d.relationships[r.inverse], to: owner)
+                            }
                         } else if let target = t.toOneDestination(row: row, r, visibleOnly: true) {
                             t.setToOne(row: owner, r, to: target)
                         }
@@ -151,19 +161,27 @@ extension ModelContext {
                         continue
                     }
                     // Only collisions a pending change caused fail the save.
-                    let pending = { (x: Int) in t.flags[x] & (EntityTable.Flags.inserted | EntityTable.Flags.dirty) != 0 }
+                    let pending = { (x: Int) in t.flags[x] & (EntityTable.Flags.inserted | EntityTable.Flags.dirty) != 0
+                    }
                     guard pending(row) || pending(owner) else { continue }
-                    let key = index.slots.map { "\(t.entity.attributes[$0].name) = \(t.value(row: row, slot: $0).map { "\($0)" } ?? "nil")" }
-                        .joined(separator: ", ")
+                    let key = index.slots.map {
+                        "\(t.entity.attributes[$0].name) = \(t.value(row: row, slot: $0).map { "\($0)" } ?? "nil")"
+                    }
+                    .joined(separator: ", ")
                     let me = ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row))
                     let other = ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: owner))
-                    var reason = "unique constraint \(index.constraint.name(in: t.entity.name)) violated: \(me) and \(other) both have \(key)"
+                    var reason =
+                        "unique constraint \(index.constraint.name(in: t.entity.name)) violated: \(me) and \(other) both have \(key)"
                     if index.constraint.onCollision == .merge, t.isInserted(row: row),
-                       let differing = t.otherUniqueKeyThatDiffers(row, owner, besides: index) {
-                        reason += "; not merged, because the merge would change \(other)'s \(differing.constraint.keys.joined(separator: ", ")), which unique constraint \(differing.constraint.name(in: t.entity.name)) guarantees"
+                        let differing = t.otherUniqueKeyThatDiffers(row, owner, besides: index)
+                    {
+                        reason +=
+                            "; not merged, because the merge would change \(other)'s \(differing.constraint.keys.joined(separator: ", ")), which unique constraint \(differing.constraint.name(in: t.entity.name)) guarantees"
                     }
-                    failures.append(.init(
-                        entity: t.entity.name, objectID: me, key: index.constraint.keys.joined(separator: ", "), reason: reason))
+                    failures.append(
+                        .init(
+                            entity: t.entity.name, objectID: me, key: index.constraint.keys.joined(separator: ", "),
+                            reason: reason))
                 }
             }
         }

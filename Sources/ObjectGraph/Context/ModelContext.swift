@@ -173,7 +173,8 @@ public final class ModelContext {
         case .managed(let t):
             if t.context === self { return }
             throw ObjectGraphError(
-                .wrongContext, "\(T.entityDescription.name) object \(object.objectID.map { "\($0)" } ?? "") belongs to another context",
+                .wrongContext,
+                "\(T.entityDescription.name) object \(object.objectID.map { "\($0)" } ?? "") belongs to another context",
                 entity: T.entityDescription.name)
         case .unmanaged, .standalone:
             let storage = object._backing.storage
@@ -186,7 +187,9 @@ public final class ModelContext {
             }
             object._backing = ObjectBacking(table: table, row: Int32(row))
             table.instances[row] = object
-            if case .standalone(let s) = storage, !s.relations.isEmpty { applyRelations(s.relations, to: table, row: row) }
+            if case .standalone(let s) = storage, !s.relations.isEmpty {
+                applyRelations(s.relations, to: table, row: row)
+            }
             if table.hooks.contains(.awakeFromInsert) { object.awakeFromInsert() }
         }
     }
@@ -206,7 +209,8 @@ public final class ModelContext {
     /// - Precondition: `object` does not belong to another context.
     public func delete<T: Entity>(_ object: T) {
         guard let table = object._backing.managedTable else { return }
-        precondition(table.context === self, "\(object.objectID.map { "\($0)" } ?? "object") belongs to another context")
+        precondition(
+            table.context === self, "\(object.objectID.map { "\($0)" } ?? "object") belongs to another context")
         let row = object._backing.rowIndex
         guard table.isVisible(row: row) else { return }
         deleteApplyingRules(table, row: row)
@@ -380,7 +384,9 @@ public final class ModelContext {
         while pending.contains(where: { !$0.isEmpty }) {
             guard pass < willSavePassLimit else {
                 for t in tables { t.changes.willSaveTouched = nil }
-                let ids = zip(tables, pending).flatMap { t, rows in rows.map { "\(t.entity.name)/\(t.serial(ofRow: Int($0)))" } }
+                let ids = zip(tables, pending).flatMap { t, rows in
+                    rows.map { "\(t.entity.name)/\(t.serial(ofRow: Int($0)))" }
+                }
                 throw ObjectGraphError(
                     .willSaveDidNotSettle,
                     "willSave still changed objects after \(willSavePassLimit) passes: "
@@ -389,7 +395,9 @@ public final class ModelContext {
             pass += 1
             for t in tables where t.hooks.contains(.willSave) { t.changes.willSaveTouched = [] }
             for (t, rows) in zip(tables, pending) {
-                for r in rows where t.flags[Int(r)] & (EntityTable.Flags.live | EntityTable.Flags.vanished) == EntityTable.Flags.live {
+                for r in rows
+                where t.flags[Int(r)] & (EntityTable.Flags.live | EntityTable.Flags.vanished) == EntityTable.Flags.live
+                {
                     guard t.hooks.contains(.willSave) else { break }  // learned: the class has none
                     t.instance(row: Int(r)).willSave()
                 }
@@ -397,7 +405,9 @@ public final class ModelContext {
             pending = tables.map { t in
                 defer { t.changes.willSaveTouched = nil }
                 guard t.hooks.contains(.willSave) else { return [] }
-                return (t.changes.willSaveTouched ?? []).filter { t.isVisible(row: Int($0)) || t.isDeleted(row: Int($0)) }.sorted()
+                return (t.changes.willSaveTouched ?? []).filter {
+                    t.isVisible(row: Int($0)) || t.isDeleted(row: Int($0))
+                }.sorted()
             }
         }
     }
@@ -444,9 +454,11 @@ public final class ModelContext {
                     let missing = t.nulls[row * t.maskWords + w] & t.requiredMask[w]
                     for bit in 0..<64 where missing & (1 << UInt64(bit)) != 0 {
                         let slot = w * 64 + bit
-                        failures.append(.init(
-                            entity: t.entity.name, objectID: ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)),
-                            key: t.entity.attributes[slot].name, reason: "a required attribute has no value"))
+                        failures.append(
+                            .init(
+                                entity: t.entity.name,
+                                objectID: ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)),
+                                key: t.entity.attributes[slot].name, reason: "a required attribute has no value"))
                     }
                 }
             }
@@ -460,7 +472,8 @@ public final class ModelContext {
         guard failures.isEmpty else { throw ValidationError(failures: failures) }
         // A hook still listed after being called on an object is the class's own.
         return zip(tables, pending).contains { t, p in
-            !p.inserts.isEmpty && t.hooks.contains(.validateForInsert) || !p.updates.isEmpty && t.hooks.contains(.validateForUpdate)
+            !p.inserts.isEmpty && t.hooks.contains(.validateForInsert)
+                || !p.updates.isEmpty && t.hooks.contains(.validateForUpdate)
                 || !p.deletes.isEmpty && t.hooks.contains(.validateForDelete)
         }
     }
@@ -475,9 +488,11 @@ public final class ModelContext {
                     guard let value = t.value(row: row, slot: slot) else { continue }
                     for validator in t.entity.attributes[slot].validators {
                         guard let reason = validator.check(value) else { continue }
-                        failures.append(.init(
-                            entity: t.entity.name, objectID: ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)),
-                            key: t.entity.attributes[slot].name, reason: reason))
+                        failures.append(
+                            .init(
+                                entity: t.entity.name,
+                                objectID: ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)),
+                                key: t.entity.attributes[slot].name, reason: reason))
                     }
                 }
             }
@@ -501,9 +516,15 @@ public final class ModelContext {
             }
         }
         for (t, p) in zip(tables, pending) {
-            for row in p.inserts { guard t.hooks.contains(.validateForInsert) else { break }; check(t, row) { try $0.validateForInsert() } }
-            for row in p.updates { guard t.hooks.contains(.validateForUpdate) else { break }; check(t, row) { try $0.validateForUpdate() } }
-            for row in p.deletes { guard t.hooks.contains(.validateForDelete) else { break }; check(t, row) { try $0.validateForDelete() } }
+            for row in p.inserts {
+                guard t.hooks.contains(.validateForInsert) else { break }; check(t, row) { try $0.validateForInsert() }
+            }
+            for row in p.updates {
+                guard t.hooks.contains(.validateForUpdate) else { break }; check(t, row) { try $0.validateForUpdate() }
+            }
+            for row in p.deletes {
+                guard t.hooks.contains(.validateForDelete) else { break }; check(t, row) { try $0.validateForDelete() }
+            }
         }
         return failures
     }
@@ -524,7 +545,8 @@ public final class ModelContext {
             }
             for row in p.updates {
                 for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
-                    c.updates.append(.init(serial: t.serial(ofRow: row), attribute: slot, value: t.value(row: row, slot: slot)))
+                    c.updates.append(
+                        .init(serial: t.serial(ofRow: row), attribute: slot, value: t.value(row: row, slot: slot)))
                 }
             }
             c.deletedSerials = p.deletes.map { t.serial(ofRow: $0) }

@@ -66,7 +66,9 @@ public struct WorkProgress: Sendable, Hashable, CustomStringConvertible {
     /// `import: 4,096 of 100,000 objects (4.0 %)`, or `sync: 4,096 records` without a total.
     public var description: String {
         let done = Self.grouped(completed)
-        guard let total, let fraction = fractionCompleted else { return "\(operation.rawValue): \(done) \(unit.rawValue)" }
+        guard let total, let fraction = fractionCompleted else {
+            return "\(operation.rawValue): \(done) \(unit.rawValue)"
+        }
         let percent = (fraction * 1000).rounded(.down) / 10
         return "\(operation.rawValue): \(done) of \(Self.grouped(total)) \(unit.rawValue) (\(percent) %)"
     }

@@ -31,7 +31,8 @@ struct IndexPlan {
         self.index = index
         var i = 0
         while i < min(limit, index.slots.count),
-              let a = atoms.first(where: { $0.slot == index.slots[i] && $0.op == .equal && $0.kind == index.kinds[i] }) {
+            let a = atoms.first(where: { $0.slot == index.slots[i] && $0.op == .equal && $0.kind == index.kinds[i] })
+        {
             equal.append(a.probe)
             i += 1
         }
@@ -57,11 +58,15 @@ extension StorageCondition {
             a.indexAtoms(into: &atoms)
             b.indexAtoms(into: &atoms)
         case .int(let slot, let op, let k, _) where op != .notEqual:
-            atoms.append(IndexAtom(slot: slot, op: op, probe: .fixed(SecondaryIndex.orderKey(UInt64(bitPattern: k), .signed)), kind: .signed))
+            atoms.append(
+                IndexAtom(
+                    slot: slot, op: op, probe: .fixed(SecondaryIndex.orderKey(UInt64(bitPattern: k), .signed)),
+                    kind: .signed))
         case .uint(let slot, let op, let k, _) where op != .notEqual:
             atoms.append(IndexAtom(slot: slot, op: op, probe: .fixed(k), kind: .unsigned))
         case .double(let slot, let op, let k, _) where op != .notEqual:
-            atoms.append(IndexAtom(slot: slot, op: op, probe: .fixed(SecondaryIndex.orderKey(double: k)), kind: .double))
+            atoms.append(
+                IndexAtom(slot: slot, op: op, probe: .fixed(SecondaryIndex.orderKey(double: k)), kind: .double))
         case .float(let slot, let op, let k, _) where op != .notEqual:
             atoms.append(IndexAtom(slot: slot, op: op, probe: .fixed(SecondaryIndex.orderKey(double: k)), kind: .float))
         case .bool(let slot, .equal, let k, _):
@@ -97,7 +102,9 @@ extension EntityTable {
         let lo: Int
         if let (probe, inclusive) = plan.lower {
             let probes = equal + [probe]
-            lo = keys.partition(0..<n) { let c = keys.compare(Int($0), probes); return inclusive ? c < 0 : c <= 0 }
+            lo = keys.partition(0..<n) {
+                let c = keys.compare(Int($0), probes); return inclusive ? c < 0 : c <= 0
+            }
         } else if !equal.isEmpty {
             lo = keys.partition(0..<n) { keys.compare(Int($0), equal) < 0 }
         } else {
@@ -106,7 +113,9 @@ extension EntityTable {
         let hi: Int
         if let (probe, inclusive) = plan.upper {
             let probes = equal + [probe]
-            hi = keys.partition(lo..<n) { let c = keys.compare(Int($0), probes); return inclusive ? c <= 0 : c < 0 }
+            hi = keys.partition(lo..<n) {
+                let c = keys.compare(Int($0), probes); return inclusive ? c <= 0 : c < 0
+            }
         } else if !equal.isEmpty {
             hi = keys.partition(lo..<n) { keys.compare(Int($0), equal) <= 0 }
         } else {
@@ -152,7 +161,8 @@ extension EntityTable {
             for p in range {
                 let r = sorted[p], row = Int(r)
                 guard isIndexed(row, index, committedOnly: committedOnly), columns.isInView(row: row, hidden: hidden),
-                      condition.matches(columns.cells(row: row, committed: committedOnly, arena: arena)) else { continue }
+                    condition.matches(columns.cells(row: row, committed: committedOnly, arena: arena))
+                else { continue }
                 if r < last { ordered = false }
                 last = r
                 result.append(r)
@@ -160,7 +170,8 @@ extension EntityTable {
             forEachUnindexedRow(index, committedOnly: committedOnly) { r in
                 let row = Int(r)
                 guard columns.isInView(row: row, hidden: hidden),
-                      condition.matches(columns.cells(row: row, committed: committedOnly, arena: arena)) else { return }
+                    condition.matches(columns.cells(row: row, committed: committedOnly, arena: arena))
+                else { return }
                 ordered = false
                 result.append(r)
             }
@@ -182,7 +193,9 @@ extension EntityTable {
     /// index does not stand for are added whole. Nil when no index has the attribute after
     /// keys the condition fixes, or a matching row's key is NaN (whose place in a sort is not
     /// the index's).
-    func indexWalk(sortSlot: Int, reverse: Bool, condition: StorageCondition?, end: Int, committedOnly: Bool) -> [Int32]? {
+    func indexWalk(
+        sortSlot: Int, reverse: Bool, condition: StorageCondition?, end: Int, committedOnly: Bool
+    ) -> [Int32]? {
         guard !indexes.secondaryIndexes.isEmpty else { return nil }
         var atoms: [IndexAtom] = []
         condition?.indexAtoms(into: &atoms)

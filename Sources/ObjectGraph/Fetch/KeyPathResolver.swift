@@ -52,7 +52,9 @@ enum KeyPathResolver {
 
     /// ``resolve(_:in:as:)`` for `entity`; a key path its description does not list is probed
     /// on `table`, and not resolved without one.
-    static func resolve<T: Entity>(_ keyPath: AnyKeyPath, entity: EntityDescription, probing table: EntityTable?, as _: T.Type) -> ResolvedAttribute? {
+    static func resolve<T: Entity>(
+        _ keyPath: AnyKeyPath, entity: EntityDescription, probing table: EntityTable?, as _: T.Type
+    ) -> ResolvedAttribute? {
         // Models built by the macro (or hand-written ones that pass keyPaths:) name their key
         // paths in the entity description: no probing needed.
         if let slot = entity.slot(for: keyPath) {
@@ -75,7 +77,9 @@ enum KeyPathResolver {
         return result
     }
 
-    private static func probe<T: Entity>(_ keyPath: AnyKeyPath, in table: EntityTable, as _: T.Type) -> (ResolvedAttribute?, conclusive: Bool) {
+    private static func probe<T: Entity>(
+        _ keyPath: AnyKeyPath, in table: EntityTable, as _: T.Type
+    ) -> (ResolvedAttribute?, conclusive: Bool) {
         guard type(of: keyPath).rootType == T.self else { return (nil, true) }
         let valueType = type(of: keyPath).valueType
         let attributeType: AttributeType

@@ -27,7 +27,9 @@ extension ModelContext {
         let table = try table(for: T.self)
         let window = FetchWindow(descriptor)
         var rows: [Int32]
-        if let end = window.end, let first = descriptor.sortBy.first, let walked = indexWalk(descriptor, first, end: end, in: table) {
+        if let end = window.end, let first = descriptor.sortBy.first,
+            let walked = indexWalk(descriptor, first, end: end, in: table)
+        {
             rows = sortedRows(walked, by: descriptor.sortBy, in: table, descriptor: descriptor)
         } else {
             rows = try matchingRows(descriptor, in: table, stopAfter: descriptor.sortBy.isEmpty ? window.end : nil)
@@ -80,7 +82,8 @@ extension ModelContext {
         let table = try table(for: type)
         var result: [T] = []
         let hidden = EntityTable.hiddenFlags(committedOnly: false)
-        for row in 0..<table.rowCount where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
+        for row in 0..<table.rowCount
+        where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
             let object = table.object(row: row, as: T.self)
             if try isIncluded(object) { result.append(object) }
         }
@@ -103,7 +106,8 @@ extension ModelContext {
         let table = try table(for: type)
         var count = 0
         let hidden = EntityTable.hiddenFlags(committedOnly: false)
-        for row in 0..<table.rowCount where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
+        for row in 0..<table.rowCount
+        where table.flags[row] & (EntityTable.Flags.live | hidden) == EntityTable.Flags.live {
             if try isIncluded(table.object(row: row, as: T.self)) { count += 1 }
         }
         return count
@@ -121,7 +125,10 @@ extension ModelContext {
         let translation = d.allowsStorageEvaluation ? PredicateTranslator<T>(table: table).translate(predicate) : nil
         // An index narrows the rows a condition can match; it is checked on each of them.
         let indexed = translation.flatMap { t in
-            d.allowsIndexes ? table.indexPlan(for: t.condition).flatMap { table.indexedRows($0, condition: t.condition, committedOnly: committedOnly) } : nil
+            d.allowsIndexes
+                ? table.indexPlan(for: t.condition).flatMap {
+                    table.indexedRows($0, condition: t.condition, committedOnly: committedOnly)
+                } : nil
         }
         if let translation, translation.exact {
             if var rows = indexed {
@@ -149,17 +156,22 @@ extension ModelContext {
     /// sort descriptor): rows containing them, read in the order of an index on that attribute
     /// (``EntityTable/indexWalk(sortSlot:reverse:condition:end:committedOnly:)``); nil when no
     /// index can answer, and the fetch sorts every match.
-    func indexWalk<T: Entity>(_ d: FetchDescriptor<T>, _ first: SortDescriptor<T>, end: Int, in table: EntityTable) -> [Int32]? {
-        guard d.allowsStorageEvaluation, d.allowsIndexes, !table.indexes.secondaryIndexes.isEmpty, let keyPath = first.keyPath,
-              let a = KeyPathResolver.resolve(keyPath, in: table, as: T.self), !a.isOptional, a.type.cellOrder != nil,
-              !table.indexes.secondaryBySlot[a.slot].isEmpty else { return nil }
+    func indexWalk<T: Entity>(
+        _ d: FetchDescriptor<T>, _ first: SortDescriptor<T>, end: Int, in table: EntityTable
+    ) -> [Int32]? {
+        guard d.allowsStorageEvaluation, d.allowsIndexes, !table.indexes.secondaryIndexes.isEmpty,
+            let keyPath = first.keyPath,
+            let a = KeyPathResolver.resolve(keyPath, in: table, as: T.self), !a.isOptional, a.type.cellOrder != nil,
+            !table.indexes.secondaryBySlot[a.slot].isEmpty
+        else { return nil }
         var condition: StorageCondition?
         if let predicate = d.predicate {
             guard let t = PredicateTranslator<T>(table: table).translate(predicate), t.exact else { return nil }
             condition = t.condition
         }
         return table.indexWalk(
-            sortSlot: a.slot, reverse: first.order == .reverse, condition: condition, end: end, committedOnly: !d.includePendingChanges)
+            sortSlot: a.slot, reverse: first.order == .reverse, condition: condition, end: end,
+            committedOnly: !d.includePendingChanges)
     }
 
     /// `rows` sorted by `descriptors`, ties in storage order.
@@ -170,7 +182,9 @@ extension ModelContext {
         var columns: [SortColumn<T>] = []
         var needsObjects = false
         for sd in descriptors {
-            if d.allowsStorageEvaluation, let column = SortColumn(sd, rows: rows, table: table, committedOnly: committedOnly) {
+            if d.allowsStorageEvaluation,
+                let column = SortColumn(sd, rows: rows, table: table, committedOnly: committedOnly)
+            {
                 columns.append(column)
             } else {
                 columns.append(.objects(sd))
@@ -178,7 +192,8 @@ extension ModelContext {
             }
         }
         let objects: [T] =
-            needsObjects ? rows.map { table.evaluationObject(row: Int($0), committedOnly: committedOnly, as: T.self) } : []
+            needsObjects
+            ? rows.map { table.evaluationObject(row: Int($0), committedOnly: committedOnly, as: T.self) } : []
         return SortColumn.sort(rows, by: columns, objects: objects)
     }
 }
@@ -255,18 +270,31 @@ enum SortColumn<T: Entity> {
         cell: (Row, Int) -> (bits: UInt64, isNull: Bool)
     ) {
         guard let keyPath = descriptor.keyPath,
-              let a = KeyPathResolver.resolve(keyPath, entity: entity, probing: table, as: T.self), !a.isOptional else { return nil }
+            let a = KeyPathResolver.resolve(keyPath, entity: entity, probing: table, as: T.self), !a.isOptional
+        else { return nil }
         let reverse = descriptor.order == .reverse
         switch a.type.cellOrder {
         case .signed:
-            self = .int(rows.map { let c = cell($0, a.slot); return c.isNull ? 0 : Int64(bitPattern: c.bits) }, reverse: reverse)
+            self = .int(
+                rows.map {
+                    let c = cell($0, a.slot); return c.isNull ? 0 : Int64(bitPattern: c.bits)
+                }, reverse: reverse)
         case .unsigned:
-            self = .uint(rows.map { let c = cell($0, a.slot); return c.isNull ? 0 : c.bits }, reverse: reverse)
+            self = .uint(
+                rows.map {
+                    let c = cell($0, a.slot); return c.isNull ? 0 : c.bits
+                }, reverse: reverse)
         case .double:
-            self = .double(rows.map { let c = cell($0, a.slot); return c.isNull ? 0 : Double(bitPattern: c.bits) }, reverse: reverse)
+            self = .double(
+                rows.map {
+                    let c = cell($0, a.slot); return c.isNull ? 0 : Double(bitPattern: c.bits)
+                }, reverse: reverse)
         case .float:
             self = .double(
-                rows.map { let c = cell($0, a.slot); return c.isNull ? 0 : Double(Float(bitPattern: UInt32(truncatingIfNeeded: c.bits))) },
+                rows.map {
+                    let c = cell($0, a.slot);
+                    return c.isNull ? 0 : Double(Float(bitPattern: UInt32(truncatingIfNeeded: c.bits)))
+                },
                 reverse: reverse)
         case nil:
             return nil

@@ -65,7 +65,8 @@ struct PredicateTranslator<T: Entity> {
             return StorageTranslation(condition: op == .equal ? isNull : .not(isNull), exact: true)
         }
         guard let p = constant as? any PrimitiveAttribute,
-              let value = AttributeValue.coerce(attributeValue: p.attributeValue, to: a.type) else { return nil }
+            let value = AttributeValue.coerce(attributeValue: p.attributeValue, to: a.type)
+        else { return nil }
         let s = a.slot, o = a.isOptional
         let condition: StorageCondition
         switch value {
@@ -79,7 +80,8 @@ struct PredicateTranslator<T: Entity> {
             condition = .bool(slot: s, op, k, optional: o)
         case .string(let k):
             let utf8 = Array(k.utf8)
-            condition = .string(slot: s, op, .init(string: k, utf8: utf8, isASCII: utf8.allSatisfy { $0 < 0x80 }), optional: o)
+            condition = .string(
+                slot: s, op, .init(string: k, utf8: utf8, isASCII: utf8.allSatisfy { $0 < 0x80 }), optional: o)
         case .data, .uuid, .url, .object, .objects:
             return nil
         }

@@ -26,7 +26,8 @@ extension ModelContext {
     ) throws -> [T] where S.Element == T.ImportSource {
         _ = try table(for: type)
         // Counted only where that is O(1) and calls no closure of the caller's (a lazy filter's).
-        var reporter = _WorkReporter(progress, .import, unit: .objects, total: (sourceArray as? any RandomAccessCollection)?.count)
+        var reporter = _WorkReporter(
+            progress, .import, unit: .objects, total: (sourceArray as? any RandomAccessCollection)?.count)
         return try _withImportSavepoint {
             try reporter.begin()
             var result: [T] = []
@@ -37,7 +38,9 @@ extension ModelContext {
                 try reporter.advance(to: i)
                 guard T.shouldInsert(from: source, in: self) else { continue }
                 let object = try insert(type)
-                do { try object.didInsert(from: source, in: self) } catch { throw ImportError(sourceIndex: i, underlying: error) }
+                do { try object.didInsert(from: source, in: self) } catch {
+                    throw ImportError(sourceIndex: i, underlying: error)
+                }
                 result.append(object)
             }
             reporter.finish(count)
@@ -51,7 +54,8 @@ extension ModelContext {
     /// - Returns: the object, or `nil` when the ID is `nil` or a hook said no.
     /// - Throws: ``ImportError``; nothing is left behind.
     @discardableResult
-    public func importUniqueObject<T: ImportableUniqueObject>(_ type: T.Type, from source: T.ImportSource) throws -> T? {
+    public func importUniqueObject<T: ImportableUniqueObject>(_ type: T.Type, from source: T.ImportSource) throws -> T?
+    {
         try importUniqueObjects(type, sourceArray: [source]).first
     }
 
@@ -109,7 +113,9 @@ extension ModelContext {
             if i & (_WorkReporter.itemStride - 1) == _WorkReporter.itemStride - 1 { try reporter.checkCancellation() }
             let id: T.UniqueIDType?
             // `sources[i]` as the argument, not a loop variable: borrowed, not copied.
-            do { id = try T.uniqueID(from: sources[i], in: self) } catch { throw ImportError(sourceIndex: i, underlying: error) }
+            do { id = try T.uniqueID(from: sources[i], in: self) } catch {
+                throw ImportError(sourceIndex: i, underlying: error)
+            }
             guard let id else {
                 if from == nil { from = Array(0..<i) }
                 continue
@@ -156,12 +162,16 @@ extension ModelContext {
                 }
                 if mayExist, let existing = importer.existing(id, as: T.self) {
                     guard T.shouldUpdate(from: source, in: self) else { continue }
-                    do { try existing.update(from: source, in: self) } catch { throw ImportError(sourceIndex: index, underlying: error) }
+                    do { try existing.update(from: source, in: self) } catch {
+                        throw ImportError(sourceIndex: index, underlying: error)
+                    }
                     result.append(existing)
                 } else {
                     guard T.shouldInsert(from: source, in: self) else { continue }
                     let object = importer.insert(id, as: T.self)
-                    do { try object.didInsert(from: source, in: self) } catch { throw ImportError(sourceIndex: index, underlying: error) }
+                    do { try object.didInsert(from: source, in: self) } catch {
+                        throw ImportError(sourceIndex: index, underlying: error)
+                    }
                     result.append(object)
                 }
             }

@@ -56,12 +56,18 @@ final class AttributeDecoder: Decoder {
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         throw DecodingError.typeMismatch(
-            [Any].self, .init(codingPath: [], debugDescription: "an object of \(entity.name) decodes as keyed attributes, not an array"))
+            [Any].self,
+            .init(
+                codingPath: [],
+                debugDescription: "an object of \(entity.name) decodes as keyed attributes, not an array"))
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
         throw DecodingError.typeMismatch(
-            Any.self, .init(codingPath: [], debugDescription: "an object of \(entity.name) decodes as keyed attributes, not a single value"))
+            Any.self,
+            .init(
+                codingPath: [],
+                debugDescription: "an object of \(entity.name) decodes as keyed attributes, not a single value"))
     }
 
     /// The slot of the attribute `key` names, or nil when it names none (or a relationship).
@@ -74,7 +80,8 @@ final class AttributeDecoder: Decoder {
     func requiredSlot(for key: some CodingKey) throws -> Int {
         guard let s = slot(for: key) else {
             let name = key.stringValue
-            let what = entity.slot(forKey: name) != nil || entity.relationships.contains { $0.name == name }
+            let what =
+                entity.slot(forKey: name) != nil || entity.relationships.contains { $0.name == name }
                 ? "'\(name)' is a relationship of \(entity.name), which is not decoded"
                 : "\(entity.name) has no attribute '\(name)'"
             throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: what))
@@ -90,7 +97,8 @@ final class AttributeDecoder: Decoder {
         let s = try requiredSlot(for: key)
         let attribute = entity.attributes[s]
         return try AttributeValueDecoder(
-            value: value(s), isCodable: attribute.valueKind == .codable, description: "\(entity.name).\(attribute.name)",
+            value: value(s), isCodable: attribute.valueKind == .codable,
+            description: "\(entity.name).\(attribute.name)",
             codingPath: [key]
         ).decode(type)
     }
@@ -126,7 +134,9 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decoder.decode(type, forKey: key) }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try decoder.decode(type, forKey: key) }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
         throw nested(key)
     }
 
@@ -139,7 +149,9 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     private func nested(_ key: Key) -> DecodingError {
         DecodingError.typeMismatch(
             [String: Any].self,
-            .init(codingPath: [key], debugDescription: "an attribute of \(decoder.entity.name) is one value, not a nested container"))
+            .init(
+                codingPath: [key],
+                debugDescription: "an attribute of \(decoder.entity.name) is one value, not a nested container"))
     }
 }
 
@@ -174,15 +186,18 @@ struct AttributeValueDecoder: Decoder, SingleValueDecodingContainer {
         guard let value else {
             // An Optional decodes as nil from here; any other type throws valueNotFound.
             if T.self is any ValueMappingOptional.Type { return try T(from: self) }
-            throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "\(description) has no value"))
+            throw DecodingError.valueNotFound(
+                type, .init(codingPath: codingPath, debugDescription: "\(description) has no value"))
         }
         if isCodable, case .data(let json) = value {
             do {
                 return try CodableAttributeCoder.decode(type, from: json)
             } catch {
-                throw DecodingError.dataCorrupted(.init(
-                    codingPath: codingPath, debugDescription: "the JSON of \(description) does not decode as \(T.self)",
-                    underlyingError: error))
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: codingPath,
+                        debugDescription: "the JSON of \(description) does not decode as \(T.self)",
+                        underlyingError: error))
             }
         }
         if let primitive = T.self as? any PrimitiveAttribute.Type {
@@ -197,6 +212,9 @@ struct AttributeValueDecoder: Decoder, SingleValueDecodingContainer {
 
     private func mismatch(_ type: Any.Type) -> DecodingError {
         DecodingError.typeMismatch(
-            type, .init(codingPath: codingPath, debugDescription: "\(description) holds \(value.map { "\($0)" } ?? "nil"), not a \(type)"))
+            type,
+            .init(
+                codingPath: codingPath,
+                debugDescription: "\(description) holds \(value.map { "\($0)" } ?? "nil"), not a \(type)"))
     }
 }

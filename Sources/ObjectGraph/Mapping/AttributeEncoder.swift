@@ -156,16 +156,18 @@ final class AttributeEncoder: Encoder {
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        note(MappingError(
-            .codingFailed, "a value mapped onto \(entity.name) must encode keyed properties, not an array",
-            sourceIndex: sourceIndex, entity: entity.name))
+        note(
+            MappingError(
+                .codingFailed, "a value mapped onto \(entity.name) must encode keyed properties, not an array",
+                sourceIndex: sourceIndex, entity: entity.name))
         return DiscardingEncodingContainer()
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
-        note(MappingError(
-            .codingFailed, "a value mapped onto \(entity.name) must encode keyed properties, not a single value",
-            sourceIndex: sourceIndex, entity: entity.name))
+        note(
+            MappingError(
+                .codingFailed, "a value mapped onto \(entity.name) must encode keyed properties, not a single value",
+                sourceIndex: sourceIndex, entity: entity.name))
         return DiscardingEncodingContainer()
     }
 
@@ -190,12 +192,14 @@ final class AttributeEncoder: Encoder {
 
     private func resolve(_ name: String, at k: Int) throws(MappingError) -> Int {
         guard let slot = entity.slot(forKey: name), !relationships[slot] else {
-            let what = entity.slot(forKey: name) != nil || entity.relationships.contains { $0.name == name }
+            let what =
+                entity.slot(forKey: name) != nil || entity.relationships.contains { $0.name == name }
                 ? "'\(name)' is a relationship of \(entity.name), which a value cannot set"
                 : "\(entity.name) has no attribute '\(name)'"
-            throw note(MappingError(
-                .unknownProperty, "\(what); the value's property '\(name)' has nowhere to go",
-                sourceIndex: sourceIndex, keyPath: name, entity: entity.name, attribute: name))
+            throw note(
+                MappingError(
+                    .unknownProperty, "\(what); the value's property '\(name)' has nowhere to go",
+                    sourceIndex: sourceIndex, keyPath: name, entity: entity.name, attribute: name))
         }
         if k < keyNames.count {
             keyNames[k] = name
@@ -212,9 +216,11 @@ final class AttributeEncoder: Encoder {
         let s = try slot(for: key)
         guard optionals[s] else {
             let name = entity.attributes[s].name
-            throw note(MappingError(
-                .unstorableProperty, "\(entity.name).\(name) is not optional, and the value's '\(name)' is nil",
-                sourceIndex: sourceIndex, keyPath: key.stringValue, value: "nil", entity: entity.name, attribute: name))
+            throw note(
+                MappingError(
+                    .unstorableProperty, "\(entity.name).\(name) is not optional, and the value's '\(name)' is nil",
+                    sourceIndex: sourceIndex, keyPath: key.stringValue, value: "nil", entity: entity.name,
+                    attribute: name))
         }
         slots.set(s, nil)
     }
@@ -228,7 +234,9 @@ final class AttributeEncoder: Encoder {
     /// Sets slot `s` to a value of a stored type: as it is when the attribute holds that type,
     /// else converted and checked.
     @inline(__always)
-    private func encodePrimitive<P: PrimitiveAttribute>(_ value: P, slot s: Int, key: some CodingKey) throws(MappingError) {
+    private func encodePrimitive<P: PrimitiveAttribute>(
+        _ value: P, slot s: Int, key: some CodingKey
+    ) throws(MappingError) {
         if kinds[s] == .primitive && types[s] == P.attributeType {
             slots.set(s, value.attributeValue)
             return
@@ -265,9 +273,11 @@ final class AttributeEncoder: Encoder {
         case .success(let v):
             slots.set(s, v)
         case .failure(let problem):
-            throw note(problem.error(
-                entity: entity.name, attribute: attribute, property: key.stringValue, value: value, source: "the value's",
-                sourceIndex: sourceIndex))
+            throw note(
+                problem.error(
+                    entity: entity.name, attribute: attribute, property: key.stringValue, value: value,
+                    source: "the value's",
+                    sourceIndex: sourceIndex))
         }
     }
 
@@ -276,29 +286,35 @@ final class AttributeEncoder: Encoder {
         let attribute = entity.attributes[s]
         if checkedCodableTypes[s] != ObjectIdentifier(T.self) {
             guard attribute.holdsCodable(typeNamed: "\(T.self)") else {
-                throw note(StoredValueProblem.wrongType.error(
-                    entity: entity.name, attribute: attribute, property: key.stringValue, value: value, source: "the value's",
-                    sourceIndex: sourceIndex))
+                throw note(
+                    StoredValueProblem.wrongType.error(
+                        entity: entity.name, attribute: attribute, property: key.stringValue, value: value,
+                        source: "the value's",
+                        sourceIndex: sourceIndex))
             }
             checkedCodableTypes[s] = ObjectIdentifier(T.self)
         }
         do {
             slots.set(s, .data(try CodableAttributeCoder.encode(value)))
         } catch {
-            throw note(StoredValueProblem.encodingFailed("\(error)").error(
-                entity: entity.name, attribute: attribute, property: key.stringValue, value: value, source: "the value's",
-                sourceIndex: sourceIndex))
+            throw note(
+                StoredValueProblem.encodingFailed("\(error)").error(
+                    entity: entity.name, attribute: attribute, property: key.stringValue, value: value,
+                    source: "the value's",
+                    sourceIndex: sourceIndex))
         }
     }
 
     /// Records that the value encodes `key` as a nested container, which no attribute stores.
     func refuseNested(forKey key: some CodingKey) {
         let name = key.stringValue
-        note(MappingError(
-            .unstorableProperty,
-            "the value encodes '\(name)' as a nested container, which no attribute of \(entity.name) stores; "
-                + "give the property a Codable type of its own and a Codable attribute",
-            sourceIndex: sourceIndex, keyPath: name, entity: entity.name, attribute: entity.slot(forKey: name) != nil ? name : nil))
+        note(
+            MappingError(
+                .unstorableProperty,
+                "the value encodes '\(name)' as a nested container, which no attribute of \(entity.name) stores; "
+                    + "give the property a Codable type of its own and a Codable attribute",
+                sourceIndex: sourceIndex, keyPath: name, entity: entity.name,
+                attribute: entity.slot(forKey: name) != nil ? name : nil))
     }
 }
 
@@ -324,7 +340,9 @@ struct AttributeEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     mutating func encode(_ value: UInt16, forKey key: Key) throws { try encoder.encodePrimitive(value, forKey: key) }
     mutating func encode(_ value: UInt32, forKey key: Key) throws { try encoder.encodePrimitive(value, forKey: key) }
     mutating func encode(_ value: UInt64, forKey key: Key) throws { try encoder.encodePrimitive(value, forKey: key) }
-    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { try encoder.encodeValue(value, forKey: key) }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        try encoder.encodeValue(value, forKey: key)
+    }
 
     // A nil optional sets its attribute to nil, where the defaults would leave the key out.
     mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws {
@@ -373,7 +391,9 @@ struct AttributeEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
         if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type, forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
         encoder.refuseNested(forKey: key)
         return KeyedEncodingContainer(DiscardingKeyedEncodingContainer<NestedKey>())
     }
@@ -411,10 +431,14 @@ struct DiscardingKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerP
     var codingPath: [any CodingKey] { [] }
     mutating func encodeNil(forKey key: Key) throws {}
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {}
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type, forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
         KeyedEncodingContainer(DiscardingKeyedEncodingContainer<NestedKey>())
     }
-    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer { DiscardingEncodingContainer() }
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        DiscardingEncodingContainer()
+    }
     mutating func superEncoder() -> any Encoder { DiscardingEncoder() }
     mutating func superEncoder(forKey key: Key) -> any Encoder { DiscardingEncoder() }
 }
@@ -425,7 +449,9 @@ struct DiscardingEncodingContainer: UnkeyedEncodingContainer, SingleValueEncodin
     private(set) var count = 0
     mutating func encodeNil() throws { count += 1 }
     mutating func encode<T: Encodable>(_ value: T) throws { count += 1 }
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
         KeyedEncodingContainer(DiscardingKeyedEncodingContainer<NestedKey>())
     }
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { DiscardingEncodingContainer() }

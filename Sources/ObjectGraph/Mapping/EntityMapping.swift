@@ -72,12 +72,15 @@ public struct EntityMapping<T: Entity>: Sendable {
     ///
     /// - Throws: ``MappingError`` with code `unknownAttribute` when `relationship` is not a
     ///   relationship of the entity whose destination is `U`.
-    public mutating func map<U: Entity>(_ sourceKeyPath: String, to relationship: String, with mapping: EntityMapping<U>) throws(MappingError) {
+    public mutating func map<U: Entity>(
+        _ sourceKeyPath: String, to relationship: String, with mapping: EntityMapping<U>
+    ) throws(MappingError) {
         guard let r = entity.relationships.first(where: { $0.name == relationship }),
-              ObjectIdentifier(r.destinationType) == ObjectIdentifier(U.self)
+            ObjectIdentifier(r.destinationType) == ObjectIdentifier(U.self)
         else { throw unknown(relationship, "relationship to \(U.entityDescription.name)") }
         definition.relationships.removeAll { $0.relationship == relationship }
-        definition.relationships.append(.init(sourceKeyPath: sourceKeyPath, relationship: relationship, mapping: mapping.definition))
+        definition.relationships.append(
+            .init(sourceKeyPath: sourceKeyPath, relationship: relationship, mapping: mapping.definition))
     }
 
     /// Connects `relationship` to the destination objects whose attribute of the same name
@@ -107,14 +110,17 @@ public struct EntityMapping<T: Entity>: Sendable {
             throw unknown(relationship, "relationship")
         }
         guard !pairs.isEmpty else {
-            throw MappingError(.invalidIdentification, "the connection of \(entity.name).\(relationship) names no attribute", entity: entity.name, attribute: relationship)
+            throw MappingError(
+                .invalidIdentification, "the connection of \(entity.name).\(relationship) names no attribute",
+                entity: entity.name, attribute: relationship)
         }
         let destination = r.destinationType.entityDescription
         for (mine, theirs) in pairs {
             guard let a = entity.attribute(named: mine), !a.isRelationship else { throw unknown(mine, "attribute") }
             guard let b = destination.attribute(named: theirs), !b.isRelationship else {
                 throw MappingError(
-                    .unknownAttribute, "\(destination.name) has no attribute '\(theirs)' to connect \(entity.name).\(relationship) by",
+                    .unknownAttribute,
+                    "\(destination.name) has no attribute '\(theirs)' to connect \(entity.name).\(relationship) by",
                     entity: destination.name, attribute: theirs)
             }
         }
@@ -136,7 +142,9 @@ public struct EntityMapping<T: Entity>: Sendable {
     ///   `unknownAttribute` for a name the entity lacks.
     public mutating func identify(by attributes: [String]) throws(MappingError) {
         guard !attributes.isEmpty else {
-            throw MappingError(.invalidIdentification, "the identification attributes of \(entity.name) are an empty list", entity: entity.name)
+            throw MappingError(
+                .invalidIdentification, "the identification attributes of \(entity.name) are an empty list",
+                entity: entity.name)
         }
         for name in attributes {
             guard let a = entity.attribute(named: name), !a.isRelationship else { throw unknown(name, "attribute") }
@@ -147,7 +155,9 @@ public struct EntityMapping<T: Entity>: Sendable {
     /// The attributes that identify existing objects: those set with
     /// ``identify(by:)-(String)``, or else the inferred one, if any.
     public var identificationAttributes: [String] {
-        definition.identification ?? (definition.infersIdentification ?? Self.infersIdentificationAttributes ? MappingDefinition.inferIdentification(of: entity) : [])
+        definition.identification
+            ?? (definition.infersIdentification ?? Self.infersIdentificationAttributes
+                ? MappingDefinition.inferIdentification(of: entity) : [])
     }
 
     /// Whether this mapping infers its identification attribute when none is set; `nil` (the
@@ -191,7 +201,9 @@ public struct EntityMapping<T: Entity>: Sendable {
     /// (``connect(_:by:)-(String,String)``) are resolved again: a destination can appear, or come
     /// back after a sweep, while the object itself does not change. New objects are always mapped.
     public mutating func useModificationAttribute(_ attribute: String) throws(MappingError) {
-        guard let a = entity.attribute(named: attribute), !a.isRelationship else { throw unknown(attribute, "attribute") }
+        guard let a = entity.attribute(named: attribute), !a.isRelationship else {
+            throw unknown(attribute, "attribute")
+        }
         definition.modificationAttribute = attribute
     }
 

@@ -57,7 +57,8 @@ final class IdentificationLookahead<Source: MappingSource> {
 
     init?(_ plan: MappingPlan, source: Source) {
         guard Source.peeksFields, plan.identification.count == 1, let index = plan.index,
-              index.buckets.count >= Self.minimumBuckets, index.slots.count == 1 else { return nil }
+            index.buckets.count >= Self.minimumBuckets, index.slots.count == 1
+        else { return nil }
         let step = plan.attributes[plan.identification[0]]
         guard step.keys.count == 1, !step.isCodable, step.type == .int64 || step.type == .string else { return nil }
         self.plan = plan

@@ -1,6 +1,6 @@
-import Foundation
 internal import CPrefetch
 internal import CSimdJSON
+import Foundation
 
 /// A simdjson parser and document kept between parses: parsing into it again reuses buffers
 /// that are already allocated and paged in. A 110 MB document's tape and indexes are hundreds of
@@ -152,7 +152,8 @@ final class JSONDocument {
         let simdjsonMessage = String(cString: og_json_error_message(code))
         if Int(code) == OG_JSON_CAPACITY || Int(code) == OG_JSON_MEMALLOC {
             // The document may well be JSON; it is too large to parse here. No byte is at fault.
-            return MappingError(.malformedJSON, "JSON document of \(bytes.count) bytes cannot be parsed: \(simdjsonMessage)")
+            return MappingError(
+                .malformedJSON, "JSON document of \(bytes.count) bytes cannot be parsed: \(simdjsonMessage)")
         }
         let maxDepth = Int(og_json_max_depth())
         if let error = JSONSyntaxLocator.firstError(in: bytes, maxDepth: maxDepth) {

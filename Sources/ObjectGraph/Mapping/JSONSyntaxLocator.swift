@@ -209,7 +209,8 @@ struct JSONSyntaxLocator {
                 throw JSONSyntaxError(offset: bytes.count, reason: "unexpected end of input in '\(literal)'")
             }
             guard bytes[position] == expectedByte else {
-                throw JSONSyntaxError(offset: position, reason: "unexpected \(describeByte(at: position)) in '\(literal)'")
+                throw JSONSyntaxError(
+                    offset: position, reason: "unexpected \(describeByte(at: position)) in '\(literal)'")
             }
             position += 1
         }
@@ -246,7 +247,8 @@ struct JSONSyntaxLocator {
         if position < bytes.count && (bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E")) {
             isInteger = false
             position += 1
-            if position < bytes.count && (bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-")) {
+            if position < bytes.count && (bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-"))
+            {
                 position += 1
             }
             try requireDigit(in: "exponent")
@@ -261,7 +263,8 @@ struct JSONSyntaxLocator {
             throw JSONSyntaxError(offset: bytes.count, reason: "unexpected end of input in a number")
         }
         guard Self.isDigit(bytes[position]) else {
-            throw JSONSyntaxError(offset: position, reason: "unexpected \(describeByte(at: position)), expected a digit in the \(part)")
+            throw JSONSyntaxError(
+                offset: position, reason: "unexpected \(describeByte(at: position)), expected a digit in the \(part)")
         }
     }
 
@@ -339,7 +342,8 @@ struct JSONSyntaxLocator {
                         throw JSONSyntaxError(offset: bytes.count, reason: "unterminated string")
                     }
                     guard bytes[position] == expected else {
-                        throw JSONSyntaxError(offset: position, reason: "high surrogate escape without a low surrogate escape after it")
+                        throw JSONSyntaxError(
+                            offset: position, reason: "high surrogate escape without a low surrogate escape after it")
                     }
                     position += 1
                 }
@@ -371,20 +375,25 @@ struct JSONSyntaxLocator {
             case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
             case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
             default:
-                throw JSONSyntaxError(offset: position, reason: "invalid \\u escape: '\(describeEscapedByte(at: position))' is not a hexadecimal digit")
+                throw JSONSyntaxError(
+                    offset: position,
+                    reason: "invalid \\u escape: '\(describeEscapedByte(at: position))' is not a hexadecimal digit")
             }
             value = value << 4 | digit
             // The first two digits decide whether the unit is a low surrogate (DCxx–DFxx).
             if digitIndex == 1 {
                 let isLow = (0xDC...0xDF).contains(value)
                 if lowSurrogate && !isLow {
-                    throw JSONSyntaxError(offset: position, reason: "high surrogate escape without a low surrogate escape after it")
+                    throw JSONSyntaxError(
+                        offset: position, reason: "high surrogate escape without a low surrogate escape after it")
                 }
                 if !lowSurrogate && isLow {
-                    throw JSONSyntaxError(offset: position, reason: "low surrogate escape without a high surrogate escape before it")
+                    throw JSONSyntaxError(
+                        offset: position, reason: "low surrogate escape without a high surrogate escape before it")
                 }
             } else if digitIndex == 0 && lowSurrogate && value != 0xD {
-                throw JSONSyntaxError(offset: position, reason: "high surrogate escape without a low surrogate escape after it")
+                throw JSONSyntaxError(
+                    offset: position, reason: "high surrogate escape without a low surrogate escape after it")
             }
             position += 1
         }
@@ -417,7 +426,8 @@ struct JSONSyntaxLocator {
             }
             let byte = bytes[offset]
             guard (index == 0 ? secondByteRange : 0x80...0xBF).contains(byte) else {
-                throw JSONSyntaxError(offset: offset, reason: "invalid UTF-8 (byte 0x\(hex(byte)) after 0x\(hex(lead)))")
+                throw JSONSyntaxError(
+                    offset: offset, reason: "invalid UTF-8 (byte 0x\(hex(byte)) after 0x\(hex(lead)))")
             }
             offset += 1
         }

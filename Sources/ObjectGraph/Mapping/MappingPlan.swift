@@ -99,7 +99,8 @@ final class MappingPlan {
     var identities: [IdentityKey: Int32]?
 
     enum Outcome: UInt8 {
-        case inserted = 1, updated, unchanged, skipped
+        case inserted = 1
+        case updated, unchanged, skipped
     }
 
     /// Resolves `definition` against `context`'s schema, appending this plan and the plans of
@@ -108,8 +109,11 @@ final class MappingPlan {
         let entity = definition.entity
         // The same class, not the same description: a schema rebuilds the description of an
         // entity whose to-one is stored as links (the inverse of an ordered to-many).
-        guard let table = context.table(named: entity.name), ObjectIdentifier(table.entity.type) == ObjectIdentifier(entity.type) else {
-            throw MappingError(.unknownEntity, "\(entity.name) is not an entity of this context's schema", entity: entity.name)
+        guard let table = context.table(named: entity.name),
+            ObjectIdentifier(table.entity.type) == ObjectIdentifier(entity.type)
+        else {
+            throw MappingError(
+                .unknownEntity, "\(entity.name) is not an entity of this context's schema", entity: entity.name)
         }
         self.definition = definition
         self.table = table
@@ -124,21 +128,31 @@ final class MappingPlan {
         lateSteps = steps.indices.filter { !early.contains($0) }
         hints = []
         plans.append(self)
-        relationships = try Self.relationshipSteps(definition, table: table, context: context, plans: &plans, hintCount: &hintCount)
+        relationships = try Self.relationshipSteps(
+            definition, table: table, context: context, plans: &plans, hintCount: &hintCount)
         connections = try Self.connections(definition, table: table, context: context)
         hints = [Int](repeating: 0, count: hintCount)
     }
 
     /// The attribute mappings resolved to slots; each key path takes `keys.count` hints.
-    private static func attributeSteps(_ definition: MappingDefinition, hintCount: inout Int) throws(MappingError) -> [AttributeStep] {
+    private static func attributeSteps(
+        _ definition: MappingDefinition, hintCount: inout Int
+    ) throws(MappingError) -> [AttributeStep] {
         let entity = definition.entity
         var steps: [AttributeStep] = []
         for a in definition.attributes {
             guard let slot = entity.slot(forKey: a.attribute) else {
-                throw MappingError(.unknownAttribute, "\(entity.name) has no attribute '\(a.attribute)'", entity: entity.name, attribute: a.attribute)
+                throw MappingError(
+                    .unknownAttribute, "\(entity.name) has no attribute '\(a.attribute)'", entity: entity.name,
+                    attribute: a.attribute)
             }
-            let keys = a.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map { MappingKey(String($0)) }
-            steps.append(AttributeStep(keys: keys, keyPath: a.sourceKeyPath, slot: slot, attribute: entity.attributes[slot], hintBase: hintCount))
+            let keys = a.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map {
+                MappingKey(String($0))
+            }
+            steps.append(
+                AttributeStep(
+                    keys: keys, keyPath: a.sourceKeyPath, slot: slot, attribute: entity.attributes[slot],
+                    hintBase: hintCount))
             hintCount += keys.count
         }
         return steps
@@ -166,17 +180,22 @@ final class MappingPlan {
         }
         let idSlots = positions.map { steps[$0].slot }
         guard !idSlots.isEmpty,
-              let index = table.indexes.uniqueIndexes.first(where: { Set($0.slots) == Set(idSlots) && $0.slots.count == idSlots.count })
+            let index = table.indexes.uniqueIndexes.first(where: {
+                Set($0.slots) == Set(idSlots) && $0.slots.count == idSlots.count
+            })
         else { return (nil, positions) }
         return (index, index.slots.compactMap { s in idSlots.firstIndex(of: s).map { positions[$0] } })
     }
 
     /// The modification attribute's position in `steps`, if the mapping names one.
-    private static func modification(_ definition: MappingDefinition, steps: [AttributeStep]) throws(MappingError) -> Int? {
+    private static func modification(
+        _ definition: MappingDefinition, steps: [AttributeStep]
+    ) throws(MappingError) -> Int? {
         guard let m = definition.modificationAttribute else { return nil }
         guard let p = steps.firstIndex(where: { $0.attribute.name == m }) else {
             throw MappingError(
-                .invalidIdentification, "\(definition.entity.name)'s modification attribute '\(m)' is not mapped from the source",
+                .invalidIdentification,
+                "\(definition.entity.name)'s modification attribute '\(m)' is not mapped from the source",
                 entity: definition.entity.name, attribute: m)
         }
         return p
@@ -188,21 +207,26 @@ final class MappingPlan {
     ) throws(MappingError) -> ResolvedRelationship {
         guard let rel = context.schema.relationships[table.entityIndex].first(where: { $0.name == name }) else {
             let entity = definition.entity.name
-            throw MappingError(.unknownAttribute, "\(entity) has no relationship '\(name)'", entity: entity, attribute: name)
+            throw MappingError(
+                .unknownAttribute, "\(entity) has no relationship '\(name)'", entity: entity, attribute: name)
         }
         return rel
     }
 
     /// The nested mappings of relationships, each resolved to a plan of its own.
     private static func relationshipSteps(
-        _ definition: MappingDefinition, table: EntityTable, context: ModelContext, plans: inout [MappingPlan], hintCount: inout Int
+        _ definition: MappingDefinition, table: EntityTable, context: ModelContext, plans: inout [MappingPlan],
+        hintCount: inout Int
     ) throws(MappingError) -> [RelationshipStep] {
         var steps: [RelationshipStep] = []
         for r in definition.relationships {
             let rel = try relationship(named: r.relationship, of: definition, table: table, context: context)
-            let keys = r.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map { MappingKey(String($0)) }
+            let keys = r.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map {
+                MappingKey(String($0))
+            }
             let nested = try MappingPlan(r.mapping, context: context, plans: &plans)
-            steps.append(.init(keys: keys, keyPath: r.sourceKeyPath, relationship: rel, plan: nested, hintBase: hintCount))
+            steps.append(
+                .init(keys: keys, keyPath: r.sourceKeyPath, relationship: rel, plan: nested, hintBase: hintCount))
             hintCount += keys.count
         }
         return steps
@@ -222,21 +246,28 @@ final class MappingPlan {
             var theirs: [Int] = []
             for (a, b) in c.pairs {
                 guard let s = entity.slot(forKey: a), let d = destination.entity.slot(forKey: b) else {
-                    throw MappingError(.unknownAttribute, "the connection of \(entity.name).\(c.relationship) names an unknown attribute", entity: entity.name, attribute: c.relationship)
+                    throw MappingError(
+                        .unknownAttribute,
+                        "the connection of \(entity.name).\(c.relationship) names an unknown attribute",
+                        entity: entity.name, attribute: c.relationship)
                 }
                 mine.append(s)
                 theirs.append(d)
             }
             var index: UniqueIndex?
-            if let i = destination.indexes.uniqueIndexes.first(where: { $0.slots.count == theirs.count && Set($0.slots) == Set(theirs) }) {
+            if let i = destination.indexes.uniqueIndexes.first(where: {
+                $0.slots.count == theirs.count && Set($0.slots) == Set(theirs)
+            }) {
                 // Order both sides as the index orders its keys.
                 let order = i.slots.compactMap { s in theirs.firstIndex(of: s) }
                 mine = order.map { mine[$0] }
                 theirs = order.map { theirs[$0] }
                 index = i
             }
-            var connection = Connection(relationship: rel, mySlots: mine, destination: destination, destinationSlots: theirs, index: index)
-            connection.isCollection = rel.isToMany && mine.count == 1 && table.entity.attributes[mine[0]].valueKind == .codable
+            var connection = Connection(
+                relationship: rel, mySlots: mine, destination: destination, destinationSlots: theirs, index: index)
+            connection.isCollection =
+                rel.isToMany && mine.count == 1 && table.entity.attributes[mine[0]].valueKind == .codable
                 && destination.entity.attributes[theirs[0]].valueKind != .codable
             connections.append(connection)
         }
@@ -283,7 +314,8 @@ final class MappingPlan {
                         strongest.append(contentsOf: repeatElement(0, count: plan.outcome.count - strongest.count))
                     }
                     // Outcome raw values rise from inserted (1) to skipped (4); 0 is none.
-                    for (row, o) in plan.outcome.enumerated() where o != 0 && (strongest[row] == 0 || o < strongest[row]) {
+                    for (row, o) in plan.outcome.enumerated()
+                    where o != 0 && (strongest[row] == 0 || o < strongest[row]) {
                         strongest[row] = o
                     }
                 }
@@ -309,7 +341,9 @@ final class MappingPlan {
         }
         // A second source for the same object: an unchanged or skipped object that this source
         // changes counts as updated; an inserted one stays inserted.
-        guard let previous = Outcome(rawValue: old), previous != .inserted, previous != new, new == .updated || previous == .skipped else { return }
+        guard let previous = Outcome(rawValue: old), previous != .inserted, previous != new,
+            new == .updated || previous == .skipped
+        else { return }
         counts.remove(previous)
         counts.add(new)
         outcome[row] = new.rawValue
@@ -326,7 +360,7 @@ final class MappingPlan {
         for r in mappedRows {
             let row = Int(r)
             guard row < outcome.count, outcome[row] == Outcome.updated.rawValue, !relationshipChanged.contains(r),
-                  table.isVisible(row: row), !table.isInserted(row: row), !table.isUpdated(row: row)
+                table.isVisible(row: row), !table.isInserted(row: row), !table.isUpdated(row: row)
             else { continue }
             outcome[row] = Outcome.unchanged.rawValue
             counts.remove(.updated)
@@ -407,7 +441,8 @@ public struct MappingCounts: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         "inserted \(inserted), updated \(updated), unchanged \(unchanged), skipped as unmodified \(skippedUnmodified), "
             + "tombstoned \(tombstoned), discarded \(discarded), unresolved connections \(unresolvedConnections)"
-            + (skippedWithoutIdentification > 0 ? ", skipped without identification \(skippedWithoutIdentification)" : "")
+            + (skippedWithoutIdentification > 0
+                ? ", skipped without identification \(skippedWithoutIdentification)" : "")
     }
 }
 
@@ -460,6 +495,9 @@ public struct ConnectionCounts: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         "resolved \(resolved), without a key \(withoutKey), unresolved \(unresolved) (\(unmatchedKeys) keys"
-            + (sampleUnmatchedKeys.isEmpty ? ")" : ": " + sampleUnmatchedKeys.joined(separator: ", ") + (unmatchedKeys > sampleUnmatchedKeys.count ? ", …)" : ")"))
+            + (sampleUnmatchedKeys.isEmpty
+                ? ")"
+                : ": " + sampleUnmatchedKeys.joined(separator: ", ")
+                    + (unmatchedKeys > sampleUnmatchedKeys.count ? ", …)" : ")"))
     }
 }

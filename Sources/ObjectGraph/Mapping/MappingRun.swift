@@ -35,7 +35,9 @@ struct MappingRun<Source: MappingSource> {
         let keys = path.split(separator: ".", omittingEmptySubsequences: false).map { MappingKey(String($0)) }
         var hints = [Int](repeating: 0, count: keys.count)
         guard let node = source.node(root, at: keys, hints: &hints, base: 0) else {
-            throw MappingError(.rootKeyPathNotFound, "the document has nothing at the root key path '\(path)'", keyPath: path, entity: top.table.entity.name)
+            throw MappingError(
+                .rootKeyPathNotFound, "the document has nothing at the root key path '\(path)'", keyPath: path,
+                entity: top.table.entity.name)
         }
         return node
     }
@@ -103,10 +105,13 @@ struct MappingRun<Source: MappingSource> {
     /// because it lacks its identification values.
     mutating func map(_ node: Source.Node, with plan: MappingPlan, keyPath prefix: String) throws -> Int {
         guard source.kind(node) == .object else {
-            if source.nestsTooDeep(node) { throw tooDeep(keyPath: prefix.isEmpty ? nil : prefix, entity: plan.table.entity.name) }
+            if source.nestsTooDeep(node) {
+                throw tooDeep(keyPath: prefix.isEmpty ? nil : prefix, entity: plan.table.entity.name)
+            }
             throw MappingError(
                 .notAnObject, "expected an object for \(plan.table.entity.name), found \(source.text(node))",
-                sourceIndex: sourceIndex, keyPath: prefix.isEmpty ? nil : prefix, value: source.text(node), entity: plan.table.entity.name)
+                sourceIndex: sourceIndex, keyPath: prefix.isEmpty ? nil : prefix, value: source.text(node),
+                entity: plan.table.entity.name)
         }
         let table = plan.table
         if nodeBuffers.count <= depth { nodeBuffers.append([]) }
@@ -135,12 +140,16 @@ struct MappingRun<Source: MappingSource> {
             }
             row = try identify(nodes, plan, prefix)
         }
-        if let existing = row, let filter = plan.definition.identificationFilter, !(try filter(table.instance(row: existing))) {
+        if let existing = row, let filter = plan.definition.identificationFilter,
+            !(try filter(table.instance(row: existing)))
+        {
             row = nil
         }
 
         if let existing = row {
-            if let m = plan.modification, let n = nodes[m], try isUpToDate(n, step: plan.attributes[m], row: existing, plan, prefix) {
+            if let m = plan.modification, let n = nodes[m],
+                try isUpToDate(n, step: plan.attributes[m], row: existing, plan, prefix)
+            {
                 plan.note(existing, .skipped)
                 return existing
             }
@@ -153,7 +162,8 @@ struct MappingRun<Source: MappingSource> {
             defer { depth -= 1 }
             var relationshipChanged = false
             for step in plan.relationships {
-                relationshipChanged = try mapRelationship(node, step, row: existing, plan, prefix) || relationshipChanged
+                relationshipChanged =
+                    try mapRelationship(node, step, row: existing, plan, prefix) || relationshipChanged
             }
             if relationshipChanged { plan.relationshipUpdates.append(Int32(existing)) }
             plan.note(existing, changed || relationshipChanged ? .updated : .unchanged)
@@ -200,7 +210,8 @@ struct MappingRun<Source: MappingSource> {
                 // a visible row holding the key is the key's owner.
                 let guess = plan.lastFound &+ 1
                 if guess >= 0, guess < table.rowCount, index.duplicates.isEmpty, table.isVisible(row: guess),
-                   table.holds(cell, row: guess, slot: index.slots[0]) {
+                    table.holds(cell, row: guess, slot: index.slots[0])
+                {
                     plan.guessScore = min(plan.guessScore + 1, 32)
                     return guess
                 }
@@ -254,10 +265,12 @@ struct MappingRun<Source: MappingSource> {
     }
 
     /// Whether the existing object is already as new as the source says (modification attribute).
-    private func isUpToDate(_ node: Source.Node, step: MappingPlan.AttributeStep, row: Int, _ plan: MappingPlan, _ prefix: String) throws -> Bool {
+    private func isUpToDate(
+        _ node: Source.Node, step: MappingPlan.AttributeStep, row: Int, _ plan: MappingPlan, _ prefix: String
+    ) throws -> Bool {
         let t = try transform(node, step, plan, prefix)
         guard let incoming = t.attributeValue(as: step.type),
-              let stored = plan.table.value(row: row, slot: step.slot)
+            let stored = plan.table.value(row: row, slot: step.slot)
         else { return false }
         switch (incoming, stored) {
         case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
@@ -272,7 +285,9 @@ struct MappingRun<Source: MappingSource> {
 
     /// Transforms the value at `node` for `step`'s attribute, or throws naming the source.
     @inline(__always)
-    private func transform(_ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String) throws(MappingError) -> Transformed {
+    private func transform(
+        _ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String
+    ) throws(MappingError) -> Transformed {
         if step.isCodable {
             if source.kind(node) == .null { return .null }
             if let data = source.json(node) { return .value(.data(data)) }
@@ -285,12 +300,15 @@ struct MappingRun<Source: MappingSource> {
             let name = step.attribute.name
             throw MappingError(
                 .untransformableValue, "\(plan.table.entity.name).\(name): \(problem)", sourceIndex: sourceIndex,
-                keyPath: joined(prefix, step.keyPath), value: source.text(node), entity: plan.table.entity.name, attribute: name)
+                keyPath: joined(prefix, step.keyPath), value: source.text(node), entity: plan.table.entity.name,
+                attribute: name)
         }
         return t
     }
 
-    private func untransformable(_ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String) -> MappingError {
+    private func untransformable(
+        _ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String
+    ) -> MappingError {
         let a = step.attribute
         if source.nestsTooDeep(node) {
             return tooDeep(keyPath: joined(prefix, step.keyPath), entity: plan.table.entity.name, attribute: a.name)
@@ -299,12 +317,16 @@ struct MappingRun<Source: MappingSource> {
         return MappingError(
             .untransformableValue,
             "\(text) cannot become \(plan.table.entity.name).\(a.name), which holds \(a.swiftTypeName)",
-            sourceIndex: sourceIndex, keyPath: joined(prefix, step.keyPath), value: text, entity: plan.table.entity.name, attribute: a.name)
+            sourceIndex: sourceIndex, keyPath: joined(prefix, step.keyPath), value: text,
+            entity: plan.table.entity.name, attribute: a.name)
     }
 
     /// Sets one attribute of an existing object from its node (or its absence); returns whether
     /// the stored value changed.
-    private func assign(_ node: Source.Node?, _ step: MappingPlan.AttributeStep, row: Int, new: Bool, _ plan: MappingPlan, _ prefix: String) throws -> Bool {
+    private func assign(
+        _ node: Source.Node?, _ step: MappingPlan.AttributeStep, row: Int, new: Bool, _ plan: MappingPlan,
+        _ prefix: String
+    ) throws -> Bool {
         let table = plan.table
         let t: Transformed
         if let node {
@@ -333,11 +355,14 @@ struct MappingRun<Source: MappingSource> {
     /// The error for a source value nested deeper than ``mappingMaxDepth``.
     private func tooDeep(keyPath: String?, entity: String, attribute: String? = nil) -> MappingError {
         MappingError(
-            .tooDeeplyNested, "a value nests arrays and objects deeper than \(mappingMaxDepth) levels; a mapping reads at most that many",
+            .tooDeeplyNested,
+            "a value nests arrays and objects deeper than \(mappingMaxDepth) levels; a mapping reads at most that many",
             sourceIndex: sourceIndex, keyPath: keyPath, entity: entity, attribute: attribute)
     }
 
-    private func missingRequired(_ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String, present: Bool) -> MappingError {
+    private func missingRequired(
+        _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String, present: Bool
+    ) -> MappingError {
         MappingError(
             .missingRequiredValue,
             "\(plan.table.entity.name).\(step.attribute.name) is required, and the source's '\(step.keyPath)' is \(present ? "null" : "missing")",
@@ -357,7 +382,9 @@ struct MappingRun<Source: MappingSource> {
             for (i, step) in plan.attributes.enumerated() {
                 if let n = nodes[i] {
                     _ = try assign(n, step, row: row, new: true, plan, prefix)
-                } else if step.needsValue && table.isNull(row: row, slot: step.slot) && !plan.definition.discardsInvalidObjectsOnInsert {
+                } else if step.needsValue && table.isNull(row: row, slot: step.slot)
+                    && !plan.definition.discardsInvalidObjectsOnInsert
+                {
                     throw missingRequired(step, plan, prefix, present: false)
                 }
             }
@@ -398,8 +425,12 @@ struct MappingRun<Source: MappingSource> {
     // MARK: Relationships
 
     /// Maps a nested object or array into a relationship of `row`; returns whether it changed.
-    private mutating func mapRelationship(_ node: Source.Node, _ step: MappingPlan.RelationshipStep, row: Int, _ plan: MappingPlan, _ prefix: String) throws -> Bool {
-        guard let value = source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase) else { return false }
+    private mutating func mapRelationship(
+        _ node: Source.Node, _ step: MappingPlan.RelationshipStep, row: Int, _ plan: MappingPlan, _ prefix: String
+    ) throws -> Bool {
+        guard let value = source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase) else {
+            return false
+        }
         let table = plan.table
         let r = step.relationship
         let path = joined(prefix, step.keyPath)
@@ -430,7 +461,9 @@ struct MappingRun<Source: MappingSource> {
             guard mapped >= 0 else { return false }  // skipped: the relationship stays as it is
             target = mapped
         }
-        if table.toOneDestination(row: row, r) == target && (target != nil || table.toOneIsEmpty(row: row, r)) { return false }
+        if table.toOneDestination(row: row, r) == target && (target != nil || table.toOneIsEmpty(row: row, r)) {
+            return false
+        }
         table.setToOne(row: row, r, to: target)
         return true
     }
@@ -479,7 +512,10 @@ struct MappingRun<Source: MappingSource> {
                 var unmatched = false
                 if c.isCollection {
                     let before = counts.unmatchedKeys
-                    guard let found = collectionTargets(c, row: row, table: table, lookup: &lookup, counts: &counts, parser: parser) else {
+                    guard
+                        let found = collectionTargets(
+                            c, row: row, table: table, lookup: &lookup, counts: &counts, parser: parser)
+                    else {
                         counts.withoutKey += 1
                         if clear(c, row: row, table) { noteRelationshipChanged(row, plan) }
                         continue
@@ -489,7 +525,9 @@ struct MappingRun<Source: MappingSource> {
                 } else {
                     if let index = c.index {
                         let owner = withRowCells(table, row: row, slots: c.mySlots) { cells in
-                            cells.count == 1 ? c.destination.owner(ofCell: cells[0], in: index) : c.destination.owner(ofCells: cells, in: index)
+                            cells.count == 1
+                                ? c.destination.owner(ofCell: cells[0], in: index)
+                                : c.destination.owner(ofCells: cells, in: index)
                         }
                         if let owner, c.destination.isVisible(row: owner) { targets = [owner] }
                     } else {
@@ -499,13 +537,14 @@ struct MappingRun<Source: MappingSource> {
                     }
                     if targets.isEmpty {
                         unmatched = true
-                        counts.noteUnmatched(c.mySlots.map { slot in
-                            switch table.value(row: row, slot: slot) {
-                            case .string(let text)?: text
-                            case let value?: "\(value)"
-                            case nil: "nil"
-                            }
-                        }.joined(separator: ", "))
+                        counts.noteUnmatched(
+                            c.mySlots.map { slot in
+                                switch table.value(row: row, slot: slot) {
+                                case .string(let text)?: text
+                                case let value?: "\(value)"
+                                case nil: "nil"
+                                }
+                            }.joined(separator: ", "))
                     }
                 }
                 if unmatched { counts.unresolved += 1 }
@@ -524,7 +563,8 @@ struct MappingRun<Source: MappingSource> {
                 }
             }
             plan.counts.unresolvedConnections += counts.unresolved
-            plan.counts.connections[c.relationship.name] = (plan.counts.connections[c.relationship.name] ?? ConnectionCounts()) + counts
+            plan.counts.connections[c.relationship.name] =
+                (plan.counts.connections[c.relationship.name] ?? ConnectionCounts()) + counts
         }
     }
 
@@ -589,7 +629,10 @@ struct MappingRun<Source: MappingSource> {
                     return
                 }
                 let visible = found.filter { c.destination.isVisible(row: $0) }
-                if visible.isEmpty { counts.noteUnmatched(document.kind(element) == .string ? document.string(element) : document.jsonText(element)) }
+                if visible.isEmpty {
+                    counts.noteUnmatched(
+                        document.kind(element) == .string ? document.string(element) : document.jsonText(element))
+                }
                 for t in visible where seen.insert(t).inserted { targets.append(t) }
             }
             return targets
@@ -615,7 +658,8 @@ struct MappingRun<Source: MappingSource> {
         let d = c.destination
         for row in 0..<d.rowCount where d.isVisible(row: row) {
             guard !c.destinationSlots.contains(where: { d.isNull(row: row, slot: $0) }) else { continue }
-            result[withRowCells(d, row: row, slots: c.destinationSlots) { IdentityKey($0) }, default: []].append(Int32(row))
+            result[withRowCells(d, row: row, slots: c.destinationSlots) { IdentityKey($0) }, default: []].append(
+                Int32(row))
         }
         return result
     }
@@ -631,7 +675,8 @@ struct MappingRun<Source: MappingSource> {
             for w in 0..<table.maskWords where table.nulls[row * table.maskWords + w] & table.requiredMask[w] != 0 {
                 let missing = table.nulls[row * table.maskWords + w] & table.requiredMask[w]
                 for bit in 0..<64 where missing & (1 << UInt64(bit)) != 0 {
-                    reasons[row, default: []].append("\(table.entity.attributes[w * 64 + bit].name): a required attribute has no value")
+                    reasons[row, default: []].append(
+                        "\(table.entity.attributes[w * 64 + bit].name): a required attribute has no value")
                 }
             }
         }
@@ -639,7 +684,8 @@ struct MappingRun<Source: MappingSource> {
         pending[table.entityIndex].inserts = rows.map { Int($0.row) }
         for f in context.validatorFailures(pending) + context.hookFailures(pending) {
             guard let row = table.row(ofSerial: f.objectID.serial) else { continue }
-            reasons[row, default: []].append(f.description.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? f.reason)
+            reasons[row, default: []].append(
+                f.description.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? f.reason)
         }
         var result: [DiscardedObject] = []
         for (r, source) in rows {

@@ -145,7 +145,8 @@ struct JSONSource: MappingSource {
 enum JSONSerializationValue {
     static func data(_ value: Any) -> Data? {
         guard JSONSerialization.isValidJSONObject([value]) else { return nil }
-        return try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+        return try? JSONSerialization.data(
+            withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
     }
 }
 

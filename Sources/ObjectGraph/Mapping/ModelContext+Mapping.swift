@@ -19,7 +19,10 @@ public struct MappingResult<T: Entity> {
     private let serials: [UInt64]
     private weak var table: EntityTable?
 
-    init(counts: MappingCounts, countsByEntity: [String: MappingCounts], discarded: [DiscardedObject], sourceCount: Int, rows: [Int32], table: EntityTable) {
+    init(
+        counts: MappingCounts, countsByEntity: [String: MappingCounts], discarded: [DiscardedObject], sourceCount: Int,
+        rows: [Int32], table: EntityTable
+    ) {
         self.counts = counts
         self.countsByEntity = countsByEntity
         self.discarded = discarded
@@ -76,7 +79,9 @@ extension ModelContext {
     ///   context is then left as it was, as for any other error), or an error a predicate or
     ///   hook threw.
     @discardableResult
-    public func map<T: Entity>(_ json: Data, with mapping: EntityMapping<T>, progress: ProgressHandler? = nil) throws -> MappingResult<T> {
+    public func map<T: Entity>(
+        _ json: Data, with mapping: EntityMapping<T>, progress: ProgressHandler? = nil
+    ) throws -> MappingResult<T> {
         let start = ContinuousClock.now
         let document: JSONDocument
         if keepsJSONBuffers, let parser = jsonParser ?? JSONParser(), !parser.inUse {
@@ -86,7 +91,8 @@ extension ModelContext {
             document = try JSONDocument(parsing: json)
         }
         let parsed = ContinuousClock.now
-        let outcome = try runMapping(JSONSource(document: document), root: document.root, mapping.definition, progress: progress)
+        let outcome = try runMapping(
+            JSONSource(document: document), root: document.root, mapping.definition, progress: progress)
         var result: MappingResult<T> = self.result(outcome, since: parsed)
         result.parseSeconds = (parsed - start).seconds
         return result
@@ -97,22 +103,30 @@ extension ModelContext {
     /// of stored types (`Date`, `UUID`, `URL`, `Data`). The root key path applies as for JSON.
     /// Progress and cancellation as for ``map(_:with:progress:)-(Data,_,_)``.
     @discardableResult
-    public func map<T: Entity>(jsonObject: Any, with mapping: EntityMapping<T>, progress: ProgressHandler? = nil) throws -> MappingResult<T> {
+    public func map<T: Entity>(
+        jsonObject: Any, with mapping: EntityMapping<T>, progress: ProgressHandler? = nil
+    ) throws -> MappingResult<T> {
         let start = ContinuousClock.now
-        return result(try runMapping(FoundationSource(), root: jsonObject, mapping.definition, progress: progress), since: start)
+        return result(
+            try runMapping(FoundationSource(), root: jsonObject, mapping.definition, progress: progress), since: start)
     }
 
     /// Maps an array of dictionaries, one object each. Progress and cancellation as for
     /// ``map(_:with:progress:)-(Data,_,_)``.
     @discardableResult
-    public func map<T: Entity>(_ sources: [[String: Any]], with mapping: EntityMapping<T>, progress: ProgressHandler? = nil) throws -> MappingResult<T> {
+    public func map<T: Entity>(
+        _ sources: [[String: Any]], with mapping: EntityMapping<T>, progress: ProgressHandler? = nil
+    ) throws -> MappingResult<T> {
         var definition = mapping.definition
         definition.rootKeyPath = nil
         let start = ContinuousClock.now
-        return result(try runMapping(FoundationSource(), root: sources as [Any], definition, progress: progress), since: start)
+        return result(
+            try runMapping(FoundationSource(), root: sources as [Any], definition, progress: progress), since: start)
     }
 
-    private typealias RunOutcome = (rows: [Int32], byEntity: [String: MappingCounts], discarded: [DiscardedObject], table: EntityTable)
+    private typealias RunOutcome = (
+        rows: [Int32], byEntity: [String: MappingCounts], discarded: [DiscardedObject], table: EntityTable
+    )
 
     private func result<T: Entity>(_ outcome: RunOutcome, since start: ContinuousClock.Instant) -> MappingResult<T> {
         var result = MappingResult<T>(

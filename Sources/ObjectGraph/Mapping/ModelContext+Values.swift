@@ -112,7 +112,9 @@ extension ModelContext {
     ///   (`identity` names what is no attribute) or `ambiguousIdentification` (several objects
     ///   have the value's identity). Each names the entity, and the attribute concerned.
     @discardableResult
-    public func upsert(structValue value: Any, entityNamed name: String, identifiedBy identity: ValueIdentity = .declared) throws -> any Entity {
+    public func upsert(
+        structValue value: Any, entityNamed name: String, identifiedBy identity: ValueIdentity = .declared
+    ) throws -> any Entity {
         let table = try valueMappingTable(named: name)
         return table.instance(row: try writeStruct(value, into: table, identifiedBy: identity))
     }
@@ -133,14 +135,17 @@ extension ModelContext {
     /// - Throws: ``MappingError``, as ``upsert(structValue:entityNamed:identifiedBy:)`` does;
     ///   `unknownEntity` when `type` is not in the context's schema.
     @discardableResult
-    public func upsert<T: Entity>(structValue value: Any, as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> T {
+    public func upsert<T: Entity>(
+        structValue value: Any, as type: T.Type, identifiedBy identity: ValueIdentity = .declared
+    ) throws -> T {
         let table = try valueMappingTable(for: type)
         return try valueMappingObject(row: writeStruct(value, into: table, identifiedBy: identity), in: table, as: type)
     }
 
     /// Writes the struct `value` into the object it identifies, or a new one (`identity` nil:
     /// always a new one); returns its row.
-    private func writeStruct(_ value: Any, into table: EntityTable, identifiedBy identity: ValueIdentity?) throws -> Int {
+    private func writeStruct(_ value: Any, into table: EntityTable, identifiedBy identity: ValueIdentity?) throws -> Int
+    {
         let writer = try SlotValueWriter(table: table, identifiedBy: identity)
         let slots = try structSlots(value, entity: table.entity)
         return try _withImportSavepoint { try writer.write(slots, sourceIndex: nil) }
@@ -152,14 +157,16 @@ extension ModelContext {
         guard mirror.displayStyle == .struct else {
             let kind = mirror.displayStyle.map { "\($0)" } ?? "a plain value"
             throw MappingError(
-                .notAStruct, "a \(type(of: value)) is not a struct (it is \(kind)); only a struct's stored properties map onto \(entity.name)",
+                .notAStruct,
+                "a \(type(of: value)) is not a struct (it is \(kind)); only a struct's stored properties map onto \(entity.name)",
                 value: "\(value)", entity: entity.name)
         }
         let slots = AttributeSlots(count: entity.attributes.count)
         for child in mirror.children {
             guard let name = child.label else { continue }
             guard let s = entity.slot(forKey: name), !entity.attributes[s].isRelationship else {
-                let what = entity.slot(forKey: name) != nil || entity.relationships.contains { $0.name == name }
+                let what =
+                    entity.slot(forKey: name) != nil || entity.relationships.contains { $0.name == name }
                     ? "'\(name)' is a relationship of \(entity.name), which a struct value cannot set"
                     : "\(entity.name) has no attribute '\(name)'"
                 throw MappingError(
@@ -170,7 +177,8 @@ extension ModelContext {
             guard let unwrapped = valueMappingUnwrapped(child.value) else {
                 guard attribute.isOptional else {
                     throw MappingError(
-                        .unstorableProperty, "\(entity.name).\(name) is not optional, and the struct's '\(name)' is nil",
+                        .unstorableProperty,
+                        "\(entity.name).\(name) is not optional, and the struct's '\(name)' is nil",
                         keyPath: name, value: "nil", entity: entity.name, attribute: name)
                 }
                 slots.set(s, nil)
@@ -181,7 +189,8 @@ extension ModelContext {
                 slots.set(s, v)
             case .failure(let problem):
                 throw problem.error(
-                    entity: entity.name, attribute: attribute, property: name, value: unwrapped, source: "the struct's", sourceIndex: nil)
+                    entity: entity.name, attribute: attribute, property: name, value: unwrapped, source: "the struct's",
+                    sourceIndex: nil)
             }
         }
         return slots
@@ -273,7 +282,9 @@ extension ModelContext {
     ///   ``upsert(structValue:entityNamed:identifiedBy:)`` throws them (a value that does not
     ///   encode an identifying attribute has no property for it).
     @discardableResult
-    public func upsert<T: Entity, V: Encodable>(_ value: V, as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> T {
+    public func upsert<T: Entity, V: Encodable>(
+        _ value: V, as type: T.Type, identifiedBy identity: ValueIdentity = .declared
+    ) throws -> T {
         try writeEncodable(value, as: type, identifiedBy: identity)
     }
 
@@ -304,7 +315,9 @@ extension ModelContext {
     /// - Throws: ``MappingError`` as ``upsert(_:as:identifiedBy:)-(V,_,_)`` throws it, whose
     ///   ``MappingError/sourceIndex`` is the position of the failing value in `values`.
     @discardableResult
-    public func upsert<T: Entity, S: Sequence>(_ values: S, as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> [T]
+    public func upsert<T: Entity, S: Sequence>(
+        _ values: S, as type: T.Type, identifiedBy identity: ValueIdentity = .declared
+    ) throws -> [T]
     where S.Element: Encodable {
         try writeBatch(values, as: type, identifiedBy: identity)
     }
@@ -323,11 +336,15 @@ extension ModelContext {
     ///   - identity: The attributes that identify the objects; by default the model's.
     /// - Throws: ``MappingError`` whose ``MappingError/sourceIndex`` is the failing element's index.
     @discardableResult
-    public func upsert<T: Entity, E: Encodable>(_ values: [E], as type: T.Type, identifiedBy identity: ValueIdentity = .declared) throws -> [T] {
+    public func upsert<T: Entity, E: Encodable>(
+        _ values: [E], as type: T.Type, identifiedBy identity: ValueIdentity = .declared
+    ) throws -> [T] {
         try writeBatch(values, as: type, identifiedBy: identity)
     }
 
-    private func writeEncodable<T: Entity, V: Encodable>(_ value: V, as type: T.Type, identifiedBy identity: ValueIdentity?) throws -> T {
+    private func writeEncodable<T: Entity, V: Encodable>(
+        _ value: V, as type: T.Type, identifiedBy identity: ValueIdentity?
+    ) throws -> T {
         let table = try valueMappingTable(for: type)
         let writer = try SlotValueWriter(table: table, identifiedBy: identity)
         let encoder = AttributeEncoder(entity: table.entity)
@@ -338,7 +355,9 @@ extension ModelContext {
         }
     }
 
-    private func writeBatch<T: Entity, S: Sequence>(_ values: S, as type: T.Type, identifiedBy identity: ValueIdentity?) throws -> [T]
+    private func writeBatch<T: Entity, S: Sequence>(
+        _ values: S, as type: T.Type, identifiedBy identity: ValueIdentity?
+    ) throws -> [T]
     where S.Element: Encodable {
         let table = try valueMappingTable(for: type)
         let writer = try SlotValueWriter(table: table, identifiedBy: identity)
@@ -351,7 +370,8 @@ extension ModelContext {
             var i = 0
             for value in values {
                 try encoder.encode(value, sourceIndex: i)
-                result.append(try valueMappingObject(row: writer.write(encoder.slots, sourceIndex: i), in: table, as: type))
+                result.append(
+                    try valueMappingObject(row: writer.write(encoder.slots, sourceIndex: i), in: table, as: type))
                 i += 1
             }
             return result
@@ -386,7 +406,9 @@ extension ModelContext {
             return object
         }
         guard let object = table.instance(row: row) as? T else {
-            throw MappingError(.unknownEntity, "the objects of \(table.entity.name) are not \(type) instances", entity: table.entity.name)
+            throw MappingError(
+                .unknownEntity, "the objects of \(table.entity.name) are not \(type) instances",
+                entity: table.entity.name)
         }
         return object
     }
@@ -411,7 +433,8 @@ enum StoredValueProblem: Error {
 
     /// The ``MappingError`` that names `property` of a source (`"the struct's"`) and `attribute`.
     func error(
-        entity: String, attribute a: AttributeDescription, property: String, value: Any, source: String, sourceIndex: Int?
+        entity: String, attribute a: AttributeDescription, property: String, value: Any, source: String,
+        sourceIndex: Int?
     ) -> MappingError {
         let shown = "\(value)"
         switch self {
@@ -422,11 +445,13 @@ enum StoredValueProblem: Error {
                 sourceIndex: sourceIndex, keyPath: property, value: shown, entity: entity, attribute: a.name)
         case .notACase(let problem):
             return MappingError(
-                .unstorableProperty, "\(entity).\(a.name) holds \(a.swiftTypeName): \(problem) (\(source) property '\(property)', a \(type(of: value)))",
+                .unstorableProperty,
+                "\(entity).\(a.name) holds \(a.swiftTypeName): \(problem) (\(source) property '\(property)', a \(type(of: value)))",
                 sourceIndex: sourceIndex, keyPath: property, value: shown, entity: entity, attribute: a.name)
         case .encodingFailed(let reason):
             return MappingError(
-                .codingFailed, "\(source) property '\(property)', a \(type(of: value)), could not be encoded for \(entity).\(a.name): \(reason)",
+                .codingFailed,
+                "\(source) property '\(property)', a \(type(of: value)), could not be encoded for \(entity).\(a.name): \(reason)",
                 sourceIndex: sourceIndex, keyPath: property, value: shown, entity: entity, attribute: a.name)
         }
     }
@@ -470,7 +495,8 @@ extension MappingError {
     func located(at sourceIndex: Int?) -> MappingError {
         guard let sourceIndex, self.sourceIndex == nil else { return self }
         return MappingError(
-            code, message, byteOffset: byteOffset, sourceIndex: sourceIndex, keyPath: keyPath, value: value, entity: entity,
+            code, message, byteOffset: byteOffset, sourceIndex: sourceIndex, keyPath: keyPath, value: value,
+            entity: entity,
             attribute: attribute)
     }
 }
@@ -512,7 +538,8 @@ final class SlotValueWriter {
         for name in try identity.identificationAttributes(for: entity) {
             guard let s = entity.slot(forKey: name), !entity.attributes[s].isRelationship else {
                 throw MappingError(
-                    .invalidIdentification, "the identification attributes of \(entity.name) name '\(name)', which is no attribute of it",
+                    .invalidIdentification,
+                    "the identification attributes of \(entity.name) name '\(name)', which is no attribute of it",
                     entity: entity.name, attribute: name)
             }
             slots.append(s)
@@ -576,7 +603,9 @@ final class SlotValueWriter {
         }
         if let unique, identification.count == 1 {
             guard let v = values.value(identification[0]) else { return nil }
-            guard let row = v.withCell({ table.owner(ofCell: $0, in: unique) }), table.isVisible(row: row) else { return nil }
+            guard let row = v.withCell({ table.owner(ofCell: $0, in: unique) }), table.isVisible(row: row) else {
+                return nil
+            }
             return row
         }
         var key: [AttributeValue] = []
@@ -586,7 +615,9 @@ final class SlotValueWriter {
             key.append(v)
         }
         if let unique {
-            guard let row = withCells(key, { table.owner(ofCells: $0, in: unique) }), table.isVisible(row: row) else { return nil }
+            guard let row = withCells(key, { table.owner(ofCells: $0, in: unique) }), table.isVisible(row: row) else {
+                return nil
+            }
             return row
         }
         guard let identity else { return nil }
@@ -602,7 +633,8 @@ final class SlotValueWriter {
                 .ambiguousIdentification,
                 "several objects of \(entity.name) have \(shown) (serials \(table.serial(ofRow: a)) and \(table.serial(ofRow: b))), so the value "
                     + "identifies none of them: a unique constraint on \(names.joined(separator: ", ")) keeps identities unique",
-                sourceIndex: sourceIndex, keyPath: names.joined(separator: ","), value: key.map { "\($0)" }.joined(separator: ", "),
+                sourceIndex: sourceIndex, keyPath: names.joined(separator: ","),
+                value: key.map { "\($0)" }.joined(separator: ", "),
                 entity: entity.name, attribute: names.joined(separator: ", "))
         }
     }

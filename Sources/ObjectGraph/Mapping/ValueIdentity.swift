@@ -70,18 +70,25 @@ public enum ValueIdentity: Sendable, Hashable {
         case .attributes(let names):
             guard !names.isEmpty else {
                 throw MappingError(
-                    .invalidIdentification, "the identification attributes of \(entity.name) are an empty list; to insert every value, call insert",
+                    .invalidIdentification,
+                    "the identification attributes of \(entity.name) are an empty list; to insert every value, call insert",
                     entity: entity.name)
             }
             var seen: Set<String> = []
             for name in names {
                 guard let a = entity.attribute(named: name), !a.isRelationship else {
-                    let what = entity.relationships.contains { $0.name == name } ? "'\(name)' is a relationship of \(entity.name), not an attribute" : "\(entity.name) has no attribute '\(name)'"
-                    throw MappingError(.unknownAttribute, "\(what), so it cannot identify its objects", entity: entity.name, attribute: name)
+                    let what =
+                        entity.relationships.contains { $0.name == name }
+                        ? "'\(name)' is a relationship of \(entity.name), not an attribute"
+                        : "\(entity.name) has no attribute '\(name)'"
+                    throw MappingError(
+                        .unknownAttribute, "\(what), so it cannot identify its objects", entity: entity.name,
+                        attribute: name)
                 }
                 guard seen.insert(name).inserted else {
                     throw MappingError(
-                        .invalidIdentification, "the identification attributes of \(entity.name) name '\(name)' twice", entity: entity.name,
+                        .invalidIdentification, "the identification attributes of \(entity.name) name '\(name)' twice",
+                        entity: entity.name,
                         attribute: name)
                 }
             }
@@ -116,7 +123,8 @@ public enum ValueIdentity: Sendable, Hashable {
             for name in declared {
                 guard let a = entity.attribute(named: name), !a.isRelationship else {
                     throw MappingError(
-                        .invalidIdentification, "the IdentifiedEntity declaration of \(entity.name) names '\(name)', which is no attribute of it",
+                        .invalidIdentification,
+                        "the IdentifiedEntity declaration of \(entity.name) names '\(name)', which is no attribute of it",
                         entity: entity.name, attribute: name)
                 }
             }

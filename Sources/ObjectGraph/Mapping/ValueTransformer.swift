@@ -100,7 +100,8 @@ struct ValueTransformer {
             switch scalar {
             case .int(let v): return .value(.string(String(v)))
             case .uint(let v): return .value(.string(String(v)))
-            case .double(let v): return .value(.string(v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)))
+            case .double(let v):
+                return .value(.string(v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)))
             case .bool(let b): return .value(.string(b ? "true" : "false"))
             case .native(.uuid(let u)): return .value(.string(u.uuidString))
             case .native(.url(let u)): return .value(.string(u.absoluteString))
@@ -216,9 +217,9 @@ enum FastISO8601 {
             return v
         }
         guard b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x54 || b[10] == 0x74, b[13] == 0x3A, b[16] == 0x3A,
-              let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2),
-              let hour = digits(11, 2), let minute = digits(14, 2), let second = digits(17, 2),
-              (1...12).contains(month), day >= 1, day <= daysIn(month, year), hour < 24, minute < 60, second < 60
+            let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2),
+            let hour = digits(11, 2), let minute = digits(14, 2), let second = digits(17, 2),
+            (1...12).contains(month), day >= 1, day <= daysIn(month, year), hour < 24, minute < 60, second < 60
         else { return nil }
         var i = 19
         var fraction = 0.0
@@ -238,7 +239,8 @@ enum FastISO8601 {
         if b[i] == 0x5A || b[i] == 0x7A {
             i += 1
         } else if b[i] == 0x2B || b[i] == 0x2D {
-            guard i + 6 == n, b[i + 3] == 0x3A, let oh = digits(i + 1, 2), let om = digits(i + 4, 2), oh < 24, om < 60 else { return nil }
+            guard i + 6 == n, b[i + 3] == 0x3A, let oh = digits(i + 1, 2), let om = digits(i + 4, 2), oh < 24, om < 60
+            else { return nil }
             offset = (oh * 3600 + om * 60) * (b[i] == 0x2D ? -1 : 1)
             i += 6
         } else {

@@ -75,7 +75,10 @@ extension ContextChanges {
                     if slot < 64 && primitiveOnly & (1 << UInt64(slot)) != 0 { continue }
                     keys.insert(t.entity.attributes[slot].name)
                 }
-                if !keys.isEmpty { updated.append(Update(objectID: ObjectID(entityName: name, serial: t.serial(ofRow: row)), changedKeys: keys)) }
+                if !keys.isEmpty {
+                    updated.append(
+                        Update(objectID: ObjectID(entityName: name, serial: t.serial(ofRow: row)), changedKeys: keys))
+                }
             }
             deleted += p.deletes.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
         }
@@ -88,7 +91,8 @@ extension ContextChanges {
                 let key = d.relationships[r.inverse].name
                 func touch(_ value: AttributeValue?) {
                     guard case .uint(let serial)? = value, let row = d.row(ofSerial: serial),
-                          d.flags[row] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted | EntityTable.Flags.vanished) == 0
+                        d.flags[row]
+                            & (EntityTable.Flags.inserted | EntityTable.Flags.deleted | EntityTable.Flags.vanished) == 0
                     else { return }
                     extra[ObjectID(entityName: d.entity.name, serial: serial), default: []].insert(key)
                 }
@@ -109,10 +113,14 @@ extension ContextChanges {
                     let t = l.table(side)
                     let key = l.link.names[side]
                     func touch(_ row: Int) {
-                        guard t.flags[row] & (EntityTable.Flags.inserted | EntityTable.Flags.deleted | EntityTable.Flags.vanished) == 0,
-                              t.flags[row] & EntityTable.Flags.live != 0
+                        guard
+                            t.flags[row]
+                                & (EntityTable.Flags.inserted | EntityTable.Flags.deleted | EntityTable.Flags.vanished)
+                                == 0,
+                            t.flags[row] & EntityTable.Flags.live != 0
                         else { return }
-                        extra[ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)), default: []].insert(key)
+                        extra[ObjectID(entityName: t.entity.name, serial: t.serial(ofRow: row)), default: []].insert(
+                            key)
                     }
                     for row in l.changedOwners(side) { touch(row) }
                     let other = l.table(1 - side)
@@ -128,7 +136,9 @@ extension ContextChanges {
                     updated[i] = Update(objectID: updated[i].objectID, changedKeys: updated[i].changedKeys.union(keys))
                 }
             }
-            for (id, keys) in extra.sorted(by: { ($0.key.entityName, $0.key.serial) < ($1.key.entityName, $1.key.serial) }) {
+            for (id, keys) in extra.sorted(by: {
+                ($0.key.entityName, $0.key.serial) < ($1.key.entityName, $1.key.serial)
+            }) {
                 updated.append(Update(objectID: id, changedKeys: keys))
             }
         }

@@ -53,7 +53,8 @@ final class JournalDoor: PersistenceDoor {
     ///   `journal` for a journal error, `cancelled` when the task was cancelled.
     func replay(into context: ModelContext, progress: inout _WorkReporter) throws(StoreError) {
         var begins = false
-        try Self.replay(into: context, directory: directory, progress: &progress, begins: &begins) { walkProgress, body in
+        try Self.replay(into: context, directory: directory, progress: &progress, begins: &begins) {
+            walkProgress, body in
             try journal.forEachPayload(progress: walkProgress, body)
         }
     }
@@ -70,7 +71,8 @@ final class JournalDoor: PersistenceDoor {
     /// open hands on as it checks them (`ObjectStore.open`). With `begins`, the first progress
     /// report is made when `records` first reports, and `begins` is then cleared.
     static func replay(
-        into context: ModelContext, directory: URL, progress: inout _WorkReporter, begins: inout Bool, records: RecordSource
+        into context: ModelContext, directory: URL, progress: inout _WorkReporter, begins: inout Bool,
+        records: RecordSource
     ) throws(StoreError) {
         var stored: StoredSchema?
         var mapping: SchemaMapping?
@@ -94,7 +96,11 @@ final class JournalDoor: PersistenceDoor {
                 switch kind {
                 case .schema:
                     // Objects of removed entities under the previous schema stay counted by name.
-                    if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
+                    if let s = stored {
+                        for (e, live) in orphans where !live.isEmpty {
+                            orphanNames[s.entities[e].name, default: 0] += live.count
+                        }
+                    }
                     orphans = [:]
                     // A chunk that does not decompress: the journal reports the record.
                     guard let bytes = payload.readRest() else { return }
@@ -106,11 +112,13 @@ final class JournalDoor: PersistenceDoor {
                     mapping = try SchemaMapping(stored: s, current: context.schema)
                 case .base, .transaction:
                     guard let s = stored, let m = mapping else {
-                        throw StoreError(.corruptPayload, "record \(sequence) precedes any schema record", sequence: sequence)
+                        throw StoreError(
+                            .corruptPayload, "record \(sequence) precedes any schema record", sequence: sequence)
                     }
                     do throws(StoreError) {
                         // False: a chunk did not decompress, which the journal reports once this returns.
-                        _ = try TransactionCodec.replay(payload, stored: s, mapping: m, into: context, orphans: &orphans)
+                        _ = try TransactionCodec.replay(
+                            payload, stored: s, mapping: m, into: context, orphans: &orphans)
                     } catch {
                         throw StoreError(error.code, "record \(sequence): \(error.message)", sequence: sequence)
                     }
@@ -126,15 +134,22 @@ final class JournalDoor: PersistenceDoor {
         } catch {
             throw StoreError(.corruptPayload, "\(error)")
         }
-        if let s = stored { for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count } }
+        if let s = stored {
+            for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count }
+        }
         if !orphanNames.isEmpty {
             throw StoreError(
                 .incompatibleSchema,
-                "incompatible schema change: " + orphanNames.sorted { $0.key < $1.key }
-                    .map { "entity '\($0.key)' was removed from the model but the store still holds \($0.value) of its objects" }
+                "incompatible schema change: "
+                    + orphanNames.sorted { $0.key < $1.key }
+                    .map {
+                        "entity '\($0.key)' was removed from the model but the store still holds \($0.value) of its objects"
+                    }
                     .joined(separator: "; "))
         }
-        for t in context.tables { t.changes.committedArenaCount = t.arena.count; t.changes.committedGarbage = t.arena.garbage }
+        for t in context.tables {
+            t.changes.committedArenaCount = t.arena.count; t.changes.committedGarbage = t.arena.garbage
+        }
         for l in context.links { l.flattenIfWorthIt() }
     }
 
@@ -145,7 +160,10 @@ final class JournalDoor: PersistenceDoor {
 
     /// The error of an open of `directory` whose task was cancelled.
     static func openCancelled(_ directory: URL) -> StoreError {
-        StoreError(.cancelled, "opening \(directory.path) was cancelled: its task was cancelled; the journal was closed, nothing was written")
+        StoreError(
+            .cancelled,
+            "opening \(directory.path) was cancelled: its task was cancelled; the journal was closed, nothing was written"
+        )
     }
 
     // MARK: Saving
@@ -160,12 +178,18 @@ final class JournalDoor: PersistenceDoor {
         case .open:
             break
         case .closed:
-            throw StoreError(.closed, "the store at \(directory.path) is closed; the changes stay pending and nothing was written")
+            throw StoreError(
+                .closed, "the store at \(directory.path) is closed; the changes stay pending and nothing was written")
         case .released:
-            throw StoreError(.closed, "the store this context belonged to was closed; the changes stay pending and nothing was written")
+            throw StoreError(
+                .closed,
+                "the store this context belonged to was closed; the changes stay pending and nothing was written")
         }
         if options.readOnly {
-            throw StoreError(.readOnly, "the store at \(directory.path) is read-only (a replica); the changes stay pending and nothing was written")
+            throw StoreError(
+                .readOnly,
+                "the store at \(directory.path) is read-only (a replica); the changes stay pending and nothing was written"
+            )
         }
         let payload = changes.journalPayload()
         guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
@@ -203,7 +227,9 @@ final class JournalDoor: PersistenceDoor {
     /// append fails, nothing changed. A record that was appended but does not apply (the replica
     /// diverged from its source) leaves the journal ahead of the context: the door then refuses
     /// everything until the store is reopened, whose replay reports that record.
-    func applyShipped(_ record: ShippedRecord, schema: [UInt8], origin: [UInt8], to context: ModelContext) throws(StoreError) {
+    func applyShipped(
+        _ record: ShippedRecord, schema: [UInt8], origin: [UInt8], to context: ModelContext
+    ) throws(StoreError) {
         switch state {
         case .open: break
         case .closed, .released: throw StoreError(.closed, "the store at \(directory.path) is closed")
@@ -222,7 +248,8 @@ final class JournalDoor: PersistenceDoor {
         do {
             changes = try stored.decodeTransaction(try record.payload())
         } catch let error as StoreError {
-            throw StoreError(error.code, "shipped record \(record.sequence): \(error.message)", sequence: record.sequence)
+            throw StoreError(
+                error.code, "shipped record \(record.sequence): \(error.message)", sequence: record.sequence)
         } catch {
             throw StoreError(.corruptPayload, "shipped record \(record.sequence): \(error)", sequence: record.sequence)
         }
@@ -238,7 +265,8 @@ final class JournalDoor: PersistenceDoor {
         } catch {
             state = .closed
             try? journal.close()
-            let consequence = error.rule == .rawValueNotACase
+            let consequence =
+                error.rule == .rawValueNotACase
                 ? "this replica's model lacks a case its source has"
                 : "the replica diverged from its source"
             throw StoreError(
@@ -255,7 +283,7 @@ final class JournalDoor: PersistenceDoor {
         guard bytes > max(options.autoCompactionMinimumBytes, Int64(Double(baselineBytes) * ratio)) else { return }
         do {
             try compact(context, progress: nil)
-        } catch where error.code == .cancelled {
+        } catch  where error.code == .cancelled {
             options.logger?.notice("automatic compaction abandoned, its task was cancelled; the journal is unchanged")
         } catch {
             options.logger?.error("automatic compaction failed, the journal is unchanged: \(error)")
@@ -276,7 +304,8 @@ final class JournalDoor: PersistenceDoor {
     func compact(_ context: ModelContext, progress handler: ProgressHandler?) throws(StoreError) {
         guard state == .open else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
         let cancelled = StoreError(
-            .cancelled, "the compaction of \(directory.path) was cancelled: its task was cancelled; the journal is unchanged")
+            .cancelled,
+            "the compaction of \(directory.path) was cancelled: its task was cancelled; the journal is unchanged")
         var progress = _WorkReporter(handler, .compaction, unit: .objects, total: Self.snapshotCount(context))
         guard try writeBase(of: context, progress: &progress) else { throw cancelled }
         baselineBytes = journal.stats.bytesOnDisk
@@ -315,7 +344,8 @@ final class JournalDoor: PersistenceDoor {
         typealias Flags = EntityTable.Flags
         var count = 0
         for t in context.tables {
-            for row in 0..<t.rowCount where t.flags[row] & (Flags.live | Flags.inserted | Flags.vanished) == Flags.live { count += 1 }
+            for row in 0..<t.rowCount where t.flags[row] & (Flags.live | Flags.inserted | Flags.vanished) == Flags.live
+            { count += 1 }
         }
         return count
     }

@@ -46,7 +46,8 @@ public final class ObjectStore {
     let door: JournalDoor
 
     private init(
-        directory: URL, context: ModelContext, door: JournalDoor, replaySeconds: Double, earlierReports: [JournalOpenReport]
+        directory: URL, context: ModelContext, door: JournalDoor, replaySeconds: Double,
+        earlierReports: [JournalOpenReport]
     ) {
         self.directory = directory
         self.context = context
@@ -80,7 +81,9 @@ public final class ObjectStore {
     ///   entity still has objects), `corruptPayload`, or `cancelled`. Nothing on disk is
     ///   modified when opening fails, except that a torn tail is reported (and cut at the next
     ///   append).
-    public static func open(at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
+    public static func open(
+        at directory: URL, schema: Schema, options: StoreOptions = StoreOptions()
+    ) throws(StoreError) -> ObjectStore {
         try open(at: directory, options: options, replayingAtOpen: schema) { _ throws(StoreError) in schema }
     }
 
@@ -89,7 +92,9 @@ public final class ObjectStore {
     ///
     /// - Throws: ``StoreError`` as ``open(at:schema:options:)``; `incompatibleSchema` when the
     ///   journal holds no schema record yet (an empty store).
-    public static func openDynamic(at directory: URL, options: StoreOptions = StoreOptions()) throws(StoreError) -> ObjectStore {
+    public static func openDynamic(
+        at directory: URL, options: StoreOptions = StoreOptions()
+    ) throws(StoreError) -> ObjectStore {
         try open(at: directory, options: options) { journal throws(StoreError) in
             guard let bytes = journal.schema else {
                 throw StoreError(.incompatibleSchema, "\(directory.path) holds no schema record (an empty store)")
@@ -118,11 +123,15 @@ public final class ObjectStore {
     /// replayed as it is checked, in one pass (`Journal.open(directory:options:progress:replay:)`);
     /// otherwise (`schema` needs the journal's own schema record) it is checked, then replayed.
     private static func open(
-        at directory: URL, options: StoreOptions, replayingAtOpen known: Schema? = nil, schema: (Journal) throws(StoreError) -> Schema
+        at directory: URL, options: StoreOptions, replayingAtOpen known: Schema? = nil,
+        schema: (Journal) throws(StoreError) -> Schema
     ) throws(StoreError) -> ObjectStore {
         // Cancelled before it starts: nothing is created, locked or read.
         guard !Task.isCancelled else {
-            throw StoreError(.cancelled, "opening \(directory.path) was cancelled before it started: its task was cancelled; nothing was touched")
+            throw StoreError(
+                .cancelled,
+                "opening \(directory.path) was cancelled before it started: its task was cancelled; nothing was touched"
+            )
         }
         var progress = _WorkReporter(options.progress, .open, unit: .bytes, total: nil)
         var journalOptions = options.journal
@@ -132,7 +141,8 @@ public final class ObjectStore {
             journalOptions.log = { logger.notice("\($0)") }
         }
         // Like `mkdir -p` for the parents; the store directory itself is created 0700.
-        try? FileManager.default.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(
+            at: directory.deletingLastPathComponent(), withIntermediateDirectories: true)
         var earlierReports: [JournalOpenReport] = []
         var begins = true
         while let known {
@@ -140,31 +150,43 @@ public final class ObjectStore {
             do throws(StoreError) {
                 let start = ContinuousClock.now
                 let context = ModelContext(schema: known)
-                try JournalDoor.replay(into: context, directory: directory, progress: &progress, begins: &begins) { walkProgress, body in
+                try JournalDoor.replay(into: context, directory: directory, progress: &progress, begins: &begins) {
+                    walkProgress, body in
                     do {
-                        opened = try Journal.open(directory: directory.path, options: journalOptions, progress: walkProgress, replay: body)
+                        opened = try Journal.open(
+                            directory: directory.path, options: journalOptions, progress: walkProgress, replay: body)
                     } catch let failure as Journal.ReplayFailure {
                         throw failure.error
                     } catch let error as JournalError {
                         throw StoreError(journal: error)
                     }
                 }
-                guard let journal = opened else { throw StoreError(.journal, "the journal of \(directory.path) did not open") }
+                guard let journal = opened else {
+                    throw StoreError(.journal, "the journal of \(directory.path) did not open")
+                }
                 // The live segments' size as open settled them (the reports so far counted
                 // the files as found, a torn tail included).
                 progress.total = Int(journal.stats.bytesOnDisk)
                 if begins {
                     // A journal without a record: the first report, as the replay made none.
-                    do throws(CancellationError) { try progress.begin() } catch { throw JournalDoor.openCancelled(directory) }
+                    do throws(CancellationError) { try progress.begin() } catch {
+                        throw JournalDoor.openCancelled(directory)
+                    }
                 }
-                let door = JournalDoor(journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(known).encoded())
-                return try make(door: door, replayed: context, since: start, options: options, earlierReports: earlierReports,
-                                progress: &progress)
-            } catch where error.code == .corruptPayload && error.sequence != nil {
+                let door = JournalDoor(
+                    journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(known).encoded()
+                )
+                return try make(
+                    door: door, replayed: context, since: start, options: options, earlierReports: earlierReports,
+                    progress: &progress)
+            } catch  where error.code == .corruptPayload && error.sequence != nil {
                 // Nothing was changed on disk: the open stopped before it settled anything.
                 try? opened?.close()
-                guard let sequence = error.sequence, journalOptions.unreadableRecord?.sequence != sequence else { throw error }
-                journalOptions.unreadableRecord = JournalOptions.UnreadableRecord(sequence: sequence, reason: error.message)
+                guard let sequence = error.sequence, journalOptions.unreadableRecord?.sequence != sequence else {
+                    throw error
+                }
+                journalOptions.unreadableRecord = JournalOptions.UnreadableRecord(
+                    sequence: sequence, reason: error.message)
             } catch {
                 try? opened?.close()
                 throw error
@@ -178,16 +200,20 @@ public final class ObjectStore {
                 throw StoreError(journal: error)
             }
             do {
-                let store = try make(journal: journal, directory: directory, schema: try schema(journal), options: options,
-                                     earlierReports: earlierReports, progress: &progress)
+                let store = try make(
+                    journal: journal, directory: directory, schema: try schema(journal), options: options,
+                    earlierReports: earlierReports, progress: &progress)
                 return store
-            } catch where error.code == .corruptPayload && error.sequence != nil {
+            } catch  where error.code == .corruptPayload && error.sequence != nil {
                 try? journal.close()
-                guard let sequence = error.sequence, journalOptions.unreadableRecord?.sequence != sequence else { throw error }
+                guard let sequence = error.sequence, journalOptions.unreadableRecord?.sequence != sequence else {
+                    throw error
+                }
                 // Reopen with the journal's verdict on that record: refusal with its location,
                 // or the prefix before it.
                 earlierReports.append(journal.openReport)
-                journalOptions.unreadableRecord = JournalOptions.UnreadableRecord(sequence: sequence, reason: error.message)
+                journalOptions.unreadableRecord = JournalOptions.UnreadableRecord(
+                    sequence: sequence, reason: error.message)
             } catch {
                 try? journal.close()
                 throw error
@@ -206,7 +232,8 @@ public final class ObjectStore {
     ) throws(StoreError) -> ObjectStore {
         let start = ContinuousClock.now
         let context = ModelContext(schema: schema)
-        let door = JournalDoor(journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(schema).encoded())
+        let door = JournalDoor(
+            journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(schema).encoded())
         progress.total = Int(journal.stats.bytesOnDisk)
         do throws(CancellationError) {
             if earlierReports.isEmpty { try progress.begin() }
@@ -214,7 +241,9 @@ public final class ObjectStore {
             throw door.openCancelled()
         }
         try door.replay(into: context, progress: &progress)
-        return try make(door: door, replayed: context, since: start, options: options, earlierReports: earlierReports, progress: &progress)
+        return try make(
+            door: door, replayed: context, since: start, options: options, earlierReports: earlierReports,
+            progress: &progress)
     }
 
     /// Makes the store from `context`, into which `door`'s journal was replayed from `start` on.
@@ -236,7 +265,9 @@ public final class ObjectStore {
             HeapTrim.trim()
         }
         if duplicates > 0 {
-            options.logger?.warning("\(duplicates) stored objects violate a unique constraint of the current model; saves that touch them will fail")
+            options.logger?.warning(
+                "\(duplicates) stored objects violate a unique constraint of the current model; saves that touch them will fail"
+            )
         }
         let elapsed = (ContinuousClock.now - start).components
         let store = ObjectStore(
@@ -245,7 +276,9 @@ public final class ObjectStore {
             earlierReports: earlierReports)
         context.door = door
         if let torn = journal.openReport.tornTail {
-            options.logger?.warning("torn tail: \(torn.bytes) bytes at offset \(torn.offset) of \(torn.file) will be truncated before the next append (\(torn.reason))")
+            options.logger?.warning(
+                "torn tail: \(torn.bytes) bytes at offset \(torn.offset) of \(torn.file) will be truncated before the next append (\(torn.reason))"
+            )
         }
         progress.finish(progress.total ?? 0)
         return store
@@ -383,7 +416,8 @@ public struct StoreOptions: Sendable {
     public var saveConfirmation: (@Sendable (_ sequence: UInt64) throws -> Void)?
 
     /// Creates options with the defaults.
-    public init(durability: JournalOptions.Durability = .always, recovery: JournalOptions.Recovery = .tolerateTornTail) {
+    public init(durability: JournalOptions.Durability = .always, recovery: JournalOptions.Recovery = .tolerateTornTail)
+    {
         self.durability = durability
         self.recovery = recovery
     }

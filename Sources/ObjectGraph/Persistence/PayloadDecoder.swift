@@ -8,7 +8,8 @@
 /// not exist). A format change is made in the decoder and the reader, once.
 protocol PayloadVisitor {
     /// A block of the stored entity `entity` begins; `attributes` are its stored attributes.
-    mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure)
+    mutating func beginBlock(
+        entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure)
 
     /// Reads the deltas of the block's `count` inserted serials (a serial list whose count the
     /// decoder read and bounded: ``RecordRules/maximumInsertedCount(remaining:attributes:)``).
@@ -47,21 +48,29 @@ protocol PayloadVisitor {
 
     /// One link removed (`removed`) or added, between the objects `serial0` (side 0) and
     /// `serial1` (side 1); read at payload offset `offset`. Removals come before additions.
-    mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure)
+    mutating func linkPair(
+        removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure)
 
     /// The order of `owner`'s list on the ordered side `side`, after the additions (appended
     /// in their order): each of `placements` is taken out, then put back at its index, in
     /// ascending index order.
-    mutating func linkOrder(side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure)
+    mutating func linkOrder(
+        side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader
+        .Failure)
 }
 
 extension PayloadVisitor {
     mutating func endBlock() {}
     mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {}
     mutating func linkPairs(removed: Bool, count: Int) {}
-    mutating func beginRun(removed: Bool, _ serial0: UInt64, count: Int, at offset: Int) throws(PayloadReader.Failure) {}
-    mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {}
-    mutating func linkOrder(side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {}
+    mutating func beginRun(removed: Bool, _ serial0: UInt64, count: Int, at offset: Int) throws(PayloadReader.Failure) {
+    }
+    mutating func linkPair(
+        removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int
+    ) throws(PayloadReader.Failure) {}
+    mutating func linkOrder(
+        side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int
+    ) throws(PayloadReader.Failure) {}
 }
 
 /// The one decoder of the transaction payload (the format is in `TransactionCodec`'s
@@ -75,8 +84,9 @@ enum PayloadDecoder {
         _ r: inout PayloadReader, stored: StoredSchema, into visitor: inout Visitor
     ) throws(PayloadReader.Failure) {
         let version = try r.byte()
-        guard version == TransactionCodec.version || version == TransactionCodec.linkVersion
-            || version == TransactionCodec.pairLinkVersion
+        guard
+            version == TransactionCodec.version || version == TransactionCodec.linkVersion
+                || version == TransactionCodec.pairLinkVersion
         else {
             throw PayloadReader.malformed(0, "transaction payload version \(version)")
         }
@@ -94,13 +104,16 @@ enum PayloadDecoder {
             let countOffset = r.offset
             let claimed = try r.varint()
             let most = RecordRules.maximumInsertedCount(remaining: r.remaining, attributes: attributes.count)
-            if let v = RecordRules.insertedCount(claimed, most: most, remaining: r.remaining) { throw PayloadReader.violation(countOffset, v) }
+            if let v = RecordRules.insertedCount(claimed, most: most, remaining: r.remaining) {
+                throw PayloadReader.violation(countOffset, v)
+            }
             let rows = Int(claimed)
             try visitor.insertedSerials(&r, count: rows)
             if rows > 0 {
                 for (j, a) in attributes.enumerated() {
                     let nulls = try r.nullFlag() ? try r.nullBitmap(rows, into: &bitmap) : nil
-                    try visitor.insertedColumn(&r, attribute: j, encoding: a.type.payloadEncoding, rows: rows, nulls: nulls)
+                    try visitor.insertedColumn(
+                        &r, attribute: j, encoding: a.type.payloadEncoding, rows: rows, nulls: nulls)
                 }
             }
             // Each update takes at least two bytes: its serial and its field count.
@@ -111,7 +124,8 @@ enum PayloadDecoder {
                     let field = try r.varint()
                     let j = Int(field >> 1)
                     guard j < attributes.count else { throw PayloadReader.malformed(r.offset, "attribute \(j)") }
-                    try visitor.updatedField(&r, attribute: j, encoding: attributes[j].type.payloadEncoding, isNull: field & 1 == 1)
+                    try visitor.updatedField(
+                        &r, attribute: j, encoding: attributes[j].type.payloadEncoding, isNull: field & 1 == 1)
                 }
             }
             try visitor.deletedSerials(&r)
@@ -122,14 +136,18 @@ enum PayloadDecoder {
         }
         // Bytes after the last block mean a length or a count is wrong: the payload is not what
         // its writer wrote.
-        guard r.isAtEnd else { throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the last block") }
+        guard r.isAtEnd else {
+            throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the last block")
+        }
     }
 
     /// The link section of a version 3 payload (`runs`: pairs in runs) or a version 2 one.
     private static func decodeLinks<Visitor: PayloadVisitor>(
         _ r: inout PayloadReader, stored: StoredSchema, runs: Bool, into visitor: inout Visitor
     ) throws(PayloadReader.Failure) {
-        guard !stored.links.isEmpty else { throw PayloadReader.malformed(r.offset, "link changes, but the schema has no links") }
+        guard !stored.links.isEmpty else {
+            throw PayloadReader.malformed(r.offset, "link changes, but the schema has no links")
+        }
         var previous = -1
         for _ in 0..<(try r.count(limit: stored.links.count)) {
             let offset = r.offset
@@ -139,8 +157,10 @@ enum PayloadDecoder {
             // A schema built in code may be anything: every visitor reads these.
             let l = stored.links[k]
             guard l.entities.count == 2, l.names.count == 2, l.ordered.count == 2, l.toOne.count == 2,
-                  l.entities.allSatisfy({ stored.entities.indices.contains($0) })
-            else { throw PayloadReader.malformed(offset, "link \(k) of the schema does not have two sides of its entities") }
+                l.entities.allSatisfy({ stored.entities.indices.contains($0) })
+            else {
+                throw PayloadReader.malformed(offset, "link \(k) of the schema does not have two sides of its entities")
+            }
             try visitor.beginLinks(link: k)
             for removed in [true, false] {
                 if runs { try decodeRuns(&r, removed: removed, into: &visitor); continue }
@@ -171,7 +191,9 @@ enum PayloadDecoder {
                         let member = try r.serial()
                         let indexOffset = r.offset
                         let index = try r.count(limit: Int(Int32.max))
-                        guard index > last else { throw PayloadReader.malformed(indexOffset, "order index \(index) after \(last)") }
+                        guard index > last else {
+                            throw PayloadReader.malformed(indexOffset, "order index \(index) after \(last)")
+                        }
                         last = index
                         placements.append((member, index))
                     }
@@ -237,7 +259,8 @@ extension StoreError {
         switch failure {
         case .malformed(let malformed): self.init(.corruptPayload, "\(malformed)")
         case .piecesEnded: self.init(.corruptPayload, "the payload ends before its length")
-        case .violation(let offset, let violation): self.init(violation.storeErrorCode, "at byte \(offset) of the payload: \(violation.reason)")
+        case .violation(let offset, let violation):
+            self.init(violation.storeErrorCode, "at byte \(offset) of the payload: \(violation.reason)")
         }
     }
 }

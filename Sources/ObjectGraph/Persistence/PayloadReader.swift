@@ -271,7 +271,9 @@ struct PayloadReader {
     /// current piece, is one load and one add in a loop over locals; anything else (a longer
     /// string, a piece boundary, a malformed length) goes through ``skipBlob()``.
     @inline(__always)
-    mutating func skipBlobs(_ values: Int, length: Int? = nil, wrongLength: (Int) -> String = { _ in "" }) throws(Failure) {
+    mutating func skipBlobs(
+        _ values: Int, length: Int? = nil, wrongLength: (Int) -> String = { _ in "" }
+    ) throws(Failure) {
         var left = values
         while left > 0 {
             if length == nil, let base = piece.baseAddress {
@@ -378,7 +380,9 @@ extension PayloadReader {
 
     /// ``withBlob(_:)`` for a longer string, one that straddles pieces, or a malformed length.
     @inline(never)
-    private mutating func withBlobInGeneral<T>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> T) throws(Failure) -> T {
+    private mutating func withBlobInGeneral<T>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> T
+    ) throws(Failure) -> T {
         let start = offset
         let n = try self.count(limit: count)
         guard count - offset >= n else { throw Self.malformed(start, "byte string of \(n) bytes runs past the end") }
@@ -467,7 +471,9 @@ extension PayloadReader {
         guard n <= remaining else { throw Self.malformed(offset, "\(n) serials in \(remaining) bytes") }
         let start = offset
         let first = try signed()  // the first delta is from 0
-        guard RecordRules.isValidSerial(UInt64(bitPattern: first)) else { throw Self.violation(start, RecordRules.serialOutOfBounds(first)) }
+        guard RecordRules.isValidSerial(UInt64(bitPattern: first)) else {
+            throw Self.violation(start, RecordRules.serialOutOfBounds(first))
+        }
         // Deltas of +1 after it are skipped without storing, as far as the largest serial; past
         // it the rest is read as a list, whose reads report the serial out of bounds.
         let room = Int(RecordRules.maximumSerial - UInt64(first))

@@ -107,8 +107,10 @@ package enum RecordRules {
     /// A block's count of inserted objects: refused when it exceeds `most`
     /// (``maximumInsertedCount(remaining:attributes:)`` of the `remaining` bytes after it).
     package static func insertedCount(_ claimed: UInt64, most: Int, remaining: Int) -> RecordViolation? {
-        claimed <= UInt64(most) ? nil : RecordViolation(
-            .countOutOfBounds, "\(claimed) objects inserted, but the \(remaining) bytes left hold at most \(most)")
+        claimed <= UInt64(most)
+            ? nil
+            : RecordViolation(
+                .countOutOfBounds, "\(claimed) objects inserted, but the \(remaining) bytes left hold at most \(most)")
     }
 
     // MARK: Serials
@@ -129,7 +131,8 @@ package enum RecordRules {
 
     /// A block's claim of its table's next serial: at most one past ``maximumSerial``.
     package static func nextSerial(_ claim: UInt64) -> RecordViolation? {
-        claim <= maximumSerial + 1 ? nil : RecordViolation(.serialOutOfBounds, "next serial \(claim) past \(maximumSerial + 1)")
+        claim <= maximumSerial + 1
+            ? nil : RecordViolation(.serialOutOfBounds, "next serial \(claim) past \(maximumSerial + 1)")
     }
 
     // MARK: Objects
@@ -167,9 +170,14 @@ package enum RecordRules {
     /// A value given to `entity`.`attribute` of type `type`: refused when it does not coerce
     /// to the type (`fits` false). A decoded record's values always fit the schema it was
     /// written with; a change set applied to another model may not.
-    package static func value(_ entity: String, attribute: String, type: AttributeType, _ value: AttributeValue, fits: Bool) -> RecordViolation? {
-        fits ? nil : RecordViolation(
-            .wrongValueType, "\(entity).\(attribute) holds \(type.rawValue); the record has \(value)", entity: entity, key: attribute)
+    package static func value(
+        _ entity: String, attribute: String, type: AttributeType, _ value: AttributeValue, fits: Bool
+    ) -> RecordViolation? {
+        fits
+            ? nil
+            : RecordViolation(
+                .wrongValueType, "\(entity).\(attribute) holds \(type.rawValue); the record has \(value)",
+                entity: entity, key: attribute)
     }
 
     /// An enum attribute's raw value stored in `entity`/`serial`: refused when `check` (the
@@ -207,17 +215,23 @@ package enum RecordRules {
     /// A link of `pair`: refused when they are linked already, or when a to-one side
     /// (`toOneHolding`: its entity and relationship names, when it holds a link) holds a link
     /// already. A record removes a to-one's link before it adds another.
-    package static func link(_ pair: String, linked: Bool, toOneHolding: (entity: String, name: String)?) -> RecordViolation? {
+    package static func link(
+        _ pair: String, linked: Bool, toOneHolding: (entity: String, name: String)?
+    ) -> RecordViolation? {
         if linked { return RecordViolation(.linkOfLinkedPair, "link of \(pair), which are linked already") }
         guard let (entity, name) = toOneHolding else { return nil }
         return RecordViolation(
-            .toOneHoldsLink, "link of \(pair): \(entity).\(name) is a to-one that holds a link already", entity: entity, key: name)
+            .toOneHoldsLink, "link of \(pair): \(entity).\(name) is a to-one that holds a link already", entity: entity,
+            key: name)
     }
 
     /// An order edit of `entity`/`owner`'s list: refused when it names a member the list does
     /// not have, one twice, or an index past the list's end (`applies` false).
     package static func order(_ entity: String, _ owner: UInt64, applies: Bool) -> RecordViolation? {
-        applies ? nil : RecordViolation(
-            .orderNamesNonMember, "order of \(entity)/\(owner) names a member it does not have or an index past its end", entity: entity)
+        applies
+            ? nil
+            : RecordViolation(
+                .orderNamesNonMember,
+                "order of \(entity)/\(owner) names a member it does not have or an index past its end", entity: entity)
     }
 }

@@ -40,7 +40,9 @@ public struct StoredSchema: Sendable, Hashable {
         /// "Entity.name ↔ Other.inverse", for messages and tools.
         public func describe(in schema: StoredSchema) -> String {
             func side(_ s: Int) -> String {
-                let e = schema.entities.indices.contains(entities[s]) ? schema.entities[entities[s]].name : "#\(entities[s])"
+                let e =
+                    schema.entities.indices.contains(entities[s])
+                    ? schema.entities[entities[s]].name : "#\(entities[s])"
                 return "\(e).\(names[s])\(toOne[s] ? "" : ordered[s] ? " (ordered)" : " (set)")"
             }
             return side(0) + " ↔ " + side(1)
@@ -70,7 +72,8 @@ public struct StoredSchema: Sendable, Hashable {
         entities = schema.entities.enumerated().map { index, e in
             var attributes = e.attributes
             for r in schema.relationships[index] where r.slot >= 0 {
-                attributes[r.slot] = AttributeDescription(toOne: r.name, destinationEntity: schema.entities[r.destination].name)
+                attributes[r.slot] = AttributeDescription(
+                    toOne: r.name, destinationEntity: schema.entities[r.destination].name)
             }
             return Entity(name: e.name, attributes: attributes)
         }
@@ -121,7 +124,9 @@ public struct StoredSchema: Sendable, Hashable {
                 let version = try r.byte()
                 guard version >= Self.version && version <= Self.linkVersion else {
                     throw PayloadReader.malformed(
-                        0, "schema payload version \(version) is not supported (this build reads \(Self.version) to \(Self.linkVersion))")
+                        0,
+                        "schema payload version \(version) is not supported (this build reads \(Self.version) to \(Self.linkVersion))"
+                    )
                 }
                 var entities: [Entity] = []
                 for _ in 0..<(try r.count(limit: 1 << 20)) {
@@ -140,14 +145,19 @@ public struct StoredSchema: Sendable, Hashable {
                         let original = flags & 4 != 0 ? try r.string() : nil
                         if flags & 8 != 0 {
                             guard version >= Self.relationshipVersion, type == .uint64 else {
-                                throw PayloadReader.malformed(r.offset, "relationship flag on '\(aName)' in a version \(version) schema or a \(type.rawValue) slot")
+                                throw PayloadReader.malformed(
+                                    r.offset,
+                                    "relationship flag on '\(aName)' in a version \(version) schema or a \(type.rawValue) slot"
+                                )
                             }
                             attributes.append(AttributeDescription(toOne: aName, destinationEntity: try r.string()))
                             continue
                         }
-                        attributes.append(AttributeDescription(
-                            name: aName, type: type, valueKind: kind, swiftTypeName: swiftType,
-                            isOptional: flags & 1 != 0, defaultValue: defaultValue, originalName: original, problem: nil))
+                        attributes.append(
+                            AttributeDescription(
+                                name: aName, type: type, valueKind: kind, swiftTypeName: swiftType,
+                                isOptional: flags & 1 != 0, defaultValue: defaultValue, originalName: original,
+                                problem: nil))
                     }
                     entities.append(Entity(name: name, attributes: attributes))
                 }
@@ -159,13 +169,16 @@ public struct StoredSchema: Sendable, Hashable {
                             let offset = r.offset
                             let entity = try r.count(limit: 1 << 20)
                             guard entity < entities.count else {
-                                throw PayloadReader.malformed(offset, "link side names entity \(entity); the schema has \(entities.count)")
+                                throw PayloadReader.malformed(
+                                    offset, "link side names entity \(entity); the schema has \(entities.count)")
                             }
                             link.entities.append(entity)
                             link.names.append(try r.string())
                             let flagsOffset = r.offset
                             let flags = try r.byte()
-                            guard flags & ~3 == 0, flags != 3 else { throw PayloadReader.malformed(flagsOffset, "link side flags \(flags)") }
+                            guard flags & ~3 == 0, flags != 3 else {
+                                throw PayloadReader.malformed(flagsOffset, "link side flags \(flags)")
+                            }
                             link.ordered.append(flags & 1 != 0)
                             link.toOne.append(flags & 2 != 0)
                         }
@@ -175,7 +188,9 @@ public struct StoredSchema: Sendable, Hashable {
                         links.append(link)
                     }
                 }
-                guard r.isAtEnd else { throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the schema") }
+                guard r.isAtEnd else {
+                    throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the schema")
+                }
                 return StoredSchema(entities: entities, links: links)
             }
         } catch {
@@ -224,7 +239,8 @@ struct SchemaMapping {
             entity.append(index)
             var map: [Int] = []
             for a in e.attributes {
-                let slot = d.slot(forKey: a.name)
+                let slot =
+                    d.slot(forKey: a.name)
                     ?? d.attributes.firstIndex { $0.originalName == a.name && d.slot(forKey: a.name) == nil }
                 guard let slot else {
                     map.append(-1)
@@ -232,7 +248,9 @@ struct SchemaMapping {
                 }
                 let now = d.attributes[slot]
                 if !Self.canWiden(from: a.type, to: now.type) {
-                    problems.append("\(e.name).\(a.name) was stored as \(a.type.rawValue) and is now \(now.name): \(now.type.rawValue)")
+                    problems.append(
+                        "\(e.name).\(a.name) was stored as \(a.type.rawValue) and is now \(now.name): \(now.type.rawValue)"
+                    )
                 }
                 map.append(slot)
             }
@@ -250,7 +268,8 @@ struct SchemaMapping {
         for l in stored.links {
             let names = (0..<2).map { stored.entities[l.entities[$0]].name }
             if let (k, side) = currentLink(names[0], l.names[0]),
-               let (k1, side1) = currentLink(names[1], l.names[1]), k1 == k, side1 == 1 - side {
+                let (k1, side1) = currentLink(names[1], l.names[1]), k1 == k, side1 == 1 - side
+            {
                 links.append((k, side == 1))
                 continue
             }
@@ -259,7 +278,8 @@ struct SchemaMapping {
                 if let e = current.entity(named: names[s]), e.relationships.contains(where: { $0.name == l.names[s] }) {
                     problems.append(
                         "\(names[s]).\(l.names[s]) was stored as links (\(l.describe(in: stored))) and is now a relationship of another kind; "
-                            + "changing a many-to-many or ordered relationship into a to-one or an unordered one-to-many is not migrated")
+                            + "changing a many-to-many or ordered relationship into a to-one or an unordered one-to-many is not migrated"
+                    )
                 }
             }
             links.append(nil)

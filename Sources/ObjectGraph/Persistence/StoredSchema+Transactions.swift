@@ -10,7 +10,9 @@ extension StoredSchema {
     public func decodeTransaction(_ payload: [UInt8]) throws(StoreError) -> ChangeSet {
         var visitor = ChangeSetVisitor(stored: self)
         do {
-            try PayloadReader.read(payload) { r throws(PayloadReader.Failure) in try PayloadDecoder.decode(&r, stored: self, into: &visitor) }
+            try PayloadReader.read(payload) { r throws(PayloadReader.Failure) in
+                try PayloadDecoder.decode(&r, stored: self, into: &visitor)
+            }
         } catch {
             throw StoreError(payload: error)
         }
@@ -37,14 +39,18 @@ extension StoredSchema {
     /// - Throws: ``StoreError`` with code `corruptPayload`, naming the byte offset.
     public func validateTransaction(_ payload: [UInt8], into outline: inout TransactionOutline) throws(StoreError) {
         let result: Result<Void, StoreError> = payload.withUnsafeBytes { buffer in
-            do throws(StoreError) { return .success(try validateTransaction(buffer, into: &outline)) } catch { return .failure(error) }
+            do throws(StoreError) { return .success(try validateTransaction(buffer, into: &outline)) } catch {
+                return .failure(error)
+            }
         }
         try result.get()
     }
 
     /// ``validateTransaction(_:into:)-([UInt8],_)`` on a payload in memory the caller holds (the package's
     /// tools and tests), without copying it into an array.
-    package func validateTransaction(_ payload: UnsafeRawBufferPointer, into outline: inout TransactionOutline) throws(StoreError) {
+    package func validateTransaction(
+        _ payload: UnsafeRawBufferPointer, into outline: inout TransactionOutline
+    ) throws(StoreError) {
         var visitor = OutlineVisitor(reusing: &outline)
         defer { swap(&visitor.outline, &outline) }
         try PayloadDecoder.decode(payload, stored: self, into: &visitor)
@@ -72,7 +78,9 @@ extension StoredSchema {
     /// - Parameter outline: emptied (its storage kept), then filled with the payload's serials.
     /// - Returns: true when the whole payload was read; false when its pieces ended early.
     /// - Throws: ``StoreError`` with code `corruptPayload`, naming the byte offset.
-    public func validateTransaction(_ payload: JournalPayload, into outline: inout TransactionOutline) throws(StoreError) -> Bool {
+    public func validateTransaction(
+        _ payload: JournalPayload, into outline: inout TransactionOutline
+    ) throws(StoreError) -> Bool {
         var visitor = OutlineVisitor(reusing: &outline)
         defer { swap(&visitor.outline, &outline) }
         var r = PayloadReader(payload)

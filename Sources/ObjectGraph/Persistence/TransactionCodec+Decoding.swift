@@ -13,7 +13,9 @@ struct ChangeSetVisitor: PayloadVisitor {
 
     init(stored: StoredSchema) { self.stored = stored }
 
-    mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
+    mutating func beginBlock(
+        entity: Int, attributes: [AttributeDescription], nextSerial: UInt64
+    ) throws(PayloadReader.Failure) {
         self.attributes = attributes
         current = EntityChanges(entityName: stored.entities[entity].name, attributeNames: attributes.map(\.name))
     }
@@ -53,10 +55,13 @@ struct ChangeSetVisitor: PayloadVisitor {
 
     mutating func beginLinks(link: Int) throws(PayloadReader.Failure) {
         let l = stored.links[link]
-        result.links.append(LinkChanges(entityNames: l.entities.map { stored.entities[$0].name }, relationshipNames: l.names))
+        result.links.append(
+            LinkChanges(entityNames: l.entities.map { stored.entities[$0].name }, relationshipNames: l.names))
     }
 
-    mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {
+    mutating func linkPair(
+        removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int
+    ) throws(PayloadReader.Failure) {
         if removed {
             result.links[result.links.count - 1].removed.append(.init(serial0, serial1))
         } else {
@@ -64,7 +69,9 @@ struct ChangeSetVisitor: PayloadVisitor {
         }
     }
 
-    mutating func linkOrder(side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {
+    mutating func linkOrder(
+        side: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int
+    ) throws(PayloadReader.Failure) {
         result.links[result.links.count - 1].orders.append(
             .init(side: side, owner: owner, placements: placements.map { .init(member: $0.member, index: $0.index) }))
     }
@@ -90,7 +97,9 @@ struct OutlineVisitor: PayloadVisitor {
         self.outline.removeAll()
     }
 
-    mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
+    mutating func beginBlock(
+        entity: Int, attributes: [AttributeDescription], nextSerial: UInt64
+    ) throws(PayloadReader.Failure) {
         self.entity = entity
     }
 
@@ -129,8 +138,10 @@ struct OutlineVisitor: PayloadVisitor {
     }
 
     mutating func endBlock() {
-        outline.blocks.append(.init(
-            entity: entity, inserted: inserted..<updatedStart, insertedRun: insertedRun, updated: updatedStart..<deletedStart,
-            deleted: deletedStart..<outline.serials.count))
+        outline.blocks.append(
+            .init(
+                entity: entity, inserted: inserted..<updatedStart, insertedRun: insertedRun,
+                updated: updatedStart..<deletedStart,
+                deleted: deletedStart..<outline.serials.count))
     }
 }

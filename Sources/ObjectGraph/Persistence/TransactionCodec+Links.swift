@@ -120,7 +120,8 @@ extension LinkTable {
     /// Whether `row` on `side` is part of the last saved state.
     @inline(__always)
     private func wasSaved(_ side: Int, _ row: Int32) -> Bool {
-        table(side).flags[Int(row)] & (EntityTable.Flags.live | EntityTable.Flags.inserted | EntityTable.Flags.vanished) == EntityTable.Flags.live
+        table(side).flags[Int(row)] & (EntityTable.Flags.live | EntityTable.Flags.inserted | EntityTable.Flags.vanished)
+            == EntityTable.Flags.live
     }
 
     private func serials(_ pairs: [(Int32, Int32)]) -> [(UInt64, UInt64)] {
@@ -174,7 +175,9 @@ extension LinkTable {
 
     /// The order edits of `side`'s owners whose lists the transaction rearranged beyond what
     /// removing `removed` and appending `added` does.
-    private func pendingOrders(_ side: Int, added: [(Int32, Int32)], removed: [(Int32, Int32)]) -> [(owner: UInt64, placements: [(UInt64, Int)])] {
+    private func pendingOrders(
+        _ side: Int, added: [(Int32, Int32)], removed: [(Int32, Int32)]
+    ) -> [(owner: UInt64, placements: [(UInt64, Int)])] {
         // Removals keep the others' order and additions are appended, which the replay does
         // too; only an insert before the end, a move, or a pair unlinked and linked again (back
         // at the end, not where it was) rearranges a list.
@@ -209,11 +212,16 @@ extension LinkTable {
         for owner in changedOwners(side) where survives(side, Int32(owner)) {
             let committed = committedMembers(side, owner, changes: byOwner[Int32(owner)] ?? [])
             let gone = removedBy[Int32(owner)] ?? []
-            let expected = committed.filter { survives(1 - side, $0) && !gone.contains($0) } + (addedBy[Int32(owner)] ?? [])
+            let expected =
+                committed.filter { survives(1 - side, $0) && !gone.contains($0) } + (addedBy[Int32(owner)] ?? [])
             let final = members(side, owner).filter { survives(1 - side, $0) }
             guard expected != final else { continue }
             let placements = Self.placements(from: expected, to: final)
-            result.append((table(side).identity.serialOfRow[owner], placements.map { (other.identity.serialOfRow[Int($0.0)], $0.1) }))
+            result.append(
+                (
+                    table(side).identity.serialOfRow[owner],
+                    placements.map { (other.identity.serialOfRow[Int($0.0)], $0.1) }
+                ))
         }
         result.sort { $0.owner < $1.owner }
         return result
@@ -254,11 +262,16 @@ extension LinkTable {
             }
         }
         if link.ordered[1] {
-            for (b, expected) in added.sorted(by: { t1.identity.serialOfRow[Int($0.key)] < t1.identity.serialOfRow[Int($1.key)] }) {
+            for (b, expected) in added.sorted(by: {
+                t1.identity.serialOfRow[Int($0.key)] < t1.identity.serialOfRow[Int($1.key)]
+            }) {
                 let final = committed(1, Int(b))
                 guard expected != final else { continue }
-                block.orders[1].append((
-                    t1.identity.serialOfRow[Int(b)], Self.placements(from: expected, to: final).map { (t0.identity.serialOfRow[Int($0.0)], $0.1) }))
+                block.orders[1].append(
+                    (
+                        t1.identity.serialOfRow[Int(b)],
+                        Self.placements(from: expected, to: final).map { (t0.identity.serialOfRow[Int($0.0)], $0.1) }
+                    ))
             }
         }
         return block

@@ -122,7 +122,8 @@ struct ReplayVisitor: PayloadVisitor {
             let names = "\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)"
             let side = l.link.toOne[0] && l.listCount(0, Int(a)) > 0 ? 0 : 1
             let violation = RecordRules.link(
-                names, linked: l.contains(Int(a), Int(b)), toOneHolding: (entity: l.table(side).entity.name, name: l.link.names[side]))
+                names, linked: l.contains(Int(a), Int(b)),
+                toOneHolding: (entity: l.table(side).entity.name, name: l.link.names[side]))
             if let violation { throw PayloadReader.violation(additionsOffset, violation) }
         }
     }
@@ -141,11 +142,14 @@ struct ReplayVisitor: PayloadVisitor {
         for m in migrated {
             let l = links[m.link]
             let owner = m.row
-            for old in l.members(m.side, owner) { _ = m.side == 0 ? l.unlink(owner, Int(old)) : l.unlink(Int(old), owner) }
+            for old in l.members(m.side, owner) {
+                _ = m.side == 0 ? l.unlink(owner, Int(old)) : l.unlink(Int(old), owner)
+            }
             guard m.destination != 0 else { continue }
             guard let target = l.table(1 - m.side).row(ofSerial: m.destination) else {
                 let violation = RecordRules.linkOfMissingObject(l.table(1 - m.side).entity.name, m.destination)
-                throw StoreError(.corruptPayload, "\(l.link.names[m.side]), a to-one now stored as links: \(violation.reason)")
+                throw StoreError(
+                    .corruptPayload, "\(l.link.names[m.side]), a to-one now stored as links: \(violation.reason)")
             }
             _ = m.side == 0 ? l.link(owner, target) : l.link(target, owner)
         }
@@ -205,7 +209,9 @@ struct ReplayVisitor: PayloadVisitor {
         runRow = a
     }
 
-    mutating func linkPair(removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int) throws(PayloadReader.Failure) {
+    mutating func linkPair(
+        removed: Bool, _ serial0: UInt64, _ serial1: UInt64, at offset: Int
+    ) throws(PayloadReader.Failure) {
         guard linkTable != nil else { return }
         if runRow >= 0 {
             // A member of the run begun: its side-0 row is the run's.
@@ -215,7 +221,9 @@ struct ReplayVisitor: PayloadVisitor {
         let (s0, s1) = linkSwapped ? (serial1, serial0) : (serial0, serial1)
         let a = try linkRow(0, s0, offset), b = try linkRow(1, s1, offset)
         if removed, let l = linkTable {
-            if let v = RecordRules.unlink("\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)", linked: l.unlink(a, b)) {
+            if let v = RecordRules.unlink(
+                "\(l.table(0).entity.name)/\(s0) and \(l.table(1).entity.name)/\(s1)", linked: l.unlink(a, b))
+            {
                 throw PayloadReader.violation(offset, v)
             }
         } else {
@@ -224,7 +232,9 @@ struct ReplayVisitor: PayloadVisitor {
         }
     }
 
-    mutating func linkOrder(side storedSide: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int) throws(PayloadReader.Failure) {
+    mutating func linkOrder(
+        side storedSide: Int, owner: UInt64, placements: [(member: UInt64, index: Int)], at offset: Int
+    ) throws(PayloadReader.Failure) {
         guard let l = linkTable else { return }
         try flushAdditions()
         let side = linkSwapped ? 1 - storedSide : storedSide
@@ -232,13 +242,20 @@ struct ReplayVisitor: PayloadVisitor {
         let row = try linkRow(side, owner, offset)
         var rows: [Int32] = []
         for p in placements { rows.append(Int32(try linkRow(1 - side, p.member, offset))) }
-        if let v = RecordRules.order(l.table(side).entity.name, owner, applies: l.reorder(side, row, placing: Array(zip(rows, placements.map(\.index))))) {
+        if let v = RecordRules.order(
+            l.table(side).entity.name, owner,
+            applies: l.reorder(side, row, placing: Array(zip(rows, placements.map(\.index)))))
+        {
             throw PayloadReader.violation(offset, v)
         }
     }
 
-    mutating func beginBlock(entity: Int, attributes: [AttributeDescription], nextSerial: UInt64) throws(PayloadReader.Failure) {
-        if let t = mapping.entity[entity].map({ tables[$0] }), !t.indexes.indexFillJobs.isEmpty { t.discardIndexFillJobs() }
+    mutating func beginBlock(
+        entity: Int, attributes: [AttributeDescription], nextSerial: UInt64
+    ) throws(PayloadReader.Failure) {
+        if let t = mapping.entity[entity].map({ tables[$0] }), !t.indexes.indexFillJobs.isEmpty {
+            t.discardIndexFillJobs()
+        }
         self.entity = entity
         slots = mapping.slots[entity]
         slotLinks = mapping.slotLinks.indices.contains(entity) ? mapping.slotLinks[entity] : []
@@ -255,7 +272,11 @@ struct ReplayVisitor: PayloadVisitor {
         // before any row is allocated.
         let run = try r.serialRun(count: n, appendingTo: &serials)
         guard let t = table else {
-            if let run { orphans[entity, default: []].formUnion(run) } else { orphans[entity, default: []].formUnion(serials) }
+            if let run {
+                orphans[entity, default: []].formUnion(run)
+            } else {
+                orphans[entity, default: []].formUnion(serials)
+            }
             return
         }
         t.reserve(n)
@@ -280,7 +301,9 @@ struct ReplayVisitor: PayloadVisitor {
             appendedRows = t.appendRows(serials: serials, defaults: !mapping.feedsEverySlot[entity])
         } else {
             for s in serials {
-                if let v = RecordRules.insert(t.entity.name, s, isLive: t.row(ofSerial: s) != nil) { throw PayloadReader.violation(start, v) }
+                if let v = RecordRules.insert(t.entity.name, s, isLive: t.row(ofSerial: s) != nil) {
+                    throw PayloadReader.violation(start, v)
+                }
                 rows.append(t.allocateRow(serial: s))
             }
         }
@@ -327,19 +350,30 @@ struct ReplayVisitor: PayloadVisitor {
                 // and its count goes back to the table when the column is done.
                 var arena = t.arena
                 defer { t.arena = arena }
-                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) {
+                    r throws(PayloadReader.Failure) in
                     try r.withBytesValue(encoding) { arena.append($0) }
                 }
             case .signedVarint:
-                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in UInt64(bitPattern: try r.signed()) }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) {
+                    r throws(PayloadReader.Failure) in UInt64(bitPattern: try r.signed())
+                }
             case .varint:
-                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in try r.varint() }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) {
+                    r throws(PayloadReader.Failure) in try r.varint()
+                }
             case .fixed64:
-                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in try r.fixed64() }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) {
+                    r throws(PayloadReader.Failure) in try r.fixed64()
+                }
             case .fixed32:
-                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in UInt64(try r.fixed32()) }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) {
+                    r throws(PayloadReader.Failure) in UInt64(try r.fixed32())
+                }
             case .bool:
-                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) { r throws(PayloadReader.Failure) in try r.cell(.bool) }
+                try fill(columns, slot: slot, nulls: nulls, clearsNulls: clearsNulls, from: &r) {
+                    r throws(PayloadReader.Failure) in try r.cell(.bool)
+                }
             }
         }
         if let check = t.rawValueChecks[slot] {
@@ -357,9 +391,13 @@ struct ReplayVisitor: PayloadVisitor {
     /// it, so that open refuses the record that stored it, as a follower does. The refusal
     /// waits for the end of the payload (``finish()``): a payload malformed further on is
     /// refused as damage, as a follower, which decodes it whole first, refuses it.
-    private mutating func checkRawValue(_ t: EntityTable, row: Int, slot: Int, _ check: AttributeValidator, at offset: Int) {
+    private mutating func checkRawValue(
+        _ t: EntityTable, row: Int, slot: Int, _ check: AttributeValidator, at offset: Int
+    ) {
         guard rawValueViolation == nil, let value = t.value(row: row, slot: slot),
-              let v = RecordRules.rawValue(t.entity.name, attribute: t.entity.attributes[slot].name, serial: t.identity.serialOfRow[row], value, check: check)
+            let v = RecordRules.rawValue(
+                t.entity.name, attribute: t.entity.attributes[slot].name, serial: t.identity.serialOfRow[row], value,
+                check: check)
         else { return }
         rawValueViolation = (offset, v)
     }
@@ -372,11 +410,14 @@ struct ReplayVisitor: PayloadVisitor {
     /// enough, and the slot's cells, just written, are fixed-size and none nil.
     private func startIndexFills(_ t: EntityTable, slot: Int) {
         guard let rows = appendedRows, rows.lowerBound == 0, rows.count >= IndexFillJob.minimumRows,
-              t.rowCount == rows.count, t.identity.liveCount == rows.count, !t.types[slot].isVariableLength,
-              slots.lazy.filter({ $0 == slot }).count == 1  // no other column of the block writes these cells
+            t.rowCount == rows.count, t.identity.liveCount == rows.count, !t.types[slot].isVariableLength,
+            slots.lazy.filter({ $0 == slot }).count == 1  // no other column of the block writes these cells
         else { return }
-        for index in t.indexes.uniqueIndexes where index.slots == [slot] && !t.indexes.indexFillJobs.contains(where: { $0.index === index }) {
-            if let job = IndexFillJob(table: t, index: index, slot: slot, count: rows.count) { t.indexes.indexFillJobs.append(job) }
+        for index in t.indexes.uniqueIndexes
+        where index.slots == [slot] && !t.indexes.indexFillJobs.contains(where: { $0.index === index }) {
+            if let job = IndexFillJob(table: t, index: index, slot: slot, count: rows.count) {
+                t.indexes.indexFillJobs.append(job)
+            }
         }
     }
 
@@ -403,13 +444,16 @@ struct ReplayVisitor: PayloadVisitor {
                 columns.setNull(row: row, slot: slot, false)
             }
         } else {
-            try forEachRow { _, row throws(PayloadReader.Failure) in columns.setCell(row: row, slot: slot, try read(&r)) }
+            try forEachRow { _, row throws(PayloadReader.Failure) in columns.setCell(row: row, slot: slot, try read(&r))
+            }
         }
     }
 
     /// Calls `body` with each inserted row of the block and its position in the block.
     @inline(__always)
-    private func forEachRow(_ body: (_ i: Int, _ row: Int) throws(PayloadReader.Failure) -> Void) throws(PayloadReader.Failure) {
+    private func forEachRow(
+        _ body: (_ i: Int, _ row: Int) throws(PayloadReader.Failure) -> Void
+    ) throws(PayloadReader.Failure) {
         if let range = appendedRows {
             for i in 0..<range.count { try body(i, range.lowerBound &+ i) }
         } else {

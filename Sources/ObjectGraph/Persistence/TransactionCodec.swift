@@ -36,7 +36,9 @@ enum TransactionCodec {
         for (t, p) in zip(context.tables, pending) where !p.isEmpty {
             blocks.append((t, p.inserts, p.updates, p.deletes))
             let changed = p.inserts.count + p.updates.count
-            estimate += 32 + changed * (4 + t.stride * 3) + p.deletes.count * 4 + max(0, t.arena.count - t.changes.committedArenaCount)
+            estimate +=
+                32 + changed * (4 + t.stride * 3) + p.deletes.count * 4
+                + max(0, t.arena.count - t.changes.committedArenaCount)
         }
         let links = pendingLinkBlocks(context)
         for b in links { estimate += (b.added.count + b.removed.count) * 8 }
@@ -85,7 +87,9 @@ enum TransactionCodec {
             var rows: [Int] = []
             rows.reserveCapacity(t.identity.liveCount)
             for row in 0..<t.rowCount
-            where t.flags[row] & (EntityTable.Flags.live | EntityTable.Flags.inserted | EntityTable.Flags.vanished) == EntityTable.Flags.live {
+            where t.flags[row] & (EntityTable.Flags.live | EntityTable.Flags.inserted | EntityTable.Flags.vanished)
+                == EntityTable.Flags.live
+            {
                 rows.append(row)
             }
             rows.sort { t.identity.serialOfRow[$0] < t.identity.serialOfRow[$1] }
@@ -153,7 +157,8 @@ enum TransactionCodec {
                     bitmap.update(repeating: 0)
                     var nullCount = 0
                     // The same cell the gather below reads: the before-image's when `committed`.
-                    for (i, row) in rows.enumerated() where columns.cell(row: row, slot: slot, committed: committed).isNull {
+                    for (i, row) in rows.enumerated()
+                    where columns.cell(row: row, slot: slot, committed: committed).isNull {
                         bitmap[i / 8] |= 1 << UInt8(i % 8)
                         nullCount += 1
                     }
@@ -167,8 +172,12 @@ enum TransactionCodec {
                 while lower < rows.count {
                     let upper = min(lower + batchRows, rows.count)
                     let batch = Array(rows[lower..<upper])
-                    _ = t.read { $0.gather(slot: slot, rows: batch, committed: committed, into: &cells, nulls: &batchNulls) }
-                    writeColumn(cells, 0..<batch.count, nulls: batchNulls, hasNulls: nullCount > 0, type: t.types[slot], table: t, into: &w)
+                    _ = t.read {
+                        $0.gather(slot: slot, rows: batch, committed: committed, into: &cells, nulls: &batchNulls)
+                    }
+                    writeColumn(
+                        cells, 0..<batch.count, nulls: batchNulls, hasNulls: nullCount > 0, type: t.types[slot],
+                        table: t, into: &w)
                     w.cutIfFull()
                     lower = upper
                 }
@@ -180,7 +189,8 @@ enum TransactionCodec {
     /// Writes the non-nil cells of `cells[range]` (those without their bit in the bitmap
     /// `nulls`, when `hasNulls`) as values of `type`, straight into the writer's buffer.
     private static func writeColumn(
-        _ cells: [UInt64], _ range: Range<Int>, nulls: [UInt8], hasNulls: Bool, type: AttributeType, table t: EntityTable,
+        _ cells: [UInt64], _ range: Range<Int>, nulls: [UInt8], hasNulls: Bool, type: AttributeType,
+        table t: EntityTable,
         into w: inout ByteWriter
     ) {
         @inline(__always) func isNull(_ i: Int) -> Bool { hasNulls && nulls[i / 8] & (1 << UInt8(i % 8)) != 0 }
@@ -220,7 +230,8 @@ enum TransactionCodec {
             w.append(upTo: count * 4) { p in
                 var o = 0
                 for i in range where !isNull(i) {
-                    p.storeBytes(of: UInt32(truncatingIfNeeded: cells[i]).littleEndian, toByteOffset: o, as: UInt32.self)
+                    p.storeBytes(
+                        of: UInt32(truncatingIfNeeded: cells[i]).littleEndian, toByteOffset: o, as: UInt32.self)
                     o += 4
                 }
                 return o

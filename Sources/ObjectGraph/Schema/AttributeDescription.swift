@@ -116,7 +116,8 @@ public struct AttributeDescription: Sendable, Hashable {
     ) -> AttributeDescription {
         AttributeDescription(
             name: name, type: T.attributeType, valueKind: .primitive, swiftTypeName: "\(T.self)",
-            isOptional: optional, defaultValue: `default`?.attributeValue, originalName: originalName, problem: nil, options: options)
+            isOptional: optional, defaultValue: `default`?.attributeValue, originalName: originalName, problem: nil,
+            options: options)
     }
 
     /// An attribute of a `RawRepresentable` type (typically an enum), stored as its raw value.

@@ -5,7 +5,8 @@
 public final class DynamicObject: Entity {
     /// A placeholder: each dynamic object's real description is that of its own entity
     /// (``entity``).
-    public static let entityDescription = EntityDescription(name: "DynamicObject", type: DynamicObject.self, attributes: [])
+    public static let entityDescription = EntityDescription(
+        name: "DynamicObject", type: DynamicObject.self, attributes: [])
     /// None: a dynamic object has no code of its own.
     public static var implementedHooks: EntityHooks { [] }
     /// The object's storage handle.

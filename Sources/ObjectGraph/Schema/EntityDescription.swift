@@ -71,7 +71,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     func withoutSlots(for linkedToOnes: Set<String>) -> EntityDescription {
         EntityDescription(
             name: name, type: type, attributes: Array(attributes.prefix(declaredCount)), keyPaths: declaredKeyPaths,
-            uniqueConstraints: declaredConstraints, relationships: relationships, indexes: indexes, linkedToOnes: linkedToOnes)
+            uniqueConstraints: declaredConstraints, relationships: relationships, indexes: indexes,
+            linkedToOnes: linkedToOnes)
     }
 
     /// The attributes declared (the to-one slots follow them).
@@ -90,8 +91,11 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         declaredCount = declared.count
         declaredKeyPaths = keyPaths
         declaredConstraints = uniqueConstraints
-        let attributes = declared
-            + relationships.filter { !$0.isToMany && !linkedToOnes.contains($0.name) }.map { AttributeDescription(toOne: $0.name) }
+        let attributes =
+            declared
+            + relationships.filter { !$0.isToMany && !linkedToOnes.contains($0.name) }.map {
+                AttributeDescription(toOne: $0.name)
+            }
         self.attributes = attributes
         var slots: [String: Int] = [:]
         var problems: [String] = []
@@ -114,7 +118,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         for r in relationships where r.isToMany || linkedToOnes.contains(r.name) {
             if !names.insert(r.name).inserted { problems.append("entity '\(name)' declares '\(r.name)' twice") }
         }
-        let constraints = attributes.compactMap { a in a.uniquePolicy.map { UniqueConstraint([a.name], onCollision: $0) } } + uniqueConstraints
+        let constraints =
+            attributes.compactMap { a in a.uniquePolicy.map { UniqueConstraint([a.name], onCollision: $0) } }
+            + uniqueConstraints
         var constraintSlots: [[Int]] = []
         for c in constraints {
             let cs = c.keys.compactMap { slots[$0] }
@@ -136,7 +142,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
                 }
                 let a = attributes[s]
                 if a.isRelationship || a.valueKind == .codable || !a.type.isIndexable {
-                    problem = "index \(index.name(in: name)) names '\(k)', which cannot be indexed "
+                    problem =
+                        "index \(index.name(in: name)) names '\(k)', which cannot be indexed "
                         + "(an index key is an integer, floating-point, Date, Bool or String attribute)"
                 } else if slotsOfIndex.contains(s) {
                     problem = "index \(index.name(in: name)) names '\(k)' twice"
@@ -172,7 +179,9 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(name)(" + attributes.map { "\($0.name): \($0.swiftTypeName)\($0.isOptional ? "?" : "")" }.joined(separator: ", ") + ")"
+        "\(name)("
+            + attributes.map { "\($0.name): \($0.swiftTypeName)\($0.isOptional ? "?" : "")" }.joined(separator: ", ")
+            + ")"
     }
 }
 
@@ -222,7 +231,9 @@ public struct Schema: Sendable {
             entities.append(d)
         }
         if problems.isEmpty {
-            for (index, names) in Self.linkedToOnes(entities, byType: byType) { entities[index] = entities[index].withoutSlots(for: names) }
+            for (index, names) in Self.linkedToOnes(entities, byType: byType) {
+                entities[index] = entities[index].withoutSlots(for: names)
+            }
         }
         let (relationships, links, relationshipProblems) =
             problems.isEmpty ? Self.resolveRelationships(entities, byType: byType) : ([], [], [])

@@ -52,7 +52,8 @@ public struct RelationshipDescription: Sendable {
 
     /// Creates a relationship description (the factories below read better).
     public init(
-        name: String, destinationType: any Entity.Type, inverse: String, isToMany: Bool, deleteRule: DeleteRule = .nullify,
+        name: String, destinationType: any Entity.Type, inverse: String, isToMany: Bool,
+        deleteRule: DeleteRule = .nullify,
         isOrdered: Bool = false
     ) {
         self.name = name
@@ -67,7 +68,8 @@ public struct RelationshipDescription: Sendable {
     public static func toOne<T: Entity>(
         _ name: String, _ destination: T.Type, inverse: String, deleteRule: DeleteRule = .nullify
     ) -> RelationshipDescription {
-        RelationshipDescription(name: name, destinationType: destination, inverse: inverse, isToMany: false, deleteRule: deleteRule)
+        RelationshipDescription(
+            name: name, destinationType: destination, inverse: inverse, isToMany: false, deleteRule: deleteRule)
     }
 
     /// A to-many relationship: a set of objects of `destination`, or an ordered list of them
@@ -76,7 +78,8 @@ public struct RelationshipDescription: Sendable {
         _ name: String, _ destination: T.Type, inverse: String, deleteRule: DeleteRule = .nullify, ordered: Bool = false
     ) -> RelationshipDescription {
         RelationshipDescription(
-            name: name, destinationType: destination, inverse: inverse, isToMany: true, deleteRule: deleteRule, isOrdered: ordered)
+            name: name, destinationType: destination, inverse: inverse, isToMany: true, deleteRule: deleteRule,
+            isOrdered: ordered)
     }
 }
 
@@ -135,7 +138,7 @@ extension Schema {
         for e in entities {
             for r in e.relationships where r.isToMany && r.isOrdered {
                 guard let d = byType[ObjectIdentifier(r.destinationType)],
-                      let inv = entities[d].relationships.first(where: { $0.name == r.inverse }), !inv.isToMany
+                    let inv = entities[d].relationships.first(where: { $0.name == r.inverse }), !inv.isToMany
                 else { continue }
                 result[d, default: []].insert(inv.name)
             }
@@ -158,12 +161,14 @@ extension Schema {
             var resolved: [ResolvedRelationship] = []
             for (k, r) in e.relationships.enumerated() {
                 guard let destination = byType[ObjectIdentifier(r.destinationType)] else {
-                    problems.append("\(e.name).\(r.name) points at \(r.destinationType), which is not an entity of this schema")
+                    problems.append(
+                        "\(e.name).\(r.name) points at \(r.destinationType), which is not an entity of this schema")
                     continue
                 }
                 let d = entities[destination]
                 guard let inverse = d.relationships.firstIndex(where: { $0.name == r.inverse }) else {
-                    problems.append("\(e.name).\(r.name) names the inverse '\(r.inverse)', which \(d.name) does not declare")
+                    problems.append(
+                        "\(e.name).\(r.name) names the inverse '\(r.inverse)', which \(d.name) does not declare")
                     continue
                 }
                 let inv = d.relationships[inverse]
@@ -183,17 +188,20 @@ extension Schema {
                         side = s
                     } else {
                         link = links.count
-                        links.append(ResolvedLink(
-                            entities: [index, destination], names: [r.name, inv.name],
-                            ordered: [r.isOrdered, inv.isOrdered], toOne: [!r.isToMany, !inv.isToMany]))
+                        links.append(
+                            ResolvedLink(
+                                entities: [index, destination], names: [r.name, inv.name],
+                                ordered: [r.isOrdered, inv.isOrdered], toOne: [!r.isToMany, !inv.isToMany]))
                         linkOf[[destination, inverse]] = (link, 1)
                     }
                 }
-                resolved.append(ResolvedRelationship(
-                    name: r.name, isToMany: r.isToMany, deleteRule: r.deleteRule, destination: destination, inverse: inverse,
-                    slot: r.isToMany || link >= 0 ? -1 : (e.slot(forKey: r.name) ?? -1),
-                    inverseSlot: inv.isToMany || link >= 0 ? -1 : (d.slot(forKey: inv.name) ?? -1),
-                    inverseIsToMany: inv.isToMany, link: link, linkSide: side, isOrdered: r.isOrdered))
+                resolved.append(
+                    ResolvedRelationship(
+                        name: r.name, isToMany: r.isToMany, deleteRule: r.deleteRule, destination: destination,
+                        inverse: inverse,
+                        slot: r.isToMany || link >= 0 ? -1 : (e.slot(forKey: r.name) ?? -1),
+                        inverseSlot: inv.isToMany || link >= 0 ? -1 : (d.slot(forKey: inv.name) ?? -1),
+                        inverseIsToMany: inv.isToMany, link: link, linkSide: side, isOrdered: r.isOrdered))
             }
             result.append(resolved)
         }

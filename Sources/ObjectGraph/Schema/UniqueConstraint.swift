@@ -66,7 +66,9 @@ extension AttributeOption {
     /// ```swift
     /// @Attribute(.validate("must contain @") { (email: String) in email.contains("@") }) var email: String
     /// ```
-    public static func validate<T: PrimitiveAttribute>(_ reason: String, _ isValid: @escaping @Sendable (T) -> Bool) -> AttributeOption {
+    public static func validate<T: PrimitiveAttribute>(
+        _ reason: String, _ isValid: @escaping @Sendable (T) -> Bool
+    ) -> AttributeOption {
         AttributeOption(uniquePolicy: nil, validator: .validate(reason, isValid))
     }
 }
@@ -90,7 +92,8 @@ public struct AttributeValidator: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The value must be the raw value of one of `T`'s cases.
-    static func isCase<T: RawRepresentable>(of type: T.Type) -> AttributeValidator where T.RawValue: PrimitiveAttribute {
+    static func isCase<T: RawRepresentable>(of type: T.Type) -> AttributeValidator
+    where T.RawValue: PrimitiveAttribute {
         // The check runs where the context runs (its one isolation domain), like every other
         // use of the model's types; only the description crosses domains. An enum's
         // `init(rawValue:)` is a pure function of its cases, whatever isolation it is called from.
@@ -124,7 +127,9 @@ public struct AttributeValidator: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The value must satisfy `isValid`; `reason` is the failure's reason.
-    public static func validate<T: PrimitiveAttribute>(_ reason: String, _ isValid: @escaping @Sendable (T) -> Bool) -> AttributeValidator {
+    public static func validate<T: PrimitiveAttribute>(
+        _ reason: String, _ isValid: @escaping @Sendable (T) -> Bool
+    ) -> AttributeValidator {
         AttributeValidator(reason) { value in
             guard let v = T(value) else { return "holds \(value), not a \(T.self)" }
             return isValid(v) ? nil : reason

@@ -286,7 +286,11 @@ struct ArenaBytes {
         let b = bytes(ref)
         var high: UInt64 = 0, low: UInt64 = 0
         for i in 0..<min(16, b.count) {
-            if i < 8 { high |= UInt64(b[i]) << UInt64(56 - 8 * i) } else { low |= UInt64(b[i]) << UInt64(56 - 8 * (i - 8)) }
+            if i < 8 {
+                high |= UInt64(b[i]) << UInt64(56 - 8 * i)
+            } else {
+                low |= UInt64(b[i]) << UInt64(56 - 8 * (i - 8))
+            }
         }
         var plain = Self.isASCII(b)
         if plain { for byte in b where byte == 0 { plain = false; break } }

@@ -94,7 +94,9 @@ struct CountingArray<Element: FixedWidthInteger>: RandomAccessCollection {
     }
 
     /// Calls `body` with the elements' storage, written out first.
-    mutating func withUnsafeMutableBufferPointer<R>(_ body: (inout UnsafeMutableBufferPointer<Element>) throws -> R) rethrows -> R {
+    mutating func withUnsafeMutableBufferPointer<R>(
+        _ body: (inout UnsafeMutableBufferPointer<Element>) throws -> R
+    ) rethrows -> R {
         if isCounting { writeOut() }
         return try stored.withUnsafeMutableBufferPointer(body)
     }

@@ -45,7 +45,8 @@ extension EntityTable {
         var result: [Int] = []
         for key in keys {
             guard let s = entity.slot(forKey: key) else {
-                throw ObjectGraphError(.unknownKey, "\(entity.name) has no attribute '\(key)'", entity: entity.name, key: key)
+                throw ObjectGraphError(
+                    .unknownKey, "\(entity.name) has no attribute '\(key)'", entity: entity.name, key: key)
             }
             result.append(s)
         }
@@ -117,7 +118,7 @@ extension EntityTable {
     @inline(__always)
     private func isFreshWrite(row: Int, slot: Int, primitive: Bool) -> Bool {
         guard !primitive, slot < 64, indexes.plainSlots & (1 << UInt64(slot)) != 0,
-              flags[row] & Flags.inserted != 0, changes.willSaveTouched == nil, changes.primitiveOnly.isEmpty
+            flags[row] & Flags.inserted != 0, changes.willSaveTouched == nil, changes.primitiveOnly.isEmpty
         else { return false }
         return changes.savepoints.isEmpty || changes.isNewInInnermostSavepoint(row: row)
     }
@@ -146,7 +147,9 @@ extension EntityTable {
         }
         let indexed = !fresh && !indexes.indexesBySlot[slot].isEmpty  // a fresh row's slot has no index
         if indexed { unindex(row: row, slot: slot) }
-        let referenced = !fresh && !indexes.referenceSlots.isEmpty && indexes.referenceIndexOfSlot[slot] != nil && isVisible(row: row)
+        let referenced =
+            !fresh && !indexes.referenceSlots.isEmpty && indexes.referenceIndexOfSlot[slot] != nil
+            && isVisible(row: row)
         if referenced { unreference(row: row, slot: slot) }
         switch cell {
         case .fixed(let bits):

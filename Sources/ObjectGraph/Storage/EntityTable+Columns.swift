@@ -44,8 +44,8 @@ struct ColumnsHandle {
     private let beforeNulls: UnsafePointer<UInt64>
     private let beforeNullCount: Int
     #if DEBUG
-    /// Whether the handle came from ``EntityTable/update(_:)``: writes assert it.
-    private let isMutable: Bool
+        /// Whether the handle came from ``EntityTable/update(_:)``: writes assert it.
+        private let isMutable: Bool
     #endif
 
     /// A read handle over every column.
@@ -69,12 +69,15 @@ struct ColumnsHandle {
         self.beforeNulls = Self.base(beforeNulls)
         beforeNullCount = beforeNulls.count
         #if DEBUG
-        isMutable = false
+            isMutable = false
         #endif
     }
 
     /// An update handle: the cells and null bits, writable.
-    fileprivate init(stride: Int, maskWords: Int, values: UnsafeMutableBufferPointer<UInt64>, nulls: UnsafeMutableBufferPointer<UInt64>) {
+    fileprivate init(
+        stride: Int, maskWords: Int, values: UnsafeMutableBufferPointer<UInt64>,
+        nulls: UnsafeMutableBufferPointer<UInt64>
+    ) {
         self.stride = stride
         self.maskWords = maskWords
         self.values = Self.base(values)
@@ -90,7 +93,7 @@ struct ColumnsHandle {
         beforeNulls = beforeValues
         beforeNullCount = 0
         #if DEBUG
-        isMutable = true
+            isMutable = true
         #endif
     }
 
@@ -111,7 +114,7 @@ struct ColumnsHandle {
     @inline(__always)
     private func assertMutable() {
         #if DEBUG
-        assert(isMutable, "a write through a read handle")
+            assert(isMutable, "a write through a read handle")
         #endif
     }
 
@@ -163,7 +166,8 @@ struct ColumnsHandle {
         assertMutable()
         assert((row + 1) * stride <= valueCount && (row + 1) * maskWords <= nullCount && defaults.count == maskWords)
         (values + row &* stride).update(from: template.base, count: stride)
-        _ = UnsafeMutableBufferPointer(start: nulls + row &* maskWords, count: maskWords).update(fromContentsOf: defaults)
+        _ = UnsafeMutableBufferPointer(start: nulls + row &* maskWords, count: maskWords).update(
+            fromContentsOf: defaults)
     }
 
     /// Writes `cells` and `nulls` (a new row's defaults) into every row of `rows`.
@@ -205,7 +209,9 @@ struct ColumnsHandle {
     /// The cell and null bit of `slot` in before-image `b`.
     @inline(__always)
     func committedCell(beforeImage b: Int, slot: Int) -> (bits: UInt64, isNull: Bool) {
-        assert(b >= 0 && slot >= 0 && slot < stride && (b + 1) * stride <= beforeValueCount && (b + 1) * maskWords <= beforeNullCount)
+        assert(
+            b >= 0 && slot >= 0 && slot < stride && (b + 1) * stride <= beforeValueCount
+                && (b + 1) * maskWords <= beforeNullCount)
         let isNull = beforeNulls[b &* maskWords &+ slot &>> 6] & (1 &<< UInt64(slot & 63)) != 0
         return (beforeValues[b &* stride &+ slot], isNull)
     }
@@ -224,7 +230,8 @@ struct ColumnsHandle {
     func cells(row: Int, committed: Bool, arena: ArenaBytes) -> RowCells {
         if committed, let b = beforeImage(ofRow: row) {
             assert((b + 1) * stride <= beforeValueCount && (b + 1) * maskWords <= beforeNullCount)
-            return RowCells(cells: beforeValues + b &* stride, nulls: beforeNulls + b &* maskWords, stride: stride, arena: arena)
+            return RowCells(
+                cells: beforeValues + b &* stride, nulls: beforeNulls + b &* maskWords, stride: stride, arena: arena)
         }
         assert((row + 1) * stride <= valueCount && (row + 1) * maskWords <= nullCount)
         return RowCells(cells: values + row &* stride, nulls: nulls + row &* maskWords, stride: stride, arena: arena)
@@ -234,7 +241,8 @@ struct ColumnsHandle {
     /// of `bitmap` for each null one; returns how many are null. With `committed`, a row with
     /// a before-image contributes that. `cells` and `bitmap` must hold `rows.count` entries;
     /// `bitmap` is cleared first.
-    func gather(slot: Int, rows: [Int], committed: Bool, into cells: inout [UInt64], nulls bitmap: inout [UInt8]) -> Int {
+    func gather(slot: Int, rows: [Int], committed: Bool, into cells: inout [UInt64], nulls bitmap: inout [UInt8]) -> Int
+    {
         assert(cells.count >= rows.count && bitmap.count >= (rows.count + 7) / 8)
         var nullCount = 0
         cells.withUnsafeMutableBufferPointer { cells in
@@ -268,8 +276,8 @@ struct RowCells {
     /// The row's first null word.
     private let nulls: UnsafePointer<UInt64>
     #if DEBUG
-    /// Cells in the row, for the bounds assertions.
-    private let stride: Int
+        /// Cells in the row, for the bounds assertions.
+        private let stride: Int
     #endif
     /// The bytes of the table's arena.
     let arena: ArenaBytes
@@ -279,7 +287,7 @@ struct RowCells {
         self.cells = cells
         self.nulls = nulls
         #if DEBUG
-        self.stride = stride
+            self.stride = stride
         #endif
         self.arena = arena
     }
@@ -293,7 +301,8 @@ struct RowCells {
     ) {
         assert((row + 1) * stride <= cells.count && (row + 1) * maskWords <= nulls.count)
         self.init(
-            cells: ColumnsHandle.base(cells) + row &* stride, nulls: ColumnsHandle.base(nulls) + row &* maskWords, stride: stride,
+            cells: ColumnsHandle.base(cells) + row &* stride, nulls: ColumnsHandle.base(nulls) + row &* maskWords,
+            stride: stride,
             arena: arena)
     }
 
@@ -301,7 +310,7 @@ struct RowCells {
     @inline(__always)
     private func check(_ slot: Int) {
         #if DEBUG
-        assert(slot >= 0 && slot < stride, "slot out of bounds")
+            assert(slot >= 0 && slot < stride, "slot out of bounds")
         #endif
     }
 
@@ -360,9 +369,11 @@ extension EntityTable {
                     try changes.beforeIndex.withUnsafeBufferPointer { bi throws(E) in
                         try changes.beforeValues.withUnsafeBufferPointer { bv throws(E) in
                             try changes.beforeNulls.withUnsafeBufferPointer { bn throws(E) in
-                                try body(ColumnsHandle(
-                                    stride: stride, maskWords: maskWords, values: v, nulls: n, flags: f, beforeIndex: bi,
-                                    beforeValues: bv, beforeNulls: bn))
+                                try body(
+                                    ColumnsHandle(
+                                        stride: stride, maskWords: maskWords, values: v, nulls: n, flags: f,
+                                        beforeIndex: bi,
+                                        beforeValues: bv, beforeNulls: bn))
                             }
                         }
                     }
@@ -412,7 +423,8 @@ extension EntityTable {
             changes.beforeValues.append(contentsOf: UnsafeBufferPointer(rebasing: v[row * stride..<(row + 1) * stride]))
         }
         nulls.withUnsafeBufferPointer { n in
-            changes.beforeNulls.append(contentsOf: UnsafeBufferPointer(rebasing: n[row * maskWords..<(row + 1) * maskWords]))
+            changes.beforeNulls.append(
+                contentsOf: UnsafeBufferPointer(rebasing: n[row * maskWords..<(row + 1) * maskWords]))
         }
     }
 
@@ -474,8 +486,12 @@ extension EntityTable {
     @inline(__always)
     func prefetchRowState(_ row: Int) {
         flags.withUnsafeBufferPointer { if let base = $0.baseAddress { cprefetch_read(base + row) } }
-        instances.withUnsafeBufferPointer { if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) } }
-        changes.beforeIndex.withUnsafeBufferPointer { if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) } }
+        instances.withUnsafeBufferPointer {
+            if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) }
+        }
+        changes.beforeIndex.withUnsafeBufferPointer {
+            if row < $0.count, let base = $0.baseAddress { cprefetch_read(base + row) }
+        }
     }
 
     /// Prefetches the cell of `row` at `slot`.
@@ -487,7 +503,9 @@ extension EntityTable {
     /// `hash` starts in `buckets` (an index's), their instances (read without retaining) and
     /// the arena bytes their cells in `variableSlots` point to (`arena`).
     @inline(__always)
-    func prefetchInstancesAndStrings(ofChainOf hash: Int, in buckets: [Int32], limit: Int, variableSlots: [Int], arena: PrefetchHint) {
+    func prefetchInstancesAndStrings(
+        ofChainOf hash: Int, in buckets: [Int32], limit: Int, variableSlots: [Int], arena: PrefetchHint
+    ) {
         let stride = self.stride
         instances.withUnsafeBytes { slots in
             values.withUnsafeBufferPointer { cells in
@@ -605,7 +623,9 @@ extension UniqueIndex {
     func placeRows(_ rows: [Int32], hashes: [UInt32], sameKey: (Int, Int) -> Bool) {
         let (placed, found) = buckets.withUnsafeMutableBufferPointer { buckets in
             hashes.withUnsafeBufferPointer { hashes in
-                rows.withUnsafeBufferPointer { rows in Self.place(rows, count: rows.count, hashes: hashes, into: buckets, sameKey: sameKey) }
+                rows.withUnsafeBufferPointer { rows in
+                    Self.place(rows, count: rows.count, hashes: hashes, into: buckets, sameKey: sameKey)
+                }
             }
         }
         used += placed
@@ -629,7 +649,9 @@ extension UniqueIndex {
         guard let base = buckets.baseAddress, let hashBase = hashes.baseAddress else { return (0, []) }
         for j in 0..<n {
             if j + 32 < n { cprefetch_write(base + (Int(hashes[Int(rows(j + 32))]) & mask)) }
-            if j + 16 < n, case let r = buckets[Int(hashes[Int(rows(j + 16))]) & mask], r >= 0 { cprefetch_read(hashBase + Int(r)) }
+            if j + 16 < n, case let r = buckets[Int(hashes[Int(rows(j + 16))]) & mask], r >= 0 {
+                cprefetch_read(hashBase + Int(r))
+            }
             let row = rows(j), h = hashes[Int(row)]
             var b = Int(h) & mask
             while true {
@@ -684,7 +706,9 @@ extension EntityTable {
     func warm(rows n: Int) {
         let first = flags.count
         PageWarmer.warm(values, first * stride..<(first + n) * stride)
-        if !nullsStartAsZeroPages(rows: first + n) { PageWarmer.warm(nulls, first * maskWords..<(first + n) * maskWords) }
+        if !nullsStartAsZeroPages(rows: first + n) {
+            PageWarmer.warm(nulls, first * maskWords..<(first + n) * maskWords)
+        }
         PageWarmer.warm(flags, first..<first + n)
         if !identity.serialOfRow.isCounting { PageWarmer.warm(identity.serialOfRow.stored, first..<first + n) }
     }

@@ -17,7 +17,8 @@ extension EntityTable {
         var hasher = _KeyHasher(seed: index.seed)
         for cell in cells { Self.combine(cell, into: &hasher) }
         let h = hasher.finalize()
-        guard let head = headRow(hash: h, in: index, matches: { self.row($0, hasKey: cells, slots: index.slots) }) else { return .none }
+        guard let head = headRow(hash: h, in: index, matches: { self.row($0, hasKey: cells, slots: index.slots) })
+        else { return .none }
         var found: Int?
         var r = Int32(head)
         while r >= 0 {
@@ -46,7 +47,9 @@ extension EntityTable {
         index.dirty = []
         for r in dirty {
             index.marks[Int(r)] = 0
-            if Int(r) < index.previous.count && index.previous[Int(r)] != IdentityIndex.unfiled { unfile(Int(r), from: index) }
+            if Int(r) < index.previous.count && index.previous[Int(r)] != IdentityIndex.unfiled {
+                unfile(Int(r), from: index)
+            }
         }
         for r in dirty where Int(r) < rowCount && flags[Int(r)] & Flags.live != 0 { file(Int(r), in: index) }
     }
@@ -54,7 +57,8 @@ extension EntityTable {
     /// Files every live row in the empty `index`.
     private func build(_ index: IdentityIndex) {
         index.discard()
-        index.buckets = Array(repeating: IdentityIndex.empty, count: UniqueIndex.bucketCount(forKeys: identity.liveCount))
+        index.buckets = Array(
+            repeating: IdentityIndex.empty, count: UniqueIndex.bucketCount(forKeys: identity.liveCount))
         index.extend(toRows: rowCount)
         index.isBuilt = true
         index.builds += 1

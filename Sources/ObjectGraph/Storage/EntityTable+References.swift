@@ -26,7 +26,9 @@ extension EntityTable {
     /// Takes `row` out of the index of `slot` (before the cell changes or the row is deleted).
     @inline(__always)
     func unreference(row: Int, slot: Int) {
-        guard let index = indexes.referenceIndexOfSlot[slot], index.isBuilt, let serial = reference(row: row, slot: slot) else { return }
+        guard let index = indexes.referenceIndexOfSlot[slot], index.isBuilt,
+            let serial = reference(row: row, slot: slot)
+        else { return }
         index.rowsBySerial[serial]?.remove(Int32(row))
         if index.rowsBySerial[serial]?.isEmpty == true { index.rowsBySerial[serial] = nil }
     }
@@ -34,7 +36,9 @@ extension EntityTable {
     /// Puts `row` into the index of `slot` (after the cell changed).
     @inline(__always)
     func rereference(row: Int, slot: Int) {
-        guard let index = indexes.referenceIndexOfSlot[slot], index.isBuilt, let serial = reference(row: row, slot: slot) else { return }
+        guard let index = indexes.referenceIndexOfSlot[slot], index.isBuilt,
+            let serial = reference(row: row, slot: slot)
+        else { return }
         index.rowsBySerial[serial, default: []].insert(Int32(row))
     }
 

@@ -26,7 +26,7 @@ extension EntityTable {
         guard let serial = reference(row: row, slot: r.slot) else { return nil }
         let d = destinationTable(r)
         guard let target = d.row(ofSerial: serial),
-              visibleOnly ? d.isVisible(row: target) : d.flags[target] & (Flags.live | Flags.vanished) == Flags.live
+            visibleOnly ? d.isVisible(row: target) : d.flags[target] & (Flags.live | Flags.vanished) == Flags.live
         else { return nil }
         return target
     }
@@ -77,7 +77,9 @@ extension EntityTable {
             }
             if let target {
                 let inverse = d.relationships[r.inverse]
-                if let partner = d.toOneDestination(row: target, inverse), !(partner == row && d.destinationTable(inverse) === self) {
+                if let partner = d.toOneDestination(row: target, inverse),
+                    !(partner == row && d.destinationTable(inverse) === self)
+                {
                     set(row: partner, slot: r.slot, value: nil)
                 }
                 d.setCell(row: target, slot: r.inverseSlot, .fixed(mySerial))
@@ -164,7 +166,8 @@ extension EntityTable {
     /// ``committedLinkedMembers(row:_:)``.
     func currentLinkedMembers(row: Int, _ r: ResolvedRelationship) -> [UInt64] {
         if r.isToMany { return currentMembers(row: row, r) }
-        return toOneDestination(row: row, r, visibleOnly: true).map { [destinationTable(r).identity.serialOfRow[$0]] } ?? []
+        return toOneDestination(row: row, r, visibleOnly: true).map { [destinationTable(r).identity.serialOfRow[$0]] }
+            ?? []
     }
 
     /// The serials of the to-many `r`'s members of `row` as last saved, ascending: the saved
@@ -178,7 +181,9 @@ extension EntityTable {
         candidates.formUnion(d.changes.deletedRows.map(Int.init))
         var serials: [UInt64] = []
         for c in candidates where d.flags[c] & (Flags.inserted | Flags.vanished) == 0 && d.flags[c] & Flags.live != 0 {
-            if case .uint(let s)? = d.committedValue(row: c, slot: r.inverseSlot), s == mine { serials.append(d.identity.serialOfRow[c]) }
+            if case .uint(let s)? = d.committedValue(row: c, slot: r.inverseSlot), s == mine {
+                serials.append(d.identity.serialOfRow[c])
+            }
         }
         return serials.sorted()
     }
@@ -197,12 +202,15 @@ extension EntityTable {
         for r in relationships {
             if r.isLinked {
                 let current = currentLinkedMembers(row: row, r)
-                let changed = flags[row] & Flags.inserted != 0 ? !current.isEmpty : committedLinkedMembers(row: row, r) != current
+                let changed =
+                    flags[row] & Flags.inserted != 0 ? !current.isEmpty : committedLinkedMembers(row: row, r) != current
                 guard changed else { continue }
                 if r.isToMany {
                     result[r.name] = .some(objectsValue(current, r))
                 } else {
-                    result[r.name] = .some(current.first.map { .object(ObjectID(entityName: destinationTable(r).entity.name, serial: $0)) })
+                    result[r.name] = .some(
+                        current.first.map { .object(ObjectID(entityName: destinationTable(r).entity.name, serial: $0)) }
+                    )
                 }
                 continue
             }
@@ -222,7 +230,9 @@ extension EntityTable {
 
     /// `committedValues(row:slots:)` for `keys` (every attribute and relationship when `nil`),
     /// relationships as `.object` / `.objects`.
-    func committedValuesWithRelationships(row: Int, keys: [String]?) throws(ObjectGraphError) -> [String: AttributeValue?] {
+    func committedValuesWithRelationships(
+        row: Int, keys: [String]?
+    ) throws(ObjectGraphError) -> [String: AttributeValue?] {
         let unslotted = relationships.filter { $0.isToMany || $0.isLinked }
         let slotKeys = keys?.filter { key in !unslotted.contains { $0.name == key } }
         var result = committedValues(row: row, slots: try slots(forKeys: slotKeys))
@@ -235,7 +245,8 @@ extension EntityTable {
             if r.isToMany {
                 result[r.name] = .some(objectsValue(members, r))
             } else {
-                result[r.name] = .some(members.first.map { .object(ObjectID(entityName: destinationTable(r).entity.name, serial: $0)) })
+                result[r.name] = .some(
+                    members.first.map { .object(ObjectID(entityName: destinationTable(r).entity.name, serial: $0)) })
             }
         }
         return result

@@ -17,7 +17,8 @@ extension EntityTable {
     /// (a transaction, import, sync or save in progress), no `willSave` pass, no deleted rows
     /// waiting for their `didSave`.
     var canRenumber: Bool {
-        changes.savepoints.isEmpty && changes.undo.isEmpty && changes.willSaveTouched == nil && changes.awaitingRelease.isEmpty
+        changes.savepoints.isEmpty && changes.undo.isEmpty && changes.willSaveTouched == nil
+            && changes.awaitingRelease.isEmpty
     }
 
     /// Moves the live rows (pending inserts and deletes included) to the front, keeping their

@@ -35,7 +35,8 @@ extension EntityTable {
             identity.rowOfSerial.append(Int32(row))
         } else {
             if UInt64(identity.rowOfSerial.count) < serial {
-                identity.rowOfSerial.append(contentsOf: repeatElement(-1, count: Int(serial) - identity.rowOfSerial.count))
+                identity.rowOfSerial.append(
+                    contentsOf: repeatElement(-1, count: Int(serial) - identity.rowOfSerial.count))
             }
             identity.rowOfSerial[Int(serial - 1)] = Int32(row)
         }
@@ -60,20 +61,25 @@ extension EntityTable {
         // ``warm(rows:)`` had another core fault them in meanwhile.
         flags.append(contentsOf: repeatElement(Flags.live, count: n))
         identity.serialOfRow.append(contentsOf: serials)
-        if identity.serialOfRow.isCounting && identity.rowOfSerial.count == first && identity.rowOfSerial.appendCounting(n) {
+        if identity.serialOfRow.isCounting && identity.rowOfSerial.count == first
+            && identity.rowOfSerial.appendCounting(n)
+        {
             // Serials `first + 1 ... first + n`, row `s - 1` each: both maps still count.
             if UInt64(first + n) >= identity.nextSerial { identity.nextSerial = UInt64(first + n) + 1 }
         } else {
             if let highest = serials.max() {
                 if UInt64(identity.rowOfSerial.count) < highest {
-                    identity.rowOfSerial.append(contentsOf: repeatElement(-1, count: Int(highest) - identity.rowOfSerial.count))
+                    identity.rowOfSerial.append(
+                        contentsOf: repeatElement(-1, count: Int(highest) - identity.rowOfSerial.count))
                 }
                 if highest >= identity.nextSerial { identity.nextSerial = highest + 1 }
             }
             mapSerials(serials, toRowsFrom: first)
         }
         extendCells(toRows: first + n)  // room `reserveRows` made is used first
-        if defaults { update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) } }
+        if defaults {
+            update { columns in columns.fill(rows: first..<first + n, cells: defaultValues, nulls: defaultNulls) }
+        }
         identity.liveCount += n
         if indexes.tracksRowKeys { discardSecondaryIndexes() }
         if !indexes.referenceSlots.isEmpty { invalidateReferenceIndexes() }
@@ -115,7 +121,9 @@ extension EntityTable {
     /// they cost no memory until a nil is written, and an entity whose values are never nil
     /// never writes them (8 MB for a million rows of up to 64 attributes).
     private func extendCells(toRows rows: Int) {
-        if values.count < rows * stride { values.append(contentsOf: repeatElement(0, count: rows * stride - values.count)) }
+        if values.count < rows * stride {
+            values.append(contentsOf: repeatElement(0, count: rows * stride - values.count))
+        }
         if nulls.count < rows * maskWords {
             if nullsStartAsZeroPages(rows: rows) {
                 nulls = ZeroPages.zeros(count: rows * maskWords, capacity: nulls.capacity)

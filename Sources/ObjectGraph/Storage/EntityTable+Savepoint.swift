@@ -27,10 +27,13 @@ enum UndoEntry {
 extension EntityTable {
     func beginSavepoint() {
         changes.insertClock += 1
-        changes.savepoints.append(SavepointMark(
-            clock: changes.insertClock, rowCount: rowCount, undoCount: changes.undo.count, insertedCount: changes.insertedRows.count,
-            deletedCount: changes.deletedRows.count, vanishedCount: changes.vanishedRows.count, dirtyCount: changes.dirtyRows.count,
-            arenaCount: arena.count, garbage: arena.garbage))
+        changes.savepoints.append(
+            SavepointMark(
+                clock: changes.insertClock, rowCount: rowCount, undoCount: changes.undo.count,
+                insertedCount: changes.insertedRows.count,
+                deletedCount: changes.deletedRows.count, vanishedCount: changes.vanishedRows.count,
+                dirtyCount: changes.dirtyRows.count,
+                arenaCount: arena.count, garbage: arena.garbage))
     }
 
     /// Forgets the innermost savepoint, keeping its changes (they belong to the enclosing one).
@@ -42,7 +45,11 @@ extension EntityTable {
     func stampInsertion(row: Int) {
         if changes.stamps.count < rowCount {
             // One row at a time in an import: a plain append, not a generic `Repeated` one.
-            if changes.stamps.count + 1 == rowCount { changes.stamps.append(0) } else { changes.stamps.append(contentsOf: repeatElement(0, count: rowCount - changes.stamps.count)) }
+            if changes.stamps.count + 1 == rowCount {
+                changes.stamps.append(0)
+            } else {
+                changes.stamps.append(contentsOf: repeatElement(0, count: rowCount - changes.stamps.count))
+            }
         }
         changes.insertClock += 1
         changes.stamps[row] = changes.insertClock
@@ -56,14 +63,19 @@ extension EntityTable {
     func logCell(row: Int, slot: Int) {
         if changes.isNewInInnermostSavepoint(row: row) { return }
         if let mark = changes.savepoints.last, Int(changes.beforeIndex[row]) >= mark.dirtyCount { return }
-        changes.undo.append(.cell(row: Int32(row), slot: Int32(slot), bits: values[row * stride + slot], wasNull: isNull(row: row, slot: slot)))
+        changes.undo.append(
+            .cell(
+                row: Int32(row), slot: Int32(slot), bits: values[row * stride + slot],
+                wasNull: isNull(row: row, slot: slot)))
     }
 
     /// Undoes everything since the innermost savepoint and forgets it.
     func rollbackToSavepoint() {
         guard let mark = changes.savepoints.popLast() else { return }
         if !indexes.referenceSlots.isEmpty { invalidateReferenceIndexes() }
-        let isNew = { (row: Int) -> Bool in row >= mark.rowCount || (row < self.changes.stamps.count && self.changes.stamps[row] > mark.clock) }
+        let isNew = { (row: Int) -> Bool in
+            row >= mark.rowCount || (row < self.changes.stamps.count && self.changes.stamps[row] > mark.clock)
+        }
         // Rows inserted since the mark go away wholesale.
         for r in changes.insertedRows[mark.insertedCount...] where flags[Int(r)] & Flags.inserted != 0 {
             if !indexes.uniqueIndexes.isEmpty { unindexAll(row: Int(r)) }
@@ -86,7 +98,11 @@ extension EntityTable {
                 if indexed { unindex(row: row, slot: slot) }
                 values[row * stride + slot] = bits
                 let bit = UInt64(1) << UInt64(slot % 64)
-                if wasNull { nulls[row * maskWords + slot / 64] |= bit } else { nulls[row * maskWords + slot / 64] &= ~bit }
+                if wasNull {
+                    nulls[row * maskWords + slot / 64] |= bit
+                } else {
+                    nulls[row * maskWords + slot / 64] &= ~bit
+                }
                 if indexed { reindex(row: row, slot: slot) }
                 touchIndexes(row: row, slot: slot)
             case .delete(let r):
@@ -128,7 +144,9 @@ extension EntityTable {
         changes.undo.removeSubrange(mark.undoCount...)
         arena.truncate(to: mark.arenaCount, garbage: mark.garbage)
         if !indexes.uniqueIndexes.isEmpty {
-            for index in indexes.uniqueIndexes { index.duplicates = index.duplicates.filter { isVisible(row: Int($0)) } }
+            for index in indexes.uniqueIndexes {
+                index.duplicates = index.duplicates.filter { isVisible(row: Int($0)) }
+            }
         }
     }
 }

@@ -71,7 +71,8 @@ extension EntityTable {
                     if isNull && optional {
                         unset.append(r)
                     } else {
-                        pairs.append((SecondaryIndex.orderKey(isNull ? 0 : columns.cell(row: Int(r), slot: slot), kind), r))
+                        pairs.append(
+                            (SecondaryIndex.orderKey(isNull ? 0 : columns.cell(row: Int(r), slot: slot), kind), r))
                     }
                 }
             }
@@ -169,7 +170,8 @@ extension EntityTable {
             any.high |= high[i] ^ first.high
             any.low |= low[i] ^ first.low
         }
-        var high2 = [UInt64](repeating: 0, count: n), low2 = [UInt64](repeating: 0, count: n), rows2 = [Int32](repeating: 0, count: n)
+        var high2 = [UInt64](repeating: 0, count: n), low2 = [UInt64](repeating: 0, count: n),
+            rows2 = [Int32](repeating: 0, count: n)
         var counts = [Int](repeating: 0, count: 256)
         for pass in 0..<16 {
             let inHigh = pass >= 8
@@ -220,7 +222,9 @@ extension EntityTable {
         let bit = UInt64(1) << UInt64(min(slot, 63))
         if (indexes.secondarySlotMask | indexes.identitySlotMask) & bit == 0 { return }
         for i in indexes.secondaryBySlot[slot] { indexes.secondaryIndexes[i].touch(row) }
-        if indexes.identitySlotMask & bit != 0 { for index in indexes.identityIndexes where index.mayKey(slot) { index.touch(row) } }
+        if indexes.identitySlotMask & bit != 0 {
+            for index in indexes.identityIndexes where index.mayKey(slot) { index.touch(row) }
+        }
     }
 
     /// Notes a possible change of `row`'s key in every index (the row was allocated, freed or

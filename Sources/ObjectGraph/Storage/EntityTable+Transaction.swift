@@ -32,7 +32,9 @@ extension EntityTable {
 
     /// The pending inserts, updates and deletes, listed once: a save lists them after
     /// `willSave` settled and hands the lists to every later step.
-    var pendingRows: PendingRows { PendingRows(inserts: pendingInserts, updates: pendingUpdates, deletes: pendingDeletes) }
+    var pendingRows: PendingRows {
+        PendingRows(inserts: pendingInserts, updates: pendingUpdates, deletes: pendingDeletes)
+    }
 
     /// Whether a row is an object that lookups see: live, not deleted, not vanished.
     func isVisible(row: Int) -> Bool {
@@ -72,7 +74,6 @@ extension EntityTable {
         changes.insertedRows.contains { isInserted(row: Int($0)) } || !changes.deletedRows.isEmpty
             || changes.dirtyRows.contains { isUpdated(row: Int($0)) }
     }
-
 
     // MARK: Delete
 
@@ -119,7 +120,9 @@ extension EntityTable {
         for r in changes.deletedRows { flags[Int(r)] &= ~Flags.deleted }
         if !indexes.uniqueIndexes.isEmpty {
             for r in changes.dirtyRows where isVisible(row: Int(r)) { indexAll(row: Int(r)) }
-            for r in changes.deletedRows where isVisible(row: Int(r)) && flags[Int(r)] & Flags.dirty == 0 { indexAll(row: Int(r)) }
+            for r in changes.deletedRows where isVisible(row: Int(r)) && flags[Int(r)] & Flags.dirty == 0 {
+                indexAll(row: Int(r))
+            }
             for index in indexes.uniqueIndexes { index.duplicates.removeAll() }
         }
         arena.truncate(to: changes.committedArenaCount, garbage: changes.committedGarbage)

@@ -6,7 +6,8 @@ extension EntityTable {
     func slot(for keyPath: AnyKeyPath) throws(ObjectGraphError) -> Int {
         guard let slot = entity.slot(for: keyPath) else {
             throw ObjectGraphError(
-                .unknownKey, "\(keyPath) is not an attribute of \(entity.name) (hand-written models pass keyPaths: to EntityDescription)",
+                .unknownKey,
+                "\(keyPath) is not an attribute of \(entity.name) (hand-written models pass keyPaths: to EntityDescription)",
                 entity: entity.name)
         }
         return slot
@@ -14,7 +15,9 @@ extension EntityTable {
 
     /// The index of the constraint that is exactly the attribute at `slot`.
     func uniqueIndex(slot: Int) -> UniqueIndex? {
-        for i in indexes.indexesBySlot[slot] where indexes.uniqueIndexes[i].slots.count == 1 { return indexes.uniqueIndexes[i] }
+        for i in indexes.indexesBySlot[slot] where indexes.uniqueIndexes[i].slots.count == 1 {
+            return indexes.uniqueIndexes[i]
+        }
         return nil
     }
 
@@ -214,7 +217,9 @@ extension EntityTable {
         }
         for j in owners.indices {
             if j + 16 < owners.count { prefetchCell(row: Int(owners[j + 16]), slot: keySlot) }
-            if j + 8 < owners.count, let h = keyHash(row: Int(owners[j + 8]), index) { prefetchBucket(hash: h, in: index) }
+            if j + 8 < owners.count, let h = keyHash(row: Int(owners[j + 8]), index) {
+                prefetchBucket(hash: h, in: index)
+            }
             let r = owners[j]
             guard let h = keyHash(row: Int(r), index) else { continue }
             var b = h & mask
@@ -299,7 +304,11 @@ extension EntityTable {
         var keyed = rows
         var nilKeys = false
         for row in rows {
-            if let h = keyHash(row: Int(row), index) { hashes[Int(row)] = UInt32(truncatingIfNeeded: h) } else { nilKeys = true }
+            if let h = keyHash(row: Int(row), index) {
+                hashes[Int(row)] = UInt32(truncatingIfNeeded: h)
+            } else {
+                nilKeys = true
+            }
         }
         if nilKeys {
             // A row with a nil key attribute is not indexed.

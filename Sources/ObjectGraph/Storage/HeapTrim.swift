@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Returning freed heap memory to the system.
@@ -9,9 +9,9 @@ enum HeapTrim {
     /// is not in the Glibc module). Without it, glibc keeps a large freed heap resident.
     static func trim() {
         #if canImport(Glibc)
-        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "malloc_trim") else { return }
-        let trim = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
-        _ = trim(0)
+            guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "malloc_trim") else { return }
+            let trim = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+            _ = trim(0)
         #endif
     }
 }

@@ -66,7 +66,9 @@ final class IdentityIndex {
     @inline(__always)
     func touch(_ row: Int) {
         guard isBuilt, row >= marks.count || marks[row] == 0 else { return }
-        if row >= marks.count { marks.append(contentsOf: repeatElement(0, count: max(row + 1, marks.count * 2) - marks.count)) }
+        if row >= marks.count {
+            marks.append(contentsOf: repeatElement(0, count: max(row + 1, marks.count * 2) - marks.count))
+        }
         marks[row] = 1
         dirty.append(Int32(row))
     }

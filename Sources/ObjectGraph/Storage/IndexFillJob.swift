@@ -39,7 +39,9 @@ final class IndexFillJob: @unchecked Sendable {
     /// Starts the fill of `index` (of the fixed-size attribute at `slot`) with the table's
     /// rows 0..<`count`, whose key cells are written. Nil when the table has no cells.
     init?(table: EntityTable, index: UniqueIndex, slot: Int, count: Int) {
-        guard let cells = table.values.withUnsafeBufferPointer({ $0.baseAddress }), count * table.stride <= table.values.count else {
+        guard let cells = table.values.withUnsafeBufferPointer({ $0.baseAddress }),
+            count * table.stride <= table.values.count
+        else {
             return nil
         }
         self.table = table
@@ -69,7 +71,9 @@ final class IndexFillJob: @unchecked Sendable {
         var buckets = HugePages.filledArray(repeating: UniqueIndex.empty, count: UniqueIndex.bucketCount(forKeys: n))
         let (placed, duplicates) = buckets.withUnsafeMutableBufferPointer { b in
             hashes.withUnsafeBufferPointer { h in
-                UniqueIndex.place(nil, count: n, hashes: h, into: b) { cells[$0 * stride + slot] == cells[$1 * stride + slot] }
+                UniqueIndex.place(nil, count: n, hashes: h, into: b) {
+                    cells[$0 * stride + slot] == cells[$1 * stride + slot]
+                }
             }
         }
         self.buckets = buckets

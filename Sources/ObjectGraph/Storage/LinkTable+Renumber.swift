@@ -63,10 +63,11 @@ extension LinkTable {
         }
         if collectsTouched {
             touched = (0..<2).map { side in
-                Set(touched[side].compactMap { r in
-                    let n = rename(side, r)
-                    return n >= 0 ? n : nil
-                })
+                Set(
+                    touched[side].compactMap { r in
+                        let n = rename(side, r)
+                        return n >= 0 ? n : nil
+                    })
             }
         }
     }

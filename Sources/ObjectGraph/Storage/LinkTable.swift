@@ -400,7 +400,9 @@ final class LinkTable {
                 if seen == index { target = i; break }
                 seen += 1
             }
-            guard seen == index || target < list.count, let from = position(of: member, side: side, owner: row) else { return false }
+            guard seen == index || target < list.count, let from = position(of: member, side: side, owner: row) else {
+                return false
+            }
             if target == list.count { target = list.count - waiting.count }
             if from != target { move(side: side, owner: row, from: from, to: target) }
             waiting.remove(member)
@@ -437,7 +439,8 @@ final class LinkTable {
     @inline(__always)
     private func ownedIndex(_ side: Int, _ row: Int) -> Int {
         if row >= heads[side].count {
-            heads[side].append(contentsOf: repeatElement(LinkHead(), count: max(row + 1, table(side).rowCount) - heads[side].count))
+            heads[side].append(
+                contentsOf: repeatElement(LinkHead(), count: max(row + 1, table(side).rowCount) - heads[side].count))
         }
         let h = heads[side][row]
         if h.count < 0 { return Int(-h.count - 1) }
@@ -645,7 +648,11 @@ final class LinkTable {
             let pos = Int(side == 0 ? c.posA : c.posB)
             switch c.kind {
             case .link:
-                if ordered, pos < list.count, list[pos] == member { list.remove(at: pos) } else if let i = list.firstIndex(of: member) { list.remove(at: i) }
+                if ordered, pos < list.count, list[pos] == member {
+                    list.remove(at: pos)
+                } else if let i = list.firstIndex(of: member) {
+                    list.remove(at: i)
+                }
             case .unlink:
                 if ordered { list.insert(member, at: min(pos, list.count)) } else { list.append(member) }
             case .move0, .move1:

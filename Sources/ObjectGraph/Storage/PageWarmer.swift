@@ -59,17 +59,19 @@ enum PageWarmer {
     @discardableResult
     static func populate(_ start: Int, bytes: Int) -> Bool {
         #if os(Linux)
-        let page = 4096
-        let first = (start + page - 1) & ~(page - 1)
-        var upper = (start + bytes) & ~(page - 1)
-        while upper > first {
-            let lower = max(first, upper - piece)
-            guard madvise(UnsafeMutableRawPointer(bitPattern: lower), upper - lower, populateWrite) == 0 else { return false }
-            upper = lower
-        }
-        return true
+            let page = 4096
+            let first = (start + page - 1) & ~(page - 1)
+            var upper = (start + bytes) & ~(page - 1)
+            while upper > first {
+                let lower = max(first, upper - piece)
+                guard madvise(UnsafeMutableRawPointer(bitPattern: lower), upper - lower, populateWrite) == 0 else {
+                    return false
+                }
+                upper = lower
+            }
+            return true
         #else
-        return false
+            return false
         #endif
     }
 }

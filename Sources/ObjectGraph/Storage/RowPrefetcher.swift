@@ -82,6 +82,7 @@ final class RowPrefetcher {
     /// Stage 3: the instances of the rows the chain at `hash` names (read without retaining)
     /// and the arena bytes their variable-length cells point to.
     func instancesAndStrings(hash: Int) {
-        table.prefetchInstancesAndStrings(ofChainOf: hash, in: index.buckets, limit: Self.chainLimit, variableSlots: variableSlots, arena: arena)
+        table.prefetchInstancesAndStrings(
+            ofChainOf: hash, in: index.buckets, limit: Self.chainLimit, variableSlots: variableSlots, arena: arena)
     }
 }

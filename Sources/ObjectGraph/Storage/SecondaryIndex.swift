@@ -75,13 +75,13 @@ final class SecondaryIndex {
     var abandonBound: Int { max(Self.minimumAbandonBound, sorted.count / 4) }
 
     #if DEBUG
-    // Small in debug builds, so that tests with a few hundred objects go through every state
-    // (dirty rows searched, refreshed, abandoned); fetch results do not depend on them.
-    static let minimumRefreshBound = 8
-    static let minimumAbandonBound = 48
+        // Small in debug builds, so that tests with a few hundred objects go through every state
+        // (dirty rows searched, refreshed, abandoned); fetch results do not depend on them.
+        static let minimumRefreshBound = 8
+        static let minimumAbandonBound = 48
     #else
-    static let minimumRefreshBound = 1024
-    static let minimumAbandonBound = 4096
+        static let minimumRefreshBound = 1024
+        static let minimumAbandonBound = 4096
     #endif
 
     @inline(__always)
@@ -95,7 +95,9 @@ final class SecondaryIndex {
     }
 
     private func mark(_ row: Int) {
-        if row >= marks.count { marks.append(contentsOf: repeatElement(0, count: max(row + 1, marks.count * 2) - marks.count)) }
+        if row >= marks.count {
+            marks.append(contentsOf: repeatElement(0, count: max(row + 1, marks.count * 2) - marks.count))
+        }
         marks[row] = 1
         dirty.append(Int32(row))
         if dirty.count > abandonBound { discard() }

@@ -50,15 +50,21 @@ struct TableIndexes {
         var bySlot = Array(repeating: [Int](), count: stride)
         for (i, slots) in entity.uniqueSlots.enumerated() { for s in Set(slots) { bySlot[s].append(i) } }
         indexesBySlot = bySlot
-        secondaryIndexes = zip(entity.indexes, entity.indexSlots).map { SecondaryIndex(description: $0, slots: $1, entity: entity) }
+        secondaryIndexes = zip(entity.indexes, entity.indexSlots).map {
+            SecondaryIndex(description: $0, slots: $1, entity: entity)
+        }
         var secondaryBySlot = Array(repeating: [Int](), count: stride)
         for (i, index) in secondaryIndexes.enumerated() { for s in index.slots { secondaryBySlot[s].append(i) } }
         self.secondaryBySlot = secondaryBySlot
         var secondaryMask: UInt64 = 0
-        for (s, indexes) in secondaryBySlot.enumerated() where !indexes.isEmpty { secondaryMask |= 1 << UInt64(min(s, 63)) }
+        for (s, indexes) in secondaryBySlot.enumerated() where !indexes.isEmpty {
+            secondaryMask |= 1 << UInt64(min(s, 63))
+        }
         secondarySlotMask = secondaryMask
         var references = Array(repeating: ReferenceIndex?.none, count: stride)
-        for r in relationships where r.slot >= 0 && r.inverseIsToMany { references[r.slot] = ReferenceIndex(slot: r.slot) }
+        for r in relationships where r.slot >= 0 && r.inverseIsToMany {
+            references[r.slot] = ReferenceIndex(slot: r.slot)
+        }
         referenceIndexOfSlot = references
         referenceSlots = references.indices.filter { references[$0] != nil }
         var plain: UInt64 = 0

@@ -48,7 +48,8 @@ extension ModelContext {
         var indexes: [Int] = []
         for type in entities {
             guard let i = schema.indexByType[ObjectIdentifier(type)] else {
-                throw ObjectGraphError(.unknownEntity, "\(type) is not an entity of this context's schema", entity: "\(type)")
+                throw ObjectGraphError(
+                    .unknownEntity, "\(type) is not an entity of this context's schema", entity: "\(type)")
             }
             indexes.append(i)
         }
@@ -125,20 +126,24 @@ extension ModelContext {
             if empty && !operation.emptyAllowed[e] {
                 throw SyncError(
                     code: .emptySync, entity: t.entity.name, wouldRemove: unmarked.count,
-                    message: "the sync marked no \(t.entity.name) object and would have swept all \(unmarked.count) in scope; "
+                    message:
+                        "the sync marked no \(t.entity.name) object and would have swept all \(unmarked.count) in scope; "
                         + "nothing was changed (call allowEmptySync(of:) if an empty response is the truth)")
             }
             // With no limit given, the default one applies, except to an empty sync the caller
             // allowed: allowEmptySync(of:) is consent to sweep everything in scope.
             let effective = limit ?? (empty ? SweepLimit.unlimited : SweepLimit.default)
             if let allowed = effective.allowed(saved: saved), unmarked.count > allowed {
-                let which = limit == nil
+                let which =
+                    limit == nil
                     ? "more than the default limit of half of them (\(allowed)); nothing was changed (pass a sweepLimit, "
                         + ".unlimited if the API really dropped them)"
                     : "more than its limit of \(allowed); nothing was changed"
                 throw SyncError(
                     code: .sweepLimitExceeded, entity: t.entity.name, wouldRemove: unmarked.count,
-                    message: "the sync would have swept \(unmarked.count) of the \(saved) saved \(t.entity.name) objects in scope, " + which)
+                    message:
+                        "the sync would have swept \(unmarked.count) of the \(saved) saved \(t.entity.name) objects in scope, "
+                        + which)
             }
             doomed.append((t, unmarked))
         }
@@ -195,13 +200,18 @@ extension ModelContext {
         var work: [(Int, Int)] = []
         for t in tables where !forwarding[t.entityIndex].isEmpty {
             let e = t.entityIndex
-            for row in 0..<t.rowCount where operation.isMarked(e, row: row) && t.isVisible(row: row) { work.append((e, row)) }
+            for row in 0..<t.rowCount where operation.isMarked(e, row: row) && t.isVisible(row: row) {
+                work.append((e, row))
+            }
         }
         while let (e, row) = work.popLast() {
             let t = tables[e]
             for r in forwarding[e] {
                 let d = t.destinationTable(r)
-                let targets = r.isToMany ? t.toManyDestinations(row: row, r) : (t.toOneDestination(row: row, r, visibleOnly: true).map { [$0] } ?? [])
+                let targets =
+                    r.isToMany
+                    ? t.toManyDestinations(row: row, r)
+                    : (t.toOneDestination(row: row, r, visibleOnly: true).map { [$0] } ?? [])
                 for target in targets where !operation.isMarked(d.entityIndex, row: target) {
                     operation.mark(d.entityIndex, row: target)
                     if !forwarding[d.entityIndex].isEmpty { work.append((d.entityIndex, target)) }

@@ -132,7 +132,9 @@ public final class SyncOperation {
     @inline(__always)
     func mark(_ table: Int, row: Int) {
         let w = row >> 6
-        if w >= marks[table].count { marks[table].append(contentsOf: repeatElement(0, count: w + 1 - marks[table].count)) }
+        if w >= marks[table].count {
+            marks[table].append(contentsOf: repeatElement(0, count: w + 1 - marks[table].count))
+        }
         marks[table][w] |= 1 << UInt64(row & 63)
     }
 

@@ -331,7 +331,9 @@ extension AttributeType {
             case .fixed(let bits):
                 switch payloadEncoding {
                 case .bool, .fixed64, .fixed32: payloadEncoding.fixedWidth ?? 0
-                case .signedVarint: ByteWriter.varintSize(UInt64(bitPattern: (Int64(bitPattern: bits) << 1) ^ (Int64(bitPattern: bits) >> 63)))
+                case .signedVarint:
+                    ByteWriter.varintSize(
+                        UInt64(bitPattern: (Int64(bitPattern: bits) << 1) ^ (Int64(bitPattern: bits) >> 63)))
                 case .varint: ByteWriter.varintSize(bits)
                 case .bytes, .bytes16: 1
                 }

@@ -44,7 +44,8 @@ extension PrimitiveAttribute where Self: FixedWidthInteger & SignedInteger {
     }
     public init?(_ attributeValue: AttributeValue) {
         guard let v = AttributeValue.coerce(attributeValue: attributeValue, to: Self.attributeType),
-              case .int(let i) = v, let x = Self(exactly: i) else { return nil }
+            case .int(let i) = v, let x = Self(exactly: i)
+        else { return nil }
         self = x
     }
     public var attributeValue: AttributeValue { .int(Int64(self)) }
@@ -62,7 +63,8 @@ extension PrimitiveAttribute where Self: FixedWidthInteger & UnsignedInteger {
     }
     public init?(_ attributeValue: AttributeValue) {
         guard let v = AttributeValue.coerce(attributeValue: attributeValue, to: Self.attributeType),
-              case .uint(let u) = v, let x = Self(exactly: u) else { return nil }
+            case .uint(let u) = v, let x = Self(exactly: u)
+        else { return nil }
         self = x
     }
     public var attributeValue: AttributeValue { .uint(UInt64(self)) }
@@ -81,7 +83,9 @@ extension Int: PrimitiveAttribute {
         return Int(truncatingIfNeeded: Int64(bitPattern: bits))
     }
     @inlinable
-    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R { try body(.fixed(UInt64(bitPattern: Int64(self)))) }
+    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
+        try body(.fixed(UInt64(bitPattern: Int64(self))))
+    }
 }
 extension Int8: PrimitiveAttribute {
     public static var attributeType: AttributeType { .int8 }
@@ -91,7 +95,9 @@ extension Int8: PrimitiveAttribute {
         return Int8(truncatingIfNeeded: Int64(bitPattern: bits))
     }
     @inlinable
-    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R { try body(.fixed(UInt64(bitPattern: Int64(self)))) }
+    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
+        try body(.fixed(UInt64(bitPattern: Int64(self))))
+    }
 }
 extension Int16: PrimitiveAttribute {
     public static var attributeType: AttributeType { .int16 }
@@ -101,7 +107,9 @@ extension Int16: PrimitiveAttribute {
         return Int16(truncatingIfNeeded: Int64(bitPattern: bits))
     }
     @inlinable
-    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R { try body(.fixed(UInt64(bitPattern: Int64(self)))) }
+    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
+        try body(.fixed(UInt64(bitPattern: Int64(self))))
+    }
 }
 extension Int32: PrimitiveAttribute {
     public static var attributeType: AttributeType { .int32 }
@@ -111,7 +119,9 @@ extension Int32: PrimitiveAttribute {
         return Int32(truncatingIfNeeded: Int64(bitPattern: bits))
     }
     @inlinable
-    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R { try body(.fixed(UInt64(bitPattern: Int64(self)))) }
+    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
+        try body(.fixed(UInt64(bitPattern: Int64(self))))
+    }
 }
 extension Int64: PrimitiveAttribute {
     public static var attributeType: AttributeType { .int64 }
@@ -121,7 +131,9 @@ extension Int64: PrimitiveAttribute {
         return Int64(truncatingIfNeeded: Int64(bitPattern: bits))
     }
     @inlinable
-    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R { try body(.fixed(UInt64(bitPattern: Int64(self)))) }
+    public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R {
+        try body(.fixed(UInt64(bitPattern: Int64(self))))
+    }
 }
 extension UInt: PrimitiveAttribute {
     public static var attributeType: AttributeType { .uint64 }
@@ -198,7 +210,9 @@ extension Double: PrimitiveAttribute {
     }
     public func _withCell<R>(_ body: (RawCell) throws -> R) rethrows -> R { try body(.fixed(bitPattern)) }
     public init?(_ attributeValue: AttributeValue) {
-        guard case .double(let d) = AttributeValue.coerce(attributeValue: attributeValue, to: .double) else { return nil }
+        guard case .double(let d) = AttributeValue.coerce(attributeValue: attributeValue, to: .double) else {
+            return nil
+        }
         self = d
     }
     public var attributeValue: AttributeValue { .double(self) }

@@ -9,7 +9,9 @@ final class ChildProcessSpawner: @unchecked Sendable {
     static let shared = ChildProcessSpawner()
 
     /// `setpriv` (util-linux) when installed.
-    let setpriv: String? = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    let setpriv: String? = ["/usr/bin/setpriv", "/bin/setpriv"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     // Jobs handed to the thread and their results; guarded by `condition`.
     private let condition = NSCondition()
@@ -55,9 +57,13 @@ final class ChildProcessSpawner: @unchecked Sendable {
         condition.lock()
         let id = nextID
         nextID += 1
-        jobs.append((id, {
-            do { try process.run() } catch { failure = error }
-        }))
+        jobs.append(
+            (
+                id,
+                {
+                    do { try process.run() } catch { failure = error }
+                }
+            ))
         condition.broadcast()
         while !finished.contains(id) { condition.wait() }
         finished.remove(id)

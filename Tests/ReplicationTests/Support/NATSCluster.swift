@@ -1,6 +1,6 @@
 import Foundation
-import ObjectGraphTestSupport
 import NATSJetStream
+import ObjectGraphTestSupport
 
 /// A JetStream cluster of nats-server processes on 127.0.0.1: each member has its own client
 /// port, route port, name, configuration and store directory, and routes to all the others.
@@ -27,7 +27,10 @@ final class NATSCluster: @unchecked Sendable {
                 let servers = try (0..<size).map { index in
                     try NATSServer(
                         name: "\(clusterName)-n\(index + 1)", port: clientPorts[index],
-                        cluster: (name: clusterName, port: routePorts[index], routes: routePorts.enumerated().filter { $0.offset != index }.map(\.element)),
+                        cluster: (
+                            name: clusterName, port: routePorts[index],
+                            routes: routePorts.enumerated().filter { $0.offset != index }.map(\.element)
+                        ),
                         probeReplicas: size)
                 }
                 let cluster = NATSCluster(servers: servers)

@@ -1,6 +1,6 @@
 import Foundation
-import ObjectGraphTestSupport
 import NATSJetStream
+import ObjectGraphTestSupport
 
 /// Why a nats-server could not be had.
 struct NATSServerError: Error, CustomStringConvertible {
@@ -54,8 +54,10 @@ final class NATSServer: @unchecked Sendable {
     }
 
     /// Writes the configuration of a server; `cluster` makes it a member of a JetStream cluster.
-    init(name: String, port: Int, jetStream: Bool = true,
-         cluster: (name: String, port: Int, routes: [Int])? = nil, probeReplicas: Int = 1) throws {
+    init(
+        name: String, port: Int, jetStream: Bool = true,
+        cluster: (name: String, port: Int, routes: [Int])? = nil, probeReplicas: Int = 1
+    ) throws {
         if let reason = Self.unavailableReason { throw NATSServerError(description: reason) }
         self.name = name
         self.port = port
@@ -110,15 +112,18 @@ final class NATSServer: @unchecked Sendable {
         defer { try? log.close() }
         try log.seekToEnd()
         let configPath = directory.appendingPathComponent("server.conf").path
-        let started = try ChildProcessSpawner.shared.spawn(executable: executable, arguments: ["-c", configPath], log: log)
+        let started = try ChildProcessSpawner.shared.spawn(
+            executable: executable, arguments: ["-c", configPath], log: log)
         lock.withLock { process = started }
         let deadline = ContinuousClock.now + eventBound
         while !Self.acceptsConnections(port: port) {
             if !started.isRunning {
-                throw NATSServerError(description: "nats-server \(name) exited with status \(started.terminationStatus)\n\(logTail())")
+                throw NATSServerError(
+                    description: "nats-server \(name) exited with status \(started.terminationStatus)\n\(logTail())")
             }
             if ContinuousClock.now > deadline {
-                throw NATSServerError(description: "nats-server \(name) does not accept connections on \(port)\n\(logTail())")
+                throw NATSServerError(
+                    description: "nats-server \(name) does not accept connections on \(port)\n\(logTail())")
             }
             Thread.sleep(forTimeInterval: 0.02)
         }
@@ -127,7 +132,9 @@ final class NATSServer: @unchecked Sendable {
     /// Waits until a stream with `probeReplicas` replicas can be created through `probeURLs`.
     func waitUntilReady(probeURLs: [String], deadline: ContinuousClock.Instant) throws {
         guard jetStream else { return }
-        try Self.waitForJetStream(urls: probeURLs, replicas: probeReplicas, deadline: deadline, what: "nats-server \(name)") {
+        try Self.waitForJetStream(
+            urls: probeURLs, replicas: probeReplicas, deadline: deadline, what: "nats-server \(name)"
+        ) {
             self.logTail()
         }
     }
@@ -150,10 +157,12 @@ final class NATSServer: @unchecked Sendable {
     var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
 
     private func signal(_ number: Int32) {
-        guard let running = lock.withLock({ () -> Process? in
-            defer { process = nil }
-            return process
-        }) else { return }
+        guard
+            let running = lock.withLock({ () -> Process? in
+                defer { process = nil }
+                return process
+            })
+        else { return }
         if running.isRunning { Foundation.kill(running.processIdentifier, number) }
         let deadline = Date().addingTimeInterval(10)
         while running.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
@@ -166,7 +175,8 @@ final class NATSServer: @unchecked Sendable {
     /// The last lines of the server's log.
     func logTail(lines: Int = 30) -> String {
         guard let text = try? String(contentsOf: logURL, encoding: .utf8) else { return "(no log at \(logURL.path))" }
-        return "--- last lines of \(logURL.path) ---\n" + text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+        return "--- last lines of \(logURL.path) ---\n"
+            + text.split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
     // MARK: Helpers
@@ -183,7 +193,9 @@ final class NATSServer: @unchecked Sendable {
             sockets.append(fd)
             var address = loopback(port: 0)
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard bound == 0 else { throw NATSServerError(description: "bind() failed: errno \(errno)") }
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -203,7 +215,9 @@ final class NATSServer: @unchecked Sendable {
         defer { close(fd) }
         var address = loopback(port: port)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         return connected == 0
     }
@@ -227,11 +241,14 @@ final class NATSServer: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             do throws(JetStreamError) {
                 let connected: JetStreamClient
-                if let client { connected = client } else {
+                if let client {
+                    connected = client
+                } else {
                     connected = try JetStreamClient(servers: urls, name: "harness-probe", timeout: .seconds(2))
                     client = connected
                 }
-                var configuration = StreamConfiguration(name: probe, subjects: ["harness.probe.\(probe)"], replicas: replicas)
+                var configuration = StreamConfiguration(
+                    name: probe, subjects: ["harness.probe.\(probe)"], replicas: replicas)
                 configuration.duplicateWindow = .seconds(1)
                 try connected.ensureStream(configuration)
                 try connected.deleteStream(probe)
@@ -243,6 +260,9 @@ final class NATSServer: @unchecked Sendable {
             }
         }
         client?.close()
-        throw NATSServerError(description: "\(what): JetStream not ready (a stream of \(replicas) replicas could not be created): \(lastError.map { "\($0)" } ?? "no attempt")\n\(log())")
+        throw NATSServerError(
+            description:
+                "\(what): JetStream not ready (a stream of \(replicas) replicas could not be created): \(lastError.map { "\($0)" } ?? "no attempt")\n\(log())"
+        )
     }
 }

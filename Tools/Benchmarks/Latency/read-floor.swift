@@ -21,7 +21,9 @@ final class Instance {
 }
 
 @inline(never)
-func run(_ n: Int, _ bytes: [UInt8], _ spans: [(Int, Int)], _ cells: [UInt64]) -> (instances: Double, reads: Double, checksum: Int) {
+func run(
+    _ n: Int, _ bytes: [UInt8], _ spans: [(Int, Int)], _ cells: [UInt64]
+) -> (instances: Double, reads: Double, checksum: Int) {
     let owner = Owner()
     let start = ContinuousClock.now
     var objects: [Instance] = []
@@ -34,7 +36,8 @@ func run(_ n: Int, _ bytes: [UInt8], _ spans: [(Int, Int)], _ cells: [UInt64]) -
             let row = Int(object.row)
             for k in 0..<3 {
                 let (offset, length) = spans[row * 3 + k]
-                let string = String(decoding: UnsafeBufferPointer(rebasing: buffer[offset..<offset + length]), as: UTF8.self)
+                let string = String(
+                    decoding: UnsafeBufferPointer(rebasing: buffer[offset..<offset + length]), as: UTF8.self)
                 checksum &+= string.utf8.count
             }
             checksum &+= Int(truncatingIfNeeded: cells[row * 6] &+ cells[row * 6 + 3] &+ cells[row * 6 + 5])
@@ -57,5 +60,8 @@ for i in 0..<n {
 let cells = (0..<(n * 6)).map { UInt64($0) }
 for _ in 0..<5 {
     let (instances, reads, checksum) = run(n, bytes, spans, cells)
-    print(String(format: "instances %.1f ms, reads %.1f ms, together %.1f ms (checksum %d)", instances * 1e3, reads * 1e3, (instances + reads) * 1e3, checksum))
+    print(
+        String(
+            format: "instances %.1f ms, reads %.1f ms, together %.1f ms (checksum %d)", instances * 1e3, reads * 1e3,
+            (instances + reads) * 1e3, checksum))
 }

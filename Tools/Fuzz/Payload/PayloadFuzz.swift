@@ -21,7 +21,8 @@ import GraphJournal
 import ObjectGraph
 
 enum FuzzMood: Int {
-    case calm = 0, busy = 1
+    case calm = 0
+    case busy = 1
 }
 
 @Entity final class FuzzNote {
@@ -43,34 +44,37 @@ enum FuzzMood: Int {
 }
 
 #if OBJECTGRAPH_PAYLOAD_FUZZ
-@_cdecl("LLVMFuzzerTestOneInput")
-public func payloadFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard size > 0 else { return 0 }
-    PayloadFuzz.run(data[0], Array(UnsafeBufferPointer(start: data + 1, count: size - 1)))
-    return 0
-}
-
-/// libFuzzer's driver, which its own `main` calls.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ body: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-/// The program's entry in a debug build: SwiftPM links an executable's `main` to this symbol
-/// (so that tests can import the module), which takes the place of libFuzzer's `main`.
-@_cdecl("objectgraph_payload_fuzz_main")
-public func payloadFuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return runFuzzerDriver(&argc, &argv) { data, size in payloadFuzz(data, size) }
-}
-#else
-@main enum PayloadFuzzMain {
-    static func main() {
-        print("objectgraph-payload-fuzz is a libFuzzer target: build it with Tools/Fuzz/build.sh, run it with make fuzz")
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func payloadFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+        guard size > 0 else { return 0 }
+        PayloadFuzz.run(data[0], Array(UnsafeBufferPointer(start: data + 1, count: size - 1)))
+        return 0
     }
-}
+
+    /// libFuzzer's driver, which its own `main` calls.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runFuzzerDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ body: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
+    ) -> CInt
+
+    /// The program's entry in a debug build: SwiftPM links an executable's `main` to this symbol
+    /// (so that tests can import the module), which takes the place of libFuzzer's `main`.
+    @_cdecl("objectgraph_payload_fuzz_main")
+    public func payloadFuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        var argc = argc
+        var argv = argv
+        return runFuzzerDriver(&argc, &argv) { data, size in payloadFuzz(data, size) }
+    }
+#else
+    @main enum PayloadFuzzMain {
+        static func main() {
+            print(
+                "objectgraph-payload-fuzz is a libFuzzer target: build it with Tools/Fuzz/build.sh, run it with make fuzz"
+            )
+        }
+    }
 #endif
 
 enum PayloadFuzz {
@@ -91,7 +95,9 @@ enum PayloadFuzz {
             let f = try c.insert(FuzzFolder.self) { $0.name = "f" }
             let tags = try (0..<3).map { i in try c.insert(FuzzTag.self) { $0.word = "w\(i)" } }
             let notes = try (0..<4).map { i in
-                try c.insert(FuzzNote.self) { n in n.title = "n\(i)"; n.mood = i % 2 == 0 ? .calm : .busy; n.size = i * 1000 }
+                try c.insert(FuzzNote.self) { n in
+                    n.title = "n\(i)"; n.mood = i % 2 == 0 ? .calm : .busy; n.size = i * 1000
+                }
             }
             try c.save()
             notes[0].tags = tags
@@ -231,7 +237,7 @@ enum PayloadFuzz {
                 fail("point in time kept record \(bad), which open refused")
             }
             try store.close()
-        } catch where error.code == .incompatibleSchema && open.code == .incompatibleSchema {
+        } catch  where error.code == .incompatibleSchema && open.code == .incompatibleSchema {
         } catch {
             fail("point in time failed: \(error) (open: \(open))")
         }

@@ -77,7 +77,8 @@ func graphBenchmarks() {
     } setup: {
         try SavedPeople(count: People.count)
     }
-    Benchmark("fetch 1M objects filtered by a #Predicate (Foundation evaluation)", configuration: scan) { benchmark, saved in
+    Benchmark("fetch 1M objects filtered by a #Predicate (Foundation evaluation)", configuration: scan) {
+        benchmark, saved in
         let predicate = #Predicate<Person> { $0.age > 30 }
         benchmark.startMeasurement()
         var n = 0

@@ -131,7 +131,9 @@ let benchmarks: @Sendable () -> Void = {
         try context.save()
         let after = residentSetSize()
         benchmark.measurement(vmRSSAfterSave, after >> 20)
-        print("resident memory for 1M objects: VmRSS \(after >> 20) MB after save (\(before >> 20) MB before the context, +\((after - before) >> 20) MB)")
+        print(
+            "resident memory for 1M objects: VmRSS \(after >> 20) MB after save (\(before >> 20) MB before the context, +\((after - before) >> 20) MB)"
+        )
         blackHole(try context.count(of: Person.self))
         benchmark.stopMeasurement()
         blackHole(context)

@@ -37,7 +37,8 @@ let savesPerSecond = BenchmarkMetric.custom("saves/s", polarity: .prefersLarger,
 /// The disk's raw append+fdatasync rate, measured in the same iteration.
 let rawSyncsPerSecond = BenchmarkMetric.custom("raw fdatasync/s", polarity: .prefersLarger, useScalingFactor: false)
 /// Saves per second as a percentage of the raw fdatasync rate.
-let savesPercentOfRaw = BenchmarkMetric.custom("saves/s % of raw fdatasync", polarity: .prefersLarger, useScalingFactor: false)
+let savesPercentOfRaw = BenchmarkMetric.custom(
+    "saves/s % of raw fdatasync", polarity: .prefersLarger, useScalingFactor: false)
 /// `ObjectStore.replaySeconds` of the open, in ms.
 let replayMilliseconds = BenchmarkMetric.custom("replay (ms)", polarity: .prefersSmaller, useScalingFactor: false)
 
@@ -106,7 +107,10 @@ func storeBenchmarks() {
     // pwrite + fdatasync on a file in the store's directory, interleaved with the saves).
     for (durability, count, label) in [
         (JournalOptions.Durability.none, noneSaves, "100k saves of one changed object (.none)"),
-        (JournalOptions.Durability.always, alwaysSaves, "100k saves of one changed object (.always; scaled to 5k saves)"),
+        (
+            JournalOptions.Durability.always, alwaysSaves,
+            "100k saves of one changed object (.always; scaled to 5k saves)"
+        ),
     ] {
         let fixture = StoreFixture()
         var savesConfig = config

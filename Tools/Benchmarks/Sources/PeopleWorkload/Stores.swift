@@ -1,11 +1,11 @@
 public import Foundation
-public import ObjectGraph
 public import GraphJournal
+public import ObjectGraph
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Durable-store helpers shared by the benchmarks, `objectgraph-profile` and `peer-comparison`:
@@ -46,7 +46,9 @@ public enum Stores {
     /// Creates a store in `directory` holding records `0..<count` (one insert per record and
     /// one save), and closes it. Returns its bytes on disk.
     @discardableResult
-    public static func create(_ directory: URL, count: Int, durability: JournalOptions.Durability = .none) throws -> Int64 {
+    public static func create(
+        _ directory: URL, count: Int, durability: JournalOptions.Durability = .none
+    ) throws -> Int64 {
         let store = try open(directory, durability: durability)
         try People.insert(0..<count, into: store.context)
         try store.context.save()
@@ -57,7 +59,10 @@ public enum Stores {
 
     /// Bytes of every regular file under `directory`.
     public static func bytesOnDisk(_ directory: URL) -> Int64 {
-        guard let e = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.fileSizeKey, .isRegularFileKey]) else { return 0 }
+        guard
+            let e = FileManager.default.enumerator(
+                at: directory, includingPropertiesForKeys: [.fileSizeKey, .isRegularFileKey])
+        else { return 0 }
         var total: Int64 = 0
         for case let url as URL in e {
             let v = try? url.resourceValues(forKeys: [.fileSizeKey, .isRegularFileKey])

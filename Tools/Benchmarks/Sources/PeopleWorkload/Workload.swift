@@ -1,9 +1,9 @@
 public import ObjectGraph
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The "people" workload of the benchmarks and the peer comparison: record `i` has id `i`,

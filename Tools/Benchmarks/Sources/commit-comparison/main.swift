@@ -42,11 +42,14 @@ struct Options {
 }
 
 func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        ?? "?"
 }
 
 /// Runs `tasks` tasks of `commits` calls of `commit(task, i)`; returns transactions per second.
-func measure(tasks: Int, commits: Int, _ commit: @escaping @Sendable (Int, Int) async throws -> Void) async throws -> Double {
+func measure(
+    tasks: Int, commits: Int, _ commit: @escaping @Sendable (Int, Int) async throws -> Void
+) async throws -> Double {
     let start = ContinuousClock.now
     try await withThrowingTaskGroup(of: Void.self) { group in
         for t in 0..<tasks {
@@ -86,7 +89,8 @@ func groupCommit(_ o: Options) async throws -> (Double, GroupCommitStatistics) {
 func oneSyncEach(_ o: Options) async throws -> Double {
     let dir = Stores.temporaryDirectory("commits-each")
     defer { Stores.remove(dir) }
-    let store = AsyncStore(store: try ObjectStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.always)))
+    let store = AsyncStore(
+        store: try ObjectStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.always)))
     let rate = try await measure(tasks: o.tasks, commits: o.commits) { t, i in
         try await store.perform { context in try person(context, t * 1_000_000 + i) }
     }
@@ -102,11 +106,14 @@ func sqlite(_ o: Options) async throws -> Double {
     try await pool.writeWithoutTransaction { db in
         // GRDB sets NORMAL when it switches to WAL: FULL syncs the WAL at every commit.
         try db.execute(sql: "PRAGMA synchronous = FULL")
-        guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else { throw DatabaseError(message: "synchronous is not FULL") }
-        try db.execute(sql: """
-            CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL,
-                                 age INTEGER NOT NULL, city TEXT NOT NULL, score REAL NOT NULL)
-            """)
+        guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else {
+            throw DatabaseError(message: "synchronous is not FULL")
+        }
+        try db.execute(
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL,
+                                     age INTEGER NOT NULL, city TEXT NOT NULL, score REAL NOT NULL)
+                """)
     }
     let rate = try await measure(tasks: o.tasks, commits: o.commits) { t, i in
         let s = PersonSource(t * 1_000_000 + i)
@@ -164,7 +171,12 @@ func redis(_ o: Options) throws -> Double? {
         if !ready { usleep(20_000) }
     }
     guard ready,
-          let csv = run(bench, ["-p", port, "-c", "\(o.tasks)", "-n", "\(o.tasks * o.commits)", "-t", "set", "-d", "64", "-r", "1000000", "--csv"])
+        let csv = run(
+            bench,
+            [
+                "-p", port, "-c", "\(o.tasks)", "-n", "\(o.tasks * o.commits)", "-t", "set", "-d", "64", "-r",
+                "1000000", "--csv",
+            ])
     else { return nil }
     // "test","rps",…  then  "SET","13245.03",…
     let line = csv.split(separator: "\n").first { $0.hasPrefix("\"SET\"") }
@@ -177,7 +189,9 @@ struct CommitComparison {
     static func main() async throws {
         let o = Options()
         print("# Concurrent durable commits\n")
-        print("\(o.tasks) tasks × \(o.commits) one-record transactions each, durable when they return; \(o.rounds) rounds, medians. Load average before: \(loadAverage())\n")
+        print(
+            "\(o.tasks) tasks × \(o.commits) one-record transactions each, durable when they return; \(o.rounds) rounds, medians. Load average before: \(loadAverage())\n"
+        )
         var group: [Double] = [], each: [Double] = [], lite: [Double] = [], raw: [Double] = []
         var shared: [Double] = []
         var redisRates: [Double] = []
@@ -195,17 +209,24 @@ struct CommitComparison {
         }
         print("| system | transactions/s (median) | rounds |\n|---|---|---|")
         func row(_ label: String, _ xs: [Double]) {
-            print("| \(label) | \(String(format: "%.0f", median(xs))) | \(xs.map { String(format: "%.0f", $0) }.joined(separator: ", ")) |")
+            print(
+                "| \(label) | \(String(format: "%.0f", median(xs))) | \(xs.map { String(format: "%.0f", $0) }.joined(separator: ", ")) |"
+            )
         }
         row("ObjectGraph AsyncStore, `.always`, group commit", group)
         row("ObjectGraph AsyncStore(store:), `.always`, one fdatasync per transaction", each)
         row("SQLite (GRDB DatabasePool, WAL, synchronous=FULL)", lite)
         if !redisRates.isEmpty {
-            row("Redis \(run("/usr/bin/redis-server", ["--version"])?.split(separator: " ").dropFirst(2).first ?? ""), appendfsync always (redis-benchmark, \(o.tasks) clients, SET of 64 bytes)", redisRates)
+            row(
+                "Redis \(run("/usr/bin/redis-server", ["--version"])?.split(separator: " ").dropFirst(2).first ?? ""), appendfsync always (redis-benchmark, \(o.tasks) clients, SET of 64 bytes)",
+                redisRates)
         }
         row("raw 64-byte append + fdatasync, one at a time", raw)
         print("")
-        print("Group commit: \(String(format: "%.1f", median(shared))) transactions per fdatasync (median); ratio to SQLite \(String(format: "%.2f", median(group) / median(lite)))×" + (redisRates.isEmpty ? "." : ", to Redis \(String(format: "%.2f", median(group) / median(redisRates)))×."))
+        print(
+            "Group commit: \(String(format: "%.1f", median(shared))) transactions per fdatasync (median); ratio to SQLite \(String(format: "%.2f", median(group) / median(lite)))×"
+                + (redisRates.isEmpty
+                    ? "." : ", to Redis \(String(format: "%.2f", median(group) / median(redisRates)))×."))
         print("\nLoad average after: \(loadAverage())")
     }
 }

@@ -79,7 +79,8 @@ func runReaders(_ store: AsyncStore, readers: Int, count: Int, stop: StopFlag) a
                     let t1 = ContinuousClock.now
                     if age == nil { result.misses += 1 }
                     let d = t1 - t0
-                    result.latencies.append(Int(d.components.seconds) * 1_000_000_000 + Int(d.components.attoseconds / 1_000_000_000))
+                    result.latencies.append(
+                        Int(d.components.seconds) * 1_000_000_000 + Int(d.components.attoseconds / 1_000_000_000))
                     n += 1
                     if n % 256 == 0 { await Task.yield() }
                 }
@@ -96,12 +97,12 @@ func runReaders(_ store: AsyncStore, readers: Int, count: Int, stop: StopFlag) a
     return (results, seconds(since: start))
 }
 
-
 func importUpdates(_ store: AsyncStore, count: Int, batch: Int, generation: Int) async throws -> Double {
     let batches = stride(from: 0, to: count, by: batch).map { $0..<min($0 + batch, count) }
     let start = ContinuousClock.now
     try await store.performBatches(batches) { context, range in
-        _ = try context.importUniqueObjects(UniquePerson.self, sourceArray: Importing.sources(range, generation: generation))
+        _ = try context.importUniqueObjects(
+            UniquePerson.self, sourceArray: Importing.sources(range, generation: generation))
     }
     return seconds(since: start)
 }
@@ -109,7 +110,8 @@ func importUpdates(_ store: AsyncStore, count: Int, batch: Int, generation: Int)
 func describe(_ label: String, _ r: ReaderResult, wall: Double) -> String {
     let sorted = r.latencies.sorted()
     let rate = Double(sorted.count) / wall
-    return "| \(label) | \(sorted.count) | \(String(format: "%.0f", rate)) | \(percentile(sorted, 0.5)) | \(percentile(sorted, 0.99)) | \(percentile(sorted, 0.999)) | \(sorted.last ?? 0) | \(r.misses) |"
+    return
+        "| \(label) | \(sorted.count) | \(String(format: "%.0f", rate)) | \(percentile(sorted, 0.5)) | \(percentile(sorted, 0.99)) | \(percentile(sorted, 0.999)) | \(sorted.last ?? 0) | \(r.misses) |"
 }
 
 @main
@@ -119,7 +121,9 @@ struct ConcurrencyComparison {
         let dir = Stores.temporaryDirectory("concurrency")
         defer { Stores.remove(dir) }
         print("# Readers on snapshots while a writer imports\n")
-        print("\(o.count) people, \(o.readers) reader tasks, batches of \(o.batch); load average before: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?")\n")
+        print(
+            "\(o.count) people, \(o.readers) reader tasks, batches of \(o.batch); load average before: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?")\n"
+        )
 
         // 1. The store.
         do {
@@ -137,7 +141,8 @@ struct ConcurrencyComparison {
         let batches = stride(from: 0, to: o.count, by: o.batch).map { $0..<min($0 + o.batch, o.count) }
         let tPlain = ContinuousClock.now
         for range in batches {
-            _ = try plain.context.importUniqueObjects(UniquePerson.self, sourceArray: Importing.sources(range, generation: 1))
+            _ = try plain.context.importUniqueObjects(
+                UniquePerson.self, sourceArray: Importing.sources(range, generation: 1))
             try plain.context.save()
         }
         let writerPlain = seconds(since: tPlain)
@@ -166,8 +171,12 @@ struct ConcurrencyComparison {
         publishes.sort()
         saves.sort()
         print("| one-object save in a \(o.count)-object store | median µs | p99 µs |\n|---|---|---|")
-        print("| snapshot publish (after the commit) | \(String(format: "%.1f", publishes[100])) | \(String(format: "%.1f", publishes[198])) |")
-        print("| whole `perform` (transaction, journal write without fsync, publish) | \(String(format: "%.1f", saves[100])) | \(String(format: "%.1f", saves[198])) |\n")
+        print(
+            "| snapshot publish (after the commit) | \(String(format: "%.1f", publishes[100])) | \(String(format: "%.1f", publishes[198])) |"
+        )
+        print(
+            "| whole `perform` (transaction, journal write without fsync, publish) | \(String(format: "%.1f", saves[100])) | \(String(format: "%.1f", saves[198])) |\n"
+        )
 
         // 4. Readers alone.
         let stopAlone = StopFlag()
@@ -195,7 +204,9 @@ struct ConcurrencyComparison {
         let (readersBoth, bothWall) = await both
         let bothCPU = processCPUSeconds() - cpuBoth
 
-        print("| reader lookups | lookups | per second | p50 ns | p99 ns | p99.9 ns | max ns | misses |\n|---|---|---|---|---|---|---|---|")
+        print(
+            "| reader lookups | lookups | per second | p50 ns | p99 ns | p99.9 ns | max ns | misses |\n|---|---|---|---|---|---|---|---|"
+        )
         print(describe("alone", readersAlone, wall: aloneWall))
         print(describe("during the import", readersBoth, wall: bothWall))
         let rateAlone = Double(readersAlone.latencies.count) / aloneWall
@@ -203,9 +214,13 @@ struct ConcurrencyComparison {
         print("")
         print("| writer: \(o.count) updates in batches of \(o.batch) | seconds |\n|---|---|")
         print("| ObjectStore, no snapshots (same batches, one save each) | \(String(format: "%.3f", writerPlain)) |")
-        print("| alone | \(String(format: "%.3f", writerAlone)) (of which publishing snapshots \(String(format: "%.3f", publishShare))) |")
+        print(
+            "| alone | \(String(format: "%.3f", writerAlone)) (of which publishing snapshots \(String(format: "%.3f", publishShare))) |"
+        )
         print("| with \(o.readers) readers | \(String(format: "%.3f", writerWithReaders)) |\n")
-        print("Ratios: reader throughput during the import / alone = \(String(format: "%.2f", rateBoth / rateAlone)); import with readers / alone = \(String(format: "%.2f", writerWithReaders / writerAlone)).")
+        print(
+            "Ratios: reader throughput during the import / alone = \(String(format: "%.2f", rateBoth / rateAlone)); import with readers / alone = \(String(format: "%.2f", writerWithReaders / writerAlone))."
+        )
         // What the cores allow. Readers that keep R cores busy alone, on c cores, beside a writer
         // that keeps u cores busy alone: an import stretched r times takes u/r cores, which
         // leaves the readers at most c - u/r, so at most (c - u/r)/R of their rate alone (when
@@ -217,16 +232,25 @@ struct ConcurrencyComparison {
         func bound(_ r: Double) -> String { String(format: "%.2f", (cores - u / r) / readersBusy) }
         print("")
         print("| phase | wall s | CPU s (all threads) | cores busy |\n|---|---|---|---|")
-        print("| readers alone | \(String(format: "%.3f", aloneWall)) | \(String(format: "%.3f", readersCPU)) | \(String(format: "%.2f", readersBusy)) |")
-        print("| writer alone | \(String(format: "%.3f", writerAlone)) | \(String(format: "%.3f", writerCPU)) | \(String(format: "%.2f", u)) |")
-        print("| both | \(String(format: "%.3f", bothWall)) | \(String(format: "%.3f", bothCPU)) | \(String(format: "%.2f", bothCPU / bothWall)) |\n")
-        print("""
+        print(
+            "| readers alone | \(String(format: "%.3f", aloneWall)) | \(String(format: "%.3f", readersCPU)) | \(String(format: "%.2f", readersBusy)) |"
+        )
+        print(
+            "| writer alone | \(String(format: "%.3f", writerAlone)) | \(String(format: "%.3f", writerCPU)) | \(String(format: "%.2f", u)) |"
+        )
+        print(
+            "| both | \(String(format: "%.3f", bothWall)) | \(String(format: "%.3f", bothCPU)) | \(String(format: "%.2f", bothCPU / bothWall)) |\n"
+        )
+        print(
+            """
             Bound from the cores: \(Int(cores)) cores; the readers alone keep R = \(String(format: "%.2f", readersBusy)) busy, \
             the writer alone u = \(String(format: "%.2f", u)). An import stretched r times leaves the readers at most \
             (cores - u/r)/R of their rate alone: \(bound(r)) at this run's r = \(String(format: "%.2f", r)), \
             \(bound(1.25)) at r = 1.25.
             """)
-        print("\nLoad average after: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?")")
+        print(
+            "\nLoad average after: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?")"
+        )
         try await store.close()
     }
 }

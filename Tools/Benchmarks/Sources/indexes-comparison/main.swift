@@ -160,7 +160,8 @@ func sqliteFill(_ path: String, indexes: Int) throws -> (DatabaseQueue, Double) 
             let statement = try db.makeStatement(sql: "INSERT INTO people VALUES (?, ?, ?, ?, ?, ?, ?)")
             for i in 0..<count {
                 try statement.execute(arguments: [
-                    Int64(i), "Person \(i)", "p\(i)@example.com", 20 + i % 60, "Section \(i % 100)", (i &* 7919) % count, Double(i) * 0.5,
+                    Int64(i), "Person \(i)", "p\(i)@example.com", 20 + i % 60, "Section \(i % 100)",
+                    (i &* 7919) % count, Double(i) * 0.5,
                 ])
             }
             return .commit
@@ -173,7 +174,9 @@ func sqliteRows(_ db: Database, _ sql: String, _ arguments: StatementArguments) 
     var rows: [MemberRow] = []
     let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
     while let row = try cursor.next() {
-        rows.append(MemberRow(id: row[0], name: row[1], email: row[2], age: row[3], section: row[4], rank: row[5], score: row[6]))
+        rows.append(
+            MemberRow(
+                id: row[0], name: row[1], email: row[2], age: row[3], section: row[4], rank: row[5], score: row[6]))
     }
     return rows
 }
@@ -193,7 +196,9 @@ func sqliteImport(indexes: Int, directory: URL) throws {
 
 func sqliteQuery(directory: URL) throws {
     let (queue, _) = try sqliteFill(directory.appendingPathComponent("db.sqlite").path, indexes: 2)
-    let plan = try queue.read { db in try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + selectEquality, arguments: ["x"]).map { "\($0)" } }
+    let plan = try queue.read { db in
+        try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + selectEquality, arguments: ["x"]).map { "\($0)" }
+    }
     print("plan \(plan.joined(separator: "; "))")
     try queue.read { db in
         _ = try sqliteRows(db, selectEquality, ["Section 1"])
@@ -259,7 +264,8 @@ if let worker = option("--worker") {
 var sqlitePlan = ""
 
 func uptime() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: ", ") ?? "?"
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+        separator: ", ") ?? "?"
 }
 
 let workers = [
@@ -285,7 +291,8 @@ func sec(_ s: Double) -> String { String(format: "%.2f s", s) }
 func pct(_ x: Double, _ base: Double) -> String { String(format: "%+.1f%%", (x / base - 1) * 100) }
 func ratio(_ a: Double, _ b: Double) -> String { String(format: "%.2f×", a / b) }
 
-let eqOG = m("og-query", "equality_s"), eqSQL = m("sqlite-query", "equality_s"), eqScan = m("og-query-scan", "equality_s")
+let eqOG = m("og-query", "equality_s"), eqSQL = m("sqlite-query", "equality_s"),
+    eqScan = m("og-query-scan", "equality_s")
 let rgOG = m("og-query", "range_s"), rgSQL = m("sqlite-query", "range_s"), rgScan = m("og-query-scan", "range_s")
 let imp = (0...2).map { m("og-import-\($0)", "import_s") }
 let first = (0...2).map { m("og-import-\($0)", "first_query_s") }
@@ -294,50 +301,50 @@ let sImp = (0...2).map { m("sqlite-import-\($0)", "import_s") }
 let sFirst = (0...2).map { m("sqlite-import-\($0)", "first_query_s") }
 
 var md = """
-# Secondary indexes against SQLite's CREATE INDEX
+    # Secondary indexes against SQLite's CREATE INDEX
 
-`swift run -c release indexes-comparison --count \(count) --rounds \(rounds)` (`make bench-indexes`),
-release build, every figure the median over \(rounds) rounds, each worker a fresh process per
-round (order rotated). Load average (1, 5, 15 min) before: \(loadBefore); after: \(loadAfter).
-The machine: 2 x86_64 cores, shared with other builds.
+    `swift run -c release indexes-comparison --count \(count) --rounds \(rounds)` (`make bench-indexes`),
+    release build, every figure the median over \(rounds) rounds, each worker a fresh process per
+    round (order rotated). Load average (1, 5, 15 min) before: \(loadBefore); after: \(loadAfter).
+    The machine: 2 x86_64 cores, shared with other builds.
 
-The record: \(count) objects of `id`, `name`, `email`, `age`, `section` (100 values, 1% each),
-`rank` (a permutation of 0..<N, so a 1% range is scattered over the table), `score`.
-ObjectGraph: a `ModelContext` in memory; `#Index<Member2>([\\.section], [\\.rank])`; a fetch returns
-model objects (the instances are created by the fetch: each query asks for a different
-section or range). SQLite \((try? DatabaseQueue().read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? "?") through GRDB: a WAL
-database, `synchronous=NORMAL`, `CREATE INDEX` on `section` and on `rank`, rows read through a
-row cursor into structs. Query plan of the equality: `\(sqlitePlan)`.
+    The record: \(count) objects of `id`, `name`, `email`, `age`, `section` (100 values, 1% each),
+    `rank` (a permutation of 0..<N, so a 1% range is scattered over the table), `score`.
+    ObjectGraph: a `ModelContext` in memory; `#Index<Member2>([\\.section], [\\.rank])`; a fetch returns
+    model objects (the instances are created by the fetch: each query asks for a different
+    section or range). SQLite \((try? DatabaseQueue().read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? "?") through GRDB: a WAL
+    database, `synchronous=NORMAL`, `CREATE INDEX` on `section` and on `rank`, rows read through a
+    row cursor into structs. Query plan of the equality: `\(sqlitePlan)`.
 
-## (a, b) Fetches of 1% of the objects
+    ## (a, b) Fetches of 1% of the objects
 
-Each process: one unmeasured query, then five queries with different constants; the process's
-figure is their median.
+    Each process: one unmeasured query, then five queries with different constants; the process's
+    figure is their median.
 
-| query | ObjectGraph, indexed | ObjectGraph, scan (no index) | SQLite, indexed | ObjectGraph ÷ SQLite | target |
-|---|---|---|---|---|---|
-| (a) `section == "Section k"` | \(ms(eqOG)) | \(ms(eqScan)) | \(ms(eqSQL)) | \(ratio(eqOG, eqSQL)) | ≤ 0.2× |
-| (b) `rank >= a && rank < a + N/100` | \(ms(rgOG)) | \(ms(rgScan)) | \(ms(rgSQL)) | \(ratio(rgOG, rgSQL)) | ≤ 0.2× |
+    | query | ObjectGraph, indexed | ObjectGraph, scan (no index) | SQLite, indexed | ObjectGraph ÷ SQLite | target |
+    |---|---|---|---|---|---|
+    | (a) `section == "Section k"` | \(ms(eqOG)) | \(ms(eqScan)) | \(ms(eqSQL)) | \(ratio(eqOG, eqSQL)) | ≤ 0.2× |
+    | (b) `rank >= a && rank < a + N/100` | \(ms(rgOG)) | \(ms(rgScan)) | \(ms(rgSQL)) | \(ratio(rgOG, rgSQL)) | ≤ 0.2× |
 
-## (c) Bulk import with 0, 1 and 2 indexes
+    ## (c) Bulk import with 0, 1 and 2 indexes
 
-ObjectGraph: \(count) inserts (six attribute sets each) into a fresh context and a save (no
-store: only the in-memory work the index adds). The index is built lazily: the import only
-marks it stale, and the first query after the import sorts it. SQLite: \(count) prepared inserts
-in one transaction into a table that already has its indexes.
+    ObjectGraph: \(count) inserts (six attribute sets each) into a fresh context and a save (no
+    store: only the in-memory work the index adds). The index is built lazily: the import only
+    marks it stale, and the first query after the import sorts it. SQLite: \(count) prepared inserts
+    in one transaction into a table that already has its indexes.
 
-| indexes | ObjectGraph import | added | first equality after it | first range after that | import + both first queries, added | SQLite import | added | SQLite first equality |
-|---|---|---|---|---|---|---|---|---|
-| 0 | \(sec(imp[0])) | — | \(ms(first[0])) (scan) | \(ms(firstRange[0])) (scan) | — | \(sec(sImp[0])) | — | \(ms(sFirst[0])) (scan) |
-| 1 | \(sec(imp[1])) | \(pct(imp[1], imp[0])) | \(ms(first[1])) (builds `section`) | \(ms(firstRange[1])) (scan) | \(pct(imp[1] + first[1] + firstRange[1], imp[0] + first[0] + firstRange[0])) | \(sec(sImp[1])) | \(pct(sImp[1], sImp[0])) | \(ms(sFirst[1])) |
-| 2 | \(sec(imp[2])) | \(pct(imp[2], imp[0])) | \(ms(first[2])) (builds `section`) | \(ms(firstRange[2])) (builds `rank`) | \(pct(imp[2] + first[2] + firstRange[2], imp[0] + first[0] + firstRange[0])) | \(sec(sImp[2])) | \(pct(sImp[2], sImp[0])) | \(ms(sFirst[2])) |
+    | indexes | ObjectGraph import | added | first equality after it | first range after that | import + both first queries, added | SQLite import | added | SQLite first equality |
+    |---|---|---|---|---|---|---|---|---|
+    | 0 | \(sec(imp[0])) | — | \(ms(first[0])) (scan) | \(ms(firstRange[0])) (scan) | — | \(sec(sImp[0])) | — | \(ms(sFirst[0])) (scan) |
+    | 1 | \(sec(imp[1])) | \(pct(imp[1], imp[0])) | \(ms(first[1])) (builds `section`) | \(ms(firstRange[1])) (scan) | \(pct(imp[1] + first[1] + firstRange[1], imp[0] + first[0] + firstRange[0])) | \(sec(sImp[1])) | \(pct(sImp[1], sImp[0])) | \(ms(sFirst[1])) |
+    | 2 | \(sec(imp[2])) | \(pct(imp[2], imp[0])) | \(ms(first[2])) (builds `section`) | \(ms(firstRange[2])) (builds `rank`) | \(pct(imp[2] + first[2] + firstRange[2], imp[0] + first[0] + firstRange[0])) | \(sec(sImp[2])) | \(pct(sImp[2], sImp[0])) | \(ms(sFirst[2])) |
 
-Target: at most 25% added per index. "added" compares with the row of 0 indexes; the last
-ObjectGraph column counts the import and the two first queries together (each first query
-builds the index it reads; with no index both scan). The import figures vary by ±10% from
-process to process on this machine: compare medians, not single rounds.
+    Target: at most 25% added per index. "added" compares with the row of 0 indexes; the last
+    ObjectGraph column counts the import and the two first queries together (each first query
+    builds the index it reads; with no index both scan). The import figures vary by ±10% from
+    process to process on this machine: compare medians, not single rounds.
 
-"""
+    """
 try FileManager.default.createDirectory(at: outDirectory, withIntermediateDirectories: true)
 try md.write(to: outDirectory.appendingPathComponent("indexes.md"), atomically: true, encoding: .utf8)
 print(md)

@@ -24,7 +24,7 @@ import ObjectGraph
 import PeopleWorkload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -51,7 +51,9 @@ func median(_ xs: [Double]) -> Double {
 
 // glibc's malloc_info and malloc_trim (malloc.h is not in the Glibc module), looked up by name.
 let mallocLibrary = dlopen(nil, RTLD_NOW)
-let mallocInfo = dlsym(mallocLibrary, "malloc_info").map { unsafeBitCast($0, to: (@convention(c) (Int32, UnsafeMutablePointer<FILE>?) -> Int32).self) }
+let mallocInfo = dlsym(mallocLibrary, "malloc_info").map {
+    unsafeBitCast($0, to: (@convention(c) (Int32, UnsafeMutablePointer<FILE>?) -> Int32).self)
+}
 let mallocTrim = dlsym(mallocLibrary, "malloc_trim").map { unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }
 
 /// Returns freed heap memory to the system where malloc can.
@@ -92,7 +94,8 @@ func residentBytes() -> Double {
 }
 
 func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+        separator: " ") ?? "?"
 }
 
 /// Prints one measurement as `key value` pairs on a line, for the driver.
@@ -231,9 +234,12 @@ func buildChild(_ config: Config, _ directory: URL) throws {
             x.n = i
             nodes.append(x)
         }
-        build = config == .nodeObjects ? {} : {
-            for (j, x) in nodes.enumerated() { x.depends = dependencies(of: j).map { nodes[$0] } }
-        }
+        build =
+            config == .nodeObjects
+            ? {}
+            : {
+                for (j, x) in nodes.enumerated() { x.depends = dependencies(of: j).map { nodes[$0] } }
+            }
     }
     try context.save()
     let insertSeconds = now() - t
@@ -247,7 +253,10 @@ func buildChild(_ config: Config, _ directory: URL) throws {
     let heapAfter = heapInUse()
     let bytes = Double(store.stats.bytesOnDisk)
     try store.close()
-    emit(["insert": insertSeconds, "build": buildSeconds, "save": saveSeconds, "heap": heapAfter - heapBefore, "disk": bytes])
+    emit([
+        "insert": insertSeconds, "build": buildSeconds, "save": saveSeconds, "heap": heapAfter - heapBefore,
+        "disk": bytes,
+    ])
 }
 
 /// The first owner's (or node's) relationship, checked after an open.
@@ -267,7 +276,9 @@ func check(_ config: Config, _ context: ModelContext) throws {
     case .seqArray: found = try first(SeqOwner.self).members.map(\.n)
     case .nodeObjects, .nodeArray:
         let deps = try first(Node.self).depends.map(\.n)
-        guard deps.count == expected, expected == 0 || Set(deps) == Set(dependencies(of: 0)) else { throw BenchError("\(config): depends \(deps)") }
+        guard deps.count == expected, expected == 0 || Set(deps) == Set(dependencies(of: 0)) else {
+            throw BenchError("\(config): depends \(deps)")
+        }
         return
     }
     guard found.count == expected else { throw BenchError("\(config): \(found.count) members, expected \(expected)") }
@@ -295,7 +306,8 @@ func openChild(_ config: Config, _ directory: URL, compact: Bool) throws {
     let bytes = Double(store.stats.bytesOnDisk)
     try store.close()
     emit([
-        "open": openSeconds, "replay": store.replaySeconds, "heap": heapAfter - heapBefore, "rss": residentAfter - residentBefore,
+        "open": openSeconds, "replay": store.replaySeconds, "heap": heapAfter - heapBefore,
+        "rss": residentAfter - residentBefore,
         "compact": compactSeconds, "disk": bytes,
     ])
 }
@@ -326,7 +338,8 @@ func removalChild(_ kind: RemovalKind, n: Int) throws {
 func removal<O: BenchOwner>(_ type: O.Type, n: Int) throws {
     let directory = Stores.temporaryDirectory("links-remove")
     defer { Stores.remove(directory) }
-    let store = try ObjectStore.open(at: directory, schema: try Schema(O.self, O.Member.self), options: Stores.options(.none))
+    let store = try ObjectStore.open(
+        at: directory, schema: try Schema(O.self, O.Member.self), options: Stores.options(.none))
     let context = store.context
     let owner = try context.insert(O.self)
     var members: [O.Member] = []
@@ -368,18 +381,23 @@ func removal<O: BenchOwner>(_ type: O.Type, n: Int) throws {
         removeAndSave.append((e - t) * 1e6)
         saves.append((e - s) * 1e6)
     }
-    guard owner.members.count == n - saved else { throw BenchError("\(owner.members.count) members after \(saved) removals of \(n)") }
+    guard owner.members.count == n - saved else {
+        throw BenchError("\(owner.members.count) members after \(saved) removals of \(n)")
+    }
     try store.close()
     emit([
         "coldNs": median(cold), "coldMeanNs": cold.reduce(0, +) / Double(cold.count), "removeNs": median(times),
-        "removeMeanNs": times.reduce(0, +) / Double(times.count), "removeSaveUs": median(removeAndSave), "saveUs": median(saves),
+        "removeMeanNs": times.reduce(0, +) / Double(times.count), "removeSaveUs": median(removeAndSave),
+        "saveUs": median(saves),
         "heapPerMember": heapPerMember,
     ])
 }
 
 /// Removes each of `members` from `owner`, timing each `context.remove` alone (nanoseconds).
 @inline(never)
-func measuredRemovals<O: BenchOwner>(_ members: [O.Member], _ owner: O, _ context: ModelContext, into times: inout [Double]) throws {
+func measuredRemovals<O: BenchOwner>(
+    _ members: [O.Member], _ owner: O, _ context: ModelContext, into times: inout [Double]
+) throws {
     for m in members {
         let t = DispatchTime.now().uptimeNanoseconds
         try context.remove(m, from: "members", of: owner)
@@ -442,7 +460,9 @@ if arguments.contains("--flat-lists") {
     exit(0)
 }
 if let name = option("--remove") {
-    guard let kind = RemovalKind(rawValue: name), let n = option("--members").flatMap(Int.init) else { throw BenchError("--remove \(name)") }
+    guard let kind = RemovalKind(rawValue: name), let n = option("--members").flatMap(Int.init) else {
+        throw BenchError("--remove \(name)")
+    }
     try removalChild(kind, n: n)
     exit(0)
 }
@@ -452,14 +472,17 @@ if let name = option("--remove") {
 /// Runs this binary with `args` and returns the `key value` pairs of its last line.
 func child(_ args: [String]) throws -> [String: Double] {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    process.executableURL = URL(
+        fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     process.arguments = args + ["--owners", "\(owners)", "--per", "\(per)"]
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
     let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    guard process.terminationStatus == 0, let line = out.split(separator: "\n").last else { throw BenchError("\(args): \(out)") }
+    guard process.terminationStatus == 0, let line = out.split(separator: "\n").last else {
+        throw BenchError("\(args): \(out)")
+    }
     let f = line.split(separator: " ")
     var result: [String: Double] = [:]
     for i in stride(from: 0, to: f.count - 1, by: 2) { result[String(f[i])] = Double(f[i + 1]) }
@@ -477,7 +500,8 @@ func libraryCommit() -> String {
         p.standardError = FileHandle.nullDevice
         guard (try? p.run()) != nil else { return "" }
         p.waitUntilExit()
-        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
     let commit = option("--commit") ?? git(["rev-parse", "--short", "HEAD"])
     if option("--commit") != nil { return commit }
@@ -504,7 +528,10 @@ for round in 0..<rounds {
         builds[config, default: []].append(try child(["--build", config.rawValue, "--dir", dir.path]))
         opens[config, default: []].append(try child(["--open", config.rawValue, "--dir", dir.path, "--compact"]))
         baseOpens[config, default: []].append(try child(["--open", config.rawValue, "--dir", dir.path]))
-        FileHandle.standardError.write(Data("  \(config.rawValue): build \(builds[config]!.last!) open \(opens[config]!.last!) base \(baseOpens[config]!.last!)\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "  \(config.rawValue): build \(builds[config]!.last!) open \(opens[config]!.last!) base \(baseOpens[config]!.last!)\n"
+                    .utf8))
     }
     flatLists.append(try child(["--flat-lists"]))
     guard only == nil || only!.contains("remove") else { continue }
@@ -553,7 +580,9 @@ for c in configs where opens[c] != nil {
     let baseRatio = roundRatio(b, baseOpens[base], { $0["open"] ?? .nan })
     let heapPerLink = c.relationships == 0 ? "—" : s1((m(b, "heap") - m(baseOpens[base], "heap")) / links)
     let rssPerLink = c.relationships == 0 ? "—" : s1((m(b, "rss") - m(baseOpens[base], "rss")) / links)
-    let mark = c.relationships == 0 || c == .toOne || c == .toOneArray ? "" : (max(journalRatio, baseRatio) <= 1.5 ? " ✓" : " ✗")
+    let mark =
+        c.relationships == 0 || c == .toOne || c == .toOneArray
+        ? "" : (max(journalRatio, baseRatio) <= 1.5 ? " ✓" : " ✗")
     openRows.append(
         "| `\(c.rawValue)` | \(s3(m(o, "open"))) | \(s2(journalRatio))× | \(s3(m(b, "open"))) | **\(s2(baseRatio))×**\(mark) | \(s3(m(o, "compact"))) | \(s1(m(b, "disk") / 1e6)) | \(s1(m(b, "heap") / 1e6)) | \(heapPerLink) | \(rssPerLink) |"
     )
@@ -563,11 +592,14 @@ var removalRows: [String] = []
 for kind in RemovalKind.allCases {
     let cells = removalSizes.map { n -> String in
         let r = removals["\(kind.rawValue) \(n)"]
-        return "\(String(format: "%.0f", m(r, "removeNs"))) ns (\(String(format: "%.0f", m(r, "removeMeanNs")))); cold \(String(format: "%.0f", m(r, "coldNs"))) ns; "
+        return
+            "\(String(format: "%.0f", m(r, "removeNs"))) ns (\(String(format: "%.0f", m(r, "removeMeanNs")))); cold \(String(format: "%.0f", m(r, "coldNs"))) ns; "
             + "\(String(format: "%.0f", m(r, "removeSaveUs"))) µs"
     }
     guard removals["\(kind.rawValue) \(removalSizes[0])"] != nil else { continue }
-    let growth = m(removals["\(kind.rawValue) \(removalSizes.last!)"], "removeNs") / m(removals["\(kind.rawValue) \(removalSizes[0])"], "removeNs")
+    let growth =
+        m(removals["\(kind.rawValue) \(removalSizes.last!)"], "removeNs")
+        / m(removals["\(kind.rawValue) \(removalSizes[0])"], "removeNs")
     let heap = m(removals["\(kind.rawValue) \(removalSizes.last!)"], "heapPerMember")
     removalRows.append("| `\(kind.rawValue)` | \(cells.joined(separator: " | ")) | \(s1(growth))× | \(s1(heap)) |")
 }

@@ -58,12 +58,12 @@ func document(_ n: Int, changedEvery: Int? = nil, shuffled: Bool = false) -> Dat
     for (k, i) in order.enumerated() {
         let r = record(i, generation: changedEvery.map { i % $0 == 0 ? 1 : 0 } ?? 0)
         if k > 0 { text += "," }
-        text += #"{"id":\#(r.id),"name":"\#(r.name)","email":"\#(r.email)","age":\#(r.age),"city":"\#(r.city)","score":\#(r.score)}"#
+        text +=
+            #"{"id":\#(r.id),"name":"\#(r.name)","email":"\#(r.email)","age":\#(r.age),"city":"\#(r.city)","score":\#(r.score)}"#
     }
     text += "]"
     return Data(text.utf8)
 }
-
 
 func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 func median(_ xs: [Double]) -> Double {
@@ -76,7 +76,8 @@ func temporaryDirectory() -> URL {
     return url
 }
 func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+        separator: " ") ?? "?"
 }
 
 // MARK: ObjectGraph
@@ -102,7 +103,9 @@ func faultsAndSystemTime() -> (Int, Double) {
 }
 
 /// Maps `document` into `store` and saves: the three phases, and the run's result.
-func mapAndSave(_ store: ObjectStore, _ document: Data, _ mapping: EntityMapping<UniquePerson>) throws -> (Phases, MappingResult<UniquePerson>) {
+func mapAndSave(
+    _ store: ObjectStore, _ document: Data, _ mapping: EntityMapping<UniquePerson>
+) throws -> (Phases, MappingResult<UniquePerson>) {
     var p = Phases()
     let (faults, system) = faultsAndSystemTime()
     let r = try store.context.map(document, with: mapping)
@@ -124,7 +127,9 @@ func objectGraphRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) 
     let store = try ObjectStore.open(at: dir, schema: Importing.schema())
     var mapping = try peopleMapping()
     let (a, r) = try mapAndSave(store, first, mapping)
-    guard r.counts.inserted == records || first.count < 2_000_000 else { throw BenchError("inserted \(r.counts.inserted)") }
+    guard r.counts.inserted == records || first.count < 2_000_000 else {
+        throw BenchError("inserted \(r.counts.inserted)")
+    }
     guard let second else { try store.close(); return (a, nil) }
     try mapping.useModificationAttribute("score")
     let b = try measuredRerun(store, second, mapping)
@@ -138,7 +143,9 @@ func objectGraphRun(_ first: Data, _ second: Data?) throws -> (Phases, Phases?) 
 func measuredRerun(_ store: ObjectStore, _ second: Data, _ mapping: EntityMapping<UniquePerson>) throws -> Phases {
     let (b, r2) = try mapAndSave(store, second, mapping)
     let expected = (r2.sourceCount + 9) / 10
-    guard r2.counts.updated == expected else { throw BenchError("updated \(r2.counts.updated), skipped \(r2.counts.skippedUnmodified)") }
+    guard r2.counts.updated == expected else {
+        throw BenchError("updated \(r2.counts.updated), skipped \(r2.counts.skippedUnmodified)")
+    }
     return b
 }
 
@@ -222,7 +229,9 @@ func codableRun(_ n: Int) throws -> (codable: Double, typed: Double) {
         p.score = v.score
     }
     let typed = now() - t
-    guard try c1.count(of: UniquePerson.self) == n, try c2.count(of: UniquePerson.self) == n else { throw BenchError("codable counts") }
+    guard try c1.count(of: UniquePerson.self) == n, try c2.count(of: UniquePerson.self) == n else {
+        throw BenchError("codable counts")
+    }
     return (codable, typed)
 }
 
@@ -280,7 +289,9 @@ func syncPayload(_ n: Int) -> Data {
             continue
         }
         let r = record(i, generation: i % 10 == 0 ? 1 : 0)
-        add(#"{"id":\#(r.id),"name":"\#(r.name)","email":"\#(r.email)","age":\#(r.age),"city":"\#(r.city)","score":\#(r.score)}"#)
+        add(
+            #"{"id":\#(r.id),"name":"\#(r.name)","email":"\#(r.email)","age":\#(r.age),"city":"\#(r.city)","score":\#(r.score)}"#
+        )
     }
     text += "]"
     return Data(text.utf8)
@@ -359,8 +370,10 @@ if let rounds = option("--profile").flatMap(Int.init) {
     let changed = document(records, changedEvery: 10, shuffled: arguments.contains("--shuffled"))
     for _ in 0..<rounds {
         let (a, b) = try objectGraphRun(doc, changed)
-        print(String(format: "first: parse %.3f  map %.3f  save %.3f   re-run: parse %.3f  map %.3f  save %.3f",
-                     a.parse, a.map, a.save, b?.parse ?? 0, b?.map ?? 0, b?.save ?? 0))
+        print(
+            String(
+                format: "first: parse %.3f  map %.3f  save %.3f   re-run: parse %.3f  map %.3f  save %.3f",
+                a.parse, a.map, a.save, b?.parse ?? 0, b?.map ?? 0, b?.save ?? 0))
     }
     exit(0)
 }
@@ -412,7 +425,8 @@ if let rounds = option("--profile-sync").flatMap(Int.init) {
 /// of `warmUp` records in that process.
 func firstRunInFreshProcess(_ n: Int, warmUp: Int) throws -> Phases {
     let child = Process()
-    child.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    child.executableURL = URL(
+        fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     child.arguments = ["--first-run", "--records", "\(n)", "--warm-up", "\(warmUp)"]
     let pipe = Pipe()
     child.standardOutput = pipe
@@ -420,8 +434,10 @@ func firstRunInFreshProcess(_ n: Int, warmUp: Int) throws -> Phases {
     let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     child.waitUntilExit()
     let f = out.split(whereSeparator: \.isWhitespace)
-    guard child.terminationStatus == 0, f.count == 5, let parse = Double(f[0]), let map = Double(f[1]), let save = Double(f[2]),
-          let faults = Int(f[3]), let system = Double(f[4]) else { throw BenchError("--first-run \(n): \(out)") }
+    guard child.terminationStatus == 0, f.count == 5, let parse = Double(f[0]), let map = Double(f[1]),
+        let save = Double(f[2]),
+        let faults = Int(f[3]), let system = Double(f[4])
+    else { throw BenchError("--first-run \(n): \(out)") }
     return Phases(parse: parse, map: map, save: save, faults: faults, systemSeconds: system)
 }
 
@@ -475,7 +491,8 @@ func m(_ f: (Phases) -> Double, _ xs: [Phases]) -> Double { median(xs.map(f)) }
 let ogA = og.map(\.0), ogB = og.map(\.1), sqA = sql.map(\.0), sqB = sql.map(\.1)
 func row(_ title: String, _ o: [Phases], _ s: [Phases]) -> String {
     let ot = m(\.total, o), st = m(\.total, s)
-    return "| \(title) | \(String(format: "%.3f", m(\.parse, o))) + \(String(format: "%.3f", m(\.map, o))) + \(String(format: "%.3f", m(\.save, o))) = **\(String(format: "%.3f", ot))** | "
+    return
+        "| \(title) | \(String(format: "%.3f", m(\.parse, o))) + \(String(format: "%.3f", m(\.map, o))) + \(String(format: "%.3f", m(\.save, o))) = **\(String(format: "%.3f", ot))** | "
         + "\(String(format: "%.3f", m(\.parse, s))) + \(String(format: "%.3f", m(\.map, s))) = **\(String(format: "%.3f", st))** | **\(String(format: "%.1f", st / ot))×** |"
 }
 let parseMap = { (p: Phases) in p.parse + p.map }
@@ -491,8 +508,10 @@ let smallTotal = perRecord(10_000, \.total), largeTotal = perRecord(records, \.t
 let scalingLine = scalingSizes.map { n in
     "\(n >= 1_000_000 ? "\(n / 1_000_000)M" : "\(n / 1000)k") \(String(format: "%.3f", perRecord(n, parseMap)))"
 }.joined(separator: ", ")
-let faultsLine = scalingSizes.map { n in String(format: "%.3f", m({ Double($0.faults) }, scaling[n] ?? []) / Double(n)) }.joined(separator: ", ")
-let scalingRatio = "per-record cost, parse + map, \(scalingLine) µs: \(String(format: "%.2f", largePM / smallPM))× (10k → \(records))"
+let faultsLine = scalingSizes.map { n in String(format: "%.3f", m({ Double($0.faults) }, scaling[n] ?? []) / Double(n))
+}.joined(separator: ", ")
+let scalingRatio =
+    "per-record cost, parse + map, \(scalingLine) µs: \(String(format: "%.2f", largePM / smallPM))× (10k → \(records))"
 let codableMedian = median(codable.map(\.0)), typedMedian = median(codable.map(\.1))
 
 let report = """

@@ -25,12 +25,13 @@
 //     valgrind --tool=callgrind --toggle-collect='*measured*' .build/release/objectgraph-profile update 100000
 
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import GraphJournal
 import ObjectGraph
 import PeopleWorkload
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 let args = CommandLine.arguments
 let phase = args.count > 1 ? args[1] : "all"
@@ -108,7 +109,9 @@ func savePhase() throws {
     let store = try Stores.open(directory, durability: .always)
     try People.insert(0..<n, into: store.context)
     try time("save \(n) inserted objects (one save, .always)") { try measuredSave(store) }
-    print("  on disk: \(store.stats.bytesOnDisk) bytes (\(String(format: "%.1f", Double(store.stats.bytesOnDisk) / 1e6)) MB)")
+    print(
+        "  on disk: \(store.stats.bytesOnDisk) bytes (\(String(format: "%.1f", Double(store.stats.bytesOnDisk) / 1e6)) MB)"
+    )
     try store.close()
 }
 
@@ -125,7 +128,9 @@ func reopenPhase() throws {
     var store: ObjectStore?
     try time("reopen \(n)-object store") { store = try measuredReopen(directory) }
     let after = residentSetSize()
-    print("  on disk: \(bytes) bytes (\(String(format: "%.1f", Double(bytes) / 1e6)) MB); replaySeconds \(String(format: "%.3f", store!.replaySeconds)); VmRSS \(after >> 20) MB (+\((after - before) >> 20) MB)")
+    print(
+        "  on disk: \(bytes) bytes (\(String(format: "%.1f", Double(bytes) / 1e6)) MB); replaySeconds \(String(format: "%.3f", store!.replaySeconds)); VmRSS \(after >> 20) MB (+\((after - before) >> 20) MB)"
+    )
     try store?.close()
 }
 
@@ -146,12 +151,16 @@ func savesPhase(_ durability: JournalOptions.Durability, count: Int) throws {
             people[i % people.count].score = Double(i)
             try store.context.save()
         }
-        print("\(count) saves of one changed object (\(label), store of \(n)): \(Int(rate)) saves/s; raw append+fdatasync \(Int(raw))/s (interleaved): \(Int((rate / raw * 100).rounded()))%")
+        print(
+            "\(count) saves of one changed object (\(label), store of \(n)): \(Int(rate)) saves/s; raw append+fdatasync \(Int(raw))/s (interleaved): \(Int((rate / raw * 100).rounded()))%"
+        )
     } else {
         let start = ContinuousClock.now
         try measuredSaves(store, people, count)
         let s = seconds(since: start)
-        print("\(count) saves of one changed object (\(label), store of \(n)): \(String(format: "%.3f", s)) s, \(Int(Double(count) / s)) saves/s")
+        print(
+            "\(count) saves of one changed object (\(label), store of \(n)): \(String(format: "%.3f", s)) s, \(Int(Double(count) / s)) saves/s"
+        )
     }
     try store.close()
 }
@@ -210,7 +219,9 @@ func importEmptyPhase() throws {
     let imported = seconds(since: start)
     try store.context.save()
     let total = seconds(since: start)
-    print("import \(n) into an empty store: \(String(format: "%.3f", imported)) s import + save (fsync) = \(String(format: "%.3f", total)) s; \(objects.count) objects")
+    print(
+        "import \(n) into an empty store: \(String(format: "%.3f", imported)) s import + save (fsync) = \(String(format: "%.3f", total)) s; \(objects.count) objects"
+    )
     try store.close()
 }
 
@@ -233,7 +244,9 @@ func importExistingPhase() throws {
     let imported = seconds(since: start)
     try store.context.save()
     let total = seconds(since: start)
-    print("import \(n) (half updates) into a store of \(n): \(String(format: "%.3f", imported)) s import + save (fsync) = \(String(format: "%.3f", total)) s; \(objects.count) objects")
+    print(
+        "import \(n) (half updates) into a store of \(n): \(String(format: "%.3f", imported)) s import + save (fsync) = \(String(format: "%.3f", total)) s; \(objects.count) objects"
+    )
     try store.close()
 }
 
@@ -275,9 +288,13 @@ func upsertScalingPhase() throws {
         bulkLarge.append(try bulkUpsertCost(present: 1_000_000))
     }
     let s = small.sorted()[1], l = large.sorted()[1]
-    print("upsert: \(String(format: "%.0f", s * 1e9)) ns with 10k present, \(String(format: "%.0f", l * 1e9)) ns with 1M present; ratio \(String(format: "%.2f", l / s)) (median of 3)")
+    print(
+        "upsert: \(String(format: "%.0f", s * 1e9)) ns with 10k present, \(String(format: "%.0f", l * 1e9)) ns with 1M present; ratio \(String(format: "%.2f", l / s)) (median of 3)"
+    )
     let bs = bulkSmall.sorted()[1], bl = bulkLarge.sorted()[1]
-    print("upsert in importUniqueObjects: \(String(format: "%.0f", bs * 1e9)) ns with 10k present, \(String(format: "%.0f", bl * 1e9)) ns with 1M present; ratio \(String(format: "%.2f", bl / bs)) (median of 3)")
+    print(
+        "upsert in importUniqueObjects: \(String(format: "%.0f", bs * 1e9)) ns with 10k present, \(String(format: "%.0f", bl * 1e9)) ns with 1M present; ratio \(String(format: "%.2f", bl / bs)) (median of 3)"
+    )
 }
 
 /// Time per upsert when 10k upserts of distinct random existing IDs come as one importUniqueObjects
@@ -306,7 +323,9 @@ func importDuplicatesPhase() throws {
     let start = ContinuousClock.now
     let objects = try context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
     let s = seconds(since: start)
-    print("first import of \(sources.count) sources, every ID twice: \(String(format: "%.3f", s)) s, \(String(format: "%.2f", Double(sources.count) / s / 1e6))M sources/s; \(objects.count) objects")
+    print(
+        "first import of \(sources.count) sources, every ID twice: \(String(format: "%.3f", s)) s, \(String(format: "%.2f", Double(sources.count) / s / 1e6))M sources/s; \(objects.count) objects"
+    )
 }
 
 // MARK: Relationships
@@ -354,17 +373,24 @@ func churnPhase(_ directory: URL, survivorsOnly: Bool) throws {
     let compactSeconds = (ContinuousClock.now - start) / .seconds(1)
     let resident = residentSetSize()
     // glibc's malloc_trim (malloc.h is not in the Glibc module), looked up by name.
-    if let trim = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim").map({ unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }) {
+    if let trim = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim").map({
+        unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self)
+    }) {
         _ = trim(0)
     }
     print("compact \(String(format: "%.3f", compactSeconds)) s")
     // OBJECTGRAPH_MALLOC_STATS=1: glibc's per-arena bytes in use against bytes from the system
     // (on standard error), which tells live memory from a fragmented heap.
     if ProcessInfo.processInfo.environment["OBJECTGRAPH_MALLOC_STATS"] != nil,
-       let stats = dlsym(dlopen(nil, RTLD_NOW), "malloc_stats").map({ unsafeBitCast($0, to: (@convention(c) () -> Void).self) }) {
+        let stats = dlsym(dlopen(nil, RTLD_NOW), "malloc_stats").map({
+            unsafeBitCast($0, to: (@convention(c) () -> Void).self)
+        })
+    {
         stats()
     }
-    print("rss-after-compact \(resident >> 10) KiB, after malloc_trim \(residentSetSize() >> 10) KiB, objects \(try context.fetchCount(FetchDescriptor<Person>()))")
+    print(
+        "rss-after-compact \(resident >> 10) KiB, after malloc_trim \(residentSetSize() >> 10) KiB, objects \(try context.fetchCount(FetchDescriptor<Person>()))"
+    )
     try store.close()
 }
 
@@ -385,7 +411,9 @@ func readAllPhase(_ directory: URL) throws {
         reads.append(seconds(since: read))
     }
     let ms = { (s: Double) in String(format: "%.1f ms", s * 1e3) }
-    print("open \(ms(opened)), objects(of:) \(ms(making)), reads \(reads.map(ms).joined(separator: " / ")) (first / again / again); \(people.count) objects, checksum \(checksum)")
+    print(
+        "open \(ms(opened)), objects(of:) \(ms(making)), reads \(reads.map(ms).joined(separator: " / ")) (first / again / again); \(people.count) objects, checksum \(checksum)"
+    )
     withExtendedLifetime(store) {}
 }
 
@@ -463,7 +491,9 @@ do {
         let context = try insertPhase()
         try context.save()
         let after = residentSetSize()
-        print("VmRSS \(after >> 20) MB after inserting and saving \(n) (before: \(before >> 20) MB, +\((after - before) >> 20) MB)")
+        print(
+            "VmRSS \(after >> 20) MB after inserting and saving \(n) (before: \(before >> 20) MB, +\((after - before) >> 20) MB)"
+        )
         withExtendedLifetime(context) {}
     default:
         _ = try insertPhase()

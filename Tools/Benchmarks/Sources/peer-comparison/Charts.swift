@@ -34,15 +34,24 @@ struct SVGCanvas {
     /// The finished document.
     var svg: String { body + "</svg>\n" }
 
-    mutating func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String, width: Double? = nil, dash: String? = nil) {
-        body += "<line x1=\"\(coordinate(x1))\" y1=\"\(coordinate(y1))\" x2=\"\(coordinate(x2))\" y2=\"\(coordinate(y2))\" stroke=\"\(stroke)\""
-            + (width.map { " stroke-width=\"\($0)\"" } ?? "") + (dash.map { " stroke-dasharray=\"\($0)\"" } ?? "") + "/>\n"
+    mutating func line(
+        _ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String, width: Double? = nil,
+        dash: String? = nil
+    ) {
+        body +=
+            "<line x1=\"\(coordinate(x1))\" y1=\"\(coordinate(y1))\" x2=\"\(coordinate(x2))\" y2=\"\(coordinate(y2))\" stroke=\"\(stroke)\""
+            + (width.map { " stroke-width=\"\($0)\"" } ?? "") + (dash.map { " stroke-dasharray=\"\($0)\"" } ?? "")
+            + "/>\n"
     }
 
     /// Text at (x, y), its baseline at y. `halo` draws a white outline under the glyphs so that
     /// a value label stays legible where a line or gridline crosses it.
-    mutating func text(_ text: String, x: Double, y: Double, anchor: String? = nil, size: Double? = nil, fill: String? = nil, bold: Bool = false, halo: Bool = false) {
-        body += "<text x=\"\(coordinate(x))\" y=\"\(coordinate(y))\""
+    mutating func text(
+        _ text: String, x: Double, y: Double, anchor: String? = nil, size: Double? = nil, fill: String? = nil,
+        bold: Bool = false, halo: Bool = false
+    ) {
+        body +=
+            "<text x=\"\(coordinate(x))\" y=\"\(coordinate(y))\""
             + (anchor.map { " text-anchor=\"\($0)\"" } ?? "")
             + (fill.map { " fill=\"\($0)\"" } ?? "")
             + (size.map { " font-size=\"\(Int($0))\"" } ?? "")
@@ -53,16 +62,24 @@ struct SVGCanvas {
 
     /// Text rotated a quarter turn counter-clockwise, centred on (x, y): a vertical axis title.
     mutating func verticalText(_ text: String, x: Double, y: Double) {
-        body += "<text transform=\"translate(\(coordinate(x)) \(coordinate(y))) rotate(-90)\" text-anchor=\"middle\">\(escapeXML(text))</text>\n"
+        body +=
+            "<text transform=\"translate(\(coordinate(x)) \(coordinate(y))) rotate(-90)\" text-anchor=\"middle\">\(escapeXML(text))</text>\n"
     }
 
-    mutating func rect(x: Double, y: Double, width: Double, height: Double, fill: String, fillOpacity: Double? = nil, stroke: String? = nil) {
-        body += "<rect x=\"\(coordinate(x))\" y=\"\(coordinate(y))\" width=\"\(coordinate(width))\" height=\"\(coordinate(height))\" fill=\"\(fill)\""
-            + (fillOpacity.map { " fill-opacity=\"\($0)\"" } ?? "") + (stroke.map { " stroke=\"\($0)\"" } ?? "") + "/>\n"
+    mutating func rect(
+        x: Double, y: Double, width: Double, height: Double, fill: String, fillOpacity: Double? = nil,
+        stroke: String? = nil
+    ) {
+        body +=
+            "<rect x=\"\(coordinate(x))\" y=\"\(coordinate(y))\" width=\"\(coordinate(width))\" height=\"\(coordinate(height))\" fill=\"\(fill)\""
+            + (fillOpacity.map { " fill-opacity=\"\($0)\"" } ?? "") + (stroke.map { " stroke=\"\($0)\"" } ?? "")
+            + "/>\n"
     }
 
     mutating func polyline(_ points: [(x: Double, y: Double)], stroke: String, width: Double, dash: String?) {
-        body += "<polyline fill=\"none\" stroke=\"\(stroke)\" stroke-width=\"\(width)\"" + (dash.map { " stroke-dasharray=\"\($0)\"" } ?? "")
+        body +=
+            "<polyline fill=\"none\" stroke=\"\(stroke)\" stroke-width=\"\(width)\""
+            + (dash.map { " stroke-dasharray=\"\($0)\"" } ?? "")
             + " points=\"\(points.map { "\(coordinate($0.x)),\(coordinate($0.y))" }.joined(separator: " "))\"/>\n"
     }
 
@@ -84,9 +101,9 @@ struct SVGCanvas {
         var y = y
         for entry in entries {
             switch entry.sample {
-            case let .line(color, dash):
+            case .line(let color, let dash):
                 line(x, y, x + 24, y, stroke: color, width: 2.5, dash: dash)
-            case let .swatch(color, opacity):
+            case .swatch(let color, let opacity):
                 rect(x: x, y: y - 6, width: 24, height: 12, fill: color, fillOpacity: opacity, stroke: color)
             }
             text(entry.title, x: x + 30, y: y + 4)
@@ -145,7 +162,9 @@ struct ValueAxis {
         guard let lo = positive.min(), let hi = positive.max() else { return nil }
         let lower = floor(log10(lo)), upper = max(lower + 1, ceil(log10(hi)))
         let decades = (Int(lower)...Int(upper)).map { pow(10, Double($0)) }
-        return ValueAxis(scale: .log, lower: lower, upper: upper, major: decades, minor: decades.dropLast().flatMap { [$0 * 2, $0 * 5] })
+        return ValueAxis(
+            scale: .log, lower: lower, upper: upper, major: decades,
+            minor: decades.dropLast().flatMap { [$0 * 2, $0 * 5] })
     }
 
     /// From 0 to the first multiple of a round step (1, 2 or 5 × 10^k, at most eight steps)
@@ -155,7 +174,9 @@ struct ValueAxis {
         let magnitude = pow(10, floor(log10(hi / 5)))
         let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { hi / $0 <= 8 } ?? 10 * magnitude
         let steps = Int((hi / step).rounded(.up))
-        return ValueAxis(scale: .linear, lower: 0, upper: Double(steps) * step, major: (0...steps).map { Double($0) * step }, minor: [])
+        return ValueAxis(
+            scale: .linear, lower: 0, upper: Double(steps) * step, major: (0...steps).map { Double($0) * step },
+            minor: [])
     }
 
     /// Where `v` falls along the axis, 0 at its low end and 1 at its high end.
@@ -226,13 +247,15 @@ struct LogLogChart {
     /// The chart's SVG text; an empty 10 × 10 document when no series has a point.
     func svg() -> String {
         let points = series.flatMap(\.points).filter { $0.x > 0 && $0.y > 0 }
-        guard let xAxis = ValueAxis.log(covering: points.map(\.x)), let yAxis = ValueAxis.log(covering: points.map(\.y)) else {
+        guard let xAxis = ValueAxis.log(covering: points.map(\.x)), let yAxis = ValueAxis.log(covering: points.map(\.y))
+        else {
             return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n"
         }
         // Room right of the plot for the value labels of points on its right edge, then the legend.
         let plot = PlotArea(left: 80, top: 50, width: 450, height: 350)
         let legendX = plot.right + 72
-        var canvas = SVGCanvas(width: legendX + 250, height: plot.bottom + 60, title: title, titleCenter: plot.left + plot.width / 2)
+        var canvas = SVGCanvas(
+            width: legendX + 250, height: plot.bottom + 60, title: title, titleCenter: plot.left + plot.width / 2)
         func x(_ v: Double) -> Double { plot.left + xAxis.fraction(v) * plot.width }
         func y(_ v: Double) -> Double { plot.bottom - yAxis.fraction(v) * plot.height }
         for v in yAxis.minor { canvas.line(plot.left, y(v), plot.right, y(v), stroke: "#eee") }
@@ -258,7 +281,10 @@ struct LogLogChart {
             points.indices.map { i in
                 // The neighbouring point a label must keep clear of: the previous one, or
                 // for the first point the next.
-                (x: points[i].x, y: points[i].y, color: s.color, neighbour: i > 0 ? points[i - 1] : i + 1 < points.count ? points[i + 1] : nil)
+                (
+                    x: points[i].x, y: points[i].y, color: s.color,
+                    neighbour: i > 0 ? points[i - 1] : i + 1 < points.count ? points[i + 1] : nil
+                )
             }
         }
         let lastColumn = labels.map(\.x).max()
@@ -269,12 +295,18 @@ struct LogLogChart {
                 let above = neighbour.y <= label.y
                 return neighbour.x < column ? (-7, above ? -7 : 16, "end") : (7, above ? -7 : 16, nil)
             }
-            let baselines = spreadLabels(zip(here, placements).map { y($0.y) + $1.dy }, spacing: 13, minimum: plot.top + 12, maximum: plot.bottom - 4)
+            let baselines = spreadLabels(
+                zip(here, placements).map { y($0.y) + $1.dy }, spacing: 13, minimum: plot.top + 12,
+                maximum: plot.bottom - 4)
             for ((label, placement), baseline) in zip(zip(here, placements), baselines) {
-                canvas.text(yLabel(label.y), x: x(column) + placement.dx, y: baseline, anchor: placement.anchor, size: 11, fill: label.color, halo: true)
+                canvas.text(
+                    yLabel(label.y), x: x(column) + placement.dx, y: baseline, anchor: placement.anchor, size: 11,
+                    fill: label.color, halo: true)
             }
         }
-        let below = canvas.legend(drawn.map { LegendEntry(sample: .line(color: $0.0.color, dash: $0.0.dash), title: $0.0.title) }, x: legendX, y: plot.top + 10)
+        let below = canvas.legend(
+            drawn.map { LegendEntry(sample: .line(color: $0.0.color, dash: $0.0.dash), title: $0.0.title) }, x: legendX,
+            y: plot.top + 10)
         canvas.notes(notes, x: legendX, y: below + 20)
         return canvas.svg
     }
@@ -310,7 +342,9 @@ struct BarChart {
 
     /// The chart's SVG text; an empty 10 × 10 document without a positive value.
     func svg() -> String {
-        let groups = self.groups.map { BarGroup(title: $0.title, color: $0.color, bars: $0.bars.filter { $0.value.isFinite && $0.value >= 0 }) }.filter { !$0.bars.isEmpty }
+        let groups = self.groups.map {
+            BarGroup(title: $0.title, color: $0.color, bars: $0.bars.filter { $0.value.isFinite && $0.value >= 0 })
+        }.filter { !$0.bars.isEmpty }
         guard let axis = ValueAxis.linear(covering: groups.flatMap { $0.bars.map(\.value) }) else {
             return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n"
         }
@@ -320,7 +354,8 @@ struct BarChart {
         // the value of the longest bar, then the legend.
         let plot = PlotArea(left: 290, top: 50, width: 400, height: contentHeight)
         let legendX = plot.right + 60
-        var canvas = SVGCanvas(width: legendX + 250, height: plot.bottom + 60, title: title, titleCenter: (legendX + 250) / 2)
+        var canvas = SVGCanvas(
+            width: legendX + 250, height: plot.bottom + 60, title: title, titleCenter: (legendX + 250) / 2)
         func x(_ v: Double) -> Double { plot.left + axis.fraction(v) * plot.width }
         for v in axis.major {
             canvas.line(x(v), plot.top, x(v), plot.bottom, stroke: "#ccc")
@@ -334,12 +369,16 @@ struct BarChart {
             for bar in group.bars {
                 let opacity = styles.indices.contains(bar.style) ? styles[bar.style].opacity : 1
                 canvas.text(bar.label, x: plot.left - 8, y: top + pitch / 2 + 4, anchor: "end")
-                canvas.rect(x: plot.left, y: top + (pitch - barHeight) / 2, width: max(1, x(bar.value) - plot.left), height: barHeight, fill: group.color, fillOpacity: opacity, stroke: group.color)
+                canvas.rect(
+                    x: plot.left, y: top + (pitch - barHeight) / 2, width: max(1, x(bar.value) - plot.left),
+                    height: barHeight, fill: group.color, fillOpacity: opacity, stroke: group.color)
                 canvas.text(valueLabel(bar.value), x: x(bar.value) + 5, y: top + pitch / 2 + 4, size: 11, halo: true)
                 top += pitch
             }
         }
-        let below = canvas.legend(styles.map { LegendEntry(sample: .swatch(color: "#555", opacity: $0.opacity), title: $0.title) }, x: legendX, y: plot.top + 10)
+        let below = canvas.legend(
+            styles.map { LegendEntry(sample: .swatch(color: "#555", opacity: $0.opacity), title: $0.title) },
+            x: legendX, y: plot.top + 10)
         canvas.notes(notes, x: legendX, y: below + 20)
         return canvas.svg
     }

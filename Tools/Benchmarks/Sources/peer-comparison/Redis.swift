@@ -5,7 +5,7 @@ import Foundation
 import PeopleWorkload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct RedisError: Error, CustomStringConvertible {
@@ -47,7 +47,9 @@ final class RedisConnection {
         addr.sin_port = port.bigEndian
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard rc == 0 else {
             Glibc.close(s)
@@ -77,7 +79,9 @@ final class RedisConnection {
     func send(_ bytes: [UInt8]) throws {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + done, $0.count - done, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + done, $0.count - done, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw RedisError("send: errno \(errno)")
@@ -216,13 +220,14 @@ final class RedisServer {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try freeLoopbackPort()
         process.executableURL = URL(fileURLWithPath: redisServerPath())
-        process.arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--protected-mode", "yes",
-            "--dir", directory.path, "--appendonly", "yes", "--appendfsync", fsync,
-            "--appenddirname", "appendonlydir", "--save", "",
-            "--daemonize", "no", "--logfile", directory.appendingPathComponent("redis.log").path,
-            "--databases", "1",
-        ] + persistence.arguments
+        process.arguments =
+            [
+                "--port", String(port), "--bind", "127.0.0.1", "--protected-mode", "yes",
+                "--dir", directory.path, "--appendonly", "yes", "--appendfsync", fsync,
+                "--appenddirname", "appendonlydir", "--save", "",
+                "--daemonize", "no", "--logfile", directory.appendingPathComponent("redis.log").path,
+                "--databases", "1",
+            ] + persistence.arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         let start = ContinuousClock.now
@@ -230,7 +235,10 @@ final class RedisServer {
         let deadline = start.advanced(by: .seconds(300))
         var connection: RedisConnection?
         while ContinuousClock.now < deadline {
-            guard process.isRunning else { throw RedisError("redis-server exited (status \(process.terminationStatus)); see \(directory.path)/redis.log") }
+            guard process.isRunning else {
+                throw RedisError(
+                    "redis-server exited (status \(process.terminationStatus)); see \(directory.path)/redis.log")
+            }
             if connection == nil { connection = RedisConnection(port: port) }
             if let c = connection {
                 let reply = try c.command("PING")
@@ -272,7 +280,9 @@ final class RedisServer {
 
     /// `CONFIG GET <name>`'s value.
     func config(_ name: String) throws -> String {
-        guard case .array(let items?) = try connection.command("CONFIG", "GET", name), items.count == 2 else { return "?" }
+        guard case .array(let items?) = try connection.command("CONFIG", "GET", name), items.count == 2 else {
+            return "?"
+        }
         return items[1].text
     }
 
@@ -289,11 +299,14 @@ final class RedisServer {
                 let p = try info("persistence")
                 if p["aof_rewrite_in_progress"] == "0" && p["aof_rewrite_scheduled"] == "0" {
                     guard p["aof_last_bgrewrite_status"] == "ok" else {
-                        throw RedisError("BGREWRITEAOF: aof_last_bgrewrite_status \(p["aof_last_bgrewrite_status"] ?? "?")")
+                        throw RedisError(
+                            "BGREWRITEAOF: aof_last_bgrewrite_status \(p["aof_last_bgrewrite_status"] ?? "?")")
                     }
                     return
                 }
-                guard ContinuousClock.now < deadline else { throw RedisError("BGREWRITEAOF did not finish within 600 s") }
+                guard ContinuousClock.now < deadline else {
+                    throw RedisError("BGREWRITEAOF did not finish within 600 s")
+                }
                 usleep(10_000)
             }
         }
@@ -320,10 +333,11 @@ final class RedisServer {
             let batch = min(1_000, count - i)
             out.removeAll(keepingCapacity: true)
             for j in i..<(i + batch) {
-                RedisConnection.encode([
-                    "HSET", "person:\(j)", "id", String(j), "name", "Person \(j)", "email", "p\(j)@example.com",
-                    "age", String(20 + j % 60), "city", "City \(j % 1000)", "score", String(Double(j) * 0.5),
-                ], into: &out)
+                RedisConnection.encode(
+                    [
+                        "HSET", "person:\(j)", "id", String(j), "name", "Person \(j)", "email", "p\(j)@example.com",
+                        "age", String(20 + j % 60), "city", "City \(j % 1000)", "score", String(Double(j) * 0.5),
+                    ], into: &out)
             }
             try connection.send(out)
             for _ in 0..<batch {
@@ -332,7 +346,9 @@ final class RedisServer {
             i += batch
         }
         let reply = try connection.command("EXEC")
-        guard case .array(let items?) = reply, items.count == count else { throw RedisError("EXEC: \(reply.text.prefix(200))") }
+        guard case .array(let items?) = reply, items.count == count else {
+            throw RedisError("EXEC: \(reply.text.prefix(200))")
+        }
     }
 
     /// `count` round trips of one HSET each (`score` of person `k % 1000`).
@@ -361,7 +377,8 @@ final class RedisServer {
 }
 
 func redisServerPath() -> String {
-    for p in ["/usr/bin/redis-server", "/usr/local/bin/redis-server"] where FileManager.default.isExecutableFile(atPath: p) {
+    for p in ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
+    where FileManager.default.isExecutableFile(atPath: p) {
         return p
     }
     return "redis-server"

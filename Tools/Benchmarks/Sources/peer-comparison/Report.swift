@@ -14,7 +14,9 @@ func cell(_ system: System, _ metric: String, _ n: Int, scale: Double = 1, forma
 /// ObjectGraph's median of `ogMetric` ÷ `peer`'s median of `metric`.
 @MainActor
 func ratio(_ metric: String, _ n: Int, _ peer: System, og ogMetric: String? = nil) -> String {
-    guard let a = med(.objectgraph, ogMetric ?? metric, n), let b = med(peer, metric, n), b > 0, a.isFinite else { return "—" }
+    guard let a = med(.objectgraph, ogMetric ?? metric, n), let b = med(peer, metric, n), b > 0, a.isFinite else {
+        return "—"
+    }
     return String(format: a / b >= 10 ? "%.0f" : a / b >= 1 ? "%.2f" : "%.3f", a / b)
 }
 
@@ -31,7 +33,8 @@ func systemCells(_ metric: String, _ n: Int, scale: Double = 1, format: (Double)
 }
 
 /// The header of a table whose rows end in ``systemCells(_:_:scale:format:)``.
-let systemHeader = System.allCases.map(\.title).joined(separator: " | ") + " | OG/SQLite | OG/Redis raw | OG/Redis default"
+let systemHeader =
+    System.allCases.map(\.title).joined(separator: " | ") + " | OG/SQLite | OG/Redis raw | OG/Redis default"
 let systemRule = String(repeating: "---|", count: 7)
 
 /// The library commit measured: `OBJECTGRAPH_COMMIT`, or `git rev-parse HEAD` of the library
@@ -143,7 +146,7 @@ func makeMarkdown(totalSeconds: Double) -> String {
         data alive, and (f) the peak, the process's VmHWM (/proc/self/status) at its end.
         `getrusage(RUSAGE_SELF).ru_maxrss` is read too, but on Linux it keeps across `exec` the
         high-water mark of the address space a process was spawned from (`posix_spawn` shares
-        the driver's until the exec), so it cannot go below the driver's own peak; \(peakCheck.mismatches == 0 ? "in this run it agreed with VmHWM within 1 MiB for all \(peakCheck.workers) workers" : "in this run it differed from VmHWM by more than 1 MiB for \(peakCheck.mismatches) of \(peakCheck.workers) workers, each time higher: the mark inherited from the driver, whose own peak is \(mb(peakCheck.driverPeak / 1048576)) MB").
+        the driver's until the exec), so it cannot go below the driver's own peak; \(peakCheck.mismatches == 0 ? "in this run it agreed with VmHWM within 1 MiB for all \(peakCheck.workers) workers" : "in this run it differed from VmHWM by more than 1 MiB for \(peakCheck.mismatches) of \(peakCheck.workers) workers, each time higher: the mark inherited from the driver, whose own peak is \(mb(peakCheck.driverPeak / 1_048_576)) MB").
         For Redis, (f) is the server process's
         VmHWM from /proc/<pid>/status and `used_memory_peak` of `INFO memory`, read at the end
         of the phase (for the bulk load: after EXEC, and after the rewrite where there is one;
@@ -160,7 +163,8 @@ func makeMarkdown(totalSeconds: Double) -> String {
 
         """
     for n in ns {
-        md += "| \(n.formatted()) | \(systemCells("bulk_s", n, format: sec)) | \(cell(.redisDefault, "rewrite_s", n, format: sec)) |\n"
+        md +=
+            "| \(n.formatted()) | \(systemCells("bulk_s", n, format: sec)) | \(cell(.redisDefault, "rewrite_s", n, format: sec)) |\n"
     }
     if sizes.contains(txSize) {
         md += """
@@ -175,7 +179,10 @@ func makeMarkdown(totalSeconds: Double) -> String {
             |---|---|\(systemRule)
 
             """
-        for (label, key, count) in [("on (.always / FULL / always)", "tx_fsync_per_s", txFsyncCount), ("off (.none / NORMAL / everysec)", "tx_nofsync_per_s", txCount)] {
+        for (label, key, count) in [
+            ("on (.always / FULL / always)", "tx_fsync_per_s", txFsyncCount),
+            ("off (.none / NORMAL / everysec)", "tx_nofsync_per_s", txCount),
+        ] {
             md += "| \(label) | \(count.formatted()) | \(systemCells(key, txSize, format: rate)) |\n"
         }
     }
@@ -192,7 +199,8 @@ func makeMarkdown(totalSeconds: Double) -> String {
 
         """
     for n in ns {
-        md += "| \(n.formatted()) | \(cell(.objectgraph, "cold_s", n, format: sec)) | \(cell(.objectgraph, "read_cold_s", n, format: sec)) | \(cell(.sqlite, "cold_s", n, format: sec)) | \(cell(.redisRaw, "cold_s", n, format: sec)) | \(cell(.redisDefault, "cold_s", n, format: sec)) |\n"
+        md +=
+            "| \(n.formatted()) | \(cell(.objectgraph, "cold_s", n, format: sec)) | \(cell(.objectgraph, "read_cold_s", n, format: sec)) | \(cell(.sqlite, "cold_s", n, format: sec)) | \(cell(.redisRaw, "cold_s", n, format: sec)) | \(cell(.redisDefault, "cold_s", n, format: sec)) |\n"
     }
     md += """
 
@@ -203,7 +211,9 @@ func makeMarkdown(totalSeconds: Double) -> String {
 
         """
     for n in ns {
-        let ratios = [System.sqlite, .redisRaw, .redisDefault].flatMap { [ratio("cold_s", n, $0), ratio("cold_s", n, $0, og: "read_cold_s")] }
+        let ratios = [System.sqlite, .redisRaw, .redisDefault].flatMap {
+            [ratio("cold_s", n, $0), ratio("cold_s", n, $0, og: "read_cold_s")]
+        }
         md += "| \(n.formatted()) | \(ratios.joined(separator: " | ")) |\n"
     }
     md += """
@@ -235,9 +245,16 @@ func makeMarkdown(totalSeconds: Double) -> String {
 
         """
     for n in ns {
-        let cells = [cell(.objectgraph, "rss_bytes", n, scale: mib, format: mb), cell(.objectgraph, "read_rss_bytes", n, scale: mib, format: mb)]
+        let cells =
+            [
+                cell(.objectgraph, "rss_bytes", n, scale: mib, format: mb),
+                cell(.objectgraph, "read_rss_bytes", n, scale: mib, format: mb),
+            ]
             + [System.sqlite, .redisRaw, .redisDefault].map { cell($0, "rss_bytes", n, scale: mib, format: mb) }
-            + [ratio("rss_bytes", n, .sqlite), ratio("rss_bytes", n, .sqlite, og: "read_rss_bytes"), ratio("rss_bytes", n, .redisRaw), ratio("rss_bytes", n, .redisDefault)]
+            + [
+                ratio("rss_bytes", n, .sqlite), ratio("rss_bytes", n, .sqlite, og: "read_rss_bytes"),
+                ratio("rss_bytes", n, .redisRaw), ratio("rss_bytes", n, .redisDefault),
+            ]
         md += "| \(n.formatted()) | \(cells.joined(separator: " | ")) |\n"
     }
     md += """
@@ -250,7 +267,13 @@ func makeMarkdown(totalSeconds: Double) -> String {
 
         """
     for n in ns {
-        let cells = [cell(.objectgraph, "rss_delta_bytes", n, scale: mib, format: mb), cell(.objectgraph, "read_rss_delta_bytes", n, scale: mib, format: mb), cell(.sqlite, "rss_delta_bytes", n, scale: mib, format: mb), cell(.redisRaw, "used_memory", n, scale: mib, format: mb), cell(.redisDefault, "used_memory", n, scale: mib, format: mb)]
+        let cells = [
+            cell(.objectgraph, "rss_delta_bytes", n, scale: mib, format: mb),
+            cell(.objectgraph, "read_rss_delta_bytes", n, scale: mib, format: mb),
+            cell(.sqlite, "rss_delta_bytes", n, scale: mib, format: mb),
+            cell(.redisRaw, "used_memory", n, scale: mib, format: mb),
+            cell(.redisDefault, "used_memory", n, scale: mib, format: mb),
+        ]
         md += "| \(n.formatted()) | \(cells.joined(separator: " | ")) |\n"
     }
     md += """
@@ -283,7 +306,8 @@ func makeMarkdown(totalSeconds: Double) -> String {
         (.redisDefault, "cold start (RDB base): used_memory_peak", "cold_used_memory_peak"),
     ]
     for (system, phase, metric) in peakRows {
-        md += "| \(system.title) | \(phase) | \(ns.map { cell(system, metric, $0, scale: mib, format: mb) }.joined(separator: " | ")) |\n"
+        md +=
+            "| \(system.title) | \(phase) | \(ns.map { cell(system, metric, $0, scale: mib, format: mb) }.joined(separator: " | ")) |\n"
     }
     md += """
 
@@ -325,7 +349,10 @@ func makeMarkdown(totalSeconds: Double) -> String {
 
 /// A time as the charts label it: "3.98 s", "24.8 ms", "52 µs".
 func chartSeconds(_ s: Double) -> String {
-    s >= 1 ? "\(fmt(s)) s" : s >= 0.001 ? String(format: "%g ms", (s * 1000 * 10).rounded() / 10) : String(format: "%g µs", (s * 1e6).rounded())
+    s >= 1
+        ? "\(fmt(s)) s"
+        : s >= 0.001
+            ? String(format: "%g ms", (s * 1000 * 10).rounded() / 10) : String(format: "%g µs", (s * 1e6).rounded())
 }
 
 /// A record count as the charts' N axis labels it: "10k", "1M".
@@ -344,9 +371,12 @@ func chartColor(_ system: System) -> String {
 }
 
 /// A line of `metric`'s medians against N, for a ``LogLogChart``.
-func medianSeries(_ data: Measurements, _ system: System, _ metric: String, title: String, dashed: Bool = false) -> LineSeries {
-    LineSeries(title: title, color: chartColor(system), dash: dashed ? "6 4" : nil,
-               points: data.sizes.sorted().compactMap { n in data.med(system, metric, n).map { (x: Double(n), y: $0) } })
+func medianSeries(
+    _ data: Measurements, _ system: System, _ metric: String, title: String, dashed: Bool = false
+) -> LineSeries {
+    LineSeries(
+        title: title, color: chartColor(system), dash: dashed ? "6 4" : nil,
+        points: data.sizes.sorted().compactMap { n in data.med(system, metric, n).map { (x: Double(n), y: $0) } })
 }
 
 /// cold-start.svg: table (c), the time to a loaded, ready store against N, log–log.
@@ -366,7 +396,8 @@ func coldStartChart(_ data: Measurements) -> String {
             "ObjectGraph open: ObjectStore.open", "(journal replay; instances on access)",
             "open + read all: then every object's", "six attributes read",
             "SQLite: open + row cursor into structs",
-            "Redis: process start to first PONG;", "raw: every AOF command replayed;", "default: its RDB base file loaded",
+            "Redis: process start to first PONG;", "raw: every AOF command replayed;",
+            "default: its RDB base file loaded",
         ],
         xLabel: chartCount,
         yLabel: chartSeconds
@@ -391,7 +422,8 @@ func bulkUpsertChart(_ data: Measurements) -> String {
             "ObjectGraph: N sources built, then", "importUniqueObjects + save (fdatasync)",
             "10,000 at a time: sources built and", "imported in batches, one save",
             "SQLite: one transaction of N prepared", "INSERT … ON CONFLICT DO UPDATE, FULL",
-            "Redis: N HSET in one MULTI … EXEC,", "appendfsync always; the default's", "rewrite after the load not included",
+            "Redis: N HSET in one MULTI … EXEC,", "appendfsync always; the default's",
+            "rewrite after the load not included",
         ],
         xLabel: chartCount,
         yLabel: chartSeconds
@@ -405,42 +437,57 @@ func bulkUpsertChart(_ data: Measurements) -> String {
 /// and at the largest N the data, not the process's fixed 10–25 MB, decides the figures; the
 /// tables give every N.
 func memoryChart(_ data: Measurements) -> String {
-    guard let n = data.sizes.max() else { return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n" }
+    guard let n = data.sizes.max() else {
+        return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"/>\n"
+    }
     let afterLoad = 0, coldPeak = 1, bulkPeak = 2
     func bars(_ system: System, _ rows: [(String, String, Int)]) -> BarGroup {
-        BarGroup(title: system.shortTitle, color: chartColor(system), bars: rows.compactMap { label, metric, style in
-            data.med(system, metric, n).map { Bar(label: label, value: $0 / 1_048_576, style: style) }
-        })
+        BarGroup(
+            title: system.shortTitle, color: chartColor(system),
+            bars: rows.compactMap { label, metric, style in
+                data.med(system, metric, n).map { Bar(label: label, value: $0 / 1_048_576, style: style) }
+            })
     }
     return BarChart(
         title: "Resident memory at N = \(n.formatted()) people records (median of \(data.repeats))",
         valueTitle: "MB (2²⁰ bytes)",
         groups: [
-            bars(.objectgraph, [
-                ("after open", "rss_bytes", afterLoad),
-                ("after open + read all", "read_rss_bytes", afterLoad),
-                ("peak, cold start: open", "cold_peak_rss_bytes", coldPeak),
-                ("peak, cold start: open + read all", "cold_read_peak_rss_bytes", coldPeak),
-                ("peak, bulk load: sources built up front", "bulk_peak_rss_bytes", bulkPeak),
-                ("peak, bulk load: 10,000 at a time", "bulk_batched_peak_rss_bytes", bulkPeak),
-            ]),
-            bars(.sqlite, [
-                ("after open + cursor into structs", "rss_bytes", afterLoad),
-                ("peak, cold start", "cold_peak_rss_bytes", coldPeak),
-                ("peak, bulk load", "bulk_peak_rss_bytes", bulkPeak),
-            ]),
-            bars(.redisRaw, [
-                ("after the load (first PONG)", "rss_bytes", afterLoad),
-                ("peak, cold start (AOF replay)", "cold_peak_rss_bytes", coldPeak),
-                ("peak, bulk load", "bulk_peak_rss_bytes", bulkPeak),
-            ]),
-            bars(.redisDefault, [
-                ("after the load (first PONG)", "rss_bytes", afterLoad),
-                ("peak, cold start (RDB base)", "cold_peak_rss_bytes", coldPeak),
-                ("peak, bulk load + rewrite", "bulk_peak_rss_bytes", bulkPeak),
-            ]),
+            bars(
+                .objectgraph,
+                [
+                    ("after open", "rss_bytes", afterLoad),
+                    ("after open + read all", "read_rss_bytes", afterLoad),
+                    ("peak, cold start: open", "cold_peak_rss_bytes", coldPeak),
+                    ("peak, cold start: open + read all", "cold_read_peak_rss_bytes", coldPeak),
+                    ("peak, bulk load: sources built up front", "bulk_peak_rss_bytes", bulkPeak),
+                    ("peak, bulk load: 10,000 at a time", "bulk_batched_peak_rss_bytes", bulkPeak),
+                ]),
+            bars(
+                .sqlite,
+                [
+                    ("after open + cursor into structs", "rss_bytes", afterLoad),
+                    ("peak, cold start", "cold_peak_rss_bytes", coldPeak),
+                    ("peak, bulk load", "bulk_peak_rss_bytes", bulkPeak),
+                ]),
+            bars(
+                .redisRaw,
+                [
+                    ("after the load (first PONG)", "rss_bytes", afterLoad),
+                    ("peak, cold start (AOF replay)", "cold_peak_rss_bytes", coldPeak),
+                    ("peak, bulk load", "bulk_peak_rss_bytes", bulkPeak),
+                ]),
+            bars(
+                .redisDefault,
+                [
+                    ("after the load (first PONG)", "rss_bytes", afterLoad),
+                    ("peak, cold start (RDB base)", "cold_peak_rss_bytes", coldPeak),
+                    ("peak, bulk load + rewrite", "bulk_peak_rss_bytes", bulkPeak),
+                ]),
         ],
-        styles: [("resident after the load (e)", 1), ("peak of the cold start (f)", 0.55), ("peak of the bulk load (f)", 0.25)],
+        styles: [
+            ("resident after the load (e)", 1), ("peak of the cold start (f)", 0.55),
+            ("peak of the bulk load (f)", 0.25),
+        ],
         notes: [
             "after the load: VmRSS with the data", "loaded (ObjectGraph, SQLite: their",
             "cold-start process; Redis: the server", "at its first PONG)",

@@ -63,7 +63,10 @@ struct ResultsFile: Codable {
     var units: [String: String]
     var systems: [String: SystemResults]
 
-    init(_ measurements: Measurements, generated: String, libraryCommit: String, arguments: [String], transactions: Transactions) {
+    init(
+        _ measurements: Measurements, generated: String, libraryCommit: String, arguments: [String],
+        transactions: Transactions
+    ) {
         self.generated = generated
         self.libraryCommit = libraryCommit
         self.arguments = arguments
@@ -74,11 +77,19 @@ struct ResultsFile: Codable {
         var systems: [String: SystemResults] = [:]
         for system in System.allCases {
             guard let metrics = measurements.samples[system] else { continue }
-            systems[system.rawValue] = SystemResults(title: system.title, metrics: metrics.mapValues { byN in
-                Dictionary(uniqueKeysWithValues: byN.map { n, values in
-                    (String(n), Sample(median: median(values).flatMap { $0.isFinite ? $0 : nil }, runs: values.map { $0.isFinite ? $0 : nil }))
+            systems[system.rawValue] = SystemResults(
+                title: system.title,
+                metrics: metrics.mapValues { byN in
+                    Dictionary(
+                        uniqueKeysWithValues: byN.map { n, values in
+                            (
+                                String(n),
+                                Sample(
+                                    median: median(values).flatMap { $0.isFinite ? $0 : nil },
+                                    runs: values.map { $0.isFinite ? $0 : nil })
+                            )
+                        })
                 })
-            })
         }
         self.systems = systems
     }
@@ -88,11 +99,14 @@ struct ResultsFile: Codable {
         var samples: [System: [String: [Int: [Double]]]] = [:]
         for (key, results) in systems {
             guard let system = System(rawValue: key) else {
-                throw ResultsFileError("unknown system \"\(key)\" (known: \(System.allCases.map(\.rawValue).joined(separator: ", ")))")
+                throw ResultsFileError(
+                    "unknown system \"\(key)\" (known: \(System.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             for (metric, byN) in results.metrics {
                 for (nText, sample) in byN {
-                    guard let n = Int(nText) else { throw ResultsFileError("\(key).\(metric): N \"\(nText)\" is not an integer") }
+                    guard let n = Int(nText) else {
+                        throw ResultsFileError("\(key).\(metric): N \"\(nText)\" is not an integer")
+                    }
                     samples[system, default: [:]][metric, default: [:]][n] = sample.runs.map { $0 ?? .nan }
                 }
             }
@@ -109,7 +123,9 @@ struct ResultsFile: Codable {
 
     static func read(_ url: URL) throws -> ResultsFile {
         let data: Data
-        do { data = try Data(contentsOf: url) } catch { throw ResultsFileError("cannot read \(url.path): \(error.localizedDescription)") }
+        do { data = try Data(contentsOf: url) } catch {
+            throw ResultsFileError("cannot read \(url.path): \(error.localizedDescription)")
+        }
         do { return try JSONDecoder().decode(ResultsFile.self, from: data) } catch {
             throw ResultsFileError("\(url.path) is not a peer-comparison results file: \(error)")
         }
@@ -146,7 +162,8 @@ func runRender(_ args: [String]) -> Never {
         return args[i + 1]
     }
     guard let from = value("--from") else {
-        FileHandle.standardError.write(Data("usage: peer-comparison render --from Results/peers.json [--out DIR]\n".utf8))
+        FileHandle.standardError.write(
+            Data("usage: peer-comparison render --from Results/peers.json [--out DIR]\n".utf8))
         exit(2)
     }
     let source = URL(fileURLWithPath: from)

@@ -9,7 +9,7 @@ import ObjectGraph
 import PeopleWorkload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 func report(_ key: String, _ value: Double) {
@@ -148,7 +148,8 @@ enum SQLiteWorker {
             let journal = try String.fetchOne(db, sql: "PRAGMA journal_mode")
             let expected = ["OFF": 0, "NORMAL": 1, "FULL": 2, "EXTRA": 3][synchronous]
             guard mode == expected, journal == "wal" else {
-                throw RedisError("SQLite: synchronous is \(mode ?? -1), journal_mode \(journal ?? "?"), not \(synchronous)/wal")
+                throw RedisError(
+                    "SQLite: synchronous is \(mode ?? -1), journal_mode \(journal ?? "?"), not \(synchronous)/wal")
             }
         }
         return queue
@@ -196,7 +197,8 @@ enum SQLiteWorker {
             var rows: [PersonRow] = []
             let cursor = try Row.fetchCursor(db, sql: "SELECT id, name, email, age, city, score FROM people")
             while let row = try cursor.next() {
-                rows.append(PersonRow(id: row[0], name: row[1], email: row[2], age: row[3], city: row[4], score: row[5]))
+                rows.append(
+                    PersonRow(id: row[0], name: row[1], email: row[2], age: row[3], city: row[4], score: row[5]))
             }
             return rows
         }
@@ -241,7 +243,9 @@ enum SQLiteWorker {
 /// from (the driver's, which `posix_spawn` shares until the exec); see `recordPeak`.
 func reportPeakMemory() {
     var usage = rusage()
-    if getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage) == 0 { report("peak_rss_bytes", Double(usage.ru_maxrss) * 1024) }
+    if getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage) == 0 {
+        report("peak_rss_bytes", Double(usage.ru_maxrss) * 1024)
+    }
     report("hwm_bytes", Double(statusKilobytes("VmHWM:", pid: nil) * 1024))
 }
 
@@ -250,7 +254,8 @@ func statusKilobytes(_ field: String, pid: Int32?) -> Int {
     let path = "/proc/\(pid.map(String.init) ?? "self")/status"
     guard let status = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
     for line in status.split(separator: "\n") where line.hasPrefix(field) {
-        return line.dropFirst(field.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) } ?? 0
+        return line.dropFirst(field.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) }
+            ?? 0
     }
     return 0
 }
@@ -260,7 +265,8 @@ func runWorker(_ args: [String]) -> Never {
     do {
         guard args.count >= 2 else { throw RedisError("worker: expected <system> <task> …") }
         switch (args[0], args[1]) {
-        case ("objectgraph", "bulk"): try ObjectGraphWorker.bulk(count: Int(args[2])!, directory: URL(fileURLWithPath: args[3]))
+        case ("objectgraph", "bulk"):
+            try ObjectGraphWorker.bulk(count: Int(args[2])!, directory: URL(fileURLWithPath: args[3]))
         case ("objectgraph", "bulk-batched"):
             guard args.count == 5, let count = Int(args[2]), let batch = Int(args[3]), batch > 0 else {
                 throw RedisError("worker: expected objectgraph bulk-batched <count> <batch> <directory>")
@@ -268,10 +274,13 @@ func runWorker(_ args: [String]) -> Never {
             try ObjectGraphWorker.bulkBatched(count: count, batch: batch, directory: URL(fileURLWithPath: args[4]))
         case ("objectgraph", "cold"): try ObjectGraphWorker.cold(directory: URL(fileURLWithPath: args[2]))
         case ("objectgraph", "cold-read"): try ObjectGraphWorker.coldRead(directory: URL(fileURLWithPath: args[2]))
-        case ("objectgraph", "tx"): try ObjectGraphWorker.transactions(directory: URL(fileURLWithPath: args[2]), count: Int(args[3])!, fsync: args[4] == "on")
+        case ("objectgraph", "tx"):
+            try ObjectGraphWorker.transactions(
+                directory: URL(fileURLWithPath: args[2]), count: Int(args[3])!, fsync: args[4] == "on")
         case ("sqlite", "bulk"): try SQLiteWorker.bulk(count: Int(args[2])!, path: args[3])
         case ("sqlite", "cold"): try SQLiteWorker.cold(path: args[2])
-        case ("sqlite", "tx"): try SQLiteWorker.transactions(path: args[2], count: Int(args[3])!, fsync: args[4] == "on")
+        case ("sqlite", "tx"):
+            try SQLiteWorker.transactions(path: args[2], count: Int(args[3])!, fsync: args[4] == "on")
         default: throw RedisError("worker: unknown task \(args)")
         }
         // (f) Every worker does exactly one phase, so its peak is that phase's.

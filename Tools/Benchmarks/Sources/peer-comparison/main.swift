@@ -27,7 +27,7 @@ import Foundation
 import PeopleWorkload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -102,7 +102,9 @@ func recordPeak(_ system: System, _ phase: String, _ n: Int, _ values: [String: 
     if !(abs(maxrss - hwm) <= Double(1 << 20)) {
         peakCheck.mismatches += 1
         peakCheck.driverPeak = max(peakCheck.driverPeak, Double(statusKilobytes("VmHWM:", pid: nil) * 1024))
-        log("  note: \(system.title) \(phase): ru_maxrss \(mb(maxrss / 1048576)) MB, VmHWM \(mb(hwm / 1048576)) MB (this driver's VmHWM: \(mb(peakCheck.driverPeak / 1048576)) MB)")
+        log(
+            "  note: \(system.title) \(phase): ru_maxrss \(mb(maxrss / 1_048_576)) MB, VmHWM \(mb(hwm / 1_048_576)) MB (this driver's VmHWM: \(mb(peakCheck.driverPeak / 1_048_576)) MB)"
+        )
     }
 }
 
@@ -158,7 +160,9 @@ func output(_ text: String) -> String {
 }
 
 func fmt(_ s: Double) -> String {
-    s >= 10 ? String(format: "%.1f", s) : s >= 1 ? String(format: "%.2f", s) : s >= 0.01 ? String(format: "%.3f", s) : String(format: "%.4f", s)
+    s >= 10
+        ? String(format: "%.1f", s)
+        : s >= 1 ? String(format: "%.2f", s) : s >= 0.01 ? String(format: "%.3f", s) : String(format: "%.4f", s)
 }
 
 /// Progress, unbuffered (stdout may be a pipe).
@@ -218,25 +222,38 @@ do {
                 record(system, "bulk_peak_rss_bytes", n, Double(server.peakResidentBytes()))
                 record(system, "bulk_used_memory_peak", n, Double(try server.usedMemoryPeak()))
                 if redisFacts[system] == nil {
-                    let settings = try ["appendonly", "appendfsync", "save", "aof-use-rdb-preamble", "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size"]
-                        .map { "`\($0) \(try server.config($0).isEmpty ? "\"\"" : try server.config($0))`" }
+                    let settings = try [
+                        "appendonly", "appendfsync", "save", "aof-use-rdb-preamble", "auto-aof-rewrite-percentage",
+                        "auto-aof-rewrite-min-size",
+                    ]
+                    .map { "`\($0) \(try server.config($0).isEmpty ? "\"\"" : try server.config($0))`" }
                     let aofDir = redisDir.appendingPathComponent("appendonlydir")
                     let files = (try? FileManager.default.contentsOfDirectory(atPath: aofDir.path))?.sorted() ?? []
                     let listing = files.map { name in
-                        let size = (try? FileManager.default.attributesOfItem(atPath: aofDir.appendingPathComponent(name).path))?[.size] as? NSNumber
+                        let size =
+                            (try? FileManager.default.attributesOfItem(atPath: aofDir.appendingPathComponent(name).path))?[
+                                .size] as? NSNumber
                         return "`\(name)` (\(size.map { $0.int64Value.formatted() } ?? "?") B)"
                     }
-                    redisFacts[system] = "As read back with `CONFIG GET`: \(settings.joined(separator: ", ")). The `appendonlydir` after the bulk load of N = \(n.formatted()): \(listing.joined(separator: ", "))"
+                    redisFacts[system] =
+                        "As read back with `CONFIG GET`: \(settings.joined(separator: ", ")). The `appendonlydir` after the bulk load of N = \(n.formatted()): \(listing.joined(separator: ", "))"
                 }
                 server.stop()
-                record(system, "disk_bytes", n, Double(Stores.bytesOnDisk(redisDir.appendingPathComponent("appendonlydir"))))
+                record(
+                    system, "disk_bytes", n,
+                    Double(Stores.bytesOnDisk(redisDir.appendingPathComponent("appendonlydir"))))
                 redisDirs[system] = redisDir
             }
-            log("  bulk rep \(rep + 1): ObjectGraph \(fmt(og["bulk_s"] ?? .nan)) s, SQLite \(fmt(sq["bulk_s"] ?? .nan)) s, Redis raw \(fmt(results[.redisRaw]!["bulk_s"]![n]!.last!)) s, Redis default \(fmt(results[.redisDefault]!["bulk_s"]![n]!.last!)) s + rewrite \(fmt(results[.redisDefault]!["rewrite_s"]![n]!.last!)) s")
+            log(
+                "  bulk rep \(rep + 1): ObjectGraph \(fmt(og["bulk_s"] ?? .nan)) s, SQLite \(fmt(sq["bulk_s"] ?? .nan)) s, Redis raw \(fmt(results[.redisRaw]!["bulk_s"]![n]!.last!)) s, Redis default \(fmt(results[.redisDefault]!["bulk_s"]![n]!.last!)) s + rewrite \(fmt(results[.redisDefault]!["rewrite_s"]![n]!.last!)) s"
+            )
 
             // Keep the last rep's stores for (c) and (b); remove the others.
             for (system, path) in last { removeStore(system, path) }
-            last = [.objectgraph: ogDir, .sqlite: dbPath, .redisRaw: redisDirs[.redisRaw]!.path, .redisDefault: redisDirs[.redisDefault]!.path]
+            last = [
+                .objectgraph: ogDir, .sqlite: dbPath, .redisRaw: redisDirs[.redisRaw]!.path,
+                .redisDefault: redisDirs[.redisDefault]!.path,
+            ]
         }
 
         // (c) cold start, (e) memory after it and (f) its peak, each system in turn, `repeats` times.
@@ -245,15 +262,21 @@ do {
             for key in ["cold_s", "rss_bytes", "rss_delta_bytes"] { record(.objectgraph, key, n, og[key] ?? .nan) }
             recordPeak(.objectgraph, "cold", n, og)
             let ogRead = try worker(["objectgraph", "cold-read", last[.objectgraph]!])
-            for key in ["cold_s", "rss_bytes", "rss_delta_bytes"] { record(.objectgraph, "read_" + key, n, ogRead[key] ?? .nan) }
+            for key in ["cold_s", "rss_bytes", "rss_delta_bytes"] {
+                record(.objectgraph, "read_" + key, n, ogRead[key] ?? .nan)
+            }
             recordPeak(.objectgraph, "cold_read", n, ogRead)
-            guard Int(ogRead["objects"] ?? 0) == n else { throw RedisError("ObjectGraph read \(Int(ogRead["objects"] ?? 0)) objects, not \(n)") }
+            guard Int(ogRead["objects"] ?? 0) == n else {
+                throw RedisError("ObjectGraph read \(Int(ogRead["objects"] ?? 0)) objects, not \(n)")
+            }
             let sq = try worker(["sqlite", "cold", last[.sqlite]!])
             for key in ["cold_s", "rss_bytes", "rss_delta_bytes"] { record(.sqlite, key, n, sq[key] ?? .nan) }
             recordPeak(.sqlite, "cold", n, sq)
-            var line = "  cold rep \(rep + 1): ObjectGraph open \(fmt(og["cold_s"] ?? .nan)) s (\(Int(og["objects"] ?? 0)) objects), open+read \(fmt(ogRead["cold_s"] ?? .nan)) s, SQLite \(fmt(sq["cold_s"] ?? .nan)) s (\(Int(sq["objects"] ?? 0)) rows)"
+            var line =
+                "  cold rep \(rep + 1): ObjectGraph open \(fmt(og["cold_s"] ?? .nan)) s (\(Int(og["objects"] ?? 0)) objects), open+read \(fmt(ogRead["cold_s"] ?? .nan)) s, SQLite \(fmt(sq["cold_s"] ?? .nan)) s (\(Int(sq["objects"] ?? 0)) rows)"
             for system in System.redis {
-                let server = try RedisServer(directory: URL(fileURLWithPath: last[system]!), fsync: "always", persistence: system.persistence!)
+                let server = try RedisServer(
+                    directory: URL(fileURLWithPath: last[system]!), fsync: "always", persistence: system.persistence!)
                 record(system, "cold_s", n, server.secondsToPong)
                 record(system, "used_memory", n, Double(try server.usedMemory()))
                 record(system, "rss_bytes", n, Double(server.residentBytes()))
@@ -284,9 +307,12 @@ do {
                 record(.objectgraph, key, txSize, og["tx_per_s"] ?? .nan)
                 let sq = try worker(["sqlite", "tx", txStores[.sqlite]!, String(count), fsync ? "on" : "off"])
                 record(.sqlite, key, txSize, sq["tx_per_s"] ?? .nan)
-                var line = "  \(count) tx, fsync \(fsync ? "on" : "off"), rep \(rep + 1): ObjectGraph \(Int(og["tx_per_s"] ?? 0))/s, SQLite \(Int(sq["tx_per_s"] ?? 0))/s"
+                var line =
+                    "  \(count) tx, fsync \(fsync ? "on" : "off"), rep \(rep + 1): ObjectGraph \(Int(og["tx_per_s"] ?? 0))/s, SQLite \(Int(sq["tx_per_s"] ?? 0))/s"
                 for system in System.redis {
-                    let server = try RedisServer(directory: URL(fileURLWithPath: txStores[system]!), fsync: fsync ? "always" : "everysec", persistence: system.persistence!)
+                    let server = try RedisServer(
+                        directory: URL(fileURLWithPath: txStores[system]!), fsync: fsync ? "always" : "everysec",
+                        persistence: system.persistence!)
                     let start = ContinuousClock.now
                     try server.smallTransactions(count)
                     record(system, key, txSize, Double(count) / seconds(since: start))
@@ -314,7 +340,8 @@ let measurements = Measurements(sizes: sizes, repeats: repeats, samples: results
 let resultsFile = ResultsFile(
     measurements,
     generated: ISO8601DateFormatter().string(from: Date()),
-    libraryCommit: libraryCommit(ProcessInfo.processInfo.environment["OBJECTGRAPH_PATH"] ?? "../..").replacingOccurrences(of: "`", with: ""),
+    libraryCommit: libraryCommit(ProcessInfo.processInfo.environment["OBJECTGRAPH_PATH"] ?? "../..")
+        .replacingOccurrences(of: "`", with: ""),
     arguments: arguments,
     transactions: .init(storeSize: txSize, fsyncOnCount: txFsyncCount, fsyncOffCount: txCount)
 )

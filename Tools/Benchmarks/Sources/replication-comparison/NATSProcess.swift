@@ -2,7 +2,7 @@ import Foundation
 import ObjectGraphReplication
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One nats-server with JetStream on a free loopback port, its store in a temporary directory:
@@ -67,12 +67,18 @@ final class NATSProcess: @unchecked Sendable {
             throw Failure(description: "nats-server is not installed (Tools/install-deps.sh installs Debian's)")
         }
         self.port = port
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("objectgraph-bench-nats-\(getpid())-\(port)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "objectgraph-bench-nats-\(getpid())-\(port)")
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let arguments = ["-a", "127.0.0.1", "-p", "\(port)", "-js", "-sd", directory.appendingPathComponent("store").path, "-l", directory.appendingPathComponent("server.log").path]
+        let arguments = [
+            "-a", "127.0.0.1", "-p", "\(port)", "-js", "-sd", directory.appendingPathComponent("store").path, "-l",
+            directory.appendingPathComponent("server.log").path,
+        ]
         let process = Process()
-        if let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+        if let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }) {
             process.executableURL = URL(fileURLWithPath: setpriv)
             process.arguments = ["--pdeathsig", "KILL", "--", executable] + arguments
         } else {
@@ -105,8 +111,12 @@ final class NATSProcess: @unchecked Sendable {
     private func waitUntilReady() throws {
         let deadline = Date().addingTimeInterval(15)
         while !Self.acceptsConnections(port: port) {
-            guard process.isRunning else { throw Failure(description: "nats-server exited with status \(process.terminationStatus)\n\(logTail())") }
-            guard Date() < deadline else { throw Failure(description: "nats-server does not accept connections on \(port)\n\(logTail())") }
+            guard process.isRunning else {
+                throw Failure(description: "nats-server exited with status \(process.terminationStatus)\n\(logTail())")
+            }
+            guard Date() < deadline else {
+                throw Failure(description: "nats-server does not accept connections on \(port)\n\(logTail())")
+            }
             Thread.sleep(forTimeInterval: 0.02)
         }
         var last: (any Error)?
@@ -139,9 +149,14 @@ final class NATSProcess: @unchecked Sendable {
 
     /// Bytes under the server's store directory.
     var storeBytes: Int64 {
-        guard let e = FileManager.default.enumerator(at: directory.appendingPathComponent("store"), includingPropertiesForKeys: [.fileSizeKey]) else { return 0 }
+        guard
+            let e = FileManager.default.enumerator(
+                at: directory.appendingPathComponent("store"), includingPropertiesForKeys: [.fileSizeKey])
+        else { return 0 }
         var total: Int64 = 0
-        for case let url as URL in e { total += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0) }
+        for case let url as URL in e {
+            total += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0)
+        }
         return total
     }
 
@@ -157,7 +172,9 @@ final class NATSProcess: @unchecked Sendable {
         defer { close(fd) }
         var address = loopback(port: 0)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw Failure(description: "bind() failed: errno \(errno)") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -174,7 +191,9 @@ final class NATSProcess: @unchecked Sendable {
         defer { close(fd) }
         var address = loopback(port: port)
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         } == 0
     }
 

@@ -80,7 +80,8 @@ struct Options {
 // MARK: Helpers
 
 func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        ?? "?"
 }
 
 func median(_ xs: [Double]) -> Double {
@@ -103,7 +104,9 @@ func list(_ xs: [Double], _ digits: Int = 0) -> String { xs.map { f($0, digits) 
 
 /// CPU seconds (user + system) from a /proc `stat` file (clock ticks: 10 ms resolution).
 func cpuSeconds(stat path: String) -> Double {
-    guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")") else { return 0 }
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")") else {
+        return 0
+    }
     let fields = text[text.index(after: close)...].split(separator: " ")
     guard fields.count > 12 else { return 0 }
     return ((Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -171,7 +174,9 @@ final class StopFlag: Sendable {
 }
 
 /// Runs `tasks` tasks of `commits` calls of `commit(task, i)`; returns transactions per second.
-func measure(tasks: Int, commits: Int, _ commit: @escaping @Sendable (Int, Int) async throws -> Void) async throws -> Double {
+func measure(
+    tasks: Int, commits: Int, _ commit: @escaping @Sendable (Int, Int) async throws -> Void
+) async throws -> Double {
     let start = ContinuousClock.now
     try await withThrowingTaskGroup(of: Void.self) { group in
         for t in 0..<tasks {
@@ -188,7 +193,9 @@ func measure(tasks: Int, commits: Int, _ commit: @escaping @Sendable (Int, Int) 
 
 func smallSaves(_ o: Options, server: NATSProcess) throws {
     print("## 1a. One writer, one-record saves with `.always` durability\n")
-    print("ObjectStore against ReplicatedStore (asynchronous policy) on the same disk, and an ObjectStore whose `onDurable` drops the records, all open throughout; \(o.smallRounds) interleaved rounds of \(o.smallSaves) saves each (the order rotates); after each shipping round the shipper is drained, untimed. Load average before: \(loadAverage())\n")
+    print(
+        "ObjectStore against ReplicatedStore (asynchronous policy) on the same disk, and an ObjectStore whose `onDurable` drops the records, all open throughout; \(o.smallRounds) interleaved rounds of \(o.smallSaves) saves each (the order rotates); after each shipping round the shipper is drained, untimed. Load average before: \(loadAverage())\n"
+    )
     let plainDir = Stores.temporaryDirectory("small-plain"), shipDir = Stores.temporaryDirectory("small-ship")
     let copyDir = Stores.temporaryDirectory("small-copy")
     defer {
@@ -199,7 +206,8 @@ func smallSaves(_ o: Options, server: NATSProcess) throws {
     let target = ReplicationTarget(servers: [server.url], stream: freshStream("small"))
     let plain = try ObjectStore.open(at: plainDir, schema: Importing.schema(), options: Stores.options(.always))
     let (replicated, shipperThreads) = try startingThreads {
-        try ReplicatedStore.open(at: shipDir, schema: Importing.schema(), options: Stores.options(.always), target: target)
+        try ReplicatedStore.open(
+            at: shipDir, schema: Importing.schema(), options: Stores.options(.always), target: target)
     }
     let shipperCPU = { threadCPU(shipperThreads) }
     // The records handed over as a shipping store hands them (copied, re-sealed), to no one.
@@ -221,7 +229,8 @@ func smallSaves(_ o: Options, server: NATSProcess) throws {
     _ = try run(replicated.context, 100)
     _ = try run(copying.context, 100)
     try replicated.shipper.waitShipped(through: replicated.store.stats.lastSequence, timeout: .seconds(30))
-    var plainRates: [Double] = [], shipRates: [Double] = [], copyRates: [Double] = [], backlogs: [Double] = [], drains: [Double] = []
+    var plainRates: [Double] = [], shipRates: [Double] = [], copyRates: [Double] = [], backlogs: [Double] = [],
+        drains: [Double] = []
     var shipperSeconds = 0.0, serverSeconds = 0.0, writerProcessSeconds = 0.0, plainProcessSeconds = 0.0
     for round in 0..<o.smallRounds {
         func plainRound() throws {
@@ -254,9 +263,13 @@ func smallSaves(_ o: Options, server: NATSProcess) throws {
     print("| writer | saves/s (median) | rounds |\n|---|---|---|")
     print("| ObjectStore, `.always` | \(f(median(plainRates))) | \(list(plainRates)) |")
     print("| ReplicatedStore, `.always`, asynchronous shipping | \(f(median(shipRates))) | \(list(shipRates)) |")
-    print("| ObjectStore, `.always`, `onDurable` set to a sink that drops the records (the copy a shipping store makes, nothing shipped) | \(f(median(copyRates))) | \(list(copyRates)) |\n")
+    print(
+        "| ObjectStore, `.always`, `onDurable` set to a sink that drops the records (the copy a shipping store makes, nothing shipped) | \(f(median(copyRates))) | \(list(copyRates)) |\n"
+    )
     let shipped = Double(o.smallRounds * o.smallSaves)
-    print("Shipping costs the writer \(f(cost * 100, 1))% of its save rate, the median of each round's (\(pairCosts.map { f($0 * 100, 1) + "%" }.joined(separator: ", "))); the medians of the rates give \(f((1 - median(shipRates) / median(plainRates)) * 100, 1))% (target ≤ 10%: \(cost <= 0.10 ? "met" : "missed")); the record copy alone \(f((1 - median(copyRates) / median(plainRates)) * 100, 1))%. Records not yet shipped when a round's last save returned: \(list(backlogs)); the drain after it took \(list(drains, 1)) ms. Messages published: \(status.messagesPublished). CPU per shipped record (rounds and drains; 10 ms clock ticks): the shipper's threads (its own and its NATS connection's) \(f(shipperSeconds / shipped * 1e6)) µs, nats-server \(f(serverSeconds / shipped * 1e6)) µs; this process per save \(f(writerProcessSeconds / shipped * 1e6)) µs with shipping against \(f(plainProcessSeconds / shipped * 1e6)) µs without.\n")
+    print(
+        "Shipping costs the writer \(f(cost * 100, 1))% of its save rate, the median of each round's (\(pairCosts.map { f($0 * 100, 1) + "%" }.joined(separator: ", "))); the medians of the rates give \(f((1 - median(shipRates) / median(plainRates)) * 100, 1))% (target ≤ 10%: \(cost <= 0.10 ? "met" : "missed")); the record copy alone \(f((1 - median(copyRates) / median(plainRates)) * 100, 1))%. Records not yet shipped when a round's last save returned: \(list(backlogs)); the drain after it took \(list(drains, 1)) ms. Messages published: \(status.messagesPublished). CPU per shipped record (rounds and drains; 10 ms clock ticks): the shipper's threads (its own and its NATS connection's) \(f(shipperSeconds / shipped * 1e6)) µs, nats-server \(f(serverSeconds / shipped * 1e6)) µs; this process per save \(f(writerProcessSeconds / shipped * 1e6)) µs with shipping against \(f(plainProcessSeconds / shipped * 1e6)) µs without.\n"
+    )
     print("Load average after: \(loadAverage())\n")
 }
 
@@ -264,16 +277,20 @@ func smallSaves(_ o: Options, server: NATSProcess) throws {
 
 func groupCommitSaves(_ o: Options, server: NATSProcess) async throws {
     print("## 1b. AsyncStore with group commit, \(o.asyncTasks) tasks\n")
-    print("\(o.asyncTasks) tasks × \(o.asyncCommits) one-record transactions, `.always` (group commit), a new store per round; with shipping: a JournalShipper prepared the options and is attached to `store.shippingSource`. \(o.asyncRounds) interleaved rounds (the order alternates); the shipper is drained after the timed part. Load average before: \(loadAverage())\n")
-    var plainRates: [Double] = [], shipRates: [Double] = [], backlogs: [Double] = [], drains: [Double] = [], perSync: [Double] = []
+    print(
+        "\(o.asyncTasks) tasks × \(o.asyncCommits) one-record transactions, `.always` (group commit), a new store per round; with shipping: a JournalShipper prepared the options and is attached to `store.shippingSource`. \(o.asyncRounds) interleaved rounds (the order alternates); the shipper is drained after the timed part. Load average before: \(loadAverage())\n"
+    )
+    var plainRates: [Double] = [], shipRates: [Double] = [], backlogs: [Double] = [], drains: [Double] = [],
+        perSync: [Double] = []
     var shipRatesDuring: [Double] = [], drainRates: [Double] = [], shipperSeconds = 0.0, serverSeconds = 0.0
     func plainRound() async throws {
         let dir = Stores.temporaryDirectory("async-plain")
         defer { Stores.remove(dir) }
         let store = try AsyncStore(at: dir, schema: Importing.schema(), options: Stores.options(.always))
-        plainRates.append(try await measure(tasks: o.asyncTasks, commits: o.asyncCommits) { t, i in
-            try await store.perform { context in try person(context, t * 1_000_000 + i) }
-        })
+        plainRates.append(
+            try await measure(tasks: o.asyncTasks, commits: o.asyncCommits) { t, i in
+                try await store.perform { context in try person(context, t * 1_000_000 + i) }
+            })
         try await store.close()
     }
     func shippingRound() async throws {
@@ -290,9 +307,10 @@ func groupCommitSaves(_ o: Options, server: NATSProcess) async throws {
         let c0 = shipperCPU(), s0 = server.cpuSeconds
         let first = store.shippingSource.lastSequence
         let t0 = ContinuousClock.now
-        shipRates.append(try await measure(tasks: o.asyncTasks, commits: o.asyncCommits) { t, i in
-            try await store.perform { context in try person(context, t * 1_000_000 + i) }
-        })
+        shipRates.append(
+            try await measure(tasks: o.asyncTasks, commits: o.asyncCommits) { t, i in
+                try await store.perform { context in try person(context, t * 1_000_000 + i) }
+            })
         let timed = seconds(since: t0)
         let last = store.shippingSource.lastSequence
         let shippedThen = shipper.status.shippedSequence
@@ -325,7 +343,9 @@ func groupCommitSaves(_ o: Options, server: NATSProcess) async throws {
     print("| writer | transactions/s (median) | rounds |\n|---|---|---|")
     print("| AsyncStore, group commit | \(f(median(plainRates))) | \(list(plainRates)) |")
     print("| AsyncStore, group commit, JournalShipper attached | \(f(median(shipRates))) | \(list(shipRates)) |\n")
-    print("Shipping costs the writers \(f(cost * 100, 1))% of their commit rate, the median of each round's pair (\(pairCosts.map { f($0 * 100, 1) + "%" }.joined(separator: ", "))); the medians of the rates give \(f((1 - median(shipRates) / median(plainRates)) * 100, 1))% (target ≤ 10%: \(cost <= 0.10 ? "met" : "missed")). With shipping: \(f(median(perSync), 1)) transactions per fdatasync (median); records not yet shipped when the last commit returned: \(list(backlogs)); the drain after it took \(list(drains, 1)) ms. The shipper's rate: \(list(shipRatesDuring)) records/s while the writers ran, \(list(drainRates)) records/s draining alone. CPU per shipped record (10 ms clock ticks): the shipper's threads \(f(shipperSeconds / Double(o.asyncRounds * o.asyncTasks * o.asyncCommits) * 1e6)) µs, nats-server \(f(serverSeconds / Double(o.asyncRounds * o.asyncTasks * o.asyncCommits) * 1e6)) µs.\n")
+    print(
+        "Shipping costs the writers \(f(cost * 100, 1))% of their commit rate, the median of each round's pair (\(pairCosts.map { f($0 * 100, 1) + "%" }.joined(separator: ", "))); the medians of the rates give \(f((1 - median(shipRates) / median(plainRates)) * 100, 1))% (target ≤ 10%: \(cost <= 0.10 ? "met" : "missed")). With shipping: \(f(median(perSync), 1)) transactions per fdatasync (median); records not yet shipped when the last commit returned: \(list(backlogs)); the drain after it took \(list(drains, 1)) ms. The shipper's rate: \(list(shipRatesDuring)) records/s while the writers ran, \(list(drainRates)) records/s draining alone. CPU per shipped record (10 ms clock ticks): the shipper's threads \(f(shipperSeconds / Double(o.asyncRounds * o.asyncTasks * o.asyncCommits) * 1e6)) µs, nats-server \(f(serverSeconds / Double(o.asyncRounds * o.asyncTasks * o.asyncCommits) * 1e6)) µs.\n"
+    )
     print("Load average after: \(loadAverage())\n")
 }
 
@@ -333,7 +353,9 @@ func groupCommitSaves(_ o: Options, server: NATSProcess) async throws {
 
 func bulkSave(_ o: Options, server: NATSProcess) throws {
     print("## 1c. Bulk save of \(o.count) objects\n")
-    print("\(o.count) UniquePerson objects inserted (importUniqueObjects from prepared sources) and saved in one transaction, `.always`, a new store per round; ObjectStore against ReplicatedStore (asynchronous policy, 1 MiB messages), and an ObjectStore whose `onDurable` drops the records. \(o.bulkRounds) interleaved rounds (the order rotates). Load average before: \(loadAverage())\n")
+    print(
+        "\(o.count) UniquePerson objects inserted (importUniqueObjects from prepared sources) and saved in one transaction, `.always`, a new store per round; ObjectStore against ReplicatedStore (asynchronous policy, 1 MiB messages), and an ObjectStore whose `onDurable` drops the records. \(o.bulkRounds) interleaved rounds (the order rotates). Load average before: \(loadAverage())\n"
+    )
     let sources = Importing.sources(0..<o.count)
     var plainSave: [Double] = [], shipSave: [Double] = [], plainTotal: [Double] = [], shipTotal: [Double] = []
     var shipped: [Double] = [], messages: [Double] = [], journalBytes: [Double] = [], copySave: [Double] = []
@@ -366,7 +388,8 @@ func bulkSave(_ o: Options, server: NATSProcess) throws {
         let dir = Stores.temporaryDirectory("bulk-ship")
         defer { Stores.remove(dir) }
         let target = ReplicationTarget(servers: [server.url], stream: freshStream("bulk"))
-        let replicated = try ReplicatedStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.always), target: target)
+        let replicated = try ReplicatedStore.open(
+            at: dir, schema: Importing.schema(), options: Stores.options(.always), target: target)
         let t0 = ContinuousClock.now
         _ = try replicated.context.importUniqueObjects(UniquePerson.self, sourceArray: sources)
         let t1 = ContinuousClock.now
@@ -384,10 +407,18 @@ func bulkSave(_ o: Options, server: NATSProcess) throws {
     }
     let cost = median(shipSave) / median(plainSave) - 1
     print("| writer | save() s (median) | rounds | insert + save s (median) | rounds |\n|---|---|---|---|---|")
-    print("| ObjectStore | \(f(median(plainSave), 3)) | \(list(plainSave, 3)) | \(f(median(plainTotal), 3)) | \(list(plainTotal, 3)) |")
-    print("| ReplicatedStore | \(f(median(shipSave), 3)) | \(list(shipSave, 3)) | \(f(median(shipTotal), 3)) | \(list(shipTotal, 3)) |")
-    print("| ObjectStore, `onDurable` set to a sink that drops the records (the copy only) | \(f(median(copySave), 3)) | \(list(copySave, 3)) | | |\n")
-    print("Shipping adds \(f(cost * 100, 1))% to save() (target ≤ 10%: \(cost <= 0.10 ? "met" : "missed")). Shipped (acknowledged by the stream) \(f(median(shipped), 3)) s after save() began (median; \(list(shipped, 3))), in \(f(median(messages))) messages; the journal holds \(f(median(journalBytes) / 1_048_576, 1)) MiB.\n")
+    print(
+        "| ObjectStore | \(f(median(plainSave), 3)) | \(list(plainSave, 3)) | \(f(median(plainTotal), 3)) | \(list(plainTotal, 3)) |"
+    )
+    print(
+        "| ReplicatedStore | \(f(median(shipSave), 3)) | \(list(shipSave, 3)) | \(f(median(shipTotal), 3)) | \(list(shipTotal, 3)) |"
+    )
+    print(
+        "| ObjectStore, `onDurable` set to a sink that drops the records (the copy only) | \(f(median(copySave), 3)) | \(list(copySave, 3)) | | |\n"
+    )
+    print(
+        "Shipping adds \(f(cost * 100, 1))% to save() (target ≤ 10%: \(cost <= 0.10 ? "met" : "missed")). Shipped (acknowledged by the stream) \(f(median(shipped), 3)) s after save() began (median; \(list(shipped, 3))), in \(f(median(messages))) messages; the journal holds \(f(median(journalBytes) / 1_048_576, 1)) MiB.\n"
+    )
     print("Load average after: \(loadAverage())\n")
 }
 
@@ -395,8 +426,12 @@ func bulkSave(_ o: Options, server: NATSProcess) throws {
 
 func followerLag(_ o: Options, rate: Double, server: NATSProcess) async throws {
     let count = Int(o.lagSeconds * rate)
-    print("## 2. Follower lag at \(f(rate)) transactions per second\(rate == o.lagRates.first ? "" : " (below the target's rate: the lag when the shipper keeps up)")\n")
-    print("An AsyncStore with group commit and a JournalShipper; \(count) one-record transactions paced at \(f(rate))/s for \(f(o.lagSeconds)) s by \(o.lagWorkers) tasks (transaction i starts no earlier than i / rate); a Follower (ObjectStore.follow, default options) in the same process. A thread polls the shipper's and the follower's sequences every ~100 µs. Lag = follower applied it (its snapshot holds it) − the writer's perform returned. Load average before: \(loadAverage())\n")
+    print(
+        "## 2. Follower lag at \(f(rate)) transactions per second\(rate == o.lagRates.first ? "" : " (below the target's rate: the lag when the shipper keeps up)")\n"
+    )
+    print(
+        "An AsyncStore with group commit and a JournalShipper; \(count) one-record transactions paced at \(f(rate))/s for \(f(o.lagSeconds)) s by \(o.lagWorkers) tasks (transaction i starts no earlier than i / rate); a Follower (ObjectStore.follow, default options) in the same process. A thread polls the shipper's and the follower's sequences every ~100 µs. Lag = follower applied it (its snapshot holds it) − the writer's perform returned. Load average before: \(loadAverage())\n"
+    )
     let writerDir = Stores.temporaryDirectory("lag-writer"), followerDir = Stores.temporaryDirectory("lag-follower")
     Stores.remove(followerDir)
     defer {
@@ -430,13 +465,17 @@ func followerLag(_ o: Options, rate: Double, server: NATSProcess) async throws {
             let now = nanos()
             let a = follower.status.appliedSequence
             if a > seenApplied {
-                for s in (seenApplied + 1)...a where s > base && s <= base + UInt64(count) { applied[Int(s - base - 1)] = now }
+                for s in (seenApplied + 1)...a where s > base && s <= base + UInt64(count) {
+                    applied[Int(s - base - 1)] = now
+                }
                 seenApplied = a
             }
             let shipperStatus = shipper.status
             let sh = shipperStatus.shippedSequence
             if sh > seenShipped {
-                for s in (seenShipped + 1)...sh where s > base && s <= base + UInt64(count) { shippedAt[Int(s - base - 1)] = now }
+                for s in (seenShipped + 1)...sh where s > base && s <= base + UInt64(count) {
+                    shippedAt[Int(s - base - 1)] = now
+                }
                 seenShipped = sh
             }
             iterations += 1
@@ -486,7 +525,8 @@ func followerLag(_ o: Options, rate: Double, server: NATSProcess) async throws {
     let shipperSeconds = shipperCPU() - c0, serverSeconds = server.cpuSeconds - s0, processSeconds = processCPU() - p0
     let totalSeconds = Double(nanos() - startNanos) / 1e9
     let followerStatus = follower.status
-    let present = try follower.store.snapshot.object(UniquePerson.self, where: \.id, equals: Int64(20_000_000 + count - 1)) != nil
+    let present =
+        try follower.store.snapshot.object(UniquePerson.self, where: \.id, equals: Int64(20_000_000 + count - 1)) != nil
     try await follower.stop()
     shipper.stop()
     try await store.close()
@@ -510,10 +550,14 @@ func followerLag(_ o: Options, rate: Double, server: NATSProcess) async throws {
     followLags.sort()
     lateness.sort()
     let achieved = Double(count) / writerSeconds
-    print("Writer: \(count) transactions in \(f(writerSeconds, 2)) s = \(f(achieved)) /s achieved (asked \(f(rate))); a transaction started late by p50 \(f(percentile(lateness, 0.5), 2)) ms, p99 \(f(percentile(lateness, 0.99), 2)) ms, max \(f(lateness.last ?? 0, 2)) ms. Journal sequences \(base + 1)...\(last) (expected \(base + UInt64(count))). Follower caught up: \(caughtUp), last object present in its snapshot: \(present), records applied \(followerStatus.recordsApplied), failed: \(followerStatus.failed ?? "no"). Poller iterations: \(samples.pollerIterations) (\(f(writerSeconds * 1e6 / Double(max(1, samples.pollerIterations)), 0)) µs apart while the writer ran, or more). Largest shipper backlog seen: \(samples.maxShipperBacklog) records; largest follower lag seen: \(samples.maxFollowerLagMessages) messages.\n")
+    print(
+        "Writer: \(count) transactions in \(f(writerSeconds, 2)) s = \(f(achieved)) /s achieved (asked \(f(rate))); a transaction started late by p50 \(f(percentile(lateness, 0.5), 2)) ms, p99 \(f(percentile(lateness, 0.99), 2)) ms, max \(f(lateness.last ?? 0, 2)) ms. Journal sequences \(base + 1)...\(last) (expected \(base + UInt64(count))). Follower caught up: \(caughtUp), last object present in its snapshot: \(present), records applied \(followerStatus.recordsApplied), failed: \(followerStatus.failed ?? "no"). Poller iterations: \(samples.pollerIterations) (\(f(writerSeconds * 1e6 / Double(max(1, samples.pollerIterations)), 0)) µs apart while the writer ran, or more). Largest shipper backlog seen: \(samples.maxShipperBacklog) records; largest follower lag seen: \(samples.maxFollowerLagMessages) messages.\n"
+    )
     print("| ms | p50 | p90 | p99 | p99.9 | max | records |\n|---|---|---|---|---|---|---|")
     func row(_ label: String, _ xs: [Double]) {
-        print("| \(label) | \(f(percentile(xs, 0.5), 2)) | \(f(percentile(xs, 0.9), 2)) | \(f(percentile(xs, 0.99), 2)) | \(f(percentile(xs, 0.999), 2)) | \(f(xs.last ?? .nan, 2)) | \(xs.count) |")
+        print(
+            "| \(label) | \(f(percentile(xs, 0.5), 2)) | \(f(percentile(xs, 0.9), 2)) | \(f(percentile(xs, 0.99), 2)) | \(f(percentile(xs, 0.999), 2)) | \(f(xs.last ?? .nan, 2)) | \(xs.count) |"
+        )
     }
     row("**lag: save returned → follower's snapshot holds it**", lags)
     row("of which: save returned → stream acknowledged (shipper)", shipLags)
@@ -542,9 +586,14 @@ func followerLag(_ o: Options, rate: Double, server: NATSProcess) async throws {
         }
         print("")
     }
-    print("CPU from the writer's start until the follower caught up (\(f(totalSeconds, 1)) s, 10 ms clock ticks): the shipper's threads (its own and its NATS connection's) \(f(shipperSeconds, 2)) s (\(f(shipperSeconds / Double(count) * 1e6)) µs per record), nats-server \(f(serverSeconds, 2)) s (\(f(serverSeconds / Double(count) * 1e6)) µs per record), this whole process \(f(processSeconds, 2)) s.\n")
-    let met = percentile(lags, 0.5) <= 50 && percentile(lags, 0.99) <= 50 && (lags.last ?? .infinity) <= 50 && missing == 0
-    print("Target p50/p99/max ≤ 50 ms: \(met ? "met" : "missed")\(missing > 0 ? " (\(missing) records never seen applied)" : "").\n")
+    print(
+        "CPU from the writer's start until the follower caught up (\(f(totalSeconds, 1)) s, 10 ms clock ticks): the shipper's threads (its own and its NATS connection's) \(f(shipperSeconds, 2)) s (\(f(shipperSeconds / Double(count) * 1e6)) µs per record), nats-server \(f(serverSeconds, 2)) s (\(f(serverSeconds / Double(count) * 1e6)) µs per record), this whole process \(f(processSeconds, 2)) s.\n"
+    )
+    let met =
+        percentile(lags, 0.5) <= 50 && percentile(lags, 0.99) <= 50 && (lags.last ?? .infinity) <= 50 && missing == 0
+    print(
+        "Target p50/p99/max ≤ 50 ms: \(met ? "met" : "missed")\(missing > 0 ? " (\(missing) records never seen applied)" : "").\n"
+    )
     print("Load average after: \(loadAverage())\n")
 }
 
@@ -560,12 +609,15 @@ final class SampleBox: @unchecked Sendable {
 func restore(_ o: Options, server: NATSProcess) throws {
     let updates = o.restoreTransactions * o.restoreSize
     print("## 3. Restore from the stream against a local cold start\n")
-    print("\(o.count) objects saved in one transaction, `ReplicatedStore.compact()` (ships the base), then \(o.restoreTransactions) transactions of \(o.restoreSize) updates (\(updates) updated objects), shipped; the writer closed. Then, interleaved \(o.restoreRounds) times each: `Restore.run(from:to:at: .latest)` into a new directory (the base from the stream, then the later records) against `ObjectStore.open` of the writer's directory (its base and later records, from the local journal, page cache warm for both). Load average before: \(loadAverage())\n")
+    print(
+        "\(o.count) objects saved in one transaction, `ReplicatedStore.compact()` (ships the base), then \(o.restoreTransactions) transactions of \(o.restoreSize) updates (\(updates) updated objects), shipped; the writer closed. Then, interleaved \(o.restoreRounds) times each: `Restore.run(from:to:at: .latest)` into a new directory (the base from the stream, then the later records) against `ObjectStore.open` of the writer's directory (its base and later records, from the local journal, page cache warm for both). Load average before: \(loadAverage())\n"
+    )
     let dir = Stores.temporaryDirectory("restore-writer")
     defer { Stores.remove(dir) }
     let target = ReplicationTarget(servers: [server.url], stream: freshStream("restore"))
     let buildStart = ContinuousClock.now
-    let replicated = try ReplicatedStore.open(at: dir, schema: Importing.schema(), options: Stores.options(.always), target: target)
+    let replicated = try ReplicatedStore.open(
+        at: dir, schema: Importing.schema(), options: Stores.options(.always), target: target)
     _ = try replicated.context.importUniqueObjects(UniquePerson.self, sourceArray: Importing.sources(0..<o.count))
     try replicated.context.save()
     let t = ContinuousClock.now
@@ -596,7 +648,8 @@ func restore(_ o: Options, server: NATSProcess) throws {
             opens.append(seconds(since: t0))
             try store.close()
         }
-        let restored = FileManager.default.temporaryDirectory.appendingPathComponent("objectgraph-bench-\(getpid())-restored-\(UInt32.random(in: 0 ... .max))")
+        let restored = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "objectgraph-bench-\(getpid())-restored-\(UInt32.random(in: 0 ... .max))")
         defer { Stores.remove(restored) }
         let c0 = processCPU(), s0 = server.cpuSeconds
         let t0 = ContinuousClock.now
@@ -618,20 +671,31 @@ func restore(_ o: Options, server: NATSProcess) throws {
         let store = try ObjectStore.open(at: restored, schema: Importing.schema(), options: Stores.options(.always))
         reopen.append(seconds(since: t1))
         let n = try store.context.fetchCount(FetchDescriptor<UniquePerson>())
-        let updated = try store.context.object(UniquePerson.self, where: \.id, equals: Int64((updates - 1) * 7 % o.count))?.score
+        let updated = try store.context.object(
+            UniquePerson.self, where: \.id, equals: Int64((updates - 1) * 7 % o.count))?.score
         checks.append("\(n) objects, last updated score \(updated.map { f($0, 1) } ?? "missing")")
         try store.close()
     }
     let ratio = median(restores) / median(opens)
-    print("Built in \(f(buildSeconds, 1)) s (compaction + shipping the base \(f(compactSeconds, 2)) s); the writer's journal ends at record \(lastSequence), \(f(Double(localBytes) / 1_048_576, 1)) MiB on disk; \(published) messages published; the server's store holds \(f(Double(server.storeBytes) / 1_048_576, 1)) MiB.\n")
+    print(
+        "Built in \(f(buildSeconds, 1)) s (compaction + shipping the base \(f(compactSeconds, 2)) s); the writer's journal ends at record \(lastSequence), \(f(Double(localBytes) / 1_048_576, 1)) MiB on disk; \(published) messages published; the server's store holds \(f(Double(server.storeBytes) / 1_048_576, 1)) MiB.\n"
+    )
     print("| step | seconds (median) | rounds |\n|---|---|---|")
-    print("| `ObjectStore.open` of the writer's directory (local cold start) | \(f(median(opens), 3)) | \(list(opens, 3)) |")
+    print(
+        "| `ObjectStore.open` of the writer's directory (local cold start) | \(f(median(opens), 3)) | \(list(opens, 3)) |"
+    )
     print("| `Restore.run(at: .latest)` | \(f(median(restores), 3)) | \(list(restores, 3)) |")
-    print("| `Restore.run(at: .sequence(base covers))`: the base alone, no later record | \(f(median(baseOnly), 3)) | \(list(baseOnly, 3)) |")
+    print(
+        "| `Restore.run(at: .sequence(base covers))`: the base alone, no later record | \(f(median(baseOnly), 3)) | \(list(baseOnly, 3)) |"
+    )
     print("| then `ObjectStore.open` of the restored directory | \(f(median(reopen), 3)) | \(list(reopen, 3)) |\n")
-    print("During `Restore.run(at: .latest)`: this process used \(list(restoreCPU, 2)) s of CPU and nats-server \(list(restoreServerCPU, 2)) s (10 ms clock ticks), against \(list(restores, 3)) s of wall time: the rest is waiting.\n")
+    print(
+        "During `Restore.run(at: .latest)`: this process used \(list(restoreCPU, 2)) s of CPU and nats-server \(list(restoreServerCPU, 2)) s (10 ms clock ticks), against \(list(restores, 3)) s of wall time: the rest is waiting.\n"
+    )
     let r = reports[0]
-    print("Restore report: base covers record \(r.baseCovers), \(r.recordsApplied) records applied after it, last record \(r.lastSequence); its own timing \(list(restoreReported, 3)) s. Restored stores: \(Set(checks).sorted().joined(separator: "; ")).\n")
+    print(
+        "Restore report: base covers record \(r.baseCovers), \(r.recordsApplied) records applied after it, last record \(r.lastSequence); its own timing \(list(restoreReported, 3)) s. Restored stores: \(Set(checks).sorted().joined(separator: "; ")).\n"
+    )
     print("Restore / cold start = \(f(ratio, 2))× (target ≤ 2×: \(ratio <= 2 ? "met" : "missed")).\n")
     print("Load average after: \(loadAverage())\n")
 }
@@ -645,12 +709,16 @@ struct ReplicationComparison {
         let server = try NATSProcess.start()
         defer { server.stop() }
         print("# Journal shipping to NATS JetStream\n")
-        print("\(NATSProcess.version) with JetStream (file store in a temporary directory on the same disk), on 127.0.0.1; asynchronous shipping policy. Load average at the start: \(loadAverage())\n")
+        print(
+            "\(NATSProcess.version) with JetStream (file store in a temporary directory on the same disk), on 127.0.0.1; asynchronous shipping policy. Load average at the start: \(loadAverage())\n"
+        )
         do {
             if o.parts.contains("small") { try smallSaves(o, server: server) }
             if o.parts.contains("async") { try await groupCommitSaves(o, server: server) }
             if o.parts.contains("bulk") { try bulkSave(o, server: server) }
-            if o.parts.contains("lag") { for rate in o.lagRates { try await followerLag(o, rate: rate, server: server) } }
+            if o.parts.contains("lag") {
+                for rate in o.lagRates { try await followerLag(o, rate: rate, server: server) }
+            }
             if o.parts.contains("restore") { try restore(o, server: server) }
         } catch {
             print("\nFailed: \(error)\n\(server.logTail())")

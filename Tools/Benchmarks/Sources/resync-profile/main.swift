@@ -106,5 +106,7 @@ try store.close()
 times.sort()
 let counts = last?.counts["ResyncPackage"].map { "\($0)" } ?? "-"
 print("packages \(count), JSON \(json.count / 1024) KiB; first sync \(String(format: "%.3f", seconds(first))) s")
-print("no-op resync, median of \(resyncs): \(String(format: "%.1f", times[times.count / 2] * 1000)) ms "
-    + "(min \(String(format: "%.1f", times[0] * 1000)), max \(String(format: "%.1f", times[times.count - 1] * 1000))); \(counts)")
+print(
+    "no-op resync, median of \(resyncs): \(String(format: "%.1f", times[times.count / 2] * 1000)) ms "
+        + "(min \(String(format: "%.1f", times[0] * 1000)), max \(String(format: "%.1f", times[times.count - 1] * 1000))); \(counts)"
+)

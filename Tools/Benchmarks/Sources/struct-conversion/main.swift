@@ -38,7 +38,8 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 }
 
 func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown"
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+        separator: " ") ?? "unknown"
 }
 
 struct CountMismatch: Error {
@@ -82,7 +83,8 @@ let ns = sizes.isEmpty ? [10_000, 50_000, 100_000] : sizes
 _ = try measure(1_000)  // warm-up
 print("struct-conversion: one upsert(structValue:as:identifiedBy: .attribute(\"url\")) per struct, best of 3")
 print("load average before: \(loadAverage())")
-print("| structs | upsert, inserting (µs/struct) | upsert, updating (µs/struct) | insert(structValue:as:) (µs/struct) |")
+print(
+    "| structs | upsert, inserting (µs/struct) | upsert, updating (µs/struct) | insert(structValue:as:) (µs/struct) |")
 print("|---:|---:|---:|---:|")
 for n in ns {
     let p = try measure(n)

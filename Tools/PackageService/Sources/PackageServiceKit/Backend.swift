@@ -176,7 +176,8 @@ func notAnArrayProblem(_ body: Data) -> String? {
 
 /// The total size of the regular files directly in `directory`.
 func bytesOnDisk(_ directory: URL) -> Int64 {
-    let files = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey])) ?? []
+    let files =
+        (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey])) ?? []
     return files.reduce(Int64(0)) { total, file in
         total + Int64((try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
     }

@@ -32,7 +32,10 @@ public final class GRDBBackend: PackageBackend {
             try db.execute(sql: Self.schema)
         }
         let (mode, version) = try pool.read { db in
-            (try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "?", try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? "?")
+            (
+                try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "?",
+                try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? "?"
+            )
         }
         sqliteVersion = version
         logger.info("opened SQLite", metadata: ["path": "\(path)", "journal_mode": "\(mode)", "sqlite": "\(version)"])
@@ -59,8 +62,8 @@ public final class GRDBBackend: PackageBackend {
         CREATE INDEX IF NOT EXISTS package_section_name ON package(section, name);
         """
 
-
-    private static let columns = "name, version, architecture, section, priority, installedSize, size, maintainer, homepage, summary, depends, sha256"
+    private static let columns =
+        "name, version, architecture, section, priority, installedSize, size, maintainer, homepage, summary, depends, sha256"
 
     public func package(named name: String) async throws -> PackageBody? {
         try await pool.read { db in
@@ -72,9 +75,11 @@ public final class GRDBBackend: PackageBackend {
         try await pool.read { db in
             if let section {
                 return try PackageBody.fetchAll(
-                    db, sql: "SELECT \(Self.columns) FROM package WHERE section = ? ORDER BY name LIMIT ?", arguments: [section, limit])
+                    db, sql: "SELECT \(Self.columns) FROM package WHERE section = ? ORDER BY name LIMIT ?",
+                    arguments: [section, limit])
             }
-            return try PackageBody.fetchAll(db, sql: "SELECT \(Self.columns) FROM package ORDER BY name LIMIT ?", arguments: [limit])
+            return try PackageBody.fetchAll(
+                db, sql: "SELECT \(Self.columns) FROM package ORDER BY name LIMIT ?", arguments: [limit])
         }
     }
 
@@ -97,16 +102,19 @@ public final class GRDBBackend: PackageBackend {
                 throw RequestRejected(.conflict, ErrorBody(error: emptyDocumentMessage(wouldDelete: stored)))
             }
             try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS listed (name TEXT PRIMARY KEY); DELETE FROM listed")
-            let addMaintainer = try db.cachedStatement(sql: "INSERT INTO maintainer (name) VALUES (?) ON CONFLICT(name) DO NOTHING")
+            let addMaintainer = try db.cachedStatement(
+                sql: "INSERT INTO maintainer (name) VALUES (?) ON CONFLICT(name) DO NOTHING")
             let maintainerID = try db.cachedStatement(sql: "SELECT id FROM maintainer WHERE name = ?")
             let storedVersion = try db.cachedStatement(sql: "SELECT version FROM package WHERE name = ?")
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO package (\(Self.columns), maintainerId) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            let update = try db.cachedStatement(sql: """
-                UPDATE package SET version = ?, architecture = ?, section = ?, priority = ?, installedSize = ?, size = ?,
-                    maintainer = ?, homepage = ?, summary = ?, depends = ?, sha256 = ?, maintainerId = ? WHERE name = ?
-                """)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO package (\(Self.columns), maintainerId) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE package SET version = ?, architecture = ?, section = ?, priority = ?, installedSize = ?, size = ?,
+                        maintainer = ?, homepage = ?, summary = ?, depends = ?, sha256 = ?, maintainerId = ? WHERE name = ?
+                    """)
             let list = try db.cachedStatement(sql: "INSERT OR IGNORE INTO listed (name) VALUES (?)")
             var seenMaintainers = Set<String>()
             for r in records {
@@ -137,15 +145,20 @@ public final class GRDBBackend: PackageBackend {
             }
             // The library's default sweep limit, applied the same way: at most half of the
             // packages stored before this sync (throwing rolls the transaction back).
-            let stored = packages.updated + packages.unchanged + (try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM package WHERE name NOT IN (SELECT name FROM listed)") ?? 0)
+            let stored =
+                packages.updated + packages.unchanged
+                + (try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM package WHERE name NOT IN (SELECT name FROM listed)") ?? 0)
             let doomed = stored - packages.updated - packages.unchanged
             if doomed > stored / 2 {
                 throw RequestRejected(.conflict, ErrorBody(error: sweepRefusedMessage(wouldDelete: doomed, of: stored)))
             }
             try db.execute(sql: "DELETE FROM package WHERE name NOT IN (SELECT name FROM listed)")
             packages.deleted = db.changesCount
-            try db.execute(sql: "DELETE FROM maintainer WHERE id NOT IN (SELECT maintainerId FROM package WHERE maintainerId IS NOT NULL)")
+            try db.execute(
+                sql:
+                    "DELETE FROM maintainer WHERE id NOT IN (SELECT maintainerId FROM package WHERE maintainerId IS NOT NULL)"
+            )
             maintainers.deleted = db.changesCount
             try db.execute(sql: "DELETE FROM listed")
             return (packages, maintainers)
@@ -183,7 +196,10 @@ public final class GRDBBackend: PackageBackend {
 
     public func stats() async throws -> StatsBody {
         let (packages, maintainers) = try await pool.read { db in
-            (try Int.fetchOne(db, sql: "SELECT count(*) FROM package") ?? 0, try Int.fetchOne(db, sql: "SELECT count(*) FROM maintainer") ?? 0)
+            (
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM package") ?? 0,
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM maintainer") ?? 0
+            )
         }
         return StatsBody(
             backend: name, packages: packages, maintainers: maintainers, snapshotVersion: nil, snapshotPublishing: nil,

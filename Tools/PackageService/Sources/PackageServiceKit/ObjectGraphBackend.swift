@@ -17,7 +17,8 @@ public final class ObjectGraphBackend: PackageBackend {
     public init(directory: URL, logger: Logger) throws {
         var options = StoreOptions()
         options.logger = logger
-        store = try AsyncStore(at: directory, schema: try Schema(DebianPackage.self, DebianMaintainer.self), options: options)
+        store = try AsyncStore(
+            at: directory, schema: try Schema(DebianPackage.self, DebianMaintainer.self), options: options)
         (maintainers, packages) = try Self.mappings()
     }
 
@@ -66,7 +67,8 @@ public final class ObjectGraphBackend: PackageBackend {
         } catch let error as MappingError {
             throw RequestRejected(
                 .badRequest,
-                ErrorBody(error: error.message, byteOffset: error.byteOffset, record: error.sourceIndex, key: error.keyPath))
+                ErrorBody(
+                    error: error.message, byteOffset: error.byteOffset, record: error.sourceIndex, key: error.keyPath))
         } catch let error as SyncError where error.code == .emptySync {
             let stored = (try? store.snapshot.count(of: DebianPackage.self)) ?? error.wouldRemove
             throw RequestRejected(.conflict, ErrorBody(error: emptyDocumentMessage(wouldDelete: stored)))
@@ -74,12 +76,15 @@ public final class ObjectGraphBackend: PackageBackend {
             guard error.entity == "DebianPackage", let stored = try? store.snapshot.count(of: DebianPackage.self) else {
                 throw RequestRejected(.conflict, ErrorBody(error: error.message))
             }
-            throw RequestRejected(.conflict, ErrorBody(error: sweepRefusedMessage(wouldDelete: error.wouldRemove, of: stored)))
+            throw RequestRejected(
+                .conflict, ErrorBody(error: sweepRefusedMessage(wouldDelete: error.wouldRemove, of: stored)))
         }
         let elapsed = ContinuousClock.now - start
         func counts(_ entity: String) -> SyncCountsBody {
             let c = result.counts[entity] ?? SyncCounts()
-            return SyncCountsBody(inserted: c.inserted, updated: c.updated, unchanged: c.unchanged, deleted: c.swept + c.tombstoned + c.invalid)
+            return SyncCountsBody(
+                inserted: c.inserted, updated: c.updated, unchanged: c.unchanged,
+                deleted: c.swept + c.tombstoned + c.invalid)
         }
         return SyncBody(
             packages: counts("DebianPackage"), maintainers: counts("DebianMaintainer"), records: records,
@@ -95,7 +100,8 @@ public final class ObjectGraphBackend: PackageBackend {
             maintainers: try snapshot.count(of: DebianMaintainer.self),
             snapshotVersion: snapshot.version,
             snapshotPublishing: PublishStatsBody(
-                publishes: publishing.publishes, lastPublishMicroseconds: (publishing.lastPublish.milliseconds * 1000).rounded(places: 1),
+                publishes: publishing.publishes,
+                lastPublishMicroseconds: (publishing.lastPublish.milliseconds * 1000).rounded(places: 1),
                 totalPublishMilliseconds: publishing.totalPublish.milliseconds.rounded(places: 3)),
             store: store.directory.path,
             bytesOnDisk: store.stats.bytesOnDisk)

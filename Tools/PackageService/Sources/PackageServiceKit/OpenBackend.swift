@@ -6,7 +6,9 @@ public import Logging
 ///
 /// - Throws: what opening throws (another process holding the store, a damaged journal),
 ///   ``FixtureError``, or what the fixture's sync throws; the backend is closed again then.
-public func openBackend(_ kind: BackendKind, directory: URL, fixture: URL, logger: Logger) async throws -> any PackageBackend {
+public func openBackend(
+    _ kind: BackendKind, directory: URL, fixture: URL, logger: Logger
+) async throws -> any PackageBackend {
     let start = ContinuousClock.now
     let backend: any PackageBackend =
         switch kind {
@@ -21,7 +23,8 @@ public func openBackend(_ kind: BackendKind, directory: URL, fixture: URL, logge
                 "loaded the fixture",
                 metadata: [
                     "fixture": "\(fixture.path)", "packages": "\(result.packages.inserted)",
-                    "maintainers": "\(result.maintainers.inserted)", "ms": "\(String(format: "%.1f", result.milliseconds))",
+                    "maintainers": "\(result.maintainers.inserted)",
+                    "ms": "\(String(format: "%.1f", result.milliseconds))",
                 ])
         }
         let stats = try await backend.stats()
@@ -29,7 +32,8 @@ public func openBackend(_ kind: BackendKind, directory: URL, fixture: URL, logge
             "store ready",
             metadata: [
                 "backend": "\(kind.rawValue)", "store": "\(stats.store)", "packages": "\(stats.packages)",
-                "maintainers": "\(stats.maintainers)", "ms": "\(String(format: "%.1f", (ContinuousClock.now - start).milliseconds))",
+                "maintainers": "\(stats.maintainers)",
+                "ms": "\(String(format: "%.1f", (ContinuousClock.now - start).milliseconds))",
             ])
         return backend
     } catch {

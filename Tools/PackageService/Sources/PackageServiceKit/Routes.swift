@@ -50,7 +50,9 @@ public enum ListLimit {
 /// - `GET /stats`: counts, snapshot version and publishing figures, where the store is.
 ///
 /// Every error answer is JSON (``ErrorBody``).
-public func buildRouter(backend: any PackageBackend, configuration: ServiceConfiguration, logger: Logger) -> Router<BasicRequestContext> {
+public func buildRouter(
+    backend: any PackageBackend, configuration: ServiceConfiguration, logger: Logger
+) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     router.middlewares.add(JSONErrorMiddleware(logger: logger))
     router.middlewares.add(LogRequestsMiddleware(.debug))
@@ -71,7 +73,9 @@ public func buildRouter(backend: any PackageBackend, configuration: ServiceConfi
         if let raw = query.get("limit") {
             guard let value = Int(raw), (1...ListLimit.maximum).contains(value) else {
                 throw RequestRejected(
-                    .badRequest, ErrorBody(error: "limit must be an integer from 1 to \(ListLimit.maximum), not '\(raw)'", key: "limit"))
+                    .badRequest,
+                    ErrorBody(
+                        error: "limit must be an integer from 1 to \(ListLimit.maximum), not '\(raw)'", key: "limit"))
             }
             limit = value
         }
@@ -83,12 +87,15 @@ public func buildRouter(backend: any PackageBackend, configuration: ServiceConfi
         var request = request
         let buffer = try await request.collectBody(upTo: configuration.maxSyncBytes)
         let body = Data(buffer.readableBytesView)
-        if let problem = notAnArrayProblem(body) { throw RequestRejected(.badRequest, ErrorBody(error: problem, byteOffset: 0)) }
+        if let problem = notAnArrayProblem(body) {
+            throw RequestRejected(.badRequest, ErrorBody(error: problem, byteOffset: 0))
+        }
         let result = try await backend.sync(body)
         logger.info(
             "synced",
             metadata: [
-                "records": "\(result.records)", "inserted": "\(result.packages.inserted)", "updated": "\(result.packages.updated)",
+                "records": "\(result.records)", "inserted": "\(result.packages.inserted)",
+                "updated": "\(result.packages.updated)",
                 "deleted": "\(result.packages.deleted)", "ms": "\(String(format: "%.1f", result.milliseconds))",
             ])
         return try jsonResponse(result)
@@ -124,7 +131,9 @@ func jsonResponse(_ value: some Encodable, status: HTTPResponse.Status = .ok) th
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let rejected as RequestRejected {
@@ -137,10 +146,14 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try jsonResponse(rejected.body, status: status)
         } catch let error as any HTTPResponseError {
             // Hummingbird's own refusals (413 for a body above the limit, 404 for no route).
-            let reason = error.status == .contentTooLarge ? "the body is larger than the service accepts" : error.status.reasonPhrase
+            let reason =
+                error.status == .contentTooLarge
+                ? "the body is larger than the service accepts" : error.status.reasonPhrase
             return try jsonResponse(ErrorBody(error: reason), status: error.status)
         } catch {
-            logger.error("request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
+            logger.error(
+                "request failed",
+                metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
             return try jsonResponse(ErrorBody(error: "\(error)"), status: .internalServerError)
         }
     }

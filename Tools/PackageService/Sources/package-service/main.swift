@@ -21,12 +21,14 @@ struct PackageServiceCommand: AsyncParsableCommand {
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve", abstract: "Opens the store (loading the fixture when it is empty) and serves it until SIGINT or SIGTERM.")
+        commandName: "serve",
+        abstract: "Opens the store (loading the fixture when it is empty) and serves it until SIGINT or SIGTERM.")
 
     @Option(help: "The store's directory; created when missing.")
     var store: String
 
-    @Option(help: "The fixture loaded into an empty store (default: the repository's Fixtures/debian-packages.jsonl.lz4).")
+    @Option(
+        help: "The fixture loaded into an empty store (default: the repository's Fixtures/debian-packages.jsonl.lz4).")
     var fixture: String?
 
     @Option(help: "The address to listen on.")
@@ -43,9 +45,12 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard BackendKind(rawValue: backend) != nil else {
-            throw ValidationError("--backend must be one of \(BackendKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError(
+                "--backend must be one of \(BackendKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("unknown --log-level '\(logLevel)'")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
     }
 
@@ -59,7 +64,8 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "package-service")
         let kind = BackendKind(rawValue: backend) ?? .objectgraph
         let fixtureURL = fixture.map { URL(fileURLWithPath: $0) } ?? bundledFixture
-        let backend = try await openBackend(kind, directory: URL(fileURLWithPath: store), fixture: fixtureURL, logger: logger)
+        let backend = try await openBackend(
+            kind, directory: URL(fileURLWithPath: store), fixture: fixtureURL, logger: logger)
         let app = makeApplication(
             backend: backend, configuration: ServiceConfiguration(host: host, port: port), logger: logger,
             onServerRunning: { port in logger.info("listening", metadata: ["address": "http://\(host):\(port)"]) })
@@ -112,7 +118,8 @@ struct BenchData: ParsableCommand {
         try PackageRecord.jsonArray(newer).write(to: directory.appendingPathComponent("newer.json"))
         let names = records.map(\.name).filter { !heldBack.contains($0) && !obsolete.contains($0) }
         try Data((names.joined(separator: "\n") + "\n").utf8).write(to: directory.appendingPathComponent("names.txt"))
-        print("bench-data: \(names.count) names; older.json \(older.count) packages, newer.json \(newer.count) "
-            + "(\(team.subtracting(obsolete).count) at a new version) in \(directory.path)")
+        print(
+            "bench-data: \(names.count) names; older.json \(older.count) packages, newer.json \(newer.count) "
+                + "(\(team.subtracting(obsolete).count) at a new version) in \(directory.path)")
     }
 }

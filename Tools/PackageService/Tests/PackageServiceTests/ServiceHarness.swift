@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Logging
 import PackageServiceKit
 import ServiceLifecycle
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
@@ -13,7 +14,8 @@ struct TestFailure: Error, CustomStringConvertible {
 
 /// A new, empty directory under the system's temporary directory.
 func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("package-service-tests-\(UUID().uuidString)")
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "package-service-tests-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
@@ -35,7 +37,8 @@ struct ServiceClient: Sendable {
             do {
                 return try JSONDecoder().decode(T.self, from: body)
             } catch {
-                throw TestFailure("status \(status), body \(String(decoding: body, as: UTF8.self).prefix(300)): \(error)")
+                throw TestFailure(
+                    "status \(status), body \(String(decoding: body, as: UTF8.self).prefix(300)): \(error)")
             }
         }
     }
@@ -61,7 +64,8 @@ struct ServiceClient: Sendable {
 /// empty), serves it on a free loopback port, runs `body` with a client of it, then shuts the
 /// server down gracefully and closes the store, as the executable does on SIGTERM.
 func withService(
-    _ kind: BackendKind, directory: URL? = nil, maxSyncBytes: Int = 64 << 20, _ body: (ServiceClient) async throws -> Void
+    _ kind: BackendKind, directory: URL? = nil, maxSyncBytes: Int = 64 << 20,
+    _ body: (ServiceClient) async throws -> Void
 ) async throws {
     let owned = directory == nil
     let directory = try directory ?? temporaryDirectory()
@@ -69,7 +73,9 @@ func withService(
     let logger = Logger(label: "package-service-tests") { _ in SwiftLogNoOpLogHandler() }
     let backend = try await openBackend(kind, directory: directory, fixture: bundledFixture, logger: logger)
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-    let app = makeApplication(backend: backend, configuration: ServiceConfiguration(port: 0, maxSyncBytes: maxSyncBytes), logger: logger) { port in
+    let app = makeApplication(
+        backend: backend, configuration: ServiceConfiguration(port: 0, maxSyncBytes: maxSyncBytes), logger: logger
+    ) { port in
         portContinuation.yield(port)
     }
     let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
