@@ -1,6 +1,6 @@
 # ObjectGraph — the commands the README promises.
 #   make demo   the main job on the bundled Debian package index
-#   make test   every test (a short, bounded property/fuzz pass included), then make docs' check
+#   make test   make lint, every test (a short, bounded property/fuzz pass included), then make docs' check
 #   make docs   the DocC catalog into .build/docs, failing on any DocC warning
 #   make format rewrite every tracked Swift file with the toolchain's swift format (.swift-format)
 #   make lint   fail on any tracked Swift file that make format would change (part of make test)
@@ -43,14 +43,16 @@ demo: deps
 	$(SWIFT) build --target ObjectGraphMacros
 	OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release objectgraph-demo Fixtures/debian-packages.jsonl.lz4
 
-test: deps
+test: deps lint
 	$(SWIFT) test
 	bash Tools/build-docs.sh
 
 # The toolchain's own formatter (`swift format`, shipped with Swift 6; no package to resolve),
 # configured by the committed .swift-format: four-space indents, 120 columns, the default rules
-# except two that would undo the compact style this code uses on purpose (several statements on
-# a line: DoNotUseSemicolons; several variables in one declaration: OneVariableDeclarationPerLine).
+# except four that would undo styles this code uses on purpose: several statements on a line
+# (DoNotUseSemicolons), several variables in one declaration (OneVariableDeclarationPerLine), a
+# closure argument before a trailing closure (OnlyOneTrailingClosureArgument) and an inline
+# `/* EIO */` naming a literal (NoBlockComments).
 # Only tracked files: the packages under Tools/ keep their own .build trees of checkouts.
 SWIFT_FILES = $(shell git ls-files '*.swift')
 

@@ -57,7 +57,8 @@ struct HugePagesTests {
             let before = fallbacks()
             base.storeBytes(of: 1, toByteOffset: size / 2 + page, as: UInt8.self)  // in the range, before huge page 1
             base.storeBytes(of: 1, toByteOffset: size + 100, as: UInt8.self)  // huge page 1
-            base.storeBytes(of: 1, toByteOffset: 2 * size + size / 4, as: UInt8.self)  // in the range, after huge page 1
+            // in the range, after huge page 1
+            base.storeBytes(of: 1, toByteOffset: 2 * size + size / 4, as: UInt8.self)
             base.storeBytes(of: 1, toByteOffset: 3 * size + 100, as: UInt8.self)  // past the range
 
             #expect(try residentPages(base, bytes: size) == 1, "a touch before the whole huge page maps one small page")

@@ -72,21 +72,21 @@ struct DamageMatrixTests {
             let label = try Self.apply(kind, to: dir, random: &random)
             let verify = try Tool.run(["verify", dir.path])
             outcomes["\(kind) → \(verify.status)", default: 0] += 1
-            let where_ = "case \(index) \(label), seed \(damageSeed)"
-            let context = Comment(rawValue: where_)
+            let place = "case \(index) \(label), seed \(damageSeed)"
+            let context = Comment(rawValue: place)
             switch verify.status {
             case 1:
                 // Unreadable as a whole (MANIFEST damaged, a file that is not a regular file):
                 // nothing opens it, nothing is changed.
                 let before = try Damage.regularContents(of: dir)
                 for recovery in [JournalOptions.Recovery.tolerateTornTail, .pointInTime] {
-                    #expect(throws: StoreError.self, "\(where_)") {
+                    #expect(throws: StoreError.self, "\(place)") {
                         _ = try ObjectStore.open(
                             at: dir, schema: try Schema(Reading.self),
                             options: StoreOptions(durability: .none, recovery: recovery))
                     }
                 }
-                #expect(try Damage.regularContents(of: dir) == before, "\(where_)")
+                #expect(try Damage.regularContents(of: dir) == before, "\(place)")
             case _
             where kind == .payloadWithChecksum && verify.status == 0 && (try? Self.refusesAsAnotherModel(dir)) == true:
                 // A schema record changed with its checksum recomputed that still decodes (an
@@ -107,10 +107,10 @@ struct DamageMatrixTests {
                     && (verify.status != 3
                         || Self.firstCorruptRecord(verify.stdout).map { $0 > (Self.record(in: label) ?? .max) } == true)
                 let isAState = original.states.contains(kept) || forged
-                #expect(isAState, "point-in-time recovery kept the state after some save: \(where_)")
+                #expect(isAState, "point-in-time recovery kept the state after some save: \(place)")
                 if verify.status != 3 {
                     let same = outcome.defaultOpenObjects == kept
-                    #expect(same, "without corruption nothing is dropped: \(where_)")
+                    #expect(same, "without corruption nothing is dropped: \(place)")
                 }
             }
         }

@@ -166,7 +166,8 @@ struct IndexTests {
             all.append(l)
         }
         try context.save()
-        _ = try context.fetch(FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "even" }))  // builds the index
+        // builds the index
+        _ = try context.fetch(FetchDescriptor<Listing>(predicate: #Predicate { $0.section == "even" }))
         all[0].section = "odd"
         all[1].section = "even"
         context.delete(all[2])

@@ -126,7 +126,8 @@ struct LifecycleTests {
         #expect(error.code == .willSaveDidNotSettle)
         #expect(error.message.contains("Document/1"))
         #expect(backend.saved.isEmpty)
-        #expect(d.revision == 0 && d.normalizedTitle == "")  // willSave's changes were undone (Docs/Semantics.md, rule 12)
+        // willSave's changes were undone (Docs/Semantics.md, rule 12)
+        #expect(d.revision == 0 && d.normalizedTitle == "")
         #expect(d.isInserted)
     }
 

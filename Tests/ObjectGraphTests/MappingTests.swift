@@ -29,6 +29,8 @@ import Testing
 }
 
 @Entity final class ApprovedComment {
+    // The JSON key's own spelling: the mapping infers the attribute from it.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     var approved_comment_id: Int64 = 0
     var id: Int64 = 0
     var text: String = ""

@@ -191,7 +191,8 @@ struct RelationshipTests {
         let error = try #require(throws: ValidationError.self) { try c.save() }
         #expect(error.failures.count == 1)
         #expect(error.failures[0].key == "books" && error.failures[0].objectID == library.objectID)
-        #expect(library.isDeleted && folder.isDeleted)  // the context kept its pending changes (Docs/Semantics.md, rule 12)
+        // the context kept its pending changes (Docs/Semantics.md, rule 12)
+        #expect(library.isDeleted && folder.isDeleted)
         c.delete(book)
         try c.save()
         #expect(try c.count(of: Library.self) + c.count(of: Book.self) == 0)

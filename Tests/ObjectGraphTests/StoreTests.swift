@@ -78,7 +78,8 @@ struct StoreTests {
         #expect(try store.context.insert(Person.self).objectID?.serial == 101)
     }
 
-    @Test func replayNeverCallsAwakeFromInsertAndCallsAwakeFromFetchOncePerObject() throws {  // Docs/Semantics.md, rule 1
+    // Docs/Semantics.md, rule 1
+    @Test func replayNeverCallsAwakeFromInsertAndCallsAwakeFromFetchOncePerObject() throws {
         let dir = temporaryStoreDirectory()
         let schema = try Schema(Fetched.self)
         do {

@@ -108,10 +108,8 @@ struct TransactionValidationTests {
             var damaged = payload
             guard damaged[i] <= 1 else { continue }
             damaged[i] = 2
-            if case .failure(let e) = Result(catching: { () throws(StoreError) in try schema.decodeTransaction(damaged)
-                }),
-                e.message.contains("null flag 2")
-            {
+            let decoded = Result { () throws(StoreError) in try schema.decodeTransaction(damaged) }
+            if case .failure(let e) = decoded, e.message.contains("null flag 2") {
                 flagged = true
                 Self.expectAgreement(schema, damaged, "null flag 2 at \(i)")
             }

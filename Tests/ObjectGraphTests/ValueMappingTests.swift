@@ -503,7 +503,8 @@ private func mappingError(_ body: () throws -> Void) -> MappingError? {
 
     @Test func aFailingValueInABatchLeavesTheContextUnchanged() throws {
         let context = try makeVMContext()
-        let kept = try context.upsert(VMNoteRecord(id: 1, text: "kept"), as: VMNote.self, identifiedBy: byID)  // pending, stays
+        // pending, stays
+        let kept = try context.upsert(VMNoteRecord(id: 1, text: "kept"), as: VMNote.self, identifiedBy: byID)
         struct Line: Encodable { var id: Int64; var text: String; var colour: String? }
         let lines = [
             Line(id: 1, text: "changed", colour: nil), Line(id: 2, text: "new", colour: nil),

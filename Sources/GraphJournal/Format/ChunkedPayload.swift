@@ -33,7 +33,8 @@ enum ChunkedPayload {
                     rebasing: payload[(i * chunkSize)..<min((i + 1) * chunkSize, payload.count)])
                 var block: [UInt8] = []
                 block.reserveCapacity(chunk.count)
-                if LZ4.appendBlock(chunk, to: &block, limit: chunk.count - 1) > 0 { slots[i] = block }  // else: stored raw
+                // else: stored raw
+                if LZ4.appendBlock(chunk, to: &block, limit: chunk.count - 1) > 0 { slots[i] = block }
             }
         }
         var total = 4 + 4 * n

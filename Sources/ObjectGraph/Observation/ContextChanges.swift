@@ -70,7 +70,8 @@ extension ContextChanges {
             inserted += p.inserts.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
             for row in p.updates {
                 var keys: Set<String> = []
-                let primitiveOnly = t.changes.primitiveOnly[Int32(row)] ?? 0  // saved, not reported (Docs/Semantics.md, rule 3)
+                // saved, not reported (Docs/Semantics.md, rule 3)
+                let primitiveOnly = t.changes.primitiveOnly[Int32(row)] ?? 0
                 for slot in 0..<t.stride where t.slotDiffers(row: row, slot: slot) {
                     if slot < 64 && primitiveOnly & (1 << UInt64(slot)) != 0 { continue }
                     keys.insert(t.entity.attributes[slot].name)

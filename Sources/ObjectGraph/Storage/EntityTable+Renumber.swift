@@ -78,7 +78,8 @@ extension EntityTable {
         values = consume newValues
         nulls = consume newNulls
         flags = consume newFlags
-        identity.serialOfRow = CountingArray(consume newSerials, offset: 1)  // stores nothing if row r now has serial r + 1
+        // stores nothing if row r now has serial r + 1
+        identity.serialOfRow = CountingArray(consume newSerials, offset: 1)
         instances = RowSlots(consume newInstances, absent: nil)
         changes.beforeIndex = RowSlots(consume newBefore, absent: -1)
         identity.freeRows = []
