@@ -14,9 +14,7 @@ extension EntityTable {
     func identityMatch(cells: [RawCell], in index: IdentityIndex) -> IdentityMatch {
         prepare(index)
         index.lookups += 1
-        var hasher = _KeyHasher(seed: index.seed)
-        for cell in cells { Self.combine(cell, into: &hasher) }
-        let h = hasher.finalize()
+        let h = Self.keyHash(cells: cells, seed: index.seed)
         guard let head = headRow(hash: h, in: index, matches: { self.row($0, hasKey: cells, slots: index.slots) })
         else { return .none }
         var found: Int?
@@ -68,7 +66,7 @@ extension EntityTable {
     /// Adds `row` (live, not filed) under its current key, second in its key's list when the
     /// key has one; a row with a nil key attribute is not filed.
     private func file(_ row: Int, in index: IdentityIndex) {
-        guard let h = identityHash(row: row, index) else { return }
+        guard let h = keyHash(row: row, slots: index.slots, seed: index.seed) else { return }
         if (index.used + 1) * 2 > index.buckets.count { grow(index) }
         let mask = index.buckets.count - 1
         var b = h & mask
@@ -153,29 +151,6 @@ extension EntityTable {
             while index.buckets[b] != IdentityIndex.empty { b = (b + 1) & mask }
             index.buckets[b] = r
             index.used += 1
-        }
-    }
-
-    /// The hash of `row`'s key in `index`, equal to the hash of its cells that
-    /// ``identityMatch(cells:in:)`` computes; nil when a key attribute is nil.
-    private func identityHash(row: Int, _ index: IdentityIndex) -> Int? {
-        var hasher = _KeyHasher(seed: index.seed)
-        for s in index.slots {
-            if isNull(row: row, slot: s) { return nil }
-            let cell = values[row * stride + s]
-            if types[s].isVariableLength {
-                arena.withBytes(ArenaRef(cell)) { hasher.combine(bytes: $0) }
-            } else {
-                hasher.combine(cell)
-            }
-        }
-        return hasher.finalize()
-    }
-
-    private static func combine(_ cell: RawCell, into hasher: inout _KeyHasher) {
-        switch cell {
-        case .fixed(let bits): hasher.combine(bits)
-        case .bytes(let buffer): hasher.combine(bytes: buffer)
         }
     }
 

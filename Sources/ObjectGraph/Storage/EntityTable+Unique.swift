@@ -47,9 +47,17 @@ extension EntityTable {
 extension EntityTable {
     /// The hash of `row`'s key in `index`, or nil when a key attribute is nil (not indexed).
     @inline(__always)
-    func keyHash(row: Int, _ index: UniqueIndex) -> Int? {
-        var hasher = _KeyHasher(seed: index.seed)
-        for slot in index.slots {
+    func keyHash(row: Int, _ index: UniqueIndex) -> Int? { keyHash(row: row, slots: index.slots, seed: index.seed) }
+
+    /// The hash of a probe key given as cells, matching ``keyHash(row:_:)``.
+    func keyHash(cells: [RawCell], _ index: UniqueIndex) -> Int { Self.keyHash(cells: cells, seed: index.seed) }
+
+    /// The hash, under `seed`, of `row`'s cells at `slots` (a unique or an identity index's
+    /// key), or nil when one of them is nil.
+    @inline(__always)
+    func keyHash(row: Int, slots: [Int], seed: UInt64) -> Int? {
+        var hasher = _KeyHasher(seed: seed)
+        for slot in slots {
             if isNull(row: row, slot: slot) { return nil }
             let cell = values[row * stride + slot]
             if types[slot].isVariableLength {
@@ -61,9 +69,10 @@ extension EntityTable {
         return hasher.finalize()
     }
 
-    /// The hash of a probe key given as cells, matching ``keyHash(row:_:)``.
-    func keyHash(cells: [RawCell], _ index: UniqueIndex) -> Int {
-        var hasher = _KeyHasher(seed: index.seed)
+    /// The hash, under `seed`, of a probe key given as cells, matching
+    /// ``keyHash(row:slots:seed:)``.
+    static func keyHash(cells: [RawCell], seed: UInt64) -> Int {
+        var hasher = _KeyHasher(seed: seed)
         for cell in cells {
             switch cell {
             case .fixed(let bits): hasher.combine(bits)
