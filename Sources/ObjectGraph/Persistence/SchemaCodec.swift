@@ -2,8 +2,10 @@
 /// can be read, dumped and compacted without the application's model code.
 ///
 /// ```
-/// payload   := u8 version entityCount entity*  [varint linkCount link* if version 3]
-///              version: 1; 2 when a relationship slot is present; 3 when a link is present
+/// payload   := u8 version entityCount entity*  [varint linkCount link* if version ≥ 3]
+///              [varint versionCount string* if version 4]
+///              version: 1; 2 when a relationship slot is present; 3 when a link is present;
+///              4 when the schema names its versions (``StoredSchema/versions``)
 /// entity    := string name  varint attributeCount attribute*
 /// attribute := string name  string type  string valueKind  string swiftType  u8 flags
 ///              [value default if flags & 2]  [string originalName if flags & 4]
@@ -52,6 +54,15 @@ public struct StoredSchema: Sendable, Hashable {
     /// The relationships stored as links, in the order transaction payloads refer to them.
     public var links: [Link] = []
 
+    /// The version identifiers of the models this store was written with, oldest first; the
+    /// last one is this schema's (``VersionedSchema/versionIdentifier``). Empty for a store
+    /// opened without versions (``Schema/init(_:)-([any Entity.Type])``). A migration appends
+    /// the version it migrated to; a compaction keeps the list.
+    public var versions: [String] = []
+
+    /// This schema's version identifier: the last of ``versions``, nil for an unversioned one.
+    public var versionIdentifier: String? { versions.last }
+
     /// The payload format version this code writes for a schema without relationships; version
     /// 1 readers can read it.
     static let version: UInt8 = 1
@@ -61,10 +72,14 @@ public struct StoredSchema: Sendable, Hashable {
     /// The version written when the schema has relationships stored as links: the link list
     /// follows the entities.
     static let linkVersion: UInt8 = 3
+    /// The version written when the schema names its versions: the link list (possibly empty)
+    /// then the version identifiers follow the entities.
+    static let versionsVersion: UInt8 = 4
 
-    init(entities: [Entity], links: [Link] = []) {
+    init(entities: [Entity], links: [Link] = [], versions: [String] = []) {
         self.entities = entities
         self.links = links
+        self.versions = versions
     }
 
     /// The stored form of a live schema.
@@ -78,13 +93,32 @@ public struct StoredSchema: Sendable, Hashable {
             return Entity(name: e.name, attributes: attributes)
         }
         links = schema.links.map { Link(entities: $0.entities, names: $0.names, ordered: $0.ordered, toOne: $0.toOne) }
+        versions = schema.versionIdentifier.map { [$0] } ?? []
+    }
+
+    /// Whether `other` records the same entities, attributes (names, types, optionality) and
+    /// links as this schema, whatever the versions, defaults and Swift type names: what
+    /// matches an unversioned store to a version of a migration plan.
+    public func hasSameShape(as other: StoredSchema) -> Bool {
+        func shape(_ s: StoredSchema) -> [[String]] {
+            s.entities.map { e in
+                [e.name]
+                    + e.attributes.map {
+                        "\($0.name):\($0.type.rawValue):\($0.isOptional):\($0.destinationEntity ?? "")"
+                    }
+            } + s.links.map { [$0.describe(in: s)] }
+        }
+        return shape(self) == shape(other)
     }
 
     /// Encodes the schema payload.
     public func encoded() -> [UInt8] {
         var w = ByteWriter()
         let references = entities.contains { $0.attributes.contains { $0.destinationEntity != nil } }
-        w.byte(!links.isEmpty ? Self.linkVersion : references ? Self.relationshipVersion : Self.version)
+        w.byte(
+            !versions.isEmpty
+                ? Self.versionsVersion
+                : !links.isEmpty ? Self.linkVersion : references ? Self.relationshipVersion : Self.version)
         w.varint(entities.count)
         for e in entities {
             w.string(e.name)
@@ -102,7 +136,7 @@ public struct StoredSchema: Sendable, Hashable {
                 if let d = a.destinationEntity { w.string(d) }
             }
         }
-        if !links.isEmpty {
+        if !links.isEmpty || !versions.isEmpty {
             w.varint(links.count)
             for l in links {
                 for side in 0..<2 {
@@ -111,6 +145,10 @@ public struct StoredSchema: Sendable, Hashable {
                     w.byte((l.ordered[side] ? 1 : 0) | (l.toOne[side] ? 2 : 0))
                 }
             }
+        }
+        if !versions.isEmpty {
+            w.varint(versions.count)
+            for v in versions { w.string(v) }
         }
         return w.bytes
     }
@@ -122,10 +160,10 @@ public struct StoredSchema: Sendable, Hashable {
         do throws(PayloadReader.Failure) {
             return try PayloadReader.read(bytes) { r throws(PayloadReader.Failure) -> StoredSchema in
                 let version = try r.byte()
-                guard version >= Self.version && version <= Self.linkVersion else {
+                guard version >= Self.version && version <= Self.versionsVersion else {
                     throw PayloadReader.malformed(
                         0,
-                        "schema payload version \(version) is not supported (this build reads \(Self.version) to \(Self.linkVersion))"
+                        "schema payload version \(version) is not supported (this build reads \(Self.version) to \(Self.versionsVersion))"
                     )
                 }
                 var entities: [Entity] = []
@@ -188,10 +226,19 @@ public struct StoredSchema: Sendable, Hashable {
                         links.append(link)
                     }
                 }
+                var versions: [String] = []
+                if version >= Self.versionsVersion {
+                    let offset = r.offset
+                    let count = try r.count(limit: 1 << 16)
+                    guard count > 0 else {
+                        throw PayloadReader.malformed(offset, "a version 4 schema names no version")
+                    }
+                    for _ in 0..<count { versions.append(try r.string()) }
+                }
                 guard r.isAtEnd else {
                     throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the schema")
                 }
-                return StoredSchema(entities: entities, links: links)
+                return StoredSchema(entities: entities, links: links, versions: versions)
             }
         } catch {
             switch error {

@@ -200,6 +200,11 @@ public struct Schema: Sendable {
     let relationships: [[ResolvedRelationship]]
     /// The relationships stored as links (many-to-many and ordered), one table each.
     let links: [ResolvedLink]
+    /// The identifier of the ``VersionedSchema`` this schema was made from
+    /// (``init(versioned:)``); nil for a schema of entity types alone. The journal records
+    /// it with the schema, so that opening with a ``SchemaMigrationPlan`` knows which version
+    /// a store holds.
+    public internal(set) var versionIdentifier: String?
 
     /// Creates a schema of the given entity types.
     ///
