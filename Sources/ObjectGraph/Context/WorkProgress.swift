@@ -25,6 +25,9 @@ public struct WorkProgress: Sendable, Hashable, CustomStringConvertible {
         case compaction
         /// ``ObjectStore/open(at:schema:options:)``: the replay of the journal.
         case open
+        /// ``ObjectStore/open(at:migrationPlan:options:)`` migrating a store written at an
+        /// earlier version of the model: its stages, then the writing of the new base.
+        case migration
     }
 
     /// What ``WorkProgress/completed`` and ``WorkProgress/total`` count.
@@ -35,6 +38,8 @@ public struct WorkProgress: Sendable, Hashable, CustomStringConvertible {
         case records
         /// Bytes (of the journal's segments on disk, for the replay at open).
         case bytes
+        /// Stages of a migration, and the writing of its base as the last one.
+        case stages
     }
 
     /// The operation reporting.
@@ -120,7 +125,7 @@ struct _WorkReporter {
         self.operation = operation
         self.unit = unit
         self.total = total
-        stride = unit == .bytes ? Self.byteStride : Self.itemStride
+        stride = unit == .bytes ? Self.byteStride : unit == .stages ? 1 : Self.itemStride
         next = stride
     }
 

@@ -70,9 +70,14 @@ final class JournalDoor: PersistenceDoor {
     /// ``replay(into:progress:)`` from the records `records` walks: the journal's, or those an
     /// open hands on as it checks them (`ObjectStore.open`). With `begins`, the first progress
     /// report is made when `records` first reports, and `begins` is then cleared.
+    ///
+    /// With `guardingVersion`, a schema record that names another version than the context's
+    /// schema (or, with `unversionedToo`, none) stops the replay with a `versionMismatch`
+    /// error before anything of that version is replayed: the open then runs its migration
+    /// plan, or refuses naming both versions (``ObjectStore``'s migration).
     static func replay(
         into context: ModelContext, directory: URL, progress: inout _WorkReporter, begins: inout Bool,
-        records: RecordSource
+        guardingVersion: Bool = false, unversionedToo: Bool = false, records: RecordSource
     ) throws(StoreError) {
         var stored: StoredSchema?
         var mapping: SchemaMapping?
@@ -107,6 +112,15 @@ final class JournalDoor: PersistenceDoor {
                     let s: StoredSchema
                     do { s = try StoredSchema.decode(bytes) } catch let error as StoreError {
                         throw StoreError(error.code, "record \(sequence): \(error.message)", sequence: sequence)
+                    }
+                    if guardingVersion, let expected = context.schema.versionIdentifier,
+                        s.versionIdentifier != expected, s.versionIdentifier != nil || unversionedToo
+                    {
+                        throw StoreError(
+                            .migration,
+                            "record \(sequence) is a schema of version \(s.versionIdentifier ?? "(unversioned)"); the model is version \(expected)",
+                            sequence: sequence, storedVersion: s.versionIdentifier, modelVersion: expected,
+                            versionMismatch: true)
                     }
                     stored = s
                     mapping = try SchemaMapping(stored: s, current: context.schema)
@@ -147,6 +161,12 @@ final class JournalDoor: PersistenceDoor {
                     }
                     .joined(separator: "; "))
         }
+        finishReplay(context)
+    }
+
+    /// What follows the last record replayed into `context`: the arenas' committed marks, the
+    /// link lists flattened.
+    static func finishReplay(_ context: ModelContext) {
         for t in context.tables {
             t.changes.committedArenaCount = t.arena.count; t.changes.committedGarbage = t.arena.garbage
         }

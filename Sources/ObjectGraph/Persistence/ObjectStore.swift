@@ -150,8 +150,10 @@ public final class ObjectStore {
             do throws(StoreError) {
                 let start = ContinuousClock.now
                 let context = ModelContext(schema: known)
-                try JournalDoor.replay(into: context, directory: directory, progress: &progress, begins: &begins) {
-                    walkProgress, body in
+                try JournalDoor.replay(
+                    into: context, directory: directory, progress: &progress, begins: &begins, guardingVersion: true,
+                    unversionedToo: options.migrationPlan != nil
+                ) { walkProgress, body in
                     do {
                         opened = try Journal.open(
                             directory: directory.path, options: journalOptions, progress: walkProgress, replay: body)
@@ -174,11 +176,18 @@ public final class ObjectStore {
                     }
                 }
                 let door = JournalDoor(
-                    journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(known).encoded()
-                )
+                    journal: journal, directory: directory, options: options,
+                    schemaBytes: StoredSchema.recorded(known, after: journal.schema))
                 return try make(
                     door: door, replayed: context, since: start, options: options, earlierReports: earlierReports,
                     progress: &progress)
+            } catch  where error.versionMismatch {
+                // A schema record of another version: nothing was replayed of it, nothing changed
+                // on disk. The journal's last schema says where the store is; the plan, if any,
+                // takes it from there.
+                try? opened?.close()
+                return try openMigrating(
+                    at: directory, schema: known, options: options, journalOptions: journalOptions)
             } catch  where error.code == .corruptPayload && error.sequence != nil {
                 // Nothing was changed on disk: the open stopped before it settled anything.
                 try? opened?.close()
@@ -226,14 +235,15 @@ public final class ObjectStore {
     /// `progress` makes the open's reports: the first one at the first attempt (a reopen for an
     /// undecodable record goes on from where the reports got), then the replay's, then the
     /// final one once the store is ready.
-    private static func make(
+    static func make(
         journal: Journal, directory: URL, schema: Schema, options: StoreOptions, earlierReports: [JournalOpenReport],
         progress: inout _WorkReporter
     ) throws(StoreError) -> ObjectStore {
         let start = ContinuousClock.now
         let context = ModelContext(schema: schema)
         let door = JournalDoor(
-            journal: journal, directory: directory, options: options, schemaBytes: StoredSchema(schema).encoded())
+            journal: journal, directory: directory, options: options,
+            schemaBytes: StoredSchema.recorded(schema, after: journal.schema))
         progress.total = Int(journal.stats.bytesOnDisk)
         do throws(CancellationError) {
             if earlierReports.isEmpty { try progress.begin() }
@@ -394,6 +404,13 @@ public struct StoreOptions: Sendable {
     public var logger: Logger?
     /// Lower-level journal options (segment size, the I/O layer for fault injection).
     public var journal = JournalOptions()
+    /// The versions of the model and the stages between them. When set, opening a store
+    /// written at an earlier version of the plan migrates it first, stage after stage, to the
+    /// version of the schema opened with (``Schema/init(versioned:)``, normally the plan's
+    /// last). ``ObjectStore/open(at:migrationPlan:options:)`` sets it; set it yourself for an
+    /// ``AsyncStore`` or a replicated store. Nil (the default): a store at another version
+    /// than the schema's fails to open with ``StoreError`` code `migration`.
+    public var migrationPlan: (any SchemaMigrationPlan.Type)?
     /// Receives the progress of opening the store: ``WorkProgress`` reports (operation `open`,
     /// unit `bytes`: the journal's segments replayed, out of their size on disk), the first once
     /// the journal is opened and checked, then one each time the replay passes another 256 KiB,

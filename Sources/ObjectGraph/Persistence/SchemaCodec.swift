@@ -270,9 +270,13 @@ struct SchemaMapping {
 
     /// Matches entities by name and attributes by name or declared original name.
     ///
+    /// With `permissive` (the copy a custom migration stage starts from), an attribute whose
+    /// type changed incompatibly, and a relationship stored as links that is now of another
+    /// kind, are dropped instead of refused: the stage sets them from the old objects.
+    ///
     /// - Throws: ``StoreError`` with code `incompatibleSchema` for an attribute whose type changed
     ///   to one that cannot hold every stored value.
-    init(stored: StoredSchema, current: Schema) throws(StoreError) {
+    init(stored: StoredSchema, current: Schema, permissive: Bool = false) throws(StoreError) {
         var entity: [Int?] = []
         var slots: [[Int]] = []
         var problems: [String] = []
@@ -294,7 +298,16 @@ struct SchemaMapping {
                     continue
                 }
                 let now = d.attributes[slot]
-                if !Self.canWiden(from: a.type, to: now.type) {
+                // For a custom stage, a value whose Swift type changed (an enum or a Codable
+                // type, stored as its raw value or JSON) starts at its default too.
+                let retyped =
+                    a.valueKind != now.valueKind
+                    || (now.valueKind != .primitive && a.swiftTypeName != now.swiftTypeName)
+                if !Self.canWiden(from: a.type, to: now.type) || permissive && retyped {
+                    if permissive {
+                        map.append(-1)
+                        continue
+                    }
                     problems.append(
                         "\(e.name).\(a.name) was stored as \(a.type.rawValue) and is now \(now.name): \(now.type.rawValue)"
                     )
@@ -321,7 +334,7 @@ struct SchemaMapping {
                 continue
             }
             // Still declared, no longer as links: refused, not dropped.
-            for s in 0..<2 {
+            for s in 0..<2 where !permissive {
                 if let e = current.entity(named: names[s]), e.relationships.contains(where: { $0.name == l.names[s] }) {
                     problems.append(
                         "\(names[s]).\(l.names[s]) was stored as links (\(l.describe(in: stored))) and is now a relationship of another kind; "

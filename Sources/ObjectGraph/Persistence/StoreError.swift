@@ -38,6 +38,11 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A save with something to write reached a read-only store (a replica: its records
         /// come only from its source, ``ObjectStore/applyShipped(_:schema:origin:)``).
         case readOnly
+        /// The store holds another version of the model than the code opening it, and no
+        /// ``SchemaMigrationPlan`` says how to go from one to the other (or the store is newer
+        /// than the code); or a migration stage failed. ``StoreError/storedVersion`` and
+        /// ``StoreError/modelVersion`` name both versions. Nothing was written.
+        case migration
     }
 
     /// The kind of failure.
@@ -48,17 +53,32 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public let journalError: JournalError?
     /// The sequence number of the journal record concerned, when known.
     public let sequence: UInt64?
+    /// The version of the model the store holds (``VersionedSchema/versionIdentifier``), for a
+    /// ``Code/migration`` error; nil for an unversioned store or another error.
+    public let storedVersion: String?
+    /// The version of the model the code opening the store uses, for a ``Code/migration``
+    /// error.
+    public let modelVersion: String?
+    /// Set by the replay when it meets a schema record of another version than the one it
+    /// opens with: the open then reads the journal's last schema and runs the plan.
+    let versionMismatch: Bool
 
     /// The journal file concerned, when known.
     public var file: String? { journalError?.file }
     /// The byte offset in ``file``, when known.
     public var offset: Int64? { journalError?.offset }
 
-    init(_ code: Code, _ message: String, sequence: UInt64? = nil, journalError: JournalError? = nil) {
+    init(
+        _ code: Code, _ message: String, sequence: UInt64? = nil, journalError: JournalError? = nil,
+        storedVersion: String? = nil, modelVersion: String? = nil, versionMismatch: Bool = false
+    ) {
         self.code = code
         self.message = message
         self.sequence = sequence ?? journalError?.sequence
         self.journalError = journalError
+        self.storedVersion = storedVersion
+        self.modelVersion = modelVersion
+        self.versionMismatch = versionMismatch
     }
 
     /// A failure of the journal layer, keeping its error.
