@@ -216,6 +216,42 @@ struct MigrationTests {
         #expect(migration.first?.total == 4)
     }
 
+    @Test func aReplicaRunningAnOlderModelRefusesARecordOfANewerVersion() throws {
+        let records = Locked<[ShippedRecord]>([])
+        var writerOptions = StoreOptions()
+        writerOptions.journal.onDurable = { shipped in records.withLock { $0.append(contentsOf: shipped) } }
+        let writer = try ObjectStore.open(
+            at: temporaryStoreDirectory(#function + "-writer"), schema: try Schema(versioned: ShopV2.self),
+            options: writerOptions)
+        defer { try? writer.close() }
+        let p = try writer.context.insert(ShopV2.Product.self)
+        p.name = "zlib"
+        try writer.context.save()
+        var replicaOptions = StoreOptions()
+        replicaOptions.readOnly = true
+        let replicaDirectory = temporaryStoreDirectory(#function + "-replica")
+        let replica = try ObjectStore.open(
+            at: replicaDirectory, schema: try Schema(versioned: ShopV1.self), options: replicaOptions)
+        defer { try? replica.close() }
+        var schema: [UInt8] = []
+        var refusal: StoreError?
+        for record in records.withLock({ $0 }) {
+            if record.kind == .schema {
+                schema = try record.payload()
+                continue
+            }
+            refusal = #expect(throws: StoreError.self) {
+                try replica.applyShipped(record, schema: schema, origin: [1])
+            }
+        }
+        #expect(refusal?.code == .migration)
+        #expect(refusal?.storedVersion == "2")
+        #expect(refusal?.modelVersion == "1")
+        #expect(replica.origin == nil)
+        #expect(replica.stats.records == 0)
+        #expect(try replica.context.count(of: ShopV1.Product.self) == 0)
+    }
+
     @Test func progressReportsEachStageThenTheBase() throws {
         let dir = temporaryStoreDirectory()
         try writeVersionOne(dir)

@@ -163,7 +163,8 @@ struct MigrationPath {
             from = shaped ?? 0
         }
         guard from <= target else {
-            throw refuse("the store is newer than this code (version \(ids[from]) comes after \(ids[target]) in the plan)")
+            throw refuse(
+                "the store is newer than this code (version \(ids[from]) comes after \(ids[target]) in the plan)")
         }
         var steps: [Step] = []
         for k in stride(from: from, to: target, by: 1) {
@@ -276,7 +277,9 @@ struct MigrationPath {
         }
         try result.get()
         if !permissive {
-            let removed = orphans.filter { !$0.value.isEmpty }.map { "\(stored.entities[$0.key].name) (\($0.value.count) objects)" }
+            let removed = orphans.filter { !$0.value.isEmpty }.map {
+                "\(stored.entities[$0.key].name) (\($0.value.count) objects)"
+            }
             guard removed.isEmpty else {
                 throw failed(
                     "a lightweight stage cannot remove an entity that still has objects: \(removed.sorted().joined(separator: ", ")); delete them in a custom stage"

@@ -205,7 +205,8 @@ public final class Migration {
         guard let found = context.object(with: id) else { return nil }
         guard let typed = found as? T else {
             throw ObjectGraphError(
-                .typeMismatch, "\(id) is a \(Swift.type(of: found)) in the \(context === old ? "old" : "new") model, not a \(T.self)",
+                .typeMismatch,
+                "\(id) is a \(Swift.type(of: found)) in the \(context === old ? "old" : "new") model, not a \(T.self)",
                 entity: id.entityName)
         }
         return typed
