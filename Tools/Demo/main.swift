@@ -253,6 +253,10 @@ func run() throws {
     try runSync(
         records: records,
         storeURL: storeURL.deletingLastPathComponent().appendingPathComponent(storeURL.lastPathComponent + "-sync"))
+    try runEvolution(
+        records: records,
+        storeURL: storeURL.deletingLastPathComponent().appendingPathComponent(storeURL.lastPathComponent + "-evolution")
+    )
 }
 
 do {

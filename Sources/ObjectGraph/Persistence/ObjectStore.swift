@@ -297,6 +297,13 @@ public final class ObjectStore {
     /// Journal statistics: segments, records, bytes on disk, compression.
     public var stats: JournalStats { journal.stats }
 
+    /// The model versions this store went through, oldest first, as its schema record lists
+    /// them: the last is the version it is at (``VersionedSchema/versionIdentifier``). Empty for
+    /// a store only ever opened without versions.
+    public var schemaVersions: [String] {
+        (try? StoredSchema.decode(door.schemaBytes))?.versions ?? []
+    }
+
     /// The journal the store's door owns (a `Journal` is `Sendable`: its figures and shipping
     /// are read from any thread).
     var journal: Journal { door.journal }
