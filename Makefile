@@ -164,6 +164,14 @@ bench-links: deps
 	$(SWIFT) build --target ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release links-comparison
 
+# A custom migration stage that rewrites each of 1M objects, against a bulk import of the same
+# objects at the new version, and a lightweight stage's open against a plain open; each phase in
+# a fresh process, medians of 5 runs. Writes Tools/Benchmarks/Results/migration.md.
+.PHONY: bench-migration
+bench-migration: deps
+	$(SWIFT) build --target ObjectGraphMacros
+	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release migration-comparison
+
 # Secondary indexes (#Index) against SQLite's CREATE INDEX through GRDB on 1M people-like
 # records: an equality and a range fetch of 1% of the objects, and bulk import with 0, 1 and 2
 # indexes (and the first query after it); each measurement in a fresh process, medians of 5

@@ -94,6 +94,13 @@ let package = Package(
             ],
             swiftSettings: macroSettings
         ),
+        // A custom migration stage over 1M objects against a bulk import of the new model, and
+        // a lightweight stage's open. `make bench-migration` writes Results/migration.md.
+        .executableTarget(
+            name: "migration-comparison",
+            dependencies: [.product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
+        ),
         .executableTarget(
             name: "concurrency-comparison",
             dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
