@@ -85,7 +85,9 @@ enum DebianMigrationPlan: SchemaMigrationPlan {
             .custom(fromVersion: DebianV1.self, toVersion: DebianV2.self) { migration in
                 var maintainers: [String: DebianV2.DebianMaintainer] = [:]
                 for old in try migration.old.fetch(FetchDescriptor<DebianV1.DebianPackage>()) {
-                    guard let new = try migration.counterpart(of: old, as: DebianV2.DebianPackage.self) else { continue }
+                    guard let new = try migration.counterpart(of: old, as: DebianV2.DebianPackage.self) else {
+                        continue
+                    }
                     new.installedSize = PackageSize(kibibytes: old.installedSize)
                     if let known = maintainers[old.maintainer] {
                         new.maintainer = known
@@ -102,7 +104,9 @@ enum DebianMigrationPlan: SchemaMigrationPlan {
             // have no object and are dropped.
             .custom(fromVersion: DebianV2.self, toVersion: DebianV3.self) { migration in
                 for old in try migration.old.fetch(FetchDescriptor<DebianV2.DebianPackage>()) {
-                    guard let new = try migration.counterpart(of: old, as: DebianV3.DebianPackage.self) else { continue }
+                    guard let new = try migration.counterpart(of: old, as: DebianV3.DebianPackage.self) else {
+                        continue
+                    }
                     var targets: [DebianV3.DebianPackage] = []
                     for name in old.depends.split(separator: ",") {
                         if let target = try migration.new.object(
@@ -137,7 +141,9 @@ func runEvolution(records: [DebianPackageRecord], storeURL: URL) throws {
         try store.context.save()
         try store.close()
     }
-    print("\(ms(writeTime))  version 1: \(records.count) packages; installedSize an Int of KiB, maintainer and depends strings")
+    print(
+        "\(ms(writeTime))  version 1: \(records.count) packages; installedSize an Int of KiB, maintainer and depends strings"
+    )
 
     // Version 2 through a plan that stops there, as the daemon's previous release would.
     let (v2, v2Time) = try measure {
@@ -147,7 +153,8 @@ func runEvolution(records: [DebianPackageRecord], storeURL: URL) throws {
     let total = v2Packages.reduce(0.0) { $0 + $1.installedSize.megabytes }
     print(
         "\(ms(v2Time))  migrated 1 → 2 at open: installedSize now a PackageSize (\(String(format: "%.0f", total)) MB in all), "
-            + "\(try v2.context.count(of: DebianV2.DebianMaintainer.self)) maintainers as objects; one new base written")
+            + "\(try v2.context.count(of: DebianV2.DebianMaintainer.self)) maintainers as objects; one new base written"
+    )
     try v2.close()
 
     let (v3, v3Time) = try measure { try ObjectStore.open(at: storeURL, migrationPlan: DebianMigrationPlan.self) }
