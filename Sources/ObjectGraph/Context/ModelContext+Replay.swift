@@ -161,19 +161,28 @@ extension ModelContext {
                         .unknownName, "\(c.entityName)/\(u.serial): an update of attribute \(u.attribute) of \(width)",
                         entity: c.entityName)
                 }
-                guard let row = t.row(ofSerial: u.serial) else {
+                guard let row = liveRow(t, u.serial) else {
                     throw RecordRules.updateOfMissingSerial(c.entityName, u.serial)
                 }
                 try store(u.value, table: t, row: row, slot: slots[u.attribute])
             }
             for serial in c.deletedSerials {
-                guard let row = t.row(ofSerial: serial) else {
+                guard let row = liveRow(t, serial) else {
                     throw RecordRules.deleteOfMissingSerial(c.entityName, serial)
                 }
                 t.delete(row: row)
             }
         }
         for c in changes.links where !c.isEmpty { try applyLinks(c) }
+    }
+
+    /// The row of `serial` when the object is live at this point of the change set. A committed
+    /// object deleted earlier in it keeps its row (and serial) until the commit, but is gone
+    /// for what follows, as open's replay, which frees the row at once, sees it: a second
+    /// delete of it, or an update after it, is refused alike.
+    private func liveRow(_ t: EntityTable, _ serial: UInt64) -> Int? {
+        guard let row = t.row(ofSerial: serial), !t.isDeleted(row: row) else { return nil }
+        return row
     }
 
     private func store(_ value: AttributeValue?, table t: EntityTable, row: Int, slot: Int) throws(RecordViolation) {
