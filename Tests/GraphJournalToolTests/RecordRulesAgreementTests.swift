@@ -262,6 +262,23 @@ struct RecordRulesAgreementTests {
                         },
                     ]),
                 reason: "deletes RuleNote/1, which does not exist"))
+        // Two blocks of one entity, the second inserting the serial the first deleted: the
+        // appliers would sequence them differently, so the decoder refuses a second block.
+        let noteIndex = try #require(StoredSchema(try ruleSchema()).entities.firstIndex { $0.name == "RuleNote" })
+        let attributes = StoredSchema(try ruleSchema()).entities[noteIndex].attributes.count
+        var twoBlocks = PayloadBytes()
+        twoBlocks.bytes = [1, 2]
+        twoBlocks.varint(UInt64(noteIndex))
+        twoBlocks.bytes += [2, 0, 0, 1, 2]  // next serial 2; no insert, no update; delete serial 1
+        twoBlocks.varint(UInt64(noteIndex))
+        twoBlocks.bytes += [2, 1, 2]  // next serial 2; insert serial 1, every value nil
+        for _ in 0..<attributes { twoBlocks.bytes += [1, 1] }
+        twoBlocks.bytes += [0, 0]
+        cases.append(
+            Case(
+                what: "a second block of an entity",
+                records: RuleRecords(schema: changed.schema, transactions: [changed.transactions[0], twoBlocks.bytes]),
+                reason: "a second block of entity \(noteIndex)"))
         // Links: of objects that do not exist, removed twice, added twice.
         let linked = try records("linked") { c in
             let n = try c.insert(RuleNote.self) { $0.title = "a" }
