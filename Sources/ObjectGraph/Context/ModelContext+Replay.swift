@@ -9,7 +9,8 @@ extension ModelContext {
     /// - Throws: ``ObjectGraphError`` with code `inconsistentChangeSet` when the context has
     ///   pending changes, or the change set names an unknown entity or attribute, inserts a serial
     ///   that exists or one past the largest a table holds, updates or deletes one that does not
-    ///   exist, carries a value of the wrong type or an enum raw value that is not a case, or
+    ///   exist, carries a value of the wrong type, an enum raw value that is not a case or
+    ///   `Codable` JSON that does not decode as the model's type, or
     ///   links, unlinks or orders objects as the links do not allow. The context is unchanged
     ///   when it throws.
     public func apply(_ changes: ChangeSet) throws(ObjectGraphError) {
@@ -199,6 +200,11 @@ extension ModelContext {
         if let v = RecordRules.rawValue(
             t.entity.name, attribute: a.name, serial: t.identity.serialOfRow[row], coerced,
             check: t.rawValueChecks[slot])
+        {
+            throw v
+        }
+        if let v = RecordRules.codableValue(
+            t.entity.name, attribute: a, serial: t.identity.serialOfRow[row], coerced, check: t.codableChecks[slot])
         {
             throw v
         }
