@@ -268,6 +268,11 @@ extension Entity {
             if let problem = a.rawValueCheck?.check(v) {
                 throw ObjectGraphError(.typeMismatch, "\(d.name).\(key): \(problem)", entity: d.name, key: key)
             }
+            if let problem = a.codableCheck?.check(v) {
+                throw ObjectGraphError(
+                    .typeMismatch, "\(d.name).\(key): the JSON does not decode as \(a.swiftTypeName): \(problem)",
+                    entity: d.name, key: key)
+            }
             return v
         }
         throw ObjectGraphError(

@@ -286,6 +286,16 @@ public struct ObjectBacking {
     // MARK: Codable
 
     /// Reads a non-optional `Codable` attribute, decoding its JSON.
+    ///
+    /// The stored JSON always decodes as `T`: the typed setter encodes a `T`; every other way
+    /// a value enters a context checks it against the attribute's
+    /// ``AttributeDescription/codableCheck`` first: opening a store checks every live object's
+    /// value (after replay) and refuses the store (`StoreError` code `incompatibleSchema`,
+    /// naming the entity, attribute, object and decoding error) when one does not decode; a
+    /// replica refuses a shipped record, and ``ModelContext/apply(_:)`` a change set, storing
+    /// one; ``Entity/setValue(_:forKey:)``, mapping and import refuse one. Reaching the trap
+    /// below therefore means a model declared the attribute with another type than the one it
+    /// reads it as.
     public func get<T: Codable>(_ slot: Int, as type: T.Type) -> T {
         let data = get(slot, as: Data.self)
         do {
@@ -296,7 +306,12 @@ public struct ObjectBacking {
         }
     }
 
-    /// Reads an optional `Codable` attribute; undecodable JSON reads as `nil`.
+    /// Reads an optional `Codable` attribute.
+    ///
+    /// A stored value always decodes as `T`, for the reasons the non-optional getter gives
+    /// (an undecodable non-nil value is refused on the way in, not read as `nil`); `nil` for
+    /// JSON that does not decode is only the getter staying total should a model read the
+    /// attribute as another type than it declared.
     public func getOptional<T: Codable>(_ slot: Int, as type: T.Type) -> T? {
         guard let data = getOptional(slot, as: Data.self) else { return nil }
         return try? CodableAttributeCoder.decode(T.self, from: data)

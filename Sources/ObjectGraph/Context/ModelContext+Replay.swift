@@ -9,7 +9,8 @@ extension ModelContext {
     /// - Throws: ``ObjectGraphError`` with code `inconsistentChangeSet` when the context has
     ///   pending changes, or the change set names an unknown entity or attribute, inserts a serial
     ///   that exists or one past the largest a table holds, updates or deletes one that does not
-    ///   exist, carries a value of the wrong type or an enum raw value that is not a case, or
+    ///   exist, carries a value of the wrong type, an enum raw value that is not a case or
+    ///   `Codable` JSON that does not decode as the model's type, or
     ///   links, unlinks or orders objects as the links do not allow. The context is unchanged
     ///   when it throws.
     public func apply(_ changes: ChangeSet) throws(ObjectGraphError) {
@@ -161,19 +162,28 @@ extension ModelContext {
                         .unknownName, "\(c.entityName)/\(u.serial): an update of attribute \(u.attribute) of \(width)",
                         entity: c.entityName)
                 }
-                guard let row = t.row(ofSerial: u.serial) else {
+                guard let row = liveRow(t, u.serial) else {
                     throw RecordRules.updateOfMissingSerial(c.entityName, u.serial)
                 }
                 try store(u.value, table: t, row: row, slot: slots[u.attribute])
             }
             for serial in c.deletedSerials {
-                guard let row = t.row(ofSerial: serial) else {
+                guard let row = liveRow(t, serial) else {
                     throw RecordRules.deleteOfMissingSerial(c.entityName, serial)
                 }
                 t.delete(row: row)
             }
         }
         for c in changes.links where !c.isEmpty { try applyLinks(c) }
+    }
+
+    /// The row of `serial` when the object is live at this point of the change set. A committed
+    /// object deleted earlier in it keeps its row (and serial) until the commit, but is gone
+    /// for what follows, as open's replay, which frees the row at once, sees it: a second
+    /// delete of it, or an update after it, is refused alike.
+    private func liveRow(_ t: EntityTable, _ serial: UInt64) -> Int? {
+        guard let row = t.row(ofSerial: serial), !t.isDeleted(row: row) else { return nil }
+        return row
     }
 
     private func store(_ value: AttributeValue?, table t: EntityTable, row: Int, slot: Int) throws(RecordViolation) {
@@ -190,6 +200,11 @@ extension ModelContext {
         if let v = RecordRules.rawValue(
             t.entity.name, attribute: a.name, serial: t.identity.serialOfRow[row], coerced,
             check: t.rawValueChecks[slot])
+        {
+            throw v
+        }
+        if let v = RecordRules.codableValue(
+            t.entity.name, attribute: a, serial: t.identity.serialOfRow[row], coerced, check: t.codableChecks[slot])
         {
             throw v
         }

@@ -294,8 +294,9 @@ final class AttributeEncoder: Encoder {
             }
             checkedCodableTypes[s] = ObjectIdentifier(T.self)
         }
+        let data: Data
         do {
-            slots.set(s, .data(try CodableAttributeCoder.encode(value)))
+            data = try CodableAttributeCoder.encode(value)
         } catch {
             throw note(
                 StoredValueProblem.encodingFailed("\(error)").error(
@@ -303,6 +304,13 @@ final class AttributeEncoder: Encoder {
                     source: "the value's",
                     sourceIndex: sourceIndex))
         }
+        if let problem = attribute.codableProblem(data, encodedFrom: T.self) {
+            throw note(
+                StoredValueProblem.notDecodable(problem).error(
+                    entity: entity.name, attribute: attribute, property: key.stringValue, value: value,
+                    source: "the value's", sourceIndex: sourceIndex))
+        }
+        slots.set(s, .data(data))
     }
 
     /// Records that the value encodes `key` as a nested container, which no attribute stores.

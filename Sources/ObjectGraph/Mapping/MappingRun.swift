@@ -290,8 +290,18 @@ struct MappingRun<Source: MappingSource> {
     ) throws(MappingError) -> Transformed {
         if step.isCodable {
             if source.kind(node) == .null { return .null }
-            if let data = source.json(node) { return .value(.data(data)) }
-            throw untransformable(node, step, plan, prefix)
+            guard let data = source.json(node) else { throw untransformable(node, step, plan, prefix) }
+            // The document's JSON is stored as it is: it must decode as the attribute's type, or
+            // reading the attribute would meet a value it cannot read.
+            if let check = step.attribute.codableCheck, let problem = check.check(.data(data)) {
+                let name = step.attribute.name
+                throw MappingError(
+                    .untransformableValue,
+                    "\(plan.table.entity.name).\(name): the JSON does not decode as \(step.attribute.swiftTypeName): \(problem)",
+                    sourceIndex: sourceIndex, keyPath: joined(prefix, step.keyPath), value: source.text(node),
+                    entity: plan.table.entity.name, attribute: name)
+            }
+            return .value(.data(data))
         }
         guard let t = plan.transformer.transform(source.scalar(node), to: step.type) else {
             throw untransformable(node, step, plan, prefix)

@@ -430,6 +430,9 @@ enum StoredValueProblem: Error {
     case notACase(String)
     /// It is of the attribute's `Codable` type, and encoding it threw (the error's words).
     case encodingFailed(String)
+    /// It is of a `Codable` type named like the attribute's, but its JSON does not decode as
+    /// the attribute's type (the decoding error's words).
+    case notDecodable(String)
 
     /// The ``MappingError`` that names `property` of a source (`"the struct's"`) and `attribute`.
     func error(
@@ -447,6 +450,11 @@ enum StoredValueProblem: Error {
             return MappingError(
                 .unstorableProperty,
                 "\(entity).\(a.name) holds \(a.swiftTypeName): \(problem) (\(source) property '\(property)', a \(type(of: value)))",
+                sourceIndex: sourceIndex, keyPath: property, value: shown, entity: entity, attribute: a.name)
+        case .notDecodable(let problem):
+            return MappingError(
+                .unstorableProperty,
+                "\(entity).\(a.name) holds \(a.swiftTypeName); \(source) property '\(property)', a \(type(of: value)) of that name, encodes as JSON that does not decode as it: \(problem)",
                 sourceIndex: sourceIndex, keyPath: property, value: shown, entity: entity, attribute: a.name)
         case .encodingFailed(let reason):
             return MappingError(
@@ -467,11 +475,16 @@ extension AttributeDescription {
             guard holdsCodable(typeNamed: "\(Swift.type(of: value))"), let encodable = value as? any Encodable else {
                 return .failure(.wrongType)
             }
+            let data: Data
             do {
-                return .success(.data(try CodableAttributeCoder.encode(encodable)))
+                data = try CodableAttributeCoder.encode(encodable)
             } catch {
                 return .failure(.encodingFailed("\(error)"))
             }
+            if let problem = codableProblem(data, encodedFrom: Swift.type(of: value)) {
+                return .failure(.notDecodable(problem))
+            }
+            return .success(.data(data))
         }
         var stored = AttributeValue.coerce(value, to: type)
         if stored == nil, let raw = value as? any RawRepresentable {
@@ -480,6 +493,15 @@ extension AttributeDescription {
         guard let stored else { return .failure(.wrongType) }
         if let check = rawValueCheck, let problem = check.check(stored) { return .failure(.notACase(problem)) }
         return .success(stored)
+    }
+
+    /// Why `data`, the JSON of a value of `type`, cannot be stored in this `Codable` attribute,
+    /// or nil. A value of the attribute's own type needs no check; one of another type that
+    /// bears its name (from another module or namespace) must decode as the attribute's type,
+    /// so that what is stored always reads back.
+    func codableProblem(_ data: Data, encodedFrom type: Any.Type) -> String? {
+        guard let check = codableCheck, check.decodedType != ObjectIdentifier(type) else { return nil }
+        return check.check(.data(data))
     }
 
     /// Whether this `Codable` attribute holds values of the Swift type named `name`: its own

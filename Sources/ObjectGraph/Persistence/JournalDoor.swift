@@ -295,9 +295,11 @@ final class JournalDoor: PersistenceDoor {
             state = .closed
             try? journal.close()
             let consequence =
-                error.rule == .rawValueNotACase
-                ? "this replica's model lacks a case its source has"
-                : "the replica diverged from its source"
+                switch error.rule {
+                case .rawValueNotACase: "this replica's model lacks a case its source has"
+                case .codableNotDecodable: "this replica's model reads the value as a type of another shape"
+                default: "the replica diverged from its source"
+                }
             throw StoreError(
                 error.storeErrorCode,
                 "shipped record \(record.sequence) was written but does not apply here (\(error.reason)): \(consequence); the store was closed, reopen it to see the record named",

@@ -77,8 +77,10 @@ public final class ObjectStore {
     /// `CancellationError`).
     ///
     /// - Throws: ``StoreError``: `journal` (locked by another writer, corruption with file and
-    ///   byte offset, I/O error), `incompatibleSchema` (an attribute's type changed, or a removed
-    ///   entity still has objects), `corruptPayload`, or `cancelled`. Nothing on disk is
+    ///   byte offset, I/O error), `incompatibleSchema` (an attribute's type changed, a removed
+    ///   entity still has objects, or a live object's `Codable` value does not decode as the
+    ///   attribute's current type: the message names the entity, attribute, object and decoding
+    ///   error), `corruptPayload`, or `cancelled`. Nothing on disk is
     ///   modified when opening fails, except that a torn tail is reported (and cut at the next
     ///   append).
     public static func open(
@@ -264,6 +266,10 @@ public final class ObjectStore {
         let journal = door.journal
         let directory = door.directory
         do throws(CancellationError) { try progress.checkCancellation() } catch { throw door.openCancelled() }
+        // Every stored `Codable` value the model reads must decode as its current type: found
+        // here, before any read, rather than by a getter that cannot report it.
+        var codable = CodableValueCheck(context.tables)
+        if !codable.isEmpty { try codable.checkLiveObjects() }
         var duplicates = 0
         for t in context.tables { duplicates += t.rebuildIndexes() }
         if context.tables.reduce(0, { $0 + $1.rowCount }) >= Self.trimmedOpenRows {
@@ -344,7 +350,8 @@ public final class ObjectStore {
     ///   does not decode with `schema` or claims a size or serial it cannot hold (nothing
     ///   changed), or decodes but does not apply (the replica diverged: the store is closed, and
     ///   reopening it reports the record); `incompatibleSchema` when it stores an enum raw value
-    ///   that is not a case of this model's enum (the store is closed likewise), or for its
+    ///   that is not a case of this model's enum, or `Codable` JSON that does not decode as
+    ///   this model's type (the store is closed likewise), or for its
     ///   schema; `journal`
     ///   when the append fails (nothing changed); `readOnly` when the context has pending
     ///   changes; `closed`.

@@ -92,8 +92,16 @@ enum PayloadDecoder {
         }
         let entities = stored.entities.count
         var bitmap: [UInt8] = []
+        // Writers put each entity's changes in one block. A second block of an entity would make
+        // its objects' fate depend on how an applier sequences blocks (a serial deleted by one
+        // block and inserted by the next): refused by the one decoder, for every applier alike.
+        var blocked = EntitySet(count: entities)
         for _ in 0..<(try r.count(limit: entities)) {
+            let entityOffset = r.offset
             let entity = try r.count(limit: entities - 1)
+            guard blocked.insert(entity) else {
+                throw PayloadReader.malformed(entityOffset, "a second block of entity \(entity)")
+            }
             let attributes = stored.entities[entity].attributes
             let claimOffset = r.offset
             let nextSerial = try r.varint()
@@ -262,5 +270,23 @@ extension StoreError {
         case .violation(let offset, let violation):
             self.init(violation.storeErrorCode, "at byte \(offset) of the payload: \(violation.reason)")
         }
+    }
+}
+
+/// The entities a payload's blocks named so far: a word of bits for up to 64 entities (no
+/// allocation per record), a set beyond.
+private struct EntitySet {
+    private var bits: UInt64 = 0
+    private var more: Set<Int> = []
+    private let small: Bool
+
+    init(count: Int) { small = count <= 64 }
+
+    /// Adds `entity`; false when it was there already.
+    mutating func insert(_ entity: Int) -> Bool {
+        guard small else { return more.insert(entity).inserted }
+        let bit: UInt64 = 1 << UInt64(entity)
+        defer { bits |= bit }
+        return bits & bit == 0
     }
 }

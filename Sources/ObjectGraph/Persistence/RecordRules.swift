@@ -21,6 +21,10 @@ package struct RecordViolation: Error, Sendable, Hashable, CustomStringConvertib
         case wrongValueType
         /// An enum attribute's raw value that is not one of the enum's cases.
         case rawValueNotACase
+        /// A `Codable` attribute's JSON that does not decode as the model's type. Not a rule of
+        /// the record alone: open checks the objects a replay leaves live
+        /// (``CodableValueCheck``), a follower the values a shipped record stores.
+        case codableNotDecodable
         /// A link, unlink or order edit naming an object that is not live.
         case linkOfMissingObject
         /// An unlink of a pair that is not linked.
@@ -57,9 +61,11 @@ package struct RecordViolation: Error, Sendable, Hashable, CustomStringConvertib
     package var description: String { reason }
 
     /// The code of the ``StoreError`` a store reports this violation with: a raw value that
-    /// is not a case is the model's problem (a newer model wrote it), `incompatibleSchema`;
-    /// anything else is damage, `corruptPayload`.
-    package var storeErrorCode: StoreError.Code { rule == .rawValueNotACase ? .incompatibleSchema : .corruptPayload }
+    /// is not a case, or JSON that does not decode, is the model's problem (another model
+    /// wrote it), `incompatibleSchema`; anything else is damage, `corruptPayload`.
+    package var storeErrorCode: StoreError.Code {
+        rule == .rawValueNotACase || rule == .codableNotDecodable ? .incompatibleSchema : .corruptPayload
+    }
 }
 
 /// The rules every record of a journal must keep, each written once, and the verdict each
@@ -192,6 +198,21 @@ package enum RecordRules {
             .rawValueNotACase,
             "\(entity).\(attribute) of object \(serial): \(problem); a model with cases this one lacks wrote it, add the case back to read it",
             entity: entity, key: attribute)
+    }
+
+    /// A `Codable` attribute's JSON stored in `entity`/`serial`: refused when `check` (the
+    /// model's ``AttributeDescription/codableCheck``) says it does not decode. Without a check
+    /// (not `Codable`, or a reader without the application's model) every value passes.
+    package static func codableValue(
+        _ entity: String, attribute: AttributeDescription, serial: UInt64, _ value: AttributeValue,
+        check: AttributeValidator?
+    ) -> RecordViolation? {
+        guard let check, let problem = check.check(value) else { return nil }
+        return RecordViolation(
+            .codableNotDecodable,
+            CodableValueCheck.message(
+                entity: entity, attribute: attribute, object: ObjectID(entityName: entity, serial: serial), problem),
+            entity: entity, key: attribute.name)
     }
 
     // MARK: Links

@@ -39,6 +39,12 @@ public struct AttributeDescription: Sendable, Hashable {
     /// store refuses a journal holding one (written by a model with more cases), so that a
     /// stored value always reads back as a case.
     public let rawValueCheck: AttributeValidator?
+    /// For a `Codable` attribute: the check that stored JSON decodes as the attribute's Swift
+    /// type (the check's reason is the decoding error). Opening a store runs it over every
+    /// stored value, and a replica over every value a shipped record stores, and both refuse
+    /// a value that does not decode (`StoreError` code `incompatibleSchema`: the type changed
+    /// shape since the value was written), so that reading the attribute never meets one.
+    public let codableCheck: AttributeValidator?
     /// A problem found while building the description (for example a default value that cannot
     /// be encoded). ``Schema`` refuses descriptions with problems.
     public let problem: String?
@@ -51,6 +57,7 @@ public struct AttributeDescription: Sendable, Hashable {
     ) {
         self.validators = []
         self.rawValueCheck = nil
+        self.codableCheck = nil
         self.isRelationship = destinationEntity != nil
         self.destinationEntity = destinationEntity
         self.name = name
@@ -67,9 +74,11 @@ public struct AttributeDescription: Sendable, Hashable {
     init(
         name: String, type: AttributeType, valueKind: AttributeValueKind, swiftTypeName: String,
         isOptional: Bool, defaultValue: AttributeValue?, originalName: String?, problem: String?,
-        options: [AttributeOption] = [], rawValueCheck: AttributeValidator? = nil
+        options: [AttributeOption] = [], rawValueCheck: AttributeValidator? = nil,
+        codableCheck: AttributeValidator? = nil
     ) {
         self.rawValueCheck = rawValueCheck
+        self.codableCheck = codableCheck
         self.isRelationship = false
         self.destinationEntity = nil
         self.validators = options.compactMap(\.validator)
@@ -99,6 +108,7 @@ public struct AttributeDescription: Sendable, Hashable {
         self.destinationEntity = destinationEntity
         self.validators = []
         self.rawValueCheck = nil
+        self.codableCheck = nil
     }
 
     /// An attribute of a primitive type (`Int`, `String`, `Date`, …).
@@ -159,7 +169,7 @@ public struct AttributeDescription: Sendable, Hashable {
         return AttributeDescription(
             name: name, type: .data, valueKind: .codable, swiftTypeName: "\(T.self)",
             isOptional: optional, defaultValue: defaultValue, originalName: originalName, problem: problem,
-            options: options)
+            options: options, codableCheck: .decodes(as: T.self))
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A set of attributes whose combined values no two objects of an entity may share.
 ///
 /// Declared with `@Attribute(.unique)` on one attribute or `#Unique<T>([\.a, \.b])` for a
@@ -84,10 +86,20 @@ public struct AttributeValidator: Sendable, Hashable, CustomStringConvertible {
     public let description: String
     /// Returns `nil` for a valid value, or the reason it is not.
     let check: @Sendable (AttributeValue) -> String?
+    /// For a `Codable` attribute's check (``decodes(as:)``), the Swift type the JSON must decode
+    /// as: a value of exactly this type needs no check, its JSON is its own.
+    let decodedType: ObjectIdentifier?
 
     /// A validator from a check returning `nil` for a valid value or the reason it is not.
     public init(_ description: String, check: @escaping @Sendable (AttributeValue) -> String?) {
+        self.init(description, decodedType: nil, check: check)
+    }
+
+    private init(
+        _ description: String, decodedType: ObjectIdentifier?, check: @escaping @Sendable (AttributeValue) -> String?
+    ) {
         self.description = description
+        self.decodedType = decodedType
         self.check = check
     }
 
@@ -99,6 +111,25 @@ public struct AttributeValidator: Sendable, Hashable, CustomStringConvertible {
         // `init(rawValue:)` is a pure function of its cases, whatever isolation it is called from.
         nonisolated(unsafe) let isCase: (T.RawValue) -> Bool = { T(rawValue: $0) != nil }
         return rawValue(T.RawValue.self, typeName: "\(T.self)") { isCase($0) }
+    }
+
+    /// The value must be JSON that decodes as `T` (``CodableAttributeCoder``); the reason is
+    /// the decoding error.
+    static func decodes<T: Decodable>(as type: T.Type) -> AttributeValidator {
+        // As for `isCase(of:)`: the check runs where the context runs; decoding is a function
+        // of the bytes and the type's declaration.
+        nonisolated(unsafe) let decodes: (Data) -> String? = { data in
+            do {
+                _ = try CodableAttributeCoder.decode(T.self, from: data)
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        return AttributeValidator("JSON of \(T.self)", decodedType: ObjectIdentifier(T.self)) { value in
+            guard case .data(let data) = value else { return "holds \(value), not JSON" }
+            return decodes(data)
+        }
     }
 
     private static func rawValue<R: PrimitiveAttribute>(

@@ -79,6 +79,10 @@ final class EntityTable {
     /// (``AttributeDescription/rawValueCheck``); nil for the other attributes. Replay and a
     /// change set's apply refuse a record storing one that is not (``RecordRules``).
     let rawValueChecks: [AttributeValidator?]
+    /// Per slot, the check that a `Codable` attribute's JSON decodes as the model's type
+    /// (``AttributeDescription/codableCheck``); nil for the other attributes. Open checks the
+    /// live objects with it (``CodableValueCheck``), a change set's apply the values it stores.
+    let codableChecks: [AttributeValidator?]
     /// Null bits of the attributes that must have a value.
     let requiredMask: [UInt64]
     /// The slots of the attributes with declared validators (`@Attribute(.range(…))`).
@@ -135,6 +139,7 @@ final class EntityTable {
         maskWords = max(1, (stride + 63) / 64)
         types = entity.attributes.map(\.type)
         rawValueChecks = entity.attributes.map(\.rawValueCheck)
+        codableChecks = entity.attributes.map(\.codableCheck)
         var required = Array(repeating: UInt64(0), count: maskWords)
         for (i, a) in entity.attributes.enumerated() where !a.isOptional {
             required[i / 64] |= 1 << UInt64(i % 64)

@@ -1,0 +1,296 @@
+import Foundation
+import GraphJournal
+import Testing
+
+@testable import ObjectGraph
+
+// Three versions of one entity, `Parcel`, whose `Codable` attribute types change shape: the
+// same entity name in each namespace, as an app's successive models declare it.
+
+/// The first version: dimensions of two fields.
+enum ParcelV1 {
+    struct Dimensions: Codable, Hashable {
+        var width: Int
+        var height: Int
+    }
+
+    @Entity final class Parcel {
+        var label: String = ""
+        var size: Dimensions = Dimensions(width: 0, height: 0)
+        var extra: Dimensions?
+    }
+
+    static let schema: Schema = {
+        do { return try Schema(Parcel.self) } catch { preconditionFailure("\(error)") }
+    }()
+}
+
+/// A version whose dimensions gain an optional depth: it reads what version 1 wrote, and what
+/// it writes with a depth is read by version 2.
+enum ParcelV1b {
+    struct Dimensions: Codable, Hashable {
+        var width: Int
+        var height: Int
+        var depth: Int?
+    }
+
+    @Entity final class Parcel {
+        var label: String = ""
+        var size: Dimensions = Dimensions(width: 0, height: 0)
+        var extra: Dimensions?
+    }
+
+    static let schema: Schema = {
+        do { return try Schema(Parcel.self) } catch { preconditionFailure("\(error)") }
+    }()
+}
+
+/// The second version: the depth is required, so version 1's JSON no longer decodes.
+enum ParcelV2 {
+    struct Dimensions: Codable, Hashable {
+        var width: Int
+        var height: Int
+        var depth: Int
+    }
+
+    @Entity final class Parcel {
+        var label: String = ""
+        var size: Dimensions = Dimensions(width: 0, height: 0, depth: 0)
+        var extra: Dimensions?
+    }
+
+    static let schema: Schema = {
+        do { return try Schema(Parcel.self) } catch { preconditionFailure("\(error)") }
+    }()
+}
+
+/// Only the optional attribute changed shape: `size` is version 1's type, `extra` version 2's.
+enum ParcelOptionalChanged {
+    @Entity final class Parcel {
+        var label: String = ""
+        var size: ParcelV1.Dimensions = ParcelV1.Dimensions(width: 0, height: 0)
+        var extra: ParcelV2.Dimensions?
+    }
+
+    static let schema: Schema = {
+        do { return try Schema(Parcel.self) } catch { preconditionFailure("\(error)") }
+    }()
+}
+
+/// A stored `Codable` value that the model's current type cannot decode is found when the
+/// store opens, or when a replica applies the record storing it, never by a getter.
+@Suite struct CodableEvolutionTests {
+    static let options = StoreOptions(durability: .none)
+
+    /// A store written by version 1: parcels 1 to `count`, with `extra` on the even ones when
+    /// `extras` is true.
+    static func writeV1(_ dir: URL, count: Int = 3, extras: Bool = false) throws {
+        let store = try ObjectStore.open(at: dir, schema: ParcelV1.schema, options: options)
+        for i in 1...count {
+            try store.context.insert(ParcelV1.Parcel.self) {
+                $0.label = "p\(i)"
+                $0.size = ParcelV1.Dimensions(width: i, height: 2 * i)
+                if extras && i % 2 == 0 { $0.extra = ParcelV1.Dimensions(width: 1, height: 1) }
+            }
+        }
+        try store.context.save()
+        try store.close()
+    }
+
+    /// Every file of `dir` with its bytes.
+    static func files(_ dir: URL) throws -> [String: Data] {
+        var result: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
+            result[name] = try Data(contentsOf: dir.appendingPathComponent(name))
+        }
+        return result
+    }
+
+    /// The error opening `dir` with `schema` throws (nil: it opened).
+    static func openError(_ dir: URL, _ schema: Schema) -> StoreError? {
+        do {
+            let store = try ObjectStore.open(at: dir, schema: schema, options: options)
+            try? store.close()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func aStoredValueTheNewShapeCannotDecodeFailsTheOpenNamingIt() throws {
+        let dir = temporaryStoreDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Self.writeV1(dir)
+        let before = try Self.files(dir)
+
+        let error = try #require(Self.openError(dir, ParcelV2.schema))
+        #expect(error.code == .incompatibleSchema)
+        #expect(error.message.contains("Parcel.size of Parcel/1 holds JSON that does not decode as Dimensions"))
+        #expect(error.message.contains("depth"))  // the decoding error: the key it lacks
+        #expect(error.message.contains("a custom migration stage must convert"))
+        #expect(error.message.contains("the store was not opened"))
+
+        // Nothing changed on disk, the lock was released, and the old model still reads it.
+        #expect(try Self.files(dir) == before)
+        let store = try ObjectStore.open(at: dir, schema: ParcelV1.schema, options: Self.options)
+        let sizes = try store.context.objects(of: ParcelV1.Parcel.self).map(\.size).sorted { $0.width < $1.width }
+        #expect(sizes == [1, 2, 3].map { ParcelV1.Dimensions(width: $0, height: 2 * $0) })
+        try store.close()
+    }
+
+    @Test func anUndecodableOptionalValueFailsTheOpenRatherThanReadingAsNil() throws {
+        let dir = temporaryStoreDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Self.writeV1(dir, count: 3, extras: true)
+
+        let error = try #require(Self.openError(dir, ParcelOptionalChanged.schema))
+        #expect(error.code == .incompatibleSchema)
+        #expect(error.message.contains("Parcel.extra of Parcel/2 holds JSON that does not decode as Dimensions"))
+        #expect(error.message.contains("depth"))
+    }
+
+    @Test func aNilOptionalValueNeedsNoDecoding() throws {
+        let dir = temporaryStoreDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Self.writeV1(dir, count: 3, extras: false)
+
+        let store = try ObjectStore.open(at: dir, schema: ParcelOptionalChanged.schema, options: Self.options)
+        let parcels = try store.context.objects(of: ParcelOptionalChanged.Parcel.self)
+        #expect(parcels.count == 3)
+        #expect(parcels.allSatisfy { $0.extra == nil })
+        try store.close()
+    }
+
+    @Test func aValueOverwrittenOrDeletedLaterDoesNotFailTheOpen() throws {
+        let dir = temporaryStoreDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Self.writeV1(dir, count: 3, extras: true)
+        // Version 1b reads version 1's values; it gives each a depth, and deletes parcel 3.
+        do {
+            let store = try ObjectStore.open(at: dir, schema: ParcelV1b.schema, options: Self.options)
+            for p in try store.context.objects(of: ParcelV1b.Parcel.self) {
+                if p.label == "p3" {
+                    store.context.delete(p)
+                    continue
+                }
+                p.size.depth = 7
+                if p.extra != nil { p.extra?.depth = 8 }
+            }
+            try store.context.save()
+            try store.close()
+        }
+        // The journal still holds version 1's values, but none is live any more.
+        let store = try ObjectStore.open(at: dir, schema: ParcelV2.schema, options: Self.options)
+        let parcels = try store.context.objects(of: ParcelV2.Parcel.self).sorted { $0.label < $1.label }
+        #expect(parcels.map(\.label) == ["p1", "p2"])
+        #expect(parcels.map(\.size.depth) == [7, 7])
+        #expect(parcels.map { $0.extra?.depth } == [nil, 8])
+        try store.close()
+    }
+
+    @Test func aReplicaRefusesAShippedRecordStoringAValueItsModelCannotDecode() throws {
+        let source = temporaryStoreDirectory("source")
+        let replicaDir = temporaryStoreDirectory("replica")
+        defer {
+            try? FileManager.default.removeItem(at: source)
+            try? FileManager.default.removeItem(at: replicaDir)
+        }
+        try Self.writeV1(source, count: 2)
+        var shipped: [ShippedRecord] = []
+        do {
+            let store = try ObjectStore.open(at: source, schema: ParcelV1.schema, options: Self.options)
+            try store.forEachShippedRecord(after: 0) { shipped.append($0) }
+            try store.close()
+        }
+
+        var replicaOptions = Self.options
+        replicaOptions.readOnly = true
+        let replica = try ObjectStore.open(at: replicaDir, schema: ParcelV2.schema, options: replicaOptions)
+        var schema: [UInt8] = []
+        var refused: StoreError?
+        do {
+            for r in shipped {
+                if r.kind == .schema {
+                    schema = try r.payload()
+                    continue
+                }
+                try replica.applyShipped(r, schema: schema, origin: [1])
+            }
+        } catch let error as StoreError {
+            refused = error
+        }
+        let error = try #require(refused)
+        #expect(error.code == .incompatibleSchema)
+        #expect(error.sequence == shipped.first { $0.kind == .transaction }?.sequence)
+        #expect(error.message.contains("Parcel.size of Parcel/1 holds JSON that does not decode as Dimensions"))
+        #expect(error.message.contains("a custom migration stage must convert"))
+        try? replica.close()
+        // The record was appended before it was applied: reopening names the same object.
+        let reopened = try #require(Self.openError(replicaDir, ParcelV2.schema))
+        #expect(reopened.code == .incompatibleSchema)
+        #expect(reopened.message.contains("Parcel.size of Parcel/1"))
+    }
+
+    @Test func applyingAChangeSetRefusesAValueTheModelCannotDecode() throws {
+        let context = ModelContext(schema: ParcelV2.schema)
+        var changes = EntityChanges(entityName: "Parcel", attributeNames: ["label", "size"])
+        changes.insertedSerials = [1]
+        changes.insertedValues = [.string("p1"), .data(Data(#"{"height":2,"width":1}"#.utf8))]
+        var set = ChangeSet()
+        set.entities = [changes]
+        #expect(throws: ObjectGraphError.self) { try context.apply(set) }
+        #expect(try context.objects(of: ParcelV2.Parcel.self).isEmpty)
+    }
+
+    @Test func settingUndecodableJSONByKeyIsRefused() throws {
+        let context = ModelContext(schema: ParcelV2.schema)
+        let p = try context.insert(ParcelV2.Parcel.self)
+        #expect(throws: ObjectGraphError.self) {
+            try p.setValue(Data(#"{"height":2,"width":1}"#.utf8), forKey: "size")
+        }
+        try p.setValue(Data(#"{"depth":3,"height":2,"width":1}"#.utf8), forKey: "size")
+        #expect(p.size == ParcelV2.Dimensions(width: 1, height: 2, depth: 3))
+    }
+
+    /// What the open-time check costs: 200k parcels, their values repeating (10 distinct) and
+    /// all distinct. Run with `OBJECTGRAPH_MEASURE_CODABLE_CHECK=1`; prints the timings.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["OBJECTGRAPH_MEASURE_CODABLE_CHECK"] != nil))
+    func measureTheOpenTimeCheck() throws {
+        let count = 200_000
+        for distinct in [10, count] {
+            let dir = temporaryStoreDirectory("measure\(distinct)")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            do {
+                let store = try ObjectStore.open(at: dir, schema: ParcelV1.schema, options: Self.options)
+                for i in 0..<count {
+                    try store.context.insert(ParcelV1.Parcel.self) {
+                        $0.size = ParcelV1.Dimensions(width: i % distinct, height: 3)
+                    }
+                }
+                try store.context.save()
+                try store.close()
+            }
+            let clock = ContinuousClock()
+            var store: ObjectStore?
+            let open = try clock.measure {
+                store = try ObjectStore.open(at: dir, schema: ParcelV1.schema, options: Self.options)
+            }
+            let context = try #require(store).context
+            var check = CodableValueCheck(context.tables)
+            let checked = try clock.measure { try check.checkLiveObjects() }
+            var uncached = Duration.zero
+            let t = context.tables[0]
+            let slot = try #require(t.entity.slot(forKey: "size"))
+            let decode = try #require(t.codableChecks[slot])
+            uncached = clock.measure {
+                for row in 0..<t.rowCount {
+                    if let v = t.value(row: row, slot: slot) { _ = decode.check(v) }
+                }
+            }
+            print(
+                "CodableValueCheck: \(count) objects, \(distinct) distinct values: open \(open) (check included), "
+                    + "check \(checked), decoding every value \(uncached)")
+            try store?.close()
+        }
+    }
+}
