@@ -294,3 +294,94 @@ enum ParcelOptionalChanged {
         }
     }
 }
+
+// The same versions as a migration plan sees them.
+
+extension ParcelV1: VersionedSchema {
+    static let versionIdentifier = "1"
+    static var models: [any Entity.Type] { [Parcel.self] }
+}
+
+extension ParcelV2: VersionedSchema {
+    static let versionIdentifier = "2"
+    static var models: [any Entity.Type] { [Parcel.self] }
+}
+
+/// A stage that converts version 1's dimensions to version 2's, with a depth of 1.
+enum ParcelPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ParcelV1.self, ParcelV2.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(fromVersion: ParcelV1.self, toVersion: ParcelV2.self) { migration in
+                for old in try migration.old.fetch(FetchDescriptor<ParcelV1.Parcel>()) {
+                    guard let new = try migration.counterpart(of: old, as: ParcelV2.Parcel.self) else { continue }
+                    new.size = ParcelV2.Dimensions(width: old.size.width, height: old.size.height, depth: 1)
+                    new.extra = old.extra.map { ParcelV2.Dimensions(width: $0.width, height: $0.height, depth: 1) }
+                }
+            }
+        ]
+    }
+}
+
+/// A stage that forgets the dimensions: version 1's JSON stays, which version 2 cannot read.
+enum ParcelForgetfulPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ParcelV1.self, ParcelV2.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(fromVersion: ParcelV1.self, toVersion: ParcelV2.self) { migration in
+                for new in try migration.new.fetch(FetchDescriptor<ParcelV2.Parcel>()) { new.label += "!" }
+            }
+        ]
+    }
+}
+
+@Suite("Codable values through a migration")
+struct CodableMigrationTests {
+    func writeVersionOne(_ dir: URL) throws {
+        let store = try ObjectStore.open(at: dir, schema: try Schema(versioned: ParcelV1.self))
+        for i in 1...3 {
+            let p = try store.context.insert(ParcelV1.Parcel.self)
+            p.label = "p\(i)"
+            p.size = ParcelV1.Dimensions(width: i, height: 10 * i)
+            p.extra = i == 2 ? ParcelV1.Dimensions(width: 7, height: 8) : nil
+        }
+        try store.context.save()
+        try store.close()
+    }
+
+    @Test func aStageDecodesTheOldShapeAndWritesTheNewOne() throws {
+        let dir = temporaryStoreDirectory()
+        try writeVersionOne(dir)
+        do {
+            let store = try ObjectStore.open(at: dir, migrationPlan: ParcelPlan.self)
+            let parcels = try store.context.fetch(FetchDescriptor<ParcelV2.Parcel>()).sorted { $0.label < $1.label }
+            #expect(parcels.map(\.size) == (1...3).map { ParcelV2.Dimensions(width: $0, height: 10 * $0, depth: 1) })
+            #expect(parcels.map(\.extra) == [nil, ParcelV2.Dimensions(width: 7, height: 8, depth: 1), nil])
+            try store.close()
+        }
+        // Reopened: every value decodes as version 2's type.
+        let store = try ObjectStore.open(at: dir, migrationPlan: ParcelPlan.self)
+        defer { try? store.close() }
+        #expect(try store.context.count(of: ParcelV2.Parcel.self) == 3)
+    }
+
+    @Test func aStageThatLeavesTheOldShapeIsRefusedBeforeAnythingIsWritten() throws {
+        let dir = temporaryStoreDirectory()
+        try writeVersionOne(dir)
+        let before = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().map {
+            try Data(contentsOf: dir.appendingPathComponent($0))
+        }
+        let error = try #require(throws: StoreError.self) {
+            try ObjectStore.open(at: dir, migrationPlan: ParcelForgetfulPlan.self)
+        }
+        #expect(error.code == .migration)
+        #expect(error.message.contains("Parcel.size of Parcel/1"), "\(error.message)")
+        #expect(error.message.contains("depth"))
+        let after = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().map {
+            try Data(contentsOf: dir.appendingPathComponent($0))
+        }
+        #expect(after == before)
+        // Still at version 1, and a plan with the conversion migrates it.
+        try ObjectStore.open(at: dir, migrationPlan: ParcelPlan.self).close()
+    }
+}

@@ -238,6 +238,18 @@ struct MigrationPath {
             history.append(to)
             do throws(CancellationError) { try progress.advance(to: done + 1) } catch { throw cancelled }
         }
+        // A Codable value the last version cannot decode (a type of the same name whose shape
+        // changed, which no stage converted) is refused here, before it is written: after the
+        // switch, the store would open with neither version.
+        var codable = CodableValueCheck(context.tables)
+        if !codable.isEmpty {
+            do throws(StoreError) { try codable.checkLiveObjects() } catch {
+                throw StoreError(
+                    .migration,
+                    "the migration of \(directory.path) to version \(history.last ?? "?") left a value its model cannot read: \(error.message); convert it in a custom stage; nothing was written",
+                    storedVersion: history.first, modelVersion: history.last)
+            }
+        }
         var schema = StoredSchema(context.schema)
         schema.versions = history
         let base = TransactionCodec.encodeSnapshot(context) { _, _, _ in }
