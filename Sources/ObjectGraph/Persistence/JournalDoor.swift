@@ -74,10 +74,13 @@ final class JournalDoor: PersistenceDoor {
     /// With `guardingVersion`, a schema record that names another version than the context's
     /// schema (or, with `unversionedToo`, none) stops the replay with a `versionMismatch`
     /// error before anything of that version is replayed: the open then runs its migration
-    /// plan, or refuses naming both versions (``ObjectStore``'s migration).
+    /// plan, or refuses naming both versions (``ObjectStore``'s migration). With `permissive`
+    /// (a custom migration stage's new context), attributes whose type changed are dropped
+    /// (`SchemaMapping(permissive:)`) and objects of removed entities are left out.
     static func replay(
         into context: ModelContext, directory: URL, progress: inout _WorkReporter, begins: inout Bool,
-        guardingVersion: Bool = false, unversionedToo: Bool = false, records: RecordSource
+        guardingVersion: Bool = false, unversionedToo: Bool = false, permissive: Bool = false,
+        records: RecordSource
     ) throws(StoreError) {
         var stored: StoredSchema?
         var mapping: SchemaMapping?
@@ -123,7 +126,7 @@ final class JournalDoor: PersistenceDoor {
                             versionMismatch: true)
                     }
                     stored = s
-                    mapping = try SchemaMapping(stored: s, current: context.schema)
+                    mapping = try SchemaMapping(stored: s, current: context.schema, permissive: permissive)
                 case .base, .transaction:
                     guard let s = stored, let m = mapping else {
                         throw StoreError(
@@ -151,7 +154,7 @@ final class JournalDoor: PersistenceDoor {
         if let s = stored {
             for (e, live) in orphans where !live.isEmpty { orphanNames[s.entities[e].name, default: 0] += live.count }
         }
-        if !orphanNames.isEmpty {
+        if !orphanNames.isEmpty && !permissive {
             throw StoreError(
                 .incompatibleSchema,
                 "incompatible schema change: "

@@ -203,14 +203,20 @@ struct MigrationPath {
             .cancelled,
             "the migration of \(directory.path) was cancelled: its task was cancelled; nothing was written")
         do throws(CancellationError) { try progress.begin() } catch { throw cancelled }
-        var context = ModelContext(schema: try Self.schema(start))
-        var quiet = _WorkReporter(nil, .open, unit: .bytes, total: nil)
-        var begins = false
-        try JournalDoor.replay(into: context, directory: directory, progress: &quiet, begins: &begins) {
-            walkProgress, body in
-            try journal.forEachPayload(progress: walkProgress, body)
+        /// The store's objects replayed from the journal into a new context of `version`.
+        func replayed(_ version: any VersionedSchema.Type, permissive: Bool) throws(StoreError) -> ModelContext {
+            let context = ModelContext(schema: try Self.schema(version))
+            var quiet = _WorkReporter(nil, .open, unit: .bytes, total: nil)
+            var begins = false
+            try JournalDoor.replay(
+                into: context, directory: directory, progress: &quiet, begins: &begins, permissive: permissive
+            ) { walkProgress, body in
+                try journal.forEachPayload(progress: walkProgress, body)
+            }
+            for t in context.tables { _ = t.rebuildIndexes() }
+            return context
         }
-        for t in context.tables { _ = t.rebuildIndexes() }
+        var context = try replayed(start, permissive: false)
         var history = stored.versions.isEmpty ? [start.versionIdentifier] : stored.versions
         for (done, step) in steps.enumerated() {
             let from = step.from.versionIdentifier
@@ -221,11 +227,17 @@ struct MigrationPath {
                     "the migration of \(directory.path) from version \(from) to \(to) failed: \(why); nothing was written",
                     storedVersion: from, modelVersion: to)
             }
-            let next = try Self.copy(context, to: try Self.schema(step.to), permissive: step.stage.isCustom, failed)
+            // The first stage's copy comes straight from the journal, as its old context did;
+            // later ones from the previous stage's result.
+            let next =
+                done == 0
+                ? try replayed(step.to, permissive: step.stage.isCustom)
+                : try Self.copy(context, to: try Self.schema(step.to), permissive: step.stage.isCustom, failed)
             if case .custom(let body) = step.stage.kind {
-                let migration = Migration(old: context, new: next, fromVersion: from, toVersion: to)
                 do {
-                    try body(migration)
+                    try body(Migration(old: context, new: next, fromVersion: from, toVersion: to))
+                    // The old objects are not needed by the save: their memory goes first.
+                    context = next
                     try next.save()
                 } catch let error as StoreError {
                     throw failed("\(error.code): \(error.message)")
