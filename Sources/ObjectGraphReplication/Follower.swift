@@ -391,6 +391,15 @@ public final class Follower: Sendable {
             try installReplacing(directory, with: base, records: records)
             return try open()
         }
+        if model != nil, store.origin == nil, store.stats.lastSequence == 0 {
+            // Nothing applied yet (a follower that refused the stream's first record, of another
+            // version): as a new replica, it starts from the newest base if there is one.
+            guard let base = try client.newestBase(target) else { return store }
+            try store.close()
+            let records = try checkedBase(base, client: client, target: target, model: model)
+            try installReplacing(directory, with: base, records: records)
+            return try open()
+        }
         let state: StreamState
         do { state = try client.streamState(target.stream) } catch {
             try? store.close()
