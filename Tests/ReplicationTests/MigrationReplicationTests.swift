@@ -44,6 +44,26 @@ enum CataloguePlan: SchemaMigrationPlan {
     }
 }
 
+/// Version 3 adds an attribute with a default: a lightweight stage from version 2.
+enum CatalogueV3: VersionedSchema {
+    static let versionIdentifier = "3"
+    static var models: [any Entity.Type] { [Item.self] }
+
+    @Entity final class Item {
+        @Attribute(.unique) var name: String = ""
+        var size: String = ""
+        var tier: String = ""
+        var stock: Int = 7
+    }
+}
+
+enum CataloguePlanToThree: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [CatalogueV1.self, CatalogueV2.self, CatalogueV3.self] }
+    static var stages: [MigrationStage] {
+        CataloguePlan.stages + [.lightweight(fromVersion: CatalogueV2.self, toVersion: CatalogueV3.self)]
+    }
+}
+
 /// Version 1's items as name → size.
 private func itemsV1(_ objects: [CatalogueV1.Item]) -> [String: Int] {
     Dictionary(uniqueKeysWithValues: objects.map { ($0.name, $0.size) })
@@ -52,6 +72,21 @@ private func itemsV1(_ objects: [CatalogueV1.Item]) -> [String: Int] {
 /// Version 2's items as name → size/tier.
 private func itemsV2(_ objects: [CatalogueV2.Item]) -> [String: String] {
     Dictionary(uniqueKeysWithValues: objects.map { ($0.name, "\($0.size)/\($0.tier)") })
+}
+
+/// Version 3's items as name → size/tier/stock.
+private func itemsV3(_ objects: [CatalogueV3.Item]) -> [String: String] {
+    Dictionary(uniqueKeysWithValues: objects.map { ($0.name, "\($0.size)/\($0.tier)/\($0.stock)") })
+}
+
+/// Saves `count` items of version 1 in one transaction.
+private func saveV1(_ context: ModelContext, round: Int, count: Int = 3) throws {
+    for i in 0..<count {
+        let item = try context.insert(CatalogueV1.Item.self)
+        item.name = "item-\(round)-\(i)"
+        item.size = round * 10 + i
+    }
+    try context.save()
 }
 
 @Suite(
@@ -102,7 +137,8 @@ struct MigrationReplicationTests {
         added.size = "1 kB"
         added.tier = "small"
         try writer.context.save()
-        writer.context.delete(try #require(try writer.context.object(CatalogueV2.Item.self, where: \.name, equals: "item-0-0")))
+        writer.context.delete(
+            try #require(try writer.context.object(CatalogueV2.Item.self, where: \.name, equals: "item-0-0")))
         try writer.context.save()
         let last = writer.store.stats.lastSequence
         try writer.shipper.waitShipped(through: last, timeout: eventBound)
@@ -145,6 +181,72 @@ struct MigrationReplicationTests {
         #expect(await fresh.waitUntilApplied(last, timeout: eventBound))
         #expect(itemsV2(try fresh.store.snapshot.objects(of: CatalogueV2.Item.self)) == expected)
         try await fresh.stop()
+        try writer.close()
+    }
+
+    @Test func savesTheStreamNeverAcknowledgedReachNewFollowersThroughTheBaseAndLightweightStagesShipOne()
+        async throws
+    {
+        let v2 = try Schema(versioned: CatalogueV2.self)
+        let v3 = try Schema(versioned: CatalogueV3.self)
+        let server = try NATSServer.start()
+        let target = ReplicationTarget(servers: [server.url], stream: freshStream(), timeout: .seconds(10))
+        let directory = replicationDirectory()
+        var writer = try ReplicatedStore.open(
+            at: directory, schema: try Schema(versioned: CatalogueV1.self), target: target)
+        for round in 0..<2 { try saveV1(writer.context, round: round) }
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
+        // The servers go away; version 1 saves on locally, then the writer stops.
+        server.kill()
+        for round in 2..<4 { try saveV1(writer.context, round: round) }
+        #expect(writer.shipper.status.shippedSequence < writer.store.stats.lastSequence)
+        writer.shipper.stop()
+        try writer.store.close()
+        try server.restart()
+
+        // A follower of version 2 started before the writer migrated refuses, its replica kept.
+        let early = replicationDirectory()
+        let waiting = try await ObjectStore.follow(at: early, schema: v2, source: target)
+        #expect(!(await waiting.waitUntilApplied(1, timeout: eventBound)))
+        #expect(waiting.status.storeError?.storedVersion == "1" && waiting.status.storeError?.modelVersion == "2")
+        try await waiting.stop()
+
+        // Migrated to version 2 (custom stage): the unshipped saves are in the base.
+        var options = StoreOptions()
+        options.migrationPlan = CataloguePlan.self
+        writer = try ReplicatedStore.open(at: directory, schema: v2, options: options, target: target)
+        #expect(writer.store.migratedFrom == "1" && writer.store.migrationWroteBase)
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
+        let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: v2, source: target)
+        #expect(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
+        let migrated = itemsV2(try writer.context.fetch(FetchDescriptor<CatalogueV2.Item>()))
+        #expect(migrated.count == 12 && migrated["item-3-2"] == "32 kB/large")
+        #expect(itemsV2(try follower.store.snapshot.objects(of: CatalogueV2.Item.self)) == migrated)
+        // The early follower, started again once the writer migrated, takes the base.
+        let resumed = try await ObjectStore.follow(at: early, schema: v2, source: target)
+        #expect(await resumed.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
+        #expect(itemsV2(try resumed.store.snapshot.objects(of: CatalogueV2.Item.self)) == migrated)
+        try await resumed.stop()
+        try writer.close()
+
+        // Version 3 (lightweight, nothing rewritten by the store itself): shipped as a base too.
+        options.migrationPlan = CataloguePlanToThree.self
+        writer = try ReplicatedStore.open(at: directory, schema: v3, options: options, target: target)
+        #expect(writer.store.migratedFrom == "2" && !writer.store.migrationWroteBase)
+        let item = try #require(try writer.context.object(CatalogueV3.Item.self, where: \.name, equals: "item-0-1"))
+        item.stock = 1
+        try writer.context.save()
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
+        let expected = itemsV3(try writer.context.fetch(FetchDescriptor<CatalogueV3.Item>()))
+        #expect(expected["item-0-1"] == "1 kB/small/1" && expected["item-0-2"] == "2 kB/small/7")
+        // The version-2 follower stops at it; a version-3 one ends with the writer's state.
+        #expect(!(await follower.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound)))
+        #expect(follower.status.storeError?.storedVersion == "3" && follower.status.storeError?.modelVersion == "2")
+        try await follower.stop()
+        let upgraded = try await ObjectStore.follow(at: replicationDirectory(), schema: v3, source: target)
+        #expect(await upgraded.waitUntilApplied(writer.store.stats.lastSequence, timeout: eventBound))
+        #expect(itemsV3(try upgraded.store.snapshot.objects(of: CatalogueV3.Item.self)) == expected)
+        try await upgraded.stop()
         try writer.close()
     }
 }
