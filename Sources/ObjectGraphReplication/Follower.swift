@@ -36,6 +36,11 @@ public final class Follower: Sendable {
         public var lastError: String?
         /// Set when the follower stopped for good (a record that does not apply, a gap).
         public var failed: String?
+        /// The local store's error when that was one: code `migration` for a record of another
+        /// version of the model than the replica's (``StoreError/storedVersion`` names the
+        /// version met, ``StoreError/modelVersion`` the replica's), which it refused before
+        /// writing anything of it.
+        public var storeError: StoreError?
     }
 
     /// The replica; reads through ``AsyncStore/snapshot`` and ``AsyncStore/read(_:)``.
@@ -71,8 +76,18 @@ public final class Follower: Sendable {
 
     /// Opens (creating if needed) the replica in `directory` and starts following `source`.
     ///
+    /// A replica never migrates itself (``StoreOptions/migrationPlan`` is ignored): when
+    /// `schema` is a later version of the model than the replica's, the replica is replaced by
+    /// the stream's newest base, the writer's migrated state, when that base is of `schema`'s
+    /// version. A follower of an earlier version than its source's stops at the base (or the
+    /// schema record) of the later one (``Status/storeError``), its replica as it was
+    /// (Docs/Replication.md, "Migrations").
+    ///
     /// - Throws: ``ReplicationError`` (`server`, `unavailable` when a new replica finds neither
-    ///   a base nor the stream's start), ``StoreError`` from opening the local store.
+    ///   a base nor the stream's start), ``StoreError`` from opening the local store; code
+    ///   `migration` when the replica, or the base a new or trimmed-past replica would start
+    ///   from, is of another version of the model than `schema`'s and the stream holds no base
+    ///   of that version (nothing was changed).
     public static func start(
         at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions
     ) async throws -> Follower {
@@ -87,15 +102,21 @@ public final class Follower: Sendable {
         var options = options
         options.readOnly = true
         options.autoCompactionRatio = nil
-        let opened = try openReplica(directory, client: client, target: source) {
+        // The writer's migrated base, not a migration of its own: a custom stage run here could
+        // reach another state than the writer's (another set of records, its own clock or IDs).
+        options.migrationPlan = nil
+        let model = schema.versionIdentifier
+        let opened = try openReplica(directory, client: client, target: source, model: model) {
             try ObjectStore.open(at: directory, schema: schema, options: options)
         }
         let store = AsyncStore(store: opened)
         let position = Position(store.shippingSource.origin) ?? Position(recordSequence: 0, streamSequence: 0)
-        return Follower(store: store, target: source, client: client, position: position)
+        return Follower(store: store, target: source, client: client, position: position, model: model)
     }
 
-    private init(store: AsyncStore, target: ReplicationTarget, client: JetStreamClient, position: Position) {
+    private init(
+        store: AsyncStore, target: ReplicationTarget, client: JetStreamClient, position: Position, model: String?
+    ) {
         self.store = store
         self.target = target
         self.client = client
@@ -103,11 +124,11 @@ public final class Follower: Sendable {
             status: Status(
                 appliedSequence: position.recordSequence, streamSequence: position.streamSequence,
                 streamLastSequence: position.streamSequence,
-                appliedMessageTime: nil, recordsApplied: 0, lastError: nil, failed: nil))
+                appliedMessageTime: nil, recordsApplied: 0, lastError: nil, failed: nil, storeError: nil))
         let (stream, continuation) = AsyncStream<[StoredMessage]>.makeStream(bufferingPolicy: .bufferingOldest(64))
         box.batches = continuation
         let schema = store.shippingSource.schema
-        Task { [self] in await self.apply(stream, schema: schema, position: position) }
+        Task { [self] in await self.apply(stream, schema: schema, position: position, model: model) }
         let thread = Thread { [self] in self.read(from: position.streamSequence + 1) }
         thread.name = "ObjectGraph follower"
         thread.start()
@@ -216,7 +237,9 @@ public final class Follower: Sendable {
 
     // MARK: Applying (a task: the store is an actor)
 
-    private func apply(_ batches: AsyncStream<[StoredMessage]>, schema initial: [UInt8]?, position: Position) async {
+    private func apply(
+        _ batches: AsyncStream<[StoredMessage]>, schema initial: [UInt8]?, position: Position, model: String?
+    ) async {
         var assembler = RecordAssembler()
         var schema = initial
         var applied = position.recordSequence
@@ -230,8 +253,11 @@ public final class Follower: Sendable {
             var pending: [(record: ShippedRecord, schema: [UInt8], origin: [UInt8])] = []
             var lastTime: Date?
             var lastStream: UInt64 = 0
+            // A schema record of another version of the model: the records before it are
+            // applied, then the follower stops, nothing of that version written.
+            var refusal: StoreError?
             do {
-                for message in messages {
+                reading: for message in messages {
                     let info = try LogMessageInfo(message)
                     guard let batch = try assembler.add(message, info) else { continue }
                     for (i, record) in batch.records.enumerated() {
@@ -239,15 +265,37 @@ public final class Follower: Sendable {
                         // again by a restarted writer): skipped.
                         if record.sequence <= applied { continue }
                         let previous = i == 0 ? batch.previous : batch.records[i - 1].sequence
-                        guard
-                            previous == applied
-                                || i == 0 && previous > applied
-                                    && baseCovers(before: batch.firstStreamSequence) == previous
-                        else {
-                            throw ReplicationError(
-                                .unavailable,
-                                "stream message \(batch.lastStreamSequence) carries record \(record.sequence) after \(previous), but this follower applied \(applied) last: records are missing (trimmed below a newer base?); restart it from a base"
-                            )
+                        if previous != applied {
+                            guard i == 0, previous > applied,
+                                let base = baseCovers(before: batch.firstStreamSequence), base.covers == previous
+                            else {
+                                throw ReplicationError(
+                                    .unavailable,
+                                    "stream message \(batch.lastStreamSequence) carries record \(record.sequence) after \(previous), but this follower applied \(applied) last: records are missing (trimmed below a newer base?); restart it from a base"
+                                )
+                            }
+                            // The base's schema is in force after it: the log goes on without a
+                            // schema record of its own (a migration's base is of the new version).
+                            let crossed = try client.baseSchema(base, target)
+                            if let model, let theirs = try StoredSchema.decode(crossed).versionIdentifier,
+                                theirs != model
+                            {
+                                refusal = StoreError.replicaRefusal(
+                                    "the base ending at stream message \(base.lastStreamSequence)",
+                                    storedVersion: theirs, modelVersion: model, sequence: previous)
+                                break reading
+                            }
+                            schema = crossed
+                        }
+                        if record.kind == .schema, let model {
+                            let payload = try record.payload()
+                            let theirs = try StoredSchema.decode(payload).versionIdentifier
+                            if let theirs, theirs != model {
+                                refusal = StoreError.replicaRefusal(
+                                    "schema record \(record.sequence) at stream message \(batch.lastStreamSequence)",
+                                    storedVersion: theirs, modelVersion: model, sequence: record.sequence)
+                                break reading
+                            }
                         }
                         applied = record.sequence
                         switch record.kind {
@@ -281,9 +329,11 @@ public final class Follower: Sendable {
                     b.status.recordsApplied += count
                     b.condition.broadcast()
                 }
+                if let refusal { throw refusal }
             } catch {
                 box.locked { b in
                     b.status.failed = "\(error)"
+                    b.status.storeError = error as? StoreError
                     b.condition.broadcast()
                 }
                 return
@@ -293,29 +343,63 @@ public final class Follower: Sendable {
 
     // MARK: Bases
 
-    /// What the base that ends right before stream message `sequence` covers, if one does: a
+    /// The base that ends right before stream message `sequence`, if one does: a
     /// compaction consumed the sequences between the last log record before it and the first
     /// after it, and the base holds the same state as those log records.
-    private func baseCovers(before sequence: UInt64) -> UInt64? {
+    private func baseCovers(before sequence: UInt64) -> BaseLocation? {
         guard sequence > 1, let m = try? client.message(stream: target.stream, sequence: sequence - 1),
             m.subject == target.baseSubject
         else {
             return nil
         }
-        return m.headers[Header.covers].flatMap(UInt64.init)
+        return try? client.baseLocation(endingWith: m, target)
     }
 
     /// Opens the replica with `open`, its journal read once, by `open`. A new replica (no
     /// journal yet) first gets the stream's newest base, when there is one; a replica the
     /// stream was trimmed past is closed, rebuilt from that base and opened again.
+    ///
+    /// With `model`, the version of the replica's model: a replica of another version is
+    /// replaced by the newest base when that base is of `model`'s version (its source migrated
+    /// to the model's version), and kept as it is otherwise; a base of another version than
+    /// `model`'s is never installed (``StoreError`` code `migration`).
     static func openReplica(
-        _ directory: URL, client: JetStreamClient, target: ReplicationTarget, open: () throws -> ObjectStore
+        _ directory: URL, client: JetStreamClient, target: ReplicationTarget, model: String? = nil,
+        open: () throws -> ObjectStore
     ) throws -> ObjectStore {
         guard hasJournal(directory) else {
-            try installNewestBaseIfNew(directory, client: client, target: target)
+            try installNewestBaseIfNew(directory, client: client, target: target, model: model)
             return try open()
         }
-        let store = try open()
+        let store: ObjectStore
+        do {
+            store = try open()
+        } catch let error as StoreError where error.code == .migration && model != nil {
+            // The replica is at another version than the model (nothing was changed by the open).
+            guard let base = try client.newestBase(target) else {
+                throw StoreError.replicaRefusal(
+                    "the replica in \(directory.path) (the stream holds no base to replace it with)",
+                    storedVersion: error.storedVersion, modelVersion: model)
+            }
+            let records = try client.readBase(base, target)
+            let theirs = try version(ofBase: records)
+            guard theirs == model else {
+                throw StoreError.replicaRefusal(
+                    "the replica in \(directory.path) (and the stream's newest base, version \(theirs ?? "(unversioned)"), ending at stream message \(base.lastStreamSequence))",
+                    storedVersion: error.storedVersion, modelVersion: model)
+            }
+            try installReplacing(directory, with: base, records: records)
+            return try open()
+        }
+        if model != nil, store.origin == nil, store.stats.lastSequence == 0 {
+            // Nothing applied yet (a follower that refused the stream's first record, of another
+            // version): as a new replica, it starts from the newest base if there is one.
+            guard let base = try client.newestBase(target) else { return store }
+            try store.close()
+            let records = try checkedBase(base, client: client, target: target, model: model)
+            try installReplacing(directory, with: base, records: records)
+            return try open()
+        }
         let state: StreamState
         do { state = try client.streamState(target.stream) } catch {
             try? store.close()
@@ -327,7 +411,8 @@ public final class Follower: Sendable {
             throw ReplicationError(
                 .unavailable, "the stream was trimmed past this replica and holds no base to restart from")
         }
-        try installReplacing(directory, with: base, client: client, target: target)
+        let records = try checkedBase(base, client: client, target: target, model: model)
+        try installReplacing(directory, with: base, records: records)
         return try open()
     }
 
@@ -336,21 +421,44 @@ public final class Follower: Sendable {
         FileManager.default.fileExists(atPath: directory.appendingPathComponent("MANIFEST").path)
     }
 
-    /// A new replica (no journal yet) starts from the stream's newest base, when there is one.
-    static func installNewestBaseIfNew(_ directory: URL, client: JetStreamClient, target: ReplicationTarget) throws {
+    /// A new replica (no journal yet) starts from the stream's newest base, when there is one
+    /// (of `model`'s version, when given).
+    static func installNewestBaseIfNew(
+        _ directory: URL, client: JetStreamClient, target: ReplicationTarget, model: String? = nil
+    ) throws {
         guard !hasJournal(directory), let base = try client.newestBase(target) else { return }
-        try installReplacing(directory, with: base, client: client, target: target)
+        let records = try checkedBase(base, client: client, target: target, model: model)
+        try installReplacing(directory, with: base, records: records)
     }
 
-    /// Writes `base` into a staging directory, then puts it in place of `directory`.
-    private static func installReplacing(
-        _ directory: URL, with base: BaseLocation, client: JetStreamClient, target: ReplicationTarget
-    ) throws {
+    /// The version of the model a base (its records, schema first) was written with.
+    static func version(ofBase records: [ShippedRecord]) throws -> String? {
+        guard let schema = records.first else { return nil }
+        return try StoredSchema.decode(try schema.payload()).versionIdentifier
+    }
+
+    /// The records of `base`, read; with `model`, refused (``StoreError`` code `migration`,
+    /// nothing written) when the base is of another version of the model.
+    private static func checkedBase(
+        _ base: BaseLocation, client: JetStreamClient, target: ReplicationTarget, model: String?
+    ) throws -> [ShippedRecord] {
+        let records = try client.readBase(base, target)
+        if let model, let theirs = try version(ofBase: records), theirs != model {
+            throw StoreError.replicaRefusal(
+                "the stream's newest base (ending at stream message \(base.lastStreamSequence))",
+                storedVersion: theirs, modelVersion: model)
+        }
+        return records
+    }
+
+    /// Writes `base` (its `records`) into a staging directory, then puts it in place of
+    /// `directory`.
+    private static func installReplacing(_ directory: URL, with base: BaseLocation, records: [ShippedRecord]) throws {
         let fm = FileManager.default
         let staging = directory.deletingLastPathComponent().appendingPathComponent(
             directory.lastPathComponent + ".base-install")
         try? fm.removeItem(at: staging)
-        try install(base, client: client, target: target, into: staging)
+        try install(base, records: records, into: staging)
         if fm.fileExists(atPath: directory.path) {
             let old = directory.deletingLastPathComponent().appendingPathComponent(
                 directory.lastPathComponent + ".replaced")
@@ -363,12 +471,9 @@ public final class Follower: Sendable {
         }
     }
 
-    /// Writes `base` as a new journal in `directory` (which must not hold one), its origin the
-    /// base's position in the stream.
-    static func install(
-        _ base: BaseLocation, client: JetStreamClient, target: ReplicationTarget, into directory: URL
-    ) throws {
-        let records = try client.readBase(base, target)
+    /// Writes `base` (its `records`, read from the stream) as a new journal in `directory`
+    /// (which must not hold one), its origin the base's position in the stream.
+    static func install(_ base: BaseLocation, records: [ShippedRecord], into directory: URL) throws {
         let journal = try Journal.open(directory: directory.path)
         defer { try? journal.close() }
         // The base's records as they came: nothing decompressed or compressed again.

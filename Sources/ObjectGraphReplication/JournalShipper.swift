@@ -515,13 +515,27 @@ public final class JournalShipper: Sendable {
         }
 
         func take(_ r: ShippedRecord, shipper: JournalShipper) throws {
-            if first, pendingBase.isEmpty ? (r.sequence > shipped + 1 || r.kind == .base) : r.kind == .base {
+            // A journal that starts with a base: its schema record, then base records. The
+            // schema record may directly follow the last shipped record (everything was shipped
+            // before the compaction, or a migration, wrote the base), so a schema record first
+            // is held until the next record tells whether a base follows it.
+            if first,
+                pendingBase.isEmpty
+                    ? (r.sequence > shipped + 1 || r.kind == .base || r.kind == .schema) : r.kind == .base
+            {
                 pendingBase.append(r)
                 return
             }
             if !pendingBase.isEmpty {
-                try shipper.publishBase(pendingBase)
+                let held = pendingBase
                 pendingBase = []
+                first = false
+                if held.contains(where: { $0.kind == .base }) {
+                    try shipper.publishBase(held)
+                } else {
+                    // A log segment's schema record, not a base: shipped with the log.
+                    for h in held { try take(h, shipper: shipper) }
+                }
             }
             first = false
             if let resume, r.sequence <= resume.last {
@@ -538,7 +552,16 @@ public final class JournalShipper: Sendable {
         }
 
         func finish(shipper: JournalShipper) throws {
-            if !pendingBase.isEmpty { try shipper.publishBase(pendingBase) }
+            if !pendingBase.isEmpty {
+                let held = pendingBase
+                pendingBase = []
+                first = false
+                if held.contains(where: { $0.kind == .base }) {
+                    try shipper.publishBase(held)
+                } else {
+                    for h in held { try take(h, shipper: shipper) }
+                }
+            }
             try flush(shipper)
         }
 

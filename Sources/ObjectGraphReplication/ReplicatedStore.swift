@@ -33,6 +33,14 @@ public final class ReplicatedStore {
     /// Connects to the target, opens the store and starts shipping: first what the stream lacks
     /// of the journal, then every save.
     ///
+    /// With ``StoreOptions/migrationPlan`` set, a store at an earlier version of the model is
+    /// migrated at open, and the stream gets the migration as a base: the journal then starts
+    /// with a base of the new version (a lightweight migration, which rewrites nothing, is
+    /// compacted here to make one), which ships on the base subject before any record saved
+    /// after it. Replicas of the new version install that base; replicas of the old one refuse
+    /// it (``Follower``). Old records the stream had not acknowledged yet are in the base, not
+    /// on the log (Docs/Replication.md, "Migrations").
+    ///
     /// - Throws: ``ReplicationError`` (`server`: no server answered; `diverged`: the stream
     ///   holds another history, see ``JournalShipper/attach(_:)``), or ``StoreError`` from the
     ///   open. Nothing is shipped when it throws.
@@ -44,6 +52,11 @@ public final class ReplicatedStore {
         shipper.prepare(&options)
         let store = try ObjectStore.open(at: directory, schema: schema, options: options)
         do {
+            if store.migratedFrom != nil, !store.migrationWroteBase {
+                // Records of the old version followed by the new schema: a base of the new
+                // version in front of what follows, as a custom stage's migration writes.
+                try store.compact()
+            }
             try shipper.attach(store.shippingSource)
         } catch {
             try? store.close()

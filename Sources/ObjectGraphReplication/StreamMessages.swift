@@ -289,6 +289,33 @@ extension JetStreamClient {
         return bases
     }
 
+    /// The payload of the schema record the base at `location` starts with, read from its first
+    /// message (the whole base when the record runs past it).
+    func baseSchema(_ location: BaseLocation, _ target: ReplicationTarget) throws(ReplicationError) -> [UInt8] {
+        let what = "the base ending at stream message \(location.lastStreamSequence)"
+        var record: ShippedRecord?
+        do {
+            if let first = try message(stream: target.stream, sequence: location.firstStreamSequence),
+                first.subject == target.baseSubject, first.payload.count >= 4
+            {
+                let blob = first.payload
+                let n = (0..<4).reduce(0) { $0 | Int(blob[$1]) << (8 * $1) }
+                if n <= blob.count - 4 { record = try RecordBlob.decode(Array(blob[0..<4 + n]), what: what).first }
+            }
+        } catch let error as ReplicationError {
+            throw error
+        } catch {
+            throw ReplicationError(.server, "reading \(what): \(error)")
+        }
+        if record == nil { record = try readBase(location, target).first }
+        guard let schema = record, schema.kind == .schema else {
+            throw ReplicationError(.badMessage, "\(what) does not start with a schema record")
+        }
+        do { return try schema.payload() } catch {
+            throw ReplicationError(.badMessage, "\(what): its schema record: \(error)")
+        }
+    }
+
     /// Reads the base at `location`: its schema record, then its base records, checked.
     func readBase(_ location: BaseLocation, _ target: ReplicationTarget) throws(ReplicationError) -> [ShippedRecord] {
         var blob: [UInt8] = []

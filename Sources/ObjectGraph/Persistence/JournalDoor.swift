@@ -270,11 +270,9 @@ final class JournalDoor: PersistenceDoor {
         // A record of another version of the model: refused before anything is written, so the
         // replica stays as it was, at its version.
         if let mine = context.schema.versionIdentifier, let theirs = stored.versionIdentifier, theirs != mine {
-            throw StoreError(
-                .migration,
-                "shipped record \(record.sequence) was written with version \(theirs) of the model and this replica's model is version \(mine): "
-                    + "run code whose migration plan reaches version \(theirs) (a replica installs its source's migrated base); nothing was applied",
-                sequence: record.sequence, storedVersion: theirs, modelVersion: mine)
+            throw StoreError.replicaRefusal(
+                "shipped record \(record.sequence)", storedVersion: theirs, modelVersion: mine,
+                sequence: record.sequence)
         }
         let changes: ChangeSet
         do {

@@ -82,12 +82,17 @@ extension ObjectStore {
         if path.steps.isEmpty || !path.steps.contains(where: \.stage.isCustom) {
             // At the model's version already (an unversioned store of its shape), or lightweight
             // stages only: replayed onto the model, nothing rewritten.
-            return try openAsIs()
+            let store = try openAsIs()
+            if !path.steps.isEmpty { store.migratedFrom = stored.versionIdentifier ?? "(unversioned)" }
+            return store
         }
         try path.migrate(journal: journal, stored: stored, options: options, directory: directory)
         try? journal.close()
         handedOver = true
-        return try open(at: directory, schema: schema, options: options)
+        let store = try open(at: directory, schema: schema, options: options)
+        store.migratedFrom = stored.versionIdentifier ?? "(unversioned)"
+        store.migrationWroteBase = true
+        return store
     }
 }
 

@@ -41,6 +41,14 @@ public final class ObjectStore {
     public let openReport: JournalOpenReport
     /// How long replay took, in seconds.
     public let replaySeconds: Double
+    /// The model version the store was at when this open migrated it through
+    /// ``StoreOptions/migrationPlan`` ("(unversioned)" for a store that named none); nil when
+    /// the open migrated nothing. A shipping store uses it to put a base in front of the new
+    /// version's records, so that replicas start that version from the writer's state.
+    public internal(set) var migratedFrom: String?
+    /// Whether that migration wrote a new base (a custom stage); a lightweight one replays the
+    /// old records onto the new model and rewrites nothing.
+    public internal(set) var migrationWroteBase = false
 
     /// The journal, behind the door the context saves through.
     let door: JournalDoor

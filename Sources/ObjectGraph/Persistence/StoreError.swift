@@ -81,6 +81,19 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         self.versionMismatch = versionMismatch
     }
 
+    /// The `migration` error of a replica that met something its source wrote with another
+    /// version of the model (a shipped record, a base): `what` names it; `stored` is the
+    /// version it was written with, `model` the replica's. Nothing of it was applied.
+    public static func replicaRefusal(
+        _ what: String, storedVersion stored: String?, modelVersion model: String?, sequence: UInt64? = nil
+    ) -> StoreError {
+        StoreError(
+            .migration,
+            "\(what) was written with version \(stored ?? "(unversioned)") of the model and this replica's model is version \(model ?? "(unversioned)"): "
+                + "run code whose migration plan reaches version \(stored ?? "(unversioned)") (a replica installs its source's migrated base); nothing was applied",
+            sequence: sequence, storedVersion: stored, modelVersion: model)
+    }
+
     /// A failure of the journal layer, keeping its error.
     init(journal error: JournalError) {
         self.init(.journal, "\(error)", journalError: error)
