@@ -174,7 +174,8 @@ func worker(_ phase: String, _ count: Int, _ dir: String) throws {
         try? FileManager.default.removeItem(at: url)
         let store = try ObjectStore.open(at: url, schema: try Schema(versioned: PeopleV1.self))
         let t = try seconds {
-            _ = try store.context.importUniqueObjects(PeopleV1.Member.self, sourceArray: (0..<count).map(MemberV1Source.init))
+            _ = try store.context.importUniqueObjects(
+                PeopleV1.Member.self, sourceArray: (0..<count).map(MemberV1Source.init))
             try store.context.save()
         }
         try store.close()
@@ -241,7 +242,9 @@ func measure(_ phase: String, _ count: Int, _ dir: String) throws -> [String: Do
     try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw Failure("worker \(phase) exited with \(process.terminationStatus)") }
+    guard process.terminationStatus == 0 else {
+        throw Failure("worker \(phase) exited with \(process.terminationStatus)")
+    }
     var values: [String: Double] = [:]
     for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("RESULT ") {
         for pair in line.dropFirst(7).split(separator: " ") {
@@ -258,7 +261,8 @@ func median(_ xs: [Double]) -> Double {
 }
 
 func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ")
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+        separator: " ")
         ?? "?"
 }
 
@@ -299,8 +303,10 @@ func drive(count: Int, runs: Int) throws {
         FileHandle.standardError.write(
             Data(
                 String(
-                    format: "run %d: migrate %.3f s, import %.3f s (ratio %.2f), peak %.0f MiB vs reopened %.0f MiB; open %.3f s, lightweight %.3f s\n",
-                    run + 1, migrate.last!, importV2.last!, ratio.last!, migratePeak.last! / 1024, reopenRSS.last! / 1024,
+                    format:
+                        "run %d: migrate %.3f s, import %.3f s (ratio %.2f), peak %.0f MiB vs reopened %.0f MiB; open %.3f s, lightweight %.3f s\n",
+                    run + 1, migrate.last!, importV2.last!, ratio.last!, migratePeak.last! / 1024,
+                    reopenRSS.last! / 1024,
                     openV1.last!, openLight.last!
                 ).utf8))
     }
@@ -349,7 +355,9 @@ do {
     if arguments.first == "worker", arguments.count == 4, let count = Int(arguments[2]) {
         try worker(arguments[1], count, arguments[3])
     } else {
-        try drive(count: arguments.first.flatMap(Int.init) ?? 1_000_000, runs: arguments.dropFirst().first.flatMap(Int.init) ?? 5)
+        try drive(
+            count: arguments.first.flatMap(Int.init) ?? 1_000_000,
+            runs: arguments.dropFirst().first.flatMap(Int.init) ?? 5)
     }
 } catch {
     FileHandle.standardError.write(Data("migration-comparison: \(error)\n".utf8))
