@@ -56,7 +56,7 @@ public struct StoredSchema: Sendable, Hashable {
 
     /// The version identifiers of the models this store was written with, oldest first; the
     /// last one is this schema's (``VersionedSchema/versionIdentifier``). Empty for a store
-    /// opened without versions (``Schema/init(_:)-([any Entity.Type])``). A migration appends
+    /// opened without versions (`Schema(Package.self)`). A migration appends
     /// the version it migrated to; a compaction keeps the list.
     public var versions: [String] = []
 

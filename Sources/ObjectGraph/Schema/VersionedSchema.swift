@@ -45,7 +45,7 @@ extension Schema {
     /// let store = try ObjectStore.open(at: url, schema: try Schema(versioned: PackagesV2.self))
     /// ```
     ///
-    /// - Throws: ``SchemaError`` as ``init(_:)-([any Entity.Type])``, or for an empty identifier.
+    /// - Throws: ``SchemaError`` as `Schema(_:)` does, or for an empty identifier.
     public init(versioned version: any VersionedSchema.Type) throws(SchemaError) {
         guard !version.versionIdentifier.isEmpty else {
             throw SchemaError(message: "\(version) has an empty version identifier")
@@ -117,6 +117,10 @@ public struct MigrationStage: Sendable {
     }
 
     /// A stage that maps the stored objects onto the new model by names, as any open does.
+    ///
+    /// - Parameters:
+    ///   - fromVersion: the version the stage starts from.
+    ///   - toVersion: the version after it in the plan's ``SchemaMigrationPlan/schemas``.
     public static func lightweight(
         fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type
     ) -> MigrationStage {
@@ -133,7 +137,10 @@ public struct MigrationStage: Sendable {
     /// ones. What it leaves pending in ``Migration/new`` is saved after it returns; an error
     /// it throws, or a failed validation, abandons the migration with nothing written.
     ///
-    /// - Parameter migrate: the stage's code; it runs once, on the opening thread.
+    /// - Parameters:
+    ///   - fromVersion: the version the stage starts from.
+    ///   - toVersion: the version after it in the plan's ``SchemaMigrationPlan/schemas``.
+    ///   - migrate: the stage's code; it runs once, on the opening thread.
     public static func custom(
         fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
         migrate: @escaping @Sendable (Migration) throws -> Void
