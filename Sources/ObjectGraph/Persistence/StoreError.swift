@@ -84,7 +84,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The `migration` error of a replica that met something its source wrote with another
     /// version of the model (a shipped record, a base): `what` names it; `stored` is the
     /// version it was written with, `model` the replica's. Nothing of it was applied.
-    public static func replicaRefusal(
+    package static func replicaRefusal(
         _ what: String, storedVersion stored: String?, modelVersion model: String?, sequence: UInt64? = nil
     ) -> StoreError {
         StoreError(
