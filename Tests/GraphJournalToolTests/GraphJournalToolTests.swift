@@ -237,7 +237,7 @@ struct GraphJournalToolTests {
                 records           3 (1 schema, 2 transaction, 0 base)
                 transactions      2
                 last sequence     3
-                schema versions   1 seen
+                schema versions   unversioned
                 bytes on disk     1249 bytes
                 payload bytes     2018 raw, 1129 stored
                 compression       1.79 : 1
@@ -254,7 +254,8 @@ struct GraphJournalToolTests {
         #expect(
             json.stdout == """
                 {"directory":"\(path)","formatVersion":1,"segments":["0000000001.log"],"records":3,"schemaRecords":1,"transactions":2,\
-                "baseRecords":0,"lastSequence":3,"schemaVersionsSeen":1,"bytesOnDisk":1249,"rawPayloadBytes":2018,"storedPayloadBytes":1129,\
+                "baseRecords":0,"lastSequence":3,"schemaVersionsSeen":1,"schemaVersions":[],\
+                "schemaRecordVersions":[null],"bytesOnDisk":1249,"rawPayloadBytes":2018,"storedPayloadBytes":1129,\
                 "compressionRatio":1.787,"liveBytesEstimate":1150,"supersededBytesEstimate":99,"entities":[{"entity":"Person","live":16,\
                 "inSchema":true},{"entity":"Everything","live":1,"inSchema":true}],"health":"clean"}
 
@@ -273,6 +274,50 @@ struct GraphJournalToolTests {
         let actual = try #require(after["bytesOnDisk"] as? Int)
         #expect(abs(estimate - actual) * 5 <= actual, "estimate \(estimate) vs \(actual) written")
         #expect(after["baseRecords"] as? Int == 1 && after["transactions"] as? Int == 0)
+    }
+
+    @Test func statsAndDumpShowTheVersionsAMigratedStoreWentThrough() throws {
+        let dir = Tool.temporaryURL("versioned")
+        try Tool.writeVersionedStore(at: dir)
+        let stats = try Tool.run(["stats", dir.path])
+        #expect(stats.status == 0)
+        // The migration's base names version 2; the lightweight open's first save appended a
+        // schema record naming version 3.
+        #expect(
+            stats.stdout.contains("\nschema versions   1 → 2 → 3 (schema records: version 2, version 3)\n"),
+            "\(stats.stdout)")
+        #expect(stats.stdout.contains("records           4 (2 schema, 1 transaction, 1 base)\n"), "\(stats.stdout)")
+        let json = try Tool.run(["stats", "--json", dir.path])
+        let figures = try #require(try JSONSerialization.jsonObject(with: json.stdoutBytes) as? [String: Any])
+        #expect(figures["schemaVersions"] as? [String] == ["1", "2", "3"])
+        #expect(figures["schemaRecordVersions"] as? [String] == ["2", "3"])
+        #expect(figures["schemaVersionsSeen"] as? Int == 2)
+        // dump --schema: only the schema records, each with the versions it lists.
+        let dump = try Tool.run(["dump", "--schema", dir.path])
+        #expect(dump.status == 0 && dump.stderr.isEmpty)
+        #expect(dump.stdout == (try Tool.expected("dump-schema-versioned.jsonl", actual: dump.stdout)))
+        let lines = dump.stdout.split(separator: "\n").map { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+        #expect(lines.map { $0?["kind"] as? String } == ["schema", "schema"])
+        #expect(lines.map { $0?["versions"] as? [String] } == [["1", "2"], ["1", "2", "3"]])
+        // The whole dump has the same schema lines among the records.
+        let all = try Tool.run(["dump", dir.path]).stdout.split(separator: "\n")
+        #expect(all.filter { $0.contains(#""kind":"schema""#) } == dump.stdout.split(separator: "\n"))
+        #expect(all.count == 4)
+        #expect(try Tool.run(["dump", "--schema", "--objects", dir.path]).status != 0)
+    }
+
+    @Test func aStoreMigratedOnceShowsItsHistoryInOneSchemaRecord() throws {
+        let dir = Tool.temporaryURL("migrated")
+        try Tool.writeVersionedStore(at: dir)
+        // Compacting keeps the history: one schema record, naming version 3.
+        #expect(try Tool.run(["compact", dir.path]).status == 0)
+        let stats = try Tool.run(["stats", dir.path])
+        #expect(
+            stats.stdout.contains("\nschema versions   1 → 2 → 3 (schema record: version 3)\n"), "\(stats.stdout)")
+        let dump = try Tool.run(["dump", "--schema", dir.path])
+        #expect(dump.stdout.hasSuffix(#"],"versions":["1","2","3"]}"# + "\n"), "\(dump.stdout)")
     }
 
     // MARK: dump

@@ -97,3 +97,83 @@ extension Tool {
         try store.close()
     }
 }
+
+/// Three versions of a small model, for a store that went through migrations: version 2
+/// turns an Int into a String (a custom stage), version 3 adds an attribute (lightweight).
+enum ToolItemsV1: VersionedSchema {
+    static let versionIdentifier = "1"
+    static var models: [any Entity.Type] { [Item.self] }
+
+    @Entity final class Item {
+        var name: String = ""
+        var size: Int = 0
+    }
+}
+
+enum ToolItemsV2: VersionedSchema {
+    static let versionIdentifier = "2"
+    static var models: [any Entity.Type] { [Item.self] }
+
+    @Entity final class Item {
+        var name: String = ""
+        var size: String = ""
+    }
+}
+
+enum ToolItemsV3: VersionedSchema {
+    static let versionIdentifier = "3"
+    static var models: [any Entity.Type] { [Item.self] }
+
+    @Entity final class Item {
+        var name: String = ""
+        var size: String = ""
+        var stock: Int = 5
+    }
+}
+
+let toolItemsStageOneToTwo = MigrationStage.custom(fromVersion: ToolItemsV1.self, toVersion: ToolItemsV2.self) {
+    migration in
+    for old in try migration.old.fetch(FetchDescriptor<ToolItemsV1.Item>()) {
+        try migration.counterpart(of: old, as: ToolItemsV2.Item.self)?.size = "\(old.size) kB"
+    }
+}
+
+enum ToolItemsPlanToTwo: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ToolItemsV1.self, ToolItemsV2.self] }
+    static var stages: [MigrationStage] { [toolItemsStageOneToTwo] }
+}
+
+enum ToolItemsPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ToolItemsV1.self, ToolItemsV2.self, ToolItemsV3.self] }
+    static var stages: [MigrationStage] {
+        [toolItemsStageOneToTwo, .lightweight(fromVersion: ToolItemsV2.self, toVersion: ToolItemsV3.self)]
+    }
+}
+
+extension Tool {
+    /// Writes a store that went through versions 1, 2 and 3: three items saved at version 1;
+    /// migrated to version 2 (a custom stage: a new base whose schema record lists 1, 2); then
+    /// opened at version 3 (lightweight: nothing rewritten) and one item changed, which appends
+    /// a schema record listing 1, 2, 3 before its transaction.
+    static func writeVersionedStore(at dir: URL) throws {
+        var options = StoreOptions(durability: .none)
+        options.autoCompactionRatio = nil
+        do {
+            let store = try ObjectStore.open(at: dir, schema: try Schema(versioned: ToolItemsV1.self), options: options)
+            for (name, size) in [("zlib", 120), ("curl", 400), ("bash", 1800)] {
+                let item = try store.context.insert(ToolItemsV1.Item.self)
+                item.name = name
+                item.size = size
+            }
+            try store.context.save()
+            try store.close()
+        }
+        try ObjectStore.open(at: dir, migrationPlan: ToolItemsPlanToTwo.self, options: options).close()
+        let store = try ObjectStore.open(at: dir, migrationPlan: ToolItemsPlan.self, options: options)
+        defer { try? store.close() }
+        for item in try store.context.fetch(FetchDescriptor<ToolItemsV3.Item>()) where item.name == "curl" {
+            item.stock = 2
+        }
+        try store.context.save()
+    }
+}

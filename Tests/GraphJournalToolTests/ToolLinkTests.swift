@@ -385,7 +385,7 @@ struct ToolLinkTests {
                 "default":""}]},{"entity":"Track","attributes":[{"name":"title","type":"string","optional":false,"default":""}]}],\
                 "links":[{"relationship":"Playlist.tracks (ordered) ↔ Track.playlists (set)","sides":[{"entity":"Playlist",\
                 "relationship":"tracks","ordered":true,"toOne":false},{"entity":"Track","relationship":"playlists","ordered":false,\
-                "toOne":false}]}]}
+                "toOne":false}]}],"versions":[]}
                 {"seq":2,"kind":"transaction","entities":[{"entity":"Playlist","inserted":[{"serial":1,"values":{"name":"mix"}}],\
                 "updated":[],"deleted":[]},{"entity":"Track","inserted":[{"serial":1,"values":{"title":"a"}},{"serial":2,"values":\
                 {"title":"b"}},{"serial":3,"values":{"title":"c"}}],"updated":[],"deleted":[]}],"links":[{"relationship":\

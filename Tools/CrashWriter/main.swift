@@ -9,6 +9,10 @@
 // With `sync`, each round N is a sync instead: a JSON payload lists the CrashItem IDs
 // N..<N+20, each with round N; the sync updates and inserts them and sweeps the rest, so
 // after a complete round N the store holds exactly those 20 items, all of round N.
+//
+//   objectgraph-crash-writer migrate DIR
+//
+// migrates a store of the parcels model from version 1 to 2 (Migration.swift).
 
 import Foundation
 import ObjectGraph
@@ -29,6 +33,7 @@ import ObjectGraph
 }
 
 let arguments = CommandLine.arguments
+if arguments.count == 3 && arguments[1] == "migrate" { runMigration(directory: arguments[2]) }
 guard arguments.count >= 3, let first = Int64(arguments[2]) else {
     FileHandle.standardError.write(Data("usage: objectgraph-crash-writer DIR FIRST [always|batched|none]\n".utf8))
     exit(64)

@@ -14,7 +14,10 @@ struct Dump: ParsableCommand {
             "inserted":[{"serial":1,"values":{...}}],"updated":[{"serial":3,"values":{...}}],\
             "deleted":[5]}]}; base records (written by compaction) have kind "base"; schema \
             records are {"seq":1,"kind":"schema","entities":[{"entity":"Person","attributes":\
-            [{"name":"id","type":"int64","optional":false}]}]}.
+            [{"name":"id","type":"int64","optional":false}]}],"versions":["1","2"]}: "versions" \
+            lists the model versions the store went through when that schema was written, oldest \
+            first, the last one the schema's own ([] for a store written without versions). \
+            --schema writes only the schema records.
 
             Relationships stored as links (many-to-many, ordered to-many): the schema line \
             lists them, "links":[{"relationship":"Playlist.tracks (ordered) ↔ Track.playlists \
@@ -55,6 +58,11 @@ struct Dump: ParsableCommand {
     @Flag(help: "Write the live objects (the state after the last record, or after --to-seq) instead of the records.")
     var objects = false
 
+    @Flag(
+        name: .customLong("schema"),
+        help: "Write only the schema records, each with the model versions the store went through.")
+    var schemaOnly = false
+
     @Option(
         name: .customLong("entity"),
         help: ArgumentHelp("Write only this entity's changes or objects.", valueName: "name"))
@@ -74,6 +82,9 @@ struct Dump: ParsableCommand {
     @OptionGroup var progressOptions: ProgressOptions
 
     func validate() throws {
+        if objects && schemaOnly {
+            throw ValidationError("--schema and --objects write different things; choose one.")
+        }
         if objects && fromSequence != nil {
             throw ValidationError(
                 "--from-seq does not apply to --objects (objects are a state, not a range); use --to-seq.")
@@ -105,7 +116,7 @@ struct Dump: ParsableCommand {
                 case .schema:
                     if let schema { writeSchema(schema, sequence: sequence, to: &out.json) }
                 case .transaction, .base:
-                    if let changes, let schema {
+                    if !schemaOnly, let changes, let schema {
                         try writeChanges(
                             changes, schema: schema, sequence: sequence, kind: record.entry.kind.label, to: &out
                         ) { fraction in
@@ -113,6 +124,7 @@ struct Dump: ParsableCommand {
                         }
                     }
                 case nil:
+                    guard !schemaOnly else { break }
                     out.json.raw("{\"seq\":"); out.json.uint(sequence)
                     out.json.raw(",\"kind\":\"skipped\",\"type\":"); out.json.uint(UInt64(record.entry.type));
                     out.json.raw("}\n")
@@ -210,7 +222,10 @@ struct Dump: ParsableCommand {
             }
             w.raw("]")
         }
-        w.raw("}\n")
+        // The model versions the store went through, oldest first; [] when unversioned.
+        w.raw(",\"versions\":[")
+        for (i, v) in schema.versions.enumerated() { if i > 0 { w.raw(",") }; w.string(v) }
+        w.raw("]}\n")
     }
 
     /// Writes one record's changes as a line. A record of many inserts is written with

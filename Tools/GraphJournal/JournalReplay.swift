@@ -181,6 +181,9 @@ struct JournalReplay {
     private(set) var problemsNotShown = 0
     private let problemLimit = 100
     private(set) var schemaRecords = 0
+    /// Per schema record read, in order: the model version it names (the last of its
+    /// ``StoredSchema/versions``), nil for an unversioned or undecodable one.
+    private(set) var schemaRecordVersions: [String?] = []
     private(set) var transactions = 0
     private(set) var baseRecords = 0
     private(set) var skippedRecords = 0
@@ -312,8 +315,10 @@ struct JournalReplay {
         schemaRecords += 1
         do {
             let decoded = try StoredSchema.decode(payload)
+            schemaRecordVersions.append(decoded.versionIdentifier)
             install(decoded)
         } catch {
+            schemaRecordVersions.append(nil)
             report(entry, "schema record does not decode: \(error.message)")
         }
     }

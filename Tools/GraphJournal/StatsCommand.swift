@@ -13,7 +13,10 @@ struct Stats: ParsableCommand {
             live objects. "live bytes" estimates what a compaction would write: the live objects \
             in the journal's encoding, compressed at the journal's overall compression ratio, plus \
             the segment and record headers and the schema record. "superseded bytes" is the rest \
-            of the bytes on disk: history a compaction would drop. Each relationship stored as \
+            of the bytes on disk: history a compaction would drop. "schema versions" lists the \
+            model versions the store went through, oldest first (1 → 2 → 3: a store migrated \
+            twice), then the version each schema record of the live journal names; a store \
+            written without versions is "unversioned". Each relationship stored as \
             links (many-to-many, ordered to-many) is listed with its two sides, its links after \
             the replay, and the pairs added and removed and the order edits its records hold. On \
             a damaged journal the figures cover the valid prefix and the health line says what \
@@ -54,6 +57,11 @@ struct StatsFigures {
     var storedPayloadBytes: Int64
     var lastSequence: UInt64
     var formatVersion: Int
+    /// The model versions the store went through, oldest first, as the last schema record
+    /// lists them (``StoredSchema/versions``); empty for an unversioned store.
+    var schemaVersions: [String]
+    /// Per schema record of the live journal, in order: the version it names (nil: none).
+    var schemaRecordVersions: [String?]
     var entities: [(name: String, live: Int, inSchema: Bool)]
     /// The relationships stored as links in the schema in force: their sides, their links
     /// after the replay, and what the records held.
@@ -74,6 +82,8 @@ struct StatsFigures {
         storedPayloadBytes = report.entries.reduce(0) { $0 + Int64($1.storedLength) }
         lastSequence = report.entries.last?.sequence ?? 0
         formatVersion = report.formatVersion
+        schemaVersions = replay.schema?.versions ?? []
+        schemaRecordVersions = replay.schemaRecordVersions
         let tables = replay.liveTables
         entities = tables.map { ($0.name, $0.count, $0.inSchema) }
         links = replay.links
@@ -97,6 +107,15 @@ struct StatsFigures {
     var compressionRatio: Double { storedPayloadBytes > 0 ? Double(rawPayloadBytes) / Double(storedPayloadBytes) : 1 }
     var supersededBytes: Int64 { max(0, bytesOnDisk - liveBytesEstimate) }
 
+    /// "1 → 2 → 3 (schema record: version 3)": the versions the store went through, then the
+    /// version each live schema record names; "unversioned" for a store written without versions.
+    var versionHistory: String {
+        let named = schemaRecordVersions.map { $0.map { "version \($0)" } ?? "unversioned" }
+        if schemaVersions.isEmpty && schemaRecordVersions.allSatisfy({ $0 == nil }) { return "unversioned" }
+        let history = schemaVersions.isEmpty ? "unversioned" : schemaVersions.joined(separator: " → ")
+        return history + " (schema record\(named.count == 1 ? "" : "s"): \(named.joined(separator: ", ")))"
+    }
+
     func writeText(to out: inout StandardOutput) {
         var rows: [(String, String)] = []
         func row(_ label: String, _ value: String) { rows.append((label, value)) }
@@ -106,7 +125,7 @@ struct StatsFigures {
         row("records", "\(records) (\(schemaRecords) schema, \(transactions) transaction, \(baseRecords) base)")
         row("transactions", "\(transactions)")
         row("last sequence", "\(lastSequence)")
-        row("schema versions", "\(schemaRecords) seen")
+        row("schema versions", versionHistory)
         row("bytes on disk", formatBytes(bytesOnDisk))
         row("payload bytes", "\(rawPayloadBytes) raw, \(storedPayloadBytes) stored")
         row("compression", String(format: "%.2f : 1", compressionRatio))
@@ -145,6 +164,14 @@ struct StatsFigures {
         w.raw(",\"baseRecords\":"); w.int(Int64(baseRecords))
         w.raw(",\"lastSequence\":"); w.uint(lastSequence)
         w.raw(",\"schemaVersionsSeen\":"); w.int(Int64(schemaRecords))
+        w.raw(",\"schemaVersions\":[")
+        for (i, v) in schemaVersions.enumerated() { if i > 0 { w.raw(",") }; w.string(v) }
+        w.raw("],\"schemaRecordVersions\":[")
+        for (i, v) in schemaRecordVersions.enumerated() {
+            if i > 0 { w.raw(",") }
+            if let v { w.string(v) } else { w.raw("null") }
+        }
+        w.raw("]")
         w.raw(",\"bytesOnDisk\":"); w.int(bytesOnDisk)
         w.raw(",\"rawPayloadBytes\":"); w.int(rawPayloadBytes)
         w.raw(",\"storedPayloadBytes\":"); w.int(storedPayloadBytes)

@@ -9,7 +9,8 @@
     extension JournalIO {
         /// A fault to inject at a chosen call.
         package enum Fault: Sendable, Hashable {
-            /// The call fails with this `errno` (for example `ENOSPC`, `EIO`) and does nothing.
+            /// The call fails with this `errno` (for example `ENOSPC`, `EIO`) and does nothing;
+            /// except `close`, which releases the descriptor anyway, as Linux's does.
             case error(Int32)
             /// A `pwrite` writes only half its bytes and reports that; the next call to `pwrite`
             /// fails with `ENOSPC`, as when a disk fills mid-write. On other calls, like `.error(EIO)`.
@@ -114,7 +115,19 @@
                     try check(.open); return try base.open(path, mode)
                 },
                 close: { (fd) throws(Failure) in
-                    try check(.close); try base.close(fd)
+                    // Linux releases the descriptor whatever close(2) reports (an EIO
+                    // included): a failed close still closes, or the injected failure would
+                    // leak the descriptor, and with it the journal's lock, in a way no real
+                    // failure can.
+                    switch plan.decide(.close) {
+                    case .pass: try base.close(fd)
+                    case .fail(let code):
+                        try? base.close(fd)
+                        throw Failure(errno: code, operation: "close (injected)")
+                    case .shortWrite:  // decided for pwrite only
+                        try? base.close(fd)
+                        throw Failure(errno: EIO, operation: "close (injected)")
+                    }
                 },
                 pread: { (fd, buffer, offset) throws(Failure) in
                     try check(.pread); return try base.pread(fd, buffer, offset)
