@@ -385,3 +385,42 @@ struct CodableMigrationTests {
         try ObjectStore.open(at: dir, migrationPlan: ParcelPlan.self).close()
     }
 }
+
+/// Tags as strings, then as numbers: a standard collection whose declared type changed.
+enum TaggedV1 {
+    @Entity final class Tagged {
+        var tags: [String] = []
+    }
+}
+
+enum TaggedV2 {
+    @Entity final class Tagged {
+        var tags: [Int] = []
+    }
+}
+
+@Suite("Codable standard collections")
+struct CodableCollectionTests {
+    @Test func aCollectionWhoseDeclaredTypeChangedIsCheckedAtOpen() throws {
+        let dir = temporaryStoreDirectory()
+        do {
+            let store = try ObjectStore.open(at: dir, schema: try Schema(TaggedV1.Tagged.self))
+            try store.context.insert(TaggedV1.Tagged.self).tags = ["a", "b"]
+            try store.context.save()
+            try store.close()
+        }
+        // The same type: its values are its own JSON, not decoded again, and they read back.
+        do {
+            let store = try ObjectStore.open(at: dir, schema: try Schema(TaggedV1.Tagged.self))
+            #expect(try store.context.objects(of: TaggedV1.Tagged.self).map(\.tags) == [["a", "b"]])
+            try store.close()
+        }
+        // [String] → [Int]: the schema record names the old type, so the values are decoded,
+        // and the open refuses the one that does not decode.
+        let error = try #require(throws: StoreError.self) {
+            try ObjectStore.open(at: dir, schema: try Schema(TaggedV2.Tagged.self))
+        }
+        #expect(error.code == .incompatibleSchema)
+        #expect(error.message.contains("Tagged.tags of Tagged/1"), "\(error.message)")
+    }
+}

@@ -22,9 +22,32 @@ struct CodableValueCheck {
     /// at most this many values of each attribute are kept, however many objects there are).
     static let rememberedValues = 4096
 
-    init(_ tables: [EntityTable]) {
+    /// The `Codable` types whose JSON shape is fixed by the standard library: arrays, sets and
+    /// string-keyed dictionaries of primitives. A stored value of one of these decodes as long
+    /// as the attribute kept its declared type, which the schema records say
+    /// (`ModelContext.codableSlotsWrittenAsOtherTypes`); only a type the application declares
+    /// can change shape under the same name.
+    static let shapeStable: Set<ObjectIdentifier> = [
+        ObjectIdentifier([String].self), ObjectIdentifier([Int].self), ObjectIdentifier([Int64].self),
+        ObjectIdentifier([Int32].self), ObjectIdentifier([Double].self), ObjectIdentifier([Float].self),
+        ObjectIdentifier([Bool].self), ObjectIdentifier(Set<String>.self), ObjectIdentifier(Set<Int>.self),
+        ObjectIdentifier(Set<Int64>.self), ObjectIdentifier([String: String].self),
+        ObjectIdentifier([String: Int].self), ObjectIdentifier([String: Double].self),
+        ObjectIdentifier([String: Bool].self),
+    ]
+
+    /// The checks of `tables`' `Codable` attributes, but for those of a shape-stable type that
+    /// every schema record wrote with that same type (`retyped` lists the others, as
+    /// `ModelContext.codableSlotKey(table:slot:)` keys).
+    init(_ tables: [EntityTable], retyped: Set<Int> = []) {
         checked = tables.compactMap { t in
-            let slots = t.codableChecks.enumerated().compactMap { slot, check in check.map { (slot, $0) } }
+            let slots = t.codableChecks.enumerated().compactMap { slot, check in
+                check.flatMap { check in
+                    let stable = check.decodedType.map { Self.shapeStable.contains($0) } ?? false
+                    let key = ModelContext.codableSlotKey(table: t.entityIndex, slot: slot)
+                    return stable && !retyped.contains(key) ? nil : (slot, check)
+                }
+            }
             return slots.isEmpty ? nil : (t, slots)
         }
         decoded = checked.map { Array(repeating: [], count: $0.slots.count) }
@@ -79,4 +102,9 @@ struct CodableValueCheck {
             + "the type changed shape since the value was written, and a custom migration stage must convert the "
             + "stored values to the new shape"
     }
+}
+
+extension ModelContext {
+    /// The key of a table's slot in ``codableSlotsWrittenAsOtherTypes``.
+    static func codableSlotKey(table: Int, slot: Int) -> Int { table << 32 | slot }
 }

@@ -58,6 +58,11 @@ public final class ModelContext {
     }
     /// The parser kept for the next mapping run's JSON.
     var jsonParser: JSONParser?
+    /// The `Codable` attributes (``codableSlotKey(table:slot:)``) that a schema record replayed
+    /// into this context declared with another Swift type than the model does: their stored
+    /// values may be of that other type, so opening decodes them whatever the type
+    /// (`CodableValueCheck`).
+    var codableSlotsWrittenAsOtherTypes: Set<Int> = []
     /// The sync running on this context, which marks what mapping runs touch.
     var activeSync: SyncOperation?
     /// Publishes a snapshot of the committed state after each save (``AsyncStore``); nil when

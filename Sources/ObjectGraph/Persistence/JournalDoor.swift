@@ -126,7 +126,20 @@ final class JournalDoor: PersistenceDoor {
                             versionMismatch: true)
                     }
                     stored = s
-                    mapping = try SchemaMapping(stored: s, current: context.schema, permissive: permissive)
+                    let m = try SchemaMapping(stored: s, current: context.schema, permissive: permissive)
+                    mapping = m
+                    // Codable attributes this record declared with another Swift type.
+                    for (i, e) in s.entities.enumerated() {
+                        guard let index = m.entity[i] else { continue }
+                        let current = context.schema.entities[index].attributes
+                        for (j, a) in e.attributes.enumerated() where m.slots[i][j] >= 0 {
+                            let now = current[m.slots[i][j]]
+                            if now.valueKind == .codable && a.swiftTypeName != now.swiftTypeName {
+                                context.codableSlotsWrittenAsOtherTypes.insert(
+                                    ModelContext.codableSlotKey(table: index, slot: m.slots[i][j]))
+                            }
+                        }
+                    }
                 case .base, .transaction:
                     guard let s = stored, let m = mapping else {
                         throw StoreError(

@@ -276,7 +276,7 @@ public final class ObjectStore {
         do throws(CancellationError) { try progress.checkCancellation() } catch { throw door.openCancelled() }
         // Every stored `Codable` value the model reads must decode as its current type: found
         // here, before any read, rather than by a getter that cannot report it.
-        var codable = CodableValueCheck(context.tables)
+        var codable = CodableValueCheck(context.tables, retyped: context.codableSlotsWrittenAsOtherTypes)
         if !codable.isEmpty { try codable.checkLiveObjects() }
         var duplicates = 0
         for t in context.tables { duplicates += t.rebuildIndexes() }
