@@ -526,17 +526,7 @@ public final class JournalShipper: Sendable {
                 pendingBase.append(r)
                 return
             }
-            if !pendingBase.isEmpty {
-                let held = pendingBase
-                pendingBase = []
-                first = false
-                if held.contains(where: { $0.kind == .base }) {
-                    try shipper.publishBase(held)
-                } else {
-                    // A log segment's schema record, not a base: shipped with the log.
-                    for h in held { try take(h, shipper: shipper) }
-                }
-            }
+            try releaseHeld(shipper: shipper)
             first = false
             if let resume, r.sequence <= resume.last {
                 batch.append(r)
@@ -552,17 +542,22 @@ public final class JournalShipper: Sendable {
         }
 
         func finish(shipper: JournalShipper) throws {
-            if !pendingBase.isEmpty {
-                let held = pendingBase
-                pendingBase = []
-                first = false
-                if held.contains(where: { $0.kind == .base }) {
-                    try shipper.publishBase(held)
-                } else {
-                    for h in held { try take(h, shipper: shipper) }
-                }
-            }
+            try releaseHeld(shipper: shipper)
             try flush(shipper)
+        }
+
+        /// Ships the records held at the start of the catch-up: as a base when a base record is
+        /// among them, else (a log segment's schema record) with the log.
+        private func releaseHeld(shipper: JournalShipper) throws {
+            guard !pendingBase.isEmpty else { return }
+            let held = pendingBase
+            pendingBase = []
+            first = false
+            if held.contains(where: { $0.kind == .base }) {
+                try shipper.publishBase(held)
+            } else {
+                for h in held { try take(h, shipper: shipper) }
+            }
         }
 
         private func flush(_ shipper: JournalShipper) throws {

@@ -368,18 +368,14 @@ struct CodableMigrationTests {
     @Test func aStageThatLeavesTheOldShapeIsRefusedBeforeAnythingIsWritten() throws {
         let dir = temporaryStoreDirectory()
         try writeVersionOne(dir)
-        let before = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().map {
-            try Data(contentsOf: dir.appendingPathComponent($0))
-        }
+        let before = try directoryBytes(dir)
         let error = try #require(throws: StoreError.self) {
             try ObjectStore.open(at: dir, migrationPlan: ParcelForgetfulPlan.self)
         }
         #expect(error.code == .migration)
         #expect(error.message.contains("Parcel.size of Parcel/1"), "\(error.message)")
         #expect(error.message.contains("depth"))
-        let after = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().map {
-            try Data(contentsOf: dir.appendingPathComponent($0))
-        }
+        let after = try directoryBytes(dir)
         #expect(after == before)
         // Still at version 1, and a plan with the conversion migrates it.
         try ObjectStore.open(at: dir, migrationPlan: ParcelPlan.self).close()

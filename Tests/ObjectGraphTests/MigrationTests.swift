@@ -40,14 +40,6 @@ struct MigrationTests {
         try store.close()
     }
 
-    func directoryBytes(_ dir: URL) throws -> [String: Data] {
-        var result: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
-            result[name] = try Data(contentsOf: dir.appendingPathComponent(name))
-        }
-        return result
-    }
-
     /// The version identifiers the journal's last schema record lists.
     func recordedVersions(_ dir: URL) throws -> [String] {
         var last: [UInt8]?

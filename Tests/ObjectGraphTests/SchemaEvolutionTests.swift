@@ -62,6 +62,15 @@ final class ItemBroken: Entity {
     init(_backing: ObjectBacking) { self._backing = _backing }
 }
 
+/// Every file of `dir` by name, with its bytes: what "nothing on disk changed" compares.
+func directoryBytes(_ dir: URL) throws -> [String: Data] {
+    var result: [String: Data] = [:]
+    for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
+        result[name] = try Data(contentsOf: dir.appendingPathComponent(name))
+    }
+    return result
+}
+
 @Suite("Schema evolution")
 struct SchemaEvolutionTests {
     func writeVersionOne(_ dir: URL) throws {
@@ -72,14 +81,6 @@ struct SchemaEvolutionTests {
         }
         try store.context.save()
         try store.close()
-    }
-
-    func directoryBytes(_ dir: URL) throws -> [String: Data] {
-        var result: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
-            result[name] = try Data(contentsOf: dir.appendingPathComponent(name))
-        }
-        return result
     }
 
     @Test func addedRemovedRenamedAndWidenedAttributesOpen() throws {
