@@ -1,6 +1,6 @@
-public import CoreMetrics
-public import Foundation
-public import Tracing
+package import CoreMetrics
+package import Foundation
+package import Tracing
 
 /// The metrics and spans of one store (Docs/Observability.md lists every name and dimension).
 ///
