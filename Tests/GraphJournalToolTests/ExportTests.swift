@@ -468,6 +468,10 @@ struct ExportTests {
             )
                 == "1|integer|-8|-1|0.25|real|-1.5|fixture text|DEAD|2027-01-15T08:00:00Z|01020304-0506-0708-090A-0B0C0D0E0F10|https://www.debian.org/|important|2"
         )
+        // A Codable attribute's JSON is TEXT, for SQLite's JSON functions.
+        #expect(
+            try SQLite3.value(db, "SELECT typeof(checksum), json_extract(checksum, '$.hex') FROM Everything")
+                == "text|00ff")
         #expect(try SQLite3.value(db, "SELECT count(*) FROM Person") == "16")
         #expect(try SQLite3.value(db, "SELECT datetime(date) FROM Everything") == "2027-01-15 08:00:00")
     }

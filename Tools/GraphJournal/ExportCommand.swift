@@ -29,7 +29,8 @@ struct Export: ParsableCommand {
 
             sqlite: a database with one table per entity (its name), an "id" INTEGER PRIMARY \
             KEY and one column per attribute (bool and integers INTEGER, double and float REAL, \
-            string, date, UUID and URL TEXT as in jsonl, data BLOB); a to-one relationship is \
+            string, date, UUID and URL TEXT as in jsonl, data BLOB but a Codable value's JSON \
+            TEXT); a to-one relationship is \
             a column <name>_id with a FOREIGN KEY to the related entity's table; a many-to-many \
             is one join table <Entity>_<relationship> holding each pair once, with a column \
             <relationship>_id per side (the object that relationship leads to) and, for an \
@@ -41,8 +42,8 @@ struct Export: ParsableCommand {
             complement (a negative INTEGER) and NaN as NULL, each with a note. --output is \
             required.
 
-            The output is built in a temporary file beside it and renamed into place at the \
-            end: a failed or interrupted export leaves no partial output. An existing output \
+            An --output file is built as a temporary file beside it and renamed into place at \
+            the end: a failed or interrupted export leaves no partial output. An existing output \
             is refused unless --force is given.
 
             The to-many inverse of a to-one relationship stored in the to-one's own column \
@@ -64,7 +65,7 @@ struct Export: ParsableCommand {
 
     @OptionGroup var store: StoreDirectory
 
-    @Option(help: ArgumentHelp("jsonl or sqlite.", valueName: "format"))
+    @Option(help: ArgumentHelp("JSON Lines (jsonl) or a SQLite database (sqlite).", valueName: "format"))
     var format: Format
 
     @Option(

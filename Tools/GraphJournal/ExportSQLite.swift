@@ -139,13 +139,14 @@ struct SQLiteLayout {
         self.renames = renames
     }
 
-    /// The declared type of a column of attribute type `type`.
-    static func columnType(_ type: AttributeType) -> String {
-        switch type {
+    /// The declared type of the column of `attribute`: a `Codable` attribute's JSON is TEXT
+    /// (SQLite's JSON functions read it), other data BLOB.
+    static func columnType(_ attribute: AttributeDescription) -> String {
+        switch attribute.type {
         case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64: "INTEGER"
         case .double, .float: "REAL"
         case .string, .date, .uuid, .url: "TEXT"
-        case .data: "BLOB"
+        case .data: attribute.valueKind == .codable ? "TEXT" : "BLOB"
         }
     }
 
@@ -157,7 +158,7 @@ struct SQLiteLayout {
             var parts = ["\(sqlQuoted("id")) INTEGER PRIMARY KEY"]
             for (j, a) in entity.attributes.enumerated() {
                 parts.append(
-                    "\(sqlQuoted(table.attributeColumns[j])) \(Self.columnType(entity.table.attributes[a].type))")
+                    "\(sqlQuoted(table.attributeColumns[j])) \(Self.columnType(entity.table.attributes[a]))")
             }
             for toOne in table.toOnes { parts.append("\(sqlQuoted(toOne.column)) INTEGER") }
             for position in table.positions { parts.append("\(sqlQuoted(position.column)) INTEGER") }
@@ -269,7 +270,9 @@ private func insertObjects(
         try insert.bind(Int64(bitPattern: serial), index)
         for a in entity.attributes {
             index += 1
-            try bind(a < values.count ? values[a] : nil, at: index, of: insert, counts: &counts)
+            try bind(
+                a < values.count ? values[a] : nil, at: index, of: insert,
+                isJSON: entity.table.attributes[a].valueKind == .codable, counts: &counts)
         }
         for toOne in table.toOnes {
             index += 1
@@ -345,9 +348,10 @@ private func insertLinks(
 /// Binds an attribute value as its column stores it: integers and booleans as INTEGER,
 /// doubles and floats as REAL (a float by its shortest decimal form, so that 0.1 stays 0.1),
 /// strings, UUIDs and URLs as TEXT, dates as ISO 8601 TEXT in UTC (as `dump` writes them),
-/// data as BLOB.
+/// data as BLOB, except the JSON of a `Codable` attribute (`isJSON`): TEXT, when it is UTF-8.
 private func bind(
-    _ value: AttributeValue?, at index: Int32, of statement: SQLiteStatement, counts: inout SQLiteValueNotes
+    _ value: AttributeValue?, at index: Int32, of statement: SQLiteStatement, isJSON: Bool,
+    counts: inout SQLiteValueNotes
 ) throws {
     guard let value else { try statement.bindNull(index); return }
     switch value {
@@ -371,7 +375,12 @@ private func bind(
             try statement.bind(v.isFinite ? Double(v.description) ?? Double(v) : Double(v), index)
         }
     case .string(let v): try statement.bind(text: v, index)
-    case .data(let v): try statement.bind(blob: v, index)
+    case .data(let v):
+        if isJSON, let text = String(data: v, encoding: .utf8) {
+            try statement.bind(text: text, index)
+        } else {
+            try statement.bind(blob: v, index)
+        }
     case .date(let v):
         var text = JSONWriter(capacity: 40)
         text.date(v)
