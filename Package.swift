@@ -64,6 +64,13 @@ let package = Package(
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"])]
         ),
+        // SQLite's C library from Debian's libsqlite3-dev; only the graph-journal tool links it
+        // (`export --format sqlite`), so the library's dependency graph does not include it.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // CRC32C with the SSE4.2 instruction; GraphJournal falls back to its Swift tables on
         // CPUs without it and on other architectures.
         .target(name: "CCRC32C"),
@@ -175,7 +182,7 @@ let package = Package(
             path: "Tools/GraphJournalProgress",
             swiftSettings: strictSettings
         ),
-        // The operators' tool: stats, verify, dump, repair and compact a store without app code.
+        // The operators' tool: stats, verify, dump, export, repair and compact a store without app code.
         .executableTarget(
             name: "graph-journal",
             dependencies: [
@@ -183,6 +190,7 @@ let package = Package(
                 "GraphJournal",
                 "GraphJournalProgress",
                 "ObjectGraphReplication",
+                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/GraphJournal",

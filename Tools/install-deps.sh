@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the C and C++ libraries ObjectGraph builds against (Debian's liblz4-dev,
-# libsimdjson-dev, libnats-dev and pkg-config) and the nats-server the replication tests start,
-# when they are missing. Uses sudo when not root; says what to do when neither works.
+# libsimdjson-dev, libnats-dev, libsqlite3-dev for graph-journal's export, and pkg-config), the
+# nats-server the replication tests start and the sqlite3 shell the export tests read databases
+# with, when they are missing. Uses sudo when not root; says what to do when neither works.
 set -euo pipefail
 
 missing=()
@@ -13,6 +14,10 @@ fi
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libnats; then
     missing+=(libnats-dev)
 fi
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists sqlite3; then
+    missing+=(libsqlite3-dev)
+fi
+command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 # Debian installs nats-server in /usr/sbin, which a user's PATH may lack.
 nats_server_present() { PATH="$PATH:/usr/sbin:/usr/local/sbin" command -v nats-server >/dev/null 2>&1; }
 nats_server_present || missing+=(nats-server)
@@ -29,7 +34,7 @@ else
     exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-deps: no apt-get here; install ${missing[*]} (liblz4 and libnats with their pkg-config files, simdjson's header and library, nats-server) by hand." >&2
+    echo "install-deps: no apt-get here; install ${missing[*]} (liblz4, libnats and libsqlite3 with their pkg-config files, simdjson's header and library, nats-server, the sqlite3 shell) by hand." >&2
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -40,4 +45,6 @@ $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1
 pkg-config --exists liblz4 || { echo "install-deps: liblz4 still not found by pkg-config" >&2; exit 1; }
 [ -f /usr/include/simdjson.h ] || { echo "install-deps: /usr/include/simdjson.h still missing" >&2; exit 1; }
 pkg-config --exists libnats || { echo "install-deps: libnats still not found by pkg-config" >&2; exit 1; }
+pkg-config --exists sqlite3 || { echo "install-deps: libsqlite3 still not found by pkg-config" >&2; exit 1; }
+command -v sqlite3 >/dev/null 2>&1 || { echo "install-deps: the sqlite3 shell still not found" >&2; exit 1; }
 nats_server_present || { echo "install-deps: nats-server still not found" >&2; exit 1; }

@@ -45,7 +45,7 @@ struct GraphJournalToolTests {
         ] {
             #expect(root.stdout.contains(code))
         }
-        for command in ["stats", "verify", "dump", "repair", "compact"] {
+        for command in ["stats", "verify", "dump", "export", "repair", "compact"] {
             let help = try Tool.run([command, "--help"])
             #expect(help.status == 0, "\(command) --help")
             #expect(help.stdout.hasPrefix("OVERVIEW: "), "\(command) has an abstract")
@@ -68,12 +68,12 @@ struct GraphJournalToolTests {
         let none = try Tool.run([])
         #expect(none.status == 64)
         #expect(none.stdout.isEmpty)
-        #expect(none.stderr.hasPrefix("Error: missing subcommand: one of stats, verify, dump, repair, compact"))
+        #expect(none.stderr.hasPrefix("Error: missing subcommand: one of stats, verify, dump, export, repair, compact"))
         let unknown = try Tool.run(["frobnicate", "x"])
         #expect(unknown.status == 64)
         #expect(
             unknown.stderr.hasPrefix(
-                "Error: unknown subcommand 'frobnicate': one of stats, verify, dump, repair, compact"))
+                "Error: unknown subcommand 'frobnicate': one of stats, verify, dump, export, repair, compact"))
     }
 
     @Test func aFailureWithJSONOutputIsAJSONObjectToo() throws {

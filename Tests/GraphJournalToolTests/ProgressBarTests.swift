@@ -250,6 +250,7 @@ struct ProgressBarTests {
         let store = Self.store.path
         for arguments in [
             ["verify", store], ["verify", "--json", store], ["dump", store], ["dump", "--objects", store],
+            ["export", store, "--format", "jsonl"],
         ] {
             let process = Process()
             process.executableURL = Tool.binary
@@ -310,6 +311,30 @@ struct ProgressBarTests {
         #expect(try String(contentsOfFile: file, encoding: .utf8) == expected, "the output is the same")
         let onTerminal = try runOnTerminal(["dump", "--to-seq", "3", store])
         #expect(!onTerminal.screen.contains("\u{1B}[K"), "output on the terminal: no bar among it")
+    }
+
+    @Test(.enabled(if: hasScript)) func exportDrawsItsPhasesAndErasesThemUnlessItsOutputIsTheTerminal() throws {
+        let store = Self.store.path
+        let database = Tool.temporaryURL("export-progress.sqlite").path
+        let (status, screen) = try runOnTerminal(["export", store, "--format", "sqlite", "--output", database])
+        #expect(status == 0)
+        #expect(screen.hasPrefix("\rexporting ["), "\(screen.debugDescription)")
+        #expect(screen.contains(#/\rwriting objects \[[=> ]+\] +[0-9]+% +[0-9,]+ / [0-9,]+ objects/#))
+        #expect(screen.hasSuffix("\r\u{1B}[K"), "erased at the end")
+        #expect(withoutBar(screen).isEmpty)
+        let jsonl = Tool.temporaryURL("export-progress.jsonl").path
+        let toFile = try runOnTerminal(["export", store, "--format", "jsonl", "--output", jsonl])
+        #expect(toFile.screen.hasPrefix("\rexporting [") && withoutBar(toFile.screen).isEmpty)
+        #expect(
+            try String(contentsOfFile: jsonl, encoding: .utf8)
+                == (try Tool.run(["export", store, "--format", "jsonl"])).stdout)
+        // JSON Lines on the terminal itself: no bar among them.
+        let fixture = Tool.fixtures.appendingPathComponent("v1-clean").path
+        let onTerminal = try runOnTerminal(["export", fixture, "--format", "jsonl"])
+        #expect(onTerminal.status == 0 && !onTerminal.screen.contains("\u{1B}[K"))
+        #expect(
+            try runOnTerminal(["export", "--no-progress", store, "--format", "jsonl"], redirect: "/dev/null").screen
+                .isEmpty)
     }
 
     @Test(.enabled(if: hasScript)) func compactShowsItsPhasesThenTheSummaryOnACleanLine() throws {

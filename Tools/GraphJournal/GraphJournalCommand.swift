@@ -8,10 +8,11 @@ struct GraphJournalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "graph-journal",
         abstract:
-            "Inspects, checks, dumps, repairs and compacts an ObjectGraph store, restores one from its JetStream stream and follows one, without the application's code.",
+            "Inspects, checks, dumps, exports, repairs and compacts an ObjectGraph store, restores one from its JetStream stream and follows one, without the application's code.",
         discussion: """
-            The read-only commands (stats, verify, dump) take no lock and never write, so they are \
-            safe on a store another process has open. repair and compact take the store's write \
+            The read-only commands (stats, verify, dump, export) take no lock and never write to \
+            the store, so they are safe on a store another process has open; export writes JSON \
+            Lines or a SQLite database for standard tools. repair and compact take the store's write \
             lock; repair never deletes bytes (what it cuts is saved beside the segment) and asks \
             before acting. restore and follow read the JetStream stream a store ships its journal \
             to (ObjectGraphReplication): restore rebuilds the store in a new directory as of a \
@@ -21,7 +22,8 @@ struct GraphJournalCommand: ParsableCommand {
             """,
         version: "1.0.0",
         subcommands: [
-            Stats.self, Verify.self, Dump.self, Repair.self, Compact.self, RestoreCommand.self, FollowCommand.self,
+            Stats.self, Verify.self, Dump.self, Export.self, Repair.self, Compact.self, RestoreCommand.self,
+            FollowCommand.self,
         ]
     )
 

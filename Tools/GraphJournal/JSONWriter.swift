@@ -186,12 +186,22 @@ struct JSONWriter {
     }
 }
 
-/// Standard output, written in large chunks with `write(2)`.
+/// Standard output (or another file descriptor), written in large chunks with `write(2)`.
 struct StandardOutput {
     /// The pending text.
     var json = JSONWriter(capacity: 1 << 20)
     /// Bytes written so far.
     private(set) var written: Int64 = 0
+    /// The descriptor written to.
+    let fd: Int32
+    /// What it is, for messages: "standard output", or a file's path.
+    let name: String
+
+    /// Output to `fd` (standard output by default), named `name` in messages.
+    init(fd: Int32 = 1, name: String = "standard output") {
+        self.fd = fd
+        self.name = name
+    }
 
     /// Writes the pending text once it passes 1 MiB.
     mutating func flushIfFull() throws {
@@ -204,7 +214,7 @@ struct StandardOutput {
         json.bytes.withUnsafeBytes { buffer in
             var done = 0
             while done < buffer.count {
-                let n = Glibc.write(1, buffer.baseAddress! + done, buffer.count - done)
+                let n = Glibc.write(fd, buffer.baseAddress! + done, buffer.count - done)
                 if n < 0 {
                     if errno == EINTR { continue }
                     failure = errno
@@ -214,7 +224,7 @@ struct StandardOutput {
             }
         }
         if failure != 0 {
-            throw ToolFailure(.failure, "cannot write to standard output: \(String(cString: strerror(failure)))")
+            throw ToolFailure(.failure, "cannot write to \(name): \(String(cString: strerror(failure)))")
         }
         written += Int64(json.bytes.count)
         json.bytes.removeAll(keepingCapacity: true)
