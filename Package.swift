@@ -32,6 +32,9 @@ let package = Package(
         // Journal shipping to NATS JetStream: followers and point-in-time restore. A separate
         // product so that the core library links no NATS client.
         .library(name: "ObjectGraphReplication", targets: ["ObjectGraphReplication"]),
+        // `AsyncStore` as a swift-service-lifecycle `Service`. A separate product so that the
+        // core library does not link ServiceLifecycle and what it depends on.
+        .library(name: "ObjectGraphLifecycle", targets: ["ObjectGraphLifecycle"]),
         .executable(name: "objectgraph-demo", targets: ["objectgraph-demo"]),
         .executable(name: "debian-fixture", targets: ["debian-fixture"]),
         .executable(name: "graph-journal", targets: ["graph-journal"]),
@@ -42,6 +45,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        // The server ecosystem's metrics and tracing APIs: packages of protocols with no-op
+        // defaults, which a library reports through and an application bootstraps.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // liblz4 from Debian's liblz4-dev; only GraphJournal's codec includes it.
@@ -87,6 +95,8 @@ let package = Package(
             dependencies: macroDependency + [
                 "GraphJournal", "CPrefetch", "CSimdJSON", .product(name: "Logging", package: "swift-log"),
                 .product(name: "HashTreeCollections", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSettings + macroSettings
         ),
@@ -102,8 +112,19 @@ let package = Package(
             dependencies: [
                 "ObjectGraph", "GraphJournal", "NATSJetStream",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings + macroSettings
+        ),
+        .target(
+            name: "ObjectGraphLifecycle",
+            dependencies: [
+                "ObjectGraph",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "objectgraph-demo",
@@ -120,7 +141,11 @@ let package = Package(
         // The child process of the crash tests: saves in a loop until killed.
         .executableTarget(
             name: "objectgraph-crash-writer",
-            dependencies: ["ObjectGraph"],
+            dependencies: [
+                "ObjectGraph", "ObjectGraphLifecycle",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tools/CrashWriter",
             swiftSettings: strictSettings
         ),
@@ -176,7 +201,10 @@ let package = Package(
                 "ObjectGraphTestSupport",
                 "objectgraph-crash-writer",
                 "GraphJournal",
+                "ObjectGraphLifecycle",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSettings
         ),
@@ -186,6 +214,8 @@ let package = Package(
             dependencies: [
                 "ObjectGraphReplication", "NATSJetStream", "ObjectGraph", "GraphJournal", "ObjectGraphTestSupport",
                 "graph-journal",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 "objectgraph-replication-child",
             ],
             swiftSettings: strictSettings

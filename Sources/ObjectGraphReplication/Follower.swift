@@ -1,7 +1,9 @@
+internal import CoreMetrics
 public import Foundation
 import GraphJournal
 import NATSJetStream
 public import ObjectGraph
+internal import Tracing
 
 /// A read-only replica of a shipping store: it replays the stream into its own local journal,
 /// continuously, and serves reads from snapshots that hold whole transactions of the writer.
@@ -46,6 +48,7 @@ public final class Follower: Sendable {
     /// The replica; reads through ``AsyncStore/snapshot`` and ``AsyncStore/read(_:)``.
     public let store: AsyncStore
     let target: ReplicationTarget
+    let metrics: FollowerMetrics
     let client: JetStreamClient
     private let box: Box
 
@@ -59,6 +62,14 @@ public final class Follower: Sendable {
         var applierDone = false
 
         init(status: Status) { self.status = status }
+
+        /// Records the lag (`objectgraph_follower_lag_messages` and `_seconds`) from the status.
+        func reportLag(_ metrics: FollowerMetrics) {
+            let lag = status.lagMessages
+            metrics.lagMessages.record(Int64(lag))
+            let behind = lag == 0 ? 0 : status.appliedMessageTime.map { max(0, -$0.timeIntervalSinceNow) } ?? 0
+            metrics.lagSeconds.record(behind)
+        }
 
         /// Runs `body` with the condition locked (callable from async code).
         func locked<R>(_ body: (Box) throws -> R) rethrows -> R {
@@ -120,6 +131,7 @@ public final class Follower: Sendable {
         self.store = store
         self.target = target
         self.client = client
+        self.metrics = FollowerMetrics(store.instruments)
         self.box = Box(
             status: Status(
                 appliedSequence: position.recordSequence, streamSequence: position.streamSequence,
@@ -203,6 +215,7 @@ public final class Follower: Sendable {
                     lastStateCheck = Date()
                     box.condition.lock()
                     box.status.streamLastSequence = max(state.lastSequence, batch.last?.sequence ?? 0)
+                    box.reportLag(metrics)
                     box.condition.unlock()
                 }
                 guard !batch.isEmpty else { continue }
@@ -318,7 +331,18 @@ public final class Follower: Sendable {
                     lastTime = batch.time
                     lastStream = batch.lastStreamSequence
                 }
-                if !pending.isEmpty { try await store.applyShipped(pending) }
+                if !pending.isEmpty {
+                    let span = store.instruments.span("objectgraph.apply", kind: .consumer)
+                    defer { span.end() }
+                    span.attributes["objectgraph.records"] = pending.count
+                    span.attributes["objectgraph.bytes"] = pending.reduce(0) { $0 + $1.record.byteCount }
+                    span.attributes["objectgraph.last_sequence"] = Int(applied)
+                    do { try await store.applyShipped(pending) } catch {
+                        span.fail(error)
+                        throw error
+                    }
+                    metrics.appliedRecords.increment(by: pending.count)
+                }
                 let count = pending.count
                 box.locked { b in
                     if lastStream > 0 {
@@ -327,6 +351,7 @@ public final class Follower: Sendable {
                         b.status.appliedMessageTime = lastTime
                     }
                     b.status.recordsApplied += count
+                    b.reportLag(metrics)
                     b.condition.broadcast()
                 }
                 if let refusal { throw refusal }
@@ -493,5 +518,22 @@ extension ObjectStore {
         at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions
     ) async throws -> Follower {
         try await Follower.start(at: directory, schema: schema, source: source, options: options)
+    }
+}
+
+/// A follower's metrics (Docs/Observability.md), with its replica's `store` dimension.
+struct FollowerMetrics: Sendable {
+    /// `objectgraph_follower_lag_messages`: stream messages not applied yet.
+    let lagMessages: Gauge
+    /// `objectgraph_follower_lag_seconds`: how long ago the server stored the message applied
+    /// last, while messages wait (0 when none does).
+    let lagSeconds: Gauge
+    /// `objectgraph_follower_applied_records_total`.
+    let appliedRecords: Counter
+
+    init(_ instruments: StoreInstruments) {
+        lagMessages = instruments.gauge("objectgraph_follower_lag_messages")
+        lagSeconds = instruments.gauge("objectgraph_follower_lag_seconds")
+        appliedRecords = instruments.counter("objectgraph_follower_applied_records_total")
     }
 }

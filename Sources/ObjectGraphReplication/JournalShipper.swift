@@ -1,8 +1,10 @@
+internal import CoreMetrics
 import DequeModule
 import Foundation
 import GraphJournal
 import NATSJetStream
 public import ObjectGraph
+internal import Tracing
 
 /// Ships a store's journal to a JetStream stream: every schema and transaction record once
 /// it is durable locally, in order, each message carrying the records `OG-First...OG-Seq`
@@ -74,6 +76,37 @@ public final class JournalShipper: Sendable {
         /// it waits out a batch delay, records need not (a wake-up per group commit costs more
         /// CPU than shipping the records).
         var idle = false
+        /// The last record durable locally (the newest `onDurable` delivered, or the journal's
+        /// last at attach).
+        var durableSequence: UInt64 = 0
+        /// When records became durable: per delivery, its last sequence and the instant (at most
+        /// ``maxArrivals``; past that the newest entry absorbs the next deliveries, which makes
+        /// the lag in seconds read high, never low).
+        var arrivals = Deque<(sequence: UInt64, at: ContinuousClock.Instant)>()
+        static let maxArrivals = 4096
+        /// The store's figures, once attached.
+        var metrics: ShipperMetrics?
+
+        /// Notes records that became durable, up to `sequence`.
+        func arrived(through sequence: UInt64) {
+            guard sequence > durableSequence else { return }
+            durableSequence = sequence
+            if arrivals.count < Self.maxArrivals {
+                arrivals.append((sequence, .now))
+            } else {
+                arrivals[arrivals.count - 1].sequence = sequence
+            }
+        }
+
+        /// Records the shipping lag: records durable and not acknowledged, and how long the
+        /// oldest of them has waited.
+        func reportLag() {
+            let shipped = status.shippedSequence
+            while let a = arrivals.first, a.sequence <= shipped { arrivals.removeFirst() }
+            guard let metrics else { return }
+            metrics.lagRecords.record(Int64(durableSequence > shipped ? durableSequence - shipped : 0))
+            metrics.lagSeconds.record(arrivals.first.map { seconds(ContinuousClock.now - $0.at) } ?? 0)
+        }
 
         /// Runs `body` with the condition locked.
         func locked<R>(_ body: (Box) throws -> R) rethrows -> R {
@@ -137,6 +170,7 @@ public final class JournalShipper: Sendable {
             box.condition.lock()
             defer { box.condition.unlock() }
             guard box.status.diverged == nil else { return }
+            if let last = records.last { box.arrived(through: last.sequence) }
             if box.queue.isEmpty { box.firstQueuedAt = .now }
             for r in records where r.sequence > box.status.shippedSequence || !box.running {
                 box.queue.append(r)
@@ -150,6 +184,7 @@ public final class JournalShipper: Sendable {
                 box.status.catchingUp = true
             }
             if box.idle || box.queueBytes >= fullBatch || box.status.catchingUp { box.condition.broadcast() }
+            box.reportLag()
         }
         options.autoCompactionRatio = nil
         if case .synchronous(let timeout) = target.policy {
@@ -205,6 +240,8 @@ public final class JournalShipper: Sendable {
         }
         box.condition.lock()
         box.source = source
+        box.metrics = ShipperMetrics(source.instruments)
+        box.arrived(through: source.lastSequence)
         box.status.shippedSequence = shipped
         box.status.streamSequence = state.lastSequence
         box.resume = resume
@@ -214,10 +251,29 @@ public final class JournalShipper: Sendable {
         box.running = true
         box.stopping = false
         box.threadDone = false
+        box.reportLag()
         box.condition.unlock()
-        let thread = Thread { [self] in self.run() }
+        let thread = Thread { [self] in self.shipLoop() }
         thread.name = "ObjectGraph shipper"
         thread.start()
+    }
+
+    /// Waits up to `timeout` for every record durable locally to ship, and says what did not:
+    /// what a shutdown calls before it stops the shipper (``ReplicatedStore/close(timeout:)``,
+    /// and the shipper's `Service` conformance). Blocks the calling thread.
+    public func drain(timeout: Duration) -> ShippingReport {
+        let (source, durable) = box.locked { ($0.source, $0.durableSequence) }
+        let last = max(source?.lastSequence ?? 0, durable)
+        var reason: String?
+        do throws(ReplicationError) {
+            try waitShipped(through: last, timeout: timeout)
+        } catch {
+            reason = error.message
+        }
+        let s = status
+        return ShippingReport(
+            lastSequence: last, shippedSequence: min(s.shippedSequence, last), stream: target.stream,
+            reason: s.shippedSequence >= last ? nil : reason ?? s.lastError)
     }
 
     /// Stops the thread; what is not shipped stays in the journal for the next attach.
@@ -335,7 +391,7 @@ public final class JournalShipper: Sendable {
         case batch([ShippedRecord])
     }
 
-    private func run() {
+    private func shipLoop() {
         var backoff = 0.05
         // A batch taken from the queue stays in hand until it is published: a retry publishes
         // the same records, under the same message IDs.
@@ -362,7 +418,11 @@ public final class JournalShipper: Sendable {
                     b.condition.broadcast()
                 }
             } catch {
-                box.locked { b in b.status.lastError = "\(error)" }
+                box.locked { b in
+                    b.status.lastError = "\(error)"
+                    b.metrics?.failures.increment()
+                    b.reportLag()
+                }
                 Thread.sleep(forTimeInterval: backoff)
                 backoff = min(backoff * 2, 1)
             }
@@ -427,12 +487,25 @@ public final class JournalShipper: Sendable {
             return true
         }
         let outgoing = OutgoingBatch(records, previous: shipped, maxPart: partSize ?? maxPart)
+        let span = box.locked { $0.metrics?.instruments.span("objectgraph.ship", kind: .producer) }
+        defer { span?.end() }
+        span?.attributes["objectgraph.records"] = records.count
+        span?.attributes["objectgraph.first_sequence"] = Int(first.sequence)
+        span?.attributes["objectgraph.last_sequence"] = Int(outgoing.last)
+        span?.attributes["objectgraph.bytes"] = records.reduce(0) { $0 + $1.byteCount }
+        span?.attributes["objectgraph.messages"] = outgoing.parts.count - startPart
         var last = streamLast
         for part in startPart..<outgoing.parts.count {
-            switch try publish(
-                subject: target.logSubject, payload: Array(outgoing.parts[part]), headers: outgoing.headers(part: part),
-                id: outgoing.messageID(part: part), after: last)
-            {
+            let published: Published
+            do {
+                published = try publish(
+                    subject: target.logSubject, payload: Array(outgoing.parts[part]),
+                    headers: outgoing.headers(part: part), id: outgoing.messageID(part: part), after: last)
+            } catch {
+                span?.fail(error)
+                throw error
+            }
+            switch published {
             case .stored(let sequence):
                 last = sequence
             case .shippedThrough(let record, let sequence):
@@ -441,6 +514,7 @@ public final class JournalShipper: Sendable {
                     b.status.shippedSequence = record
                     b.status.streamSequence = sequence
                     b.dropShipped()
+                    b.reportLag()
                     b.condition.broadcast()
                 }
                 return true
@@ -452,6 +526,9 @@ public final class JournalShipper: Sendable {
             b.status.lastError = nil
             b.resume = nil
             b.dropShipped()
+            b.metrics?.shippedRecords.increment(by: records.count)
+            b.metrics?.messages.increment(by: outgoing.parts.count - startPart)
+            b.reportLag()
             b.condition.broadcast()
         }
         return true
@@ -646,3 +723,54 @@ public final class JournalShipper: Sendable {
 
 /// A duration in seconds, as `Date` arithmetic takes it.
 func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+
+/// A shipper's metrics (Docs/Observability.md): its store's `store` dimension and factory.
+struct ShipperMetrics {
+    let instruments: StoreInstruments
+    /// `objectgraph_shipping_lag_records`: records durable locally, not acknowledged.
+    let lagRecords: Gauge
+    /// `objectgraph_shipping_lag_seconds`: how long the oldest of them has waited.
+    let lagSeconds: Gauge
+    /// `objectgraph_shipped_records_total`.
+    let shippedRecords: Counter
+    /// `objectgraph_shipped_messages_total`, counting parts.
+    let messages: Counter
+    /// `objectgraph_shipping_failures_total`: publishes that failed and will be retried.
+    let failures: Counter
+
+    init(_ instruments: StoreInstruments) {
+        self.instruments = instruments
+        lagRecords = instruments.gauge("objectgraph_shipping_lag_records")
+        lagSeconds = instruments.gauge("objectgraph_shipping_lag_seconds")
+        shippedRecords = instruments.counter("objectgraph_shipped_records_total")
+        messages = instruments.counter("objectgraph_shipped_messages_total")
+        failures = instruments.counter("objectgraph_shipping_failures_total")
+    }
+}
+
+/// What a shipper left unshipped when it was drained (``JournalShipper/drain(timeout:)``): a
+/// shutdown reports it rather than dropping it silently. The records are safe in the local
+/// journal (durable per the store's policy) and ship when the store is opened again with the
+/// same target; until then they exist on this machine only.
+public struct ShippingReport: Sendable, Hashable, CustomStringConvertible {
+    /// The local journal's last record.
+    public var lastSequence: UInt64
+    /// The last record the stream acknowledged.
+    public var shippedSequence: UInt64
+    /// The stream.
+    public var stream: String
+    /// Why the rest did not ship (the servers' last error, or the timeout), when some did not.
+    public var reason: String?
+
+    /// Records saved locally that the stream has not acknowledged.
+    public var unshippedRecords: UInt64 { lastSequence > shippedSequence ? lastSequence - shippedSequence : 0 }
+
+    /// Whether every record shipped.
+    public var isComplete: Bool { unshippedRecords == 0 }
+
+    public var description: String {
+        isComplete
+            ? "every record through \(lastSequence) shipped to stream \(stream)"
+            : "\(unshippedRecords) record\(unshippedRecords == 1 ? "" : "s") (\(shippedSequence + 1)...\(lastSequence)) are saved locally but not shipped to stream \(stream) (\(reason ?? "no answer")); they ship when the store is opened again with this target"
+    }
+}

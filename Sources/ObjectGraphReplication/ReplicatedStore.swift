@@ -79,12 +79,22 @@ public final class ReplicatedStore {
     }
 
     /// Waits up to `timeout` for the backlog to ship, stops the shipper and closes the store.
-    /// What did not ship stays in the journal and ships at the next open.
+    /// What did not ship stays in the journal and ships at the next open; the report says how
+    /// much that is, and why (check ``ShippingReport/isComplete``: until the next open those
+    /// records exist on this machine only).
     ///
-    /// - Throws: ``StoreError`` from the close.
-    public func close(timeout: Duration = .seconds(5)) throws {
-        try? shipper.waitShipped(through: store.stats.lastSequence, timeout: timeout)
+    /// ```swift
+    /// let report = try replicated.close()
+    /// if !report.isComplete { logger.warning("\(report)") }
+    /// ```
+    ///
+    /// - Returns: what shipped and what did not.
+    /// - Throws: ``StoreError`` from the close (the store is closed whatever the shipping did).
+    @discardableResult
+    public func close(timeout: Duration = .seconds(5)) throws -> ShippingReport {
+        let report = shipper.drain(timeout: timeout)
         shipper.stop()
         try store.close()
+        return report
     }
 }

@@ -39,6 +39,9 @@ public struct ReplicationTarget: Sendable {
     /// Records held in memory while the servers are away, in bytes; past it they are dropped
     /// from memory and read again from the journal once the servers answer. Default 64 MiB.
     public var maxBacklogBytes: Int
+    /// How long a graceful shutdown waits for the backlog to ship before it stops the shipper
+    /// and reports what is left (``JournalShipper/drain(timeout:)``). Default 10 seconds.
+    public var drainTimeout: Duration = .seconds(10)
 
     /// Creates a target.
     public init(

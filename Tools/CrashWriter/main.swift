@@ -13,6 +13,12 @@
 //   objectgraph-crash-writer migrate DIR
 //
 // migrates a store of the parcels model from version 1 to 2 (Migration.swift).
+//
+//   objectgraph-crash-writer service DIR
+//
+// runs an `AsyncStore` and four writing tasks in a `ServiceGroup` that shuts down gracefully on
+// SIGTERM, printing "ack N" after each transaction N returns, and "closed" once the group
+// finished (Service.swift).
 
 import Foundation
 import ObjectGraph
@@ -34,6 +40,9 @@ import ObjectGraph
 
 let arguments = CommandLine.arguments
 if arguments.count == 3 && arguments[1] == "migrate" { runMigration(directory: arguments[2]) }
+if arguments.count == 3 && arguments[1] == "service" {
+    await runService(directory: arguments[2], schema: try Schema(CrashRecord.self, Counter.self, CrashItem.self))
+}
 guard arguments.count >= 3, let first = Int64(arguments[2]) else {
     FileHandle.standardError.write(Data("usage: objectgraph-crash-writer DIR FIRST [always|batched|none]\n".utf8))
     exit(64)

@@ -50,6 +50,8 @@ public actor AsyncStore {
     private nonisolated let committer: GroupCommitter?
     /// The store's journal, for its figures (a `Journal` is `Sendable`).
     private nonisolated let journal: Journal
+    /// The store's metrics and spans.
+    package nonisolated let instruments: StoreInstruments
 
     /// The directory holding the journal.
     public nonisolated let directory: URL
@@ -82,7 +84,8 @@ public actor AsyncStore {
     }
 
     private init(store: sending ObjectStore, groupCommit: Bool) {
-        let publisher = SnapshotPublisher(context: store.context)
+        let publisher = SnapshotPublisher(
+            context: store.context, publishTimer: store.door.instruments.snapshotPublishDuration)
         store.context.snapshotPublisher = publisher
         let changeHub = ChangeHub(snapshots: publisher.hub)
         store.context.ensureObservers().changeHub = changeHub
@@ -94,6 +97,7 @@ public actor AsyncStore {
         self.groupCommit = door
         committer = door?.committer
         journal = store.journal
+        instruments = store.door.instruments
         self.store = store
         self.publisher = publisher
         self.snapshots = publisher.hub
@@ -133,7 +137,11 @@ public actor AsyncStore {
     ///   ``StoreError``); the context is then as before the call.
     @discardableResult
     public func perform<R: Sendable>(_ body: @Sendable (ModelContext) throws -> R) async throws -> R {
-        if let failure = committer?.failure { throw failure }
+        if let failure = committer?.failure {
+            store.door.instruments.saveFailed(failure)
+            throw failure
+        }
+        let start = ContinuousClock.now
         let context = store.context
         let result: R
         do {
@@ -156,7 +164,13 @@ public actor AsyncStore {
         }
         // Taken before the wait: other transactions save meanwhile.
         if let committer, let held = groupCommit?.takeHeld() {
-            try await committer.waitDurable(publishing: held.snapshot)
+            do {
+                try await committer.waitDurable(publishing: held.snapshot)
+            } catch {
+                store.door.instruments.saveFailed(error)
+                throw error
+            }
+            store.door.instruments.saved(since: start)
             try store.door.confirm(held.sequence)
         }
         return result

@@ -31,10 +31,15 @@ final class GroupCommitDoor: PersistenceDoor {
     init(wrapping journal: JournalDoor, snapshots: SnapshotHub, changes: ChangeHub) {
         self.journal = journal
         committer = GroupCommitter(
-            journal: journal.journal, snapshots: snapshots, changes: changes, directory: journal.directory.path)
+            journal: journal.journal, snapshots: snapshots, changes: changes, directory: journal.directory.path,
+            sizes: journal.instruments.groupCommitSize)
     }
 
     func persist(_ changes: PendingChanges) throws { try journal.persist(changes) }
+
+    var storeInstruments: StoreInstruments? { journal.instruments }
+
+    var lastRecordBytes: Int { journal.lastRecordBytes }
 
     func didCommit(_ context: ModelContext) { journal.didCommit(context) }
 

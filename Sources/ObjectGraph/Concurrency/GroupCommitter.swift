@@ -1,3 +1,4 @@
+internal import CoreMetrics
 import Dispatch
 import GraphJournal
 import Synchronization
@@ -39,7 +40,11 @@ final class GroupCommitter: Sendable {
     /// Where the syncs run: blocking `fdatasync` calls stay off Swift's cooperative pool.
     private let queue = DispatchQueue(label: "ObjectGraph.group-commit")
 
-    init(journal: Journal, snapshots: SnapshotHub, changes: ChangeHub, directory: String) {
+    /// Records how many transactions each sync covered, for the store's metrics.
+    private let sizes: Recorder?
+
+    init(journal: Journal, snapshots: SnapshotHub, changes: ChangeHub, directory: String, sizes: Recorder? = nil) {
+        self.sizes = sizes
         self.journal = journal
         self.snapshots = snapshots
         self.changes = changes
@@ -102,6 +107,9 @@ final class GroupCommitter: Sendable {
                 s.syncs += 1
                 s.covered += batch.count
             }
+            // Transactions only: a close's wait carries no snapshot.
+            let transactions = batch.count { $0.snapshot != nil }
+            if transactions > 0 { sizes?.record(transactions) }
             for w in batch { w.continuation.resume() }
         }
     }

@@ -1,3 +1,4 @@
+internal import CoreMetrics
 internal import HashTreeCollections
 import Synchronization
 
@@ -19,7 +20,13 @@ final class SnapshotHub: Sendable {
     /// snapshot is published once its save is durable).
     private let built = Atomic<UInt64>(0)
 
-    init(_ first: StoreSnapshot) { state = Mutex(State(snapshot: first)) }
+    /// Times each publish for the store's metrics (nil: no store, no metrics).
+    private let publishTimer: CoreMetrics.Timer?
+
+    init(_ first: StoreSnapshot, publishTimer: CoreMetrics.Timer? = nil) {
+        state = Mutex(State(snapshot: first))
+        self.publishTimer = publishTimer
+    }
 
     var snapshot: StoreSnapshot { state.withLock { $0.snapshot } }
 
@@ -28,6 +35,7 @@ final class SnapshotHub: Sendable {
     /// Records that the writer built `version`, in `duration`.
     func didBuild(_ version: UInt64, took duration: Duration) {
         built.store(version, ordering: .releasing)
+        publishTimer?.recordNanoseconds(StoreInstruments.nanoseconds(duration))
         state.withLock { s in
             s.publishes += 1
             s.lastPublish = duration
@@ -90,7 +98,7 @@ final class SnapshotPublisher {
     let hub: SnapshotHub
 
     /// Builds the first snapshot from the context's committed state.
-    init(context: ModelContext) {
+    init(context: ModelContext, publishTimer: CoreMetrics.Timer? = nil) {
         schema = context.schema
         var tables: [SnapshotTable] = []
         for t in context.tables {
@@ -111,7 +119,8 @@ final class SnapshotPublisher {
             }
             return s
         }
-        hub = SnapshotHub(StoreSnapshot(version: 0, schema: context.schema, tables: tables, links: links))
+        hub = SnapshotHub(
+            StoreSnapshot(version: 0, schema: context.schema, tables: tables, links: links), publishTimer: publishTimer)
     }
 
     /// Per link table of the context: its lists as of the last publication.

@@ -1,3 +1,5 @@
+internal import Tracing
+
 /// An in-memory object graph: typed objects with change tracking, rollback and saves.
 ///
 /// A context holds every object of its schema in compact per-entity tables and hands out
@@ -323,6 +325,40 @@ public final class ModelContext {
     ///   the store's ``StoreOptions/saveConfirmation`` (a replica's acknowledgement that did not
     ///   come) is thrown after the save committed, and the save stands.
     public func save() throws {
+        guard let instruments = door?.storeInstruments else {
+            try commitSave()
+            return
+        }
+        let start = ContinuousClock.now
+        let span = instruments.span("objectgraph.save")
+        defer { span.end() }
+        do {
+            let counts = try commitSave()
+            span.attributes["objectgraph.inserted"] = counts.inserted
+            span.attributes["objectgraph.updated"] = counts.updated
+            span.attributes["objectgraph.deleted"] = counts.deleted
+            span.attributes["objectgraph.record_bytes"] = counts.bytes
+            // Under group commit the save is acknowledged once the shared sync covered it: the
+            // ``AsyncStore`` counts it then.
+            if !(door is GroupCommitDoor) { instruments.saved(since: start) }
+        } catch {
+            span.fail(error)
+            instruments.saveFailed(error)
+            throw error
+        }
+    }
+
+    /// What a save committed: its objects and the bytes of its journal record.
+    struct SaveCounts {
+        var inserted = 0
+        var updated = 0
+        var deleted = 0
+        var bytes = 0
+    }
+
+    /// The save itself (``save()`` wraps it in its span and metrics).
+    @discardableResult
+    private func commitSave() throws -> SaveCounts {
         // Everything save itself changes (merged collisions) is undone if the save fails.
         beginSavepoint()
         // The pending rows, listed once when willSave settled and collisions merged; listed
@@ -356,7 +392,15 @@ public final class ModelContext {
         for t in tables { t.releaseDeleted() }
         door?.didCommit(self)
         deliverToObservers(observed)
+        var counts = SaveCounts()
+        for rows in pending {
+            counts.inserted += rows.inserts.count
+            counts.updated += rows.updates.count
+            counts.deleted += rows.deletes.count
+        }
+        counts.bytes = door?.lastRecordBytes ?? 0
         try door?.confirmSave()
+        return counts
     }
 
     /// How many `willSave` passes a save runs before giving up (Docs/Semantics.md, rule 4).

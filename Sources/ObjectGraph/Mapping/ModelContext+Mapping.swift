@@ -1,4 +1,5 @@
 public import Foundation
+internal import Tracing
 
 /// What a mapping run did: counts per entity, the objects discarded and why, and the top-level
 /// objects in source order.
@@ -140,6 +141,30 @@ extension ModelContext {
     /// code generic over the entity type, so that the compiler specializes the whole run for
     /// the source: unspecialized, every node access went through generic metadata.
     private func runMapping<S: MappingSource>(
+        _ source: S, root: S.Node, _ definition: MappingDefinition, progress: ProgressHandler?
+    ) throws -> RunOutcome {
+        let instruments = door?.storeInstruments
+        let span = instruments?.span("objectgraph.mapping")
+        defer { span?.end() }
+        do {
+            let outcome = try runMappingUntraced(source, root: root, definition, progress: progress)
+            instruments?.mappingRuns.increment()
+            if let span {
+                let counts = outcome.byEntity[outcome.table.entity.name] ?? MappingCounts()
+                span.attributes["objectgraph.entity"] = outcome.table.entity.name
+                span.attributes["objectgraph.sources"] = outcome.rows.count
+                span.attributes["objectgraph.inserted"] = counts.inserted
+                span.attributes["objectgraph.updated"] = counts.updated
+                span.attributes["objectgraph.discarded"] = counts.discarded
+            }
+            return outcome
+        } catch {
+            span?.fail(error)
+            throw error
+        }
+    }
+
+    private func runMappingUntraced<S: MappingSource>(
         _ source: S, root: S.Node, _ definition: MappingDefinition, progress: ProgressHandler?
     ) throws -> RunOutcome {
         var run = try MappingRun(source: source, definition: definition, context: self)

@@ -1,6 +1,7 @@
 import Foundation
 import GraphJournal
 import Logging
+internal import Tracing
 
 /// The door of an ``ObjectStore``'s context: the journal it replays at open, appends one record
 /// per save to, compacts and closes.
@@ -30,6 +31,11 @@ final class JournalDoor: PersistenceDoor {
     private var shippedSchema: (bytes: [UInt8], stored: StoredSchema)?
     /// Bytes on disk after the last compaction (or at open): the base for auto-compaction.
     private var baselineBytes: Int64
+    /// The store's metrics and spans.
+    let instruments: StoreInstruments
+    var storeInstruments: StoreInstruments? { instruments }
+    /// The payload bytes of the record the last save appended.
+    private(set) var lastRecordBytes = 0
 
     init(journal: Journal, directory: URL, options: StoreOptions, schemaBytes: [UInt8]) {
         self.journal = journal
@@ -37,6 +43,7 @@ final class JournalDoor: PersistenceDoor {
         self.options = options
         self.schemaBytes = schemaBytes
         self.baselineBytes = journal.stats.bytesOnDisk
+        self.instruments = StoreInstruments(options: options, directory: directory)
     }
 
     // MARK: Replay
@@ -227,6 +234,7 @@ final class JournalDoor: PersistenceDoor {
                 "the store at \(directory.path) is read-only (a replica); the changes stay pending and nothing was written"
             )
         }
+        lastRecordBytes = 0
         let payload = changes.journalPayload()
         guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
         do {
@@ -234,6 +242,9 @@ final class JournalDoor: PersistenceDoor {
         } catch {
             throw StoreError(journal: error)
         }
+        lastRecordBytes = payload.count
+        let stats = journal.stats
+        instruments.journal(bytes: stats.bytesOnDisk, records: stats.records)
     }
 
     func confirmSave() throws {
@@ -329,9 +340,9 @@ final class JournalDoor: PersistenceDoor {
         do {
             try compact(context, progress: nil)
         } catch  where error.code == .cancelled {
-            options.logger?.notice("automatic compaction abandoned, its task was cancelled; the journal is unchanged")
+            options.logger?.debug("automatic compaction abandoned, its task was cancelled; the journal is unchanged")
         } catch {
-            options.logger?.error("automatic compaction failed, the journal is unchanged: \(error)")
+            options.logger?.debug("automatic compaction failed, the journal is unchanged: \(error)")
         }
     }
 
@@ -347,6 +358,29 @@ final class JournalDoor: PersistenceDoor {
     /// - Throws: ``StoreError`` with code `closed`, `journal` (the old journal is then still
     ///   in force), or `cancelled` (the new files are removed; the old journal is in force).
     func compact(_ context: ModelContext, progress handler: ProgressHandler?) throws(StoreError) {
+        let span = instruments.span("objectgraph.compaction")
+        defer { span.end() }
+        let start = ContinuousClock.now
+        let objects: Int
+        do throws(StoreError) {
+            objects = try compactUntraced(context, progress: handler)
+        } catch {
+            span.fail(error)
+            if error.code != .cancelled { instruments.failedCompactions.increment() }
+            throw error
+        }
+        instruments.compactions.increment()
+        instruments.compactionDuration.recordNanoseconds(StoreInstruments.nanoseconds(ContinuousClock.now - start))
+        let stats = journal.stats
+        instruments.journal(bytes: stats.bytesOnDisk, records: stats.records)
+        span.attributes["objectgraph.objects"] = objects
+        span.attributes["objectgraph.bytes"] = stats.bytesOnDisk
+    }
+
+    /// The compaction itself (``compact(_:progress:)`` wraps it in its span and metrics);
+    /// returns the objects written.
+    private func compactUntraced(_ context: ModelContext, progress handler: ProgressHandler?) throws(StoreError) -> Int
+    {
         guard state == .open else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
         let cancelled = StoreError(
             .cancelled,
@@ -359,6 +393,7 @@ final class JournalDoor: PersistenceDoor {
         // bytes are gone by now (they lived in `writeBase`), so the trim returns them too.
         if context.releaseFreedRows() { HeapTrim.trim() }
         progress.finish(progress.total ?? 0)
+        return progress.total ?? 0
     }
 
     /// Encodes the committed objects of `context` as a base and switches the journal to it;

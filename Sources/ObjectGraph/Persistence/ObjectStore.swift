@@ -1,6 +1,8 @@
+public import CoreMetrics
 public import Foundation
 public import GraphJournal
 public import Logging
+public import Tracing
 
 /// A durable object graph: a ``ModelContext`` whose saves append to an LZ4-compressed
 /// write-ahead journal in a directory, replayed when the store opens.
@@ -136,6 +138,40 @@ public final class ObjectStore {
         at directory: URL, options: StoreOptions, replayingAtOpen known: Schema? = nil,
         schema: (Journal) throws(StoreError) -> Schema
     ) throws(StoreError) -> ObjectStore {
+        let tracer = options.tracer ?? InstrumentationSystem.tracer
+        let span = tracer.startSpan("objectgraph.open", context: ServiceContext.current ?? .topLevel)
+        defer { span.end() }
+        var options = options
+        do {
+            // Each fdatasync of the journal, timed for the store's metrics.
+            let timer = Timer(
+                label: "objectgraph_fsync_duration_seconds",
+                dimensions: [("store", options.metricsLabel ?? directory.lastPathComponent)],
+                factory: options.metricsFactory ?? MetricsSystem.factory)
+            let sync = options.journal.io.fdatasync
+            options.journal.io.fdatasync = { (fd) throws(JournalIO.Failure) in
+                let start = ContinuousClock.now
+                try sync(fd)
+                timer.recordNanoseconds(StoreInstruments.nanoseconds(ContinuousClock.now - start))
+            }
+        }
+        do throws(StoreError) {
+            let store = try openUntraced(at: directory, options: options, replayingAtOpen: known, schema: schema)
+            let stats = store.stats
+            span.attributes["objectgraph.bytes"] = stats.bytesOnDisk
+            span.attributes["objectgraph.records"] = stats.records
+            store.door.instruments.journal(bytes: stats.bytesOnDisk, records: stats.records)
+            return store
+        } catch {
+            span.fail(error)
+            throw error
+        }
+    }
+
+    private static func openUntraced(
+        at directory: URL, options: StoreOptions, replayingAtOpen known: Schema?,
+        schema: (Journal) throws(StoreError) -> Schema
+    ) throws(StoreError) -> ObjectStore {
         // Cancelled before it starts: nothing is created, locked or read.
         guard !Task.isCancelled else {
             throw StoreError(
@@ -148,7 +184,7 @@ public final class ObjectStore {
         journalOptions.durability = options.durability
         journalOptions.recovery = options.recovery
         if let logger = options.logger, journalOptions.log == nil {
-            journalOptions.log = { logger.notice("\($0)") }
+            journalOptions.log = { logger.debug("\($0)") }
         }
         // Like `mkdir -p` for the parents; the store directory itself is created 0700.
         try? FileManager.default.createDirectory(
@@ -289,7 +325,7 @@ public final class ObjectStore {
             HeapTrim.trim()
         }
         if duplicates > 0 {
-            options.logger?.warning(
+            options.logger?.debug(
                 "\(duplicates) stored objects violate a unique constraint of the current model; saves that touch them will fail"
             )
         }
@@ -300,7 +336,7 @@ public final class ObjectStore {
             earlierReports: earlierReports)
         context.door = door
         if let torn = journal.openReport.tornTail {
-            options.logger?.warning(
+            options.logger?.debug(
                 "torn tail: \(torn.bytes) bytes at offset \(torn.offset) of \(torn.file) will be truncated before the next append (\(torn.reason))"
             )
         }
@@ -422,8 +458,20 @@ public struct StoreOptions: Sendable {
     public var autoCompactionRatio: Double? = 4
     /// No automatic compaction below this many bytes on disk. Default 8 MiB.
     public var autoCompactionMinimumBytes: Int64 = 8 << 20
-    /// Receives the journal's notable events (torn tail cut, segment rolled, compaction).
+    /// Receives the journal's notable events (torn tail cut, segment rolled, compaction), at
+    /// `debug` level: the store reports what matters through its results, errors and metrics,
+    /// and logs only for whoever turns debugging on. Nil (the default): no logging.
     public var logger: Logger?
+    /// Where the store's metrics go (Docs/Observability.md lists them). Nil (the default): the
+    /// factory the application bootstrapped with `MetricsSystem.bootstrap`, a no-op until it
+    /// does. Set it to keep one store's figures apart, as a test does with `TestMetrics`.
+    public var metricsFactory: (any MetricsFactory)?
+    /// Where the store's spans go (`objectgraph.open`, `objectgraph.save`, …). Nil (the
+    /// default): `InstrumentationSystem.tracer`, a no-op until the application bootstraps one.
+    public var tracer: (any Tracer)?
+    /// The value of the `store` dimension every metric of the store carries. Nil (the
+    /// default): the store directory's name.
+    public var metricsLabel: String?
     /// Lower-level journal options (segment size, the I/O layer for fault injection).
     public var journal = JournalOptions()
     /// The versions of the model and the stages between them. When set, opening a store

@@ -28,9 +28,20 @@ protocol PersistenceDoor: AnyObject {
     /// Hands on a committed save's changes to an ``AsyncStore``'s subscribers
     /// (``AsyncStore/changes``). Every door but ``GroupCommitDoor`` delivers them at once.
     func deliver(_ changes: ContextChanges, to hub: ChangeHub)
+
+    /// The store's metrics and spans; nil for a door without a store (a backend).
+    var storeInstruments: StoreInstruments? { get }
+
+    /// The stored bytes of the record the last save wrote (0 when it wrote none or the door
+    /// does not know).
+    var lastRecordBytes: Int { get }
 }
 
 extension PersistenceDoor {
+    var storeInstruments: StoreInstruments? { nil }
+
+    var lastRecordBytes: Int { 0 }
+
     func publish(_ snapshot: StoreSnapshot, to hub: SnapshotHub, took duration: Duration) {
         hub.publish(snapshot, took: duration)
     }

@@ -6,8 +6,13 @@ public import GraphJournal
 /// never writes.
 public struct ShippingSource: Sendable {
     let journal: Journal
+    /// The store's metrics and spans, which shipping reports through too.
+    package let instruments: StoreInstruments
 
-    init(journal: Journal) { self.journal = journal }
+    init(journal: Journal, instruments: StoreInstruments) {
+        self.journal = journal
+        self.instruments = instruments
+    }
 
     /// GraphJournal's `Journal.forEachShippedRecord(after:_:)`: every live schema, transaction and base
     /// record above `sequence`, in order.
@@ -29,10 +34,12 @@ public struct ShippingSource: Sendable {
 
 extension ObjectStore {
     /// The journal as a shipper reads it (``ShippingSource``).
-    public var shippingSource: ShippingSource { ShippingSource(journal: door.journal) }
+    public var shippingSource: ShippingSource { ShippingSource(journal: door.journal, instruments: door.instruments) }
 }
 
 extension AsyncStore {
     /// The journal as a shipper reads it (``ShippingSource``).
-    public nonisolated var shippingSource: ShippingSource { ShippingSource(journal: journalForShipping) }
+    public nonisolated var shippingSource: ShippingSource {
+        ShippingSource(journal: journalForShipping, instruments: instruments)
+    }
 }

@@ -1,3 +1,5 @@
+internal import Tracing
+
 extension ModelContext {
     /// Runs a sync over `entities`: `body` maps the API's documents through the operation
     /// (which marks every object they touch), then the operation deletes the invalid objects,
@@ -53,6 +55,9 @@ extension ModelContext {
             }
             indexes.append(i)
         }
+        let instruments = door?.storeInstruments
+        let span = instruments?.span("objectgraph.sync")
+        defer { span?.end() }
         let outer = savepointDepth > 0
         let depth = savepointDepth
         let operation = SyncOperation(context: self, entities: indexes, progress: progress)
@@ -78,9 +83,29 @@ extension ModelContext {
             }
         } catch {
             if savepointDepth > depth { rollbackToSavepoint() } else if !outer { rollback() }
+            span?.fail(error)
+            instruments?.syncs.increment()
             throw error
         }
         operation.progress.finish(operation.recordsMapped)
+        if let instruments {
+            instruments.syncs.increment()
+            var total = SyncCounts()
+            for (entity, counts) in result.counts {
+                instruments.synced(entity: entity, counts)
+                total.inserted += counts.inserted
+                total.updated += counts.updated
+                total.unchanged += counts.unchanged
+                total.swept += counts.swept
+                total.discarded += counts.discarded
+            }
+            span?.attributes["objectgraph.records"] = operation.recordsMapped
+            span?.attributes["objectgraph.inserted"] = total.inserted
+            span?.attributes["objectgraph.updated"] = total.updated
+            span?.attributes["objectgraph.unchanged"] = total.unchanged
+            span?.attributes["objectgraph.swept"] = total.swept
+            span?.attributes["objectgraph.discarded"] = total.discarded
+        }
         return result
     }
 
