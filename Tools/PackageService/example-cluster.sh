@@ -169,8 +169,11 @@ echo "$CHANGED on the replica: $BEFORE before the sync, $(curl -s "$REPLICA/pack
 echo
 show curl -s -i "$REPLICA/packages/$DELETED"
 show curl -s -i -X POST -H 'Expect:' --data-binary "@$TMP/data/older.json" "$REPLICA/sync"
-echo "\$ curl -s $REPLICA/metrics | grep -E '^(package_service|hb_requests)'"
-curl -s "$REPLICA/metrics" | grep -E '^(package_service|hb_requests)'
+echo "\$ curl -s $REPLICA/metrics | grep -E '^(package_service|objectgraph_follower|hb_requests)'"
+curl -s "$REPLICA/metrics" | grep -E '^(package_service|objectgraph_follower|hb_requests)'
+echo
+echo "\$ curl -s $PRIMARY/metrics | grep -E '^(package_service|objectgraph_(shipp|saves_total))'"
+curl -s "$PRIMARY/metrics" | grep -E '^(package_service|objectgraph_(shipp|saves_total))'
 echo
 
 echo "== stopping the services (SIGTERM), then the nats-servers"
