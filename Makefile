@@ -17,6 +17,7 @@
 #   make bench-replication   journal shipping to a local nats-server: writer cost, follower lag, restore (Tools/Benchmarks/Results/replication.md)
 #   make install   build graph-journal (release, Swift runtime linked statically) and install it to $(PREFIX)/bin
 #   make example   the HTTP service of Tools/PackageService: its tests, then one curl of each endpoint
+#   make example-cluster   that service as a primary and a read replica over a 3-server NATS JetStream cluster on loopback
 #   make bench-http   that service under wrk, ObjectGraph against GRDB (Tools/PackageService/Results/http.md)
 
 SHELL := /bin/bash
@@ -24,7 +25,7 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 DEPS := Tools/install-deps.sh
 
-.PHONY: all deps build demo test docs format lint replication-test fuzz soak migration-soak tsan bench bench-concurrency bench-replication bench-peers bench-mapping bench-http example fixture install clean
+.PHONY: all deps build demo test docs format lint replication-test fuzz soak migration-soak tsan bench bench-concurrency bench-replication bench-peers bench-mapping bench-http example example-cluster fixture install clean
 
 all: build
 
@@ -208,6 +209,16 @@ example: deps
 	@bash Tools/PackageService/install-bench-tools.sh
 	cd Tools/PackageService && $(SWIFT) build --build-tests && $(SWIFT) test --skip-build
 	bash Tools/PackageService/example.sh
+
+# The same service as a primary (--replicate) and a read replica (--follow) over three
+# nats-servers with JetStream on loopback (Tools/PackageService/cluster/nats-{1,2,3}.conf, client
+# ports 14222-14224, stores in a temporary directory): a sync sent to the primary is read back
+# from the replica, then everything the script started is stopped (example-cluster.sh). The
+# service's debug build, made as make example makes it (--build-tests: the same flags, so
+# neither target compiles again after the other); the run itself takes under a minute.
+example-cluster: deps
+	cd Tools/PackageService && $(SWIFT) build --build-tests
+	bash Tools/PackageService/example-cluster.sh
 
 # The service under wrk on loopback, ObjectGraph against SQLite through GRDB, alone and while
 # syncs run; writes Tools/PackageService/Results/http.md. Release build, then about 5 minutes.

@@ -42,6 +42,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Operators' endpoints: swift-metrics as the API (the library records its `objectgraph_*`
+        // metrics through it), swift-prometheus's registry rendering them for `GET /metrics`.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // The application: entities, fixture loading, both backends, the routes. The tests
@@ -50,10 +54,13 @@ let package = Package(
             name: "PackageServiceKit",
             dependencies: [
                 .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "ObjectGraphReplication", package: "ObjectGraph"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strictSettings + macroSettings
         ),
@@ -61,19 +68,26 @@ let package = Package(
             name: "package-service",
             dependencies: [
                 "PackageServiceKit",
+                .product(name: "ObjectGraphReplication", package: "ObjectGraph"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strictSettings
         ),
-        // Starts the service on a free loopback port and sends it real HTTP requests (URLSession).
+        // Starts the service on a free loopback port and sends it real HTTP requests (URLSession);
+        // the replication suite also starts a nats-server with JetStream.
         .testTarget(
             name: "PackageServiceTests",
             dependencies: [
                 "PackageServiceKit",
+                .product(name: "ObjectGraphReplication", package: "ObjectGraph"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strictSettings
         ),

@@ -96,6 +96,8 @@ public struct RequestRejected: Error, Sendable, CustomStringConvertible {
         case notFound
         /// 409: applying the document would be harmful (an empty document wiping the store).
         case conflict
+        /// 405 (with `Allow: GET, HEAD`): a write sent to a read replica; writes go to the primary.
+        case readOnly
     }
 
     public var kind: Kind
@@ -107,6 +109,56 @@ public struct RequestRejected: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { body.error }
+}
+
+/// The answer of `GET /health`: 200 when the service can serve, 503 when it cannot (a replica
+/// whose follower stopped for good, a primary whose stream holds another writer's history).
+public struct HealthBody: Codable, Sendable, Hashable {
+    /// `ok` (200) or `failing` (503).
+    public var status: String
+    /// `standalone`, `primary` (ships its journal to a stream) or `replica` (follows one).
+    public var role: String
+    /// `objectgraph` or `grdb`.
+    public var backend: String
+    /// The last journal record this service's data holds, in the writer's numbering: the
+    /// journal's last record (standalone, primary), the writer's record applied last (replica).
+    /// GRDB: nil.
+    public var lastSequence: UInt64?
+    /// The JetStream stream (primary, replica).
+    public var stream: String?
+    /// Primary: the writer's last record the stream acknowledged.
+    public var shippedSequence: UInt64?
+    /// Primary: records saved but not acknowledged yet.
+    public var backlogRecords: Int?
+    /// Replica: stream messages not applied yet.
+    public var lagMessages: UInt64?
+    /// Replica: the stream's last message when the follower last looked.
+    public var streamLastSequence: UInt64?
+    /// Replica: seconds since the server stored the message applied last (nil before the first).
+    public var appliedMessageAgeSeconds: Double?
+    /// Why the service cannot serve (503), or the last transient error (servers away).
+    public var error: String?
+
+    public init(
+        status: String = "ok", role: String, backend: String, lastSequence: UInt64? = nil, stream: String? = nil,
+        shippedSequence: UInt64? = nil, backlogRecords: Int? = nil, lagMessages: UInt64? = nil,
+        streamLastSequence: UInt64? = nil, appliedMessageAgeSeconds: Double? = nil, error: String? = nil
+    ) {
+        self.status = status
+        self.role = role
+        self.backend = backend
+        self.lastSequence = lastSequence
+        self.stream = stream
+        self.shippedSequence = shippedSequence
+        self.backlogRecords = backlogRecords
+        self.lagMessages = lagMessages
+        self.streamLastSequence = streamLastSequence
+        self.appliedMessageAgeSeconds = appliedMessageAgeSeconds
+        self.error = error
+    }
+
+    /// Whether the service can serve (`status` is `ok`).
+    public var isHealthy: Bool { status == "ok" }
 }
 
 /// The storage behind the routes: the same endpoints over ObjectGraph or over SQLite.
@@ -133,6 +185,15 @@ public protocol PackageBackend: Sendable {
     func isEmpty() async throws -> Bool
     /// Flushes and closes the storage.
     func close() async throws
+    /// Whether the backend can serve, its role and position (`GET /health`, `GET /metrics`).
+    func health() async -> HealthBody
+}
+
+extension PackageBackend {
+    /// A standalone backend that has no journal position to report: healthy while it answers.
+    public func health() async -> HealthBody {
+        HealthBody(role: "standalone", backend: name)
+    }
 }
 
 /// The backends `--backend` names.

@@ -2,6 +2,7 @@ import Foundation
 public import Hummingbird
 public import Logging
 import NIOCore
+public import Prometheus
 
 /// Where and how the service listens.
 public struct ServiceConfiguration: Sendable {
@@ -18,14 +19,14 @@ public struct ServiceConfiguration: Sendable {
     }
 }
 
-/// The application: the routes of ``buildRouter(backend:configuration:logger:)`` on an HTTP/1.1
-/// server. `onServerRunning` receives the port bound.
+/// The application: the routes of ``buildRouter(backend:configuration:logger:metrics:)`` on an
+/// HTTP/1.1 server. `onServerRunning` receives the port bound.
 public func makeApplication(
     backend: any PackageBackend, configuration: ServiceConfiguration, logger: Logger,
-    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    metrics: PrometheusCollectorRegistry, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     Application(
-        router: buildRouter(backend: backend, configuration: configuration, logger: logger),
+        router: buildRouter(backend: backend, configuration: configuration, logger: logger, metrics: metrics),
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "package-service"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
@@ -47,13 +48,22 @@ public enum ListLimit {
 ///   ``PackageBackend/sync(_:)``); 400 for a body that is not an array (an object, `null`) and
 ///   with the byte offset for malformed JSON; 409 for an empty array, or one that would delete
 ///   more than half of the stored packages;
-/// - `GET /stats`: counts, snapshot version and publishing figures, where the store is.
+/// - `GET /stats`: counts, snapshot version and publishing figures, where the store is;
+/// - `GET /health`: 200 with the role, the last journal sequence and, for a replica, its lag;
+///   503 (same body) when the service cannot serve (``HealthBody``);
+/// - `GET /metrics`: `metrics` in Prometheus's text format: what swift-metrics recorded through
+///   the `PrometheusMetricsFactory` the executable bootstrapped with it (every request's count
+///   and duration by route and status, from Hummingbird's `MetricsMiddleware`; the library's
+///   own metrics), and the service's `package_service_*` gauges, refreshed at each scrape.
 ///
-/// Every error answer is JSON (``ErrorBody``).
+/// A read replica answers `POST /sync` with 405. Every error answer is JSON (``ErrorBody``).
 public func buildRouter(
-    backend: any PackageBackend, configuration: ServiceConfiguration, logger: Logger
+    backend: any PackageBackend, configuration: ServiceConfiguration, logger: Logger,
+    metrics: PrometheusCollectorRegistry
 ) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
+    // Outermost, so that it counts the status each answer went out with, errors included.
+    router.middlewares.add(MetricsMiddleware())
     router.middlewares.add(JSONErrorMiddleware(logger: logger))
     router.middlewares.add(LogRequestsMiddleware(.debug))
 
@@ -104,6 +114,21 @@ public func buildRouter(
     router.get("/stats") { _, _ -> Response in
         try jsonResponse(try await backend.stats())
     }
+
+    router.get("/health") { _, _ -> Response in
+        let health = await backend.health()
+        return try jsonResponse(health, status: health.isHealthy ? .ok : .serviceUnavailable)
+    }
+
+    let gauges = ServiceGauges(registry: metrics)
+    router.get("/metrics") { _, _ -> Response in
+        gauges.update(await backend.health())
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        let text = metrics.emitToBuffer()
+        headers[.contentLength] = String(text.count)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
+    }
     return router
 }
 
@@ -142,8 +167,11 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 case .badRequest: .badRequest
                 case .notFound: .notFound
                 case .conflict: .conflict
+                case .readOnly: .methodNotAllowed
                 }
-            return try jsonResponse(rejected.body, status: status)
+            var response = try jsonResponse(rejected.body, status: status)
+            if rejected.kind == .readOnly { response.headers[.allow] = "GET, HEAD" }
+            return response
         } catch let error as any HTTPResponseError {
             // Hummingbird's own refusals (413 for a body above the limit, 404 for no route).
             let reason =
@@ -156,5 +184,39 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
             return try jsonResponse(ErrorBody(error: "\(error)"), status: .internalServerError)
         }
+    }
+}
+
+/// The service's own gauges in the registry `GET /metrics` renders, set from ``HealthBody`` at
+/// each scrape: they describe the moment of the scrape, so nothing has to update them between.
+struct ServiceGauges: Sendable {
+    let registry: PrometheusCollectorRegistry
+
+    func update(_ health: HealthBody) {
+        let role = [("role", health.role)]
+        gauge("healthy", "1 when GET /health answers 200, 0 when it answers 503", labels: role)
+            .set(health.isHealthy ? 1.0 : 0.0)
+        if let last = health.lastSequence {
+            gauge("last_sequence", "The last journal record the store holds, in the writer's numbering", labels: role)
+                .set(Double(last))
+        }
+        if let shipped = health.shippedSequence {
+            gauge("shipped_sequence", "Primary: the last record the stream acknowledged").set(Double(shipped))
+        }
+        if let backlog = health.backlogRecords {
+            gauge("shipping_backlog_records", "Primary: records saved locally and not acknowledged by the stream yet")
+                .set(Double(backlog))
+        }
+        if let lag = health.lagMessages {
+            gauge("replica_lag_messages", "Replica: stream messages not applied yet").set(Double(lag))
+        }
+    }
+
+    /// The gauge `package_service_<name>`, registered at its first use.
+    private func gauge(_ name: String, _ help: String, labels: [(String, String)] = []) -> Gauge {
+        let descriptor = MetricNameDescriptor(
+            namespace: "package_service", metricName: name, unitName: "", helpText: help)
+        return labels.isEmpty
+            ? registry.makeGauge(descriptor: descriptor) : registry.makeGauge(descriptor: descriptor, labels: labels)
     }
 }

@@ -2,13 +2,18 @@
 // ObjectGraph store (or from SQLite through GRDB, `--backend grdb`, for comparison).
 //
 //   package-service --store /tmp/pkgd [--port 8080] [--fixture Fixtures/debian-packages.jsonl.lz4]
+//   package-service --store /tmp/primary --replicate nats://127.0.0.1:4222 --stream PKGD
+//   package-service --store /tmp/replica --follow nats://127.0.0.1:4222 --stream PKGD --port 8081
 //   package-service bench-data --out /tmp/bench      (the files bench.sh feeds to wrk and curl)
 
 import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
+import ObjectGraphReplication
 import PackageServiceKit
+import Prometheus
 
 @main
 struct PackageServiceCommand: AsyncParsableCommand {
@@ -43,7 +48,53 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical (debug logs every request).")
     var logLevel = "info"
 
+    @Option(
+        help: ArgumentHelp(
+            "Be the primary: ship every save to the JetStream stream --stream on these NATS servers.",
+            discussion: "Comma-separated URLs, e.g. nats://127.0.0.1:4222,nats://127.0.0.1:4223.",
+            valueName: "nats-urls"))
+    var replicate: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Be a read replica: follow the JetStream stream --stream on these NATS servers; writes are refused (405).",
+            valueName: "nats-urls"))
+    var follow: String?
+
+    @Option(help: "The JetStream stream of --replicate or --follow (created when missing).")
+    var stream: String?
+
+    @Option(help: "How many servers keep each message when the stream is created (default: the number of URLs).")
+    var replicas: Int?
+
+    /// The servers of `--replicate` or `--follow`.
+    private var natsServers: [String] {
+        (replicate ?? follow ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+    }
+
+    private var replication: ReplicationMode {
+        guard let stream else { return .none }
+        let target = ReplicationTarget(servers: natsServers, stream: stream, replicas: replicas ?? natsServers.count)
+        if replicate != nil { return .replicate(target) }
+        if follow != nil { return .follow(target) }
+        return .none
+    }
+
     func validate() throws {
+        if replicate != nil && follow != nil {
+            throw ValidationError("--replicate and --follow exclude each other: a service is the primary or a replica")
+        }
+        if replicate != nil || follow != nil {
+            guard stream?.isEmpty == false else { throw ValidationError("--replicate and --follow need --stream NAME") }
+            guard !natsServers.isEmpty else { throw ValidationError("no NATS server URL given") }
+            guard backend == BackendKind.objectgraph.rawValue else {
+                throw ValidationError("only the objectgraph backend replicates")
+            }
+            if let replicas, !(1...5).contains(replicas) { throw ValidationError("--replicas must be 1…5") }
+        } else if stream != nil || replicas != nil {
+            throw ValidationError("--stream and --replicas go with --replicate or --follow")
+        }
         guard BackendKind(rawValue: backend) != nil else {
             throw ValidationError(
                 "--backend must be one of \(BackendKind.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -61,13 +112,18 @@ struct Serve: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
+        // Before the store opens, so that the library's metrics land in the registry too.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "package-service")
         let kind = BackendKind(rawValue: backend) ?? .objectgraph
         let fixtureURL = fixture.map { URL(fileURLWithPath: $0) } ?? bundledFixture
         let backend = try await openBackend(
-            kind, directory: URL(fileURLWithPath: store), fixture: fixtureURL, logger: logger)
+            kind, directory: URL(fileURLWithPath: store), fixture: fixtureURL, logger: logger,
+            replication: replication)
         let app = makeApplication(
             backend: backend, configuration: ServiceConfiguration(host: host, port: port), logger: logger,
+            metrics: registry,
             onServerRunning: { port in logger.info("listening", metadata: ["address": "http://\(host):\(port)"]) })
         do {
             // Runs until SIGINT or SIGTERM, then lets the requests in flight finish.

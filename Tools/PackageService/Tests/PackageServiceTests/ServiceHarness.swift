@@ -1,6 +1,8 @@
 import Foundation
 import Logging
+import Metrics
 import PackageServiceKit
+import Prometheus
 import ServiceLifecycle
 
 #if canImport(FoundationNetworking)
@@ -23,6 +25,18 @@ func temporaryDirectory() throws -> URL {
 /// The fixture's records, read once.
 let fixtureRecords: [PackageRecord] = (try? PackageRecord.loadFixture(at: bundledFixture)) ?? []
 
+/// The registry every service of the test process renders at `GET /metrics`: swift-metrics can
+/// be bootstrapped once per process, so the first use bootstraps it (before a store opens, as
+/// the executable does) and every test shares it.
+let testMetrics: PrometheusCollectorRegistry = {
+    let registry = PrometheusCollectorRegistry()
+    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    return registry
+}()
+
+/// A logger that drops everything.
+let quietLogger = Logger(label: "package-service-tests") { _ in SwiftLogNoOpLogHandler() }
+
 /// An HTTP/1.1 client of one running service: URLSession (curl underneath on Linux), a real
 /// TCP connection to 127.0.0.1.
 struct ServiceClient: Sendable {
@@ -32,6 +46,8 @@ struct ServiceClient: Sendable {
         let status: Int
         let contentType: String?
         let body: Data
+        /// Every header, by lowercased name.
+        var headers: [String: String] = [:]
 
         func decode<T: Decodable>(_ type: T.Type) throws -> T {
             do {
@@ -53,7 +69,13 @@ struct ServiceClient: Sendable {
         }
         let (data, response) = try await URLSession.shared.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw TestFailure("not an HTTP answer") }
-        return Answer(status: http.statusCode, contentType: http.value(forHTTPHeaderField: "Content-Type"), body: data)
+        var headers: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            if let name = key.base as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        return Answer(
+            status: http.statusCode, contentType: http.value(forHTTPHeaderField: "Content-Type"), body: data,
+            headers: headers)
     }
 
     func get(_ path: String) async throws -> Answer { try await send("GET", path) }
@@ -70,11 +92,21 @@ func withService(
     let owned = directory == nil
     let directory = try directory ?? temporaryDirectory()
     defer { if owned { try? FileManager.default.removeItem(at: directory) } }
-    let logger = Logger(label: "package-service-tests") { _ in SwiftLogNoOpLogHandler() }
-    let backend = try await openBackend(kind, directory: directory, fixture: bundledFixture, logger: logger)
+    _ = testMetrics
+    let backend = try await openBackend(kind, directory: directory, fixture: bundledFixture, logger: quietLogger)
+    try await withService(backend: backend, maxSyncBytes: maxSyncBytes, body)
+}
+
+/// Serves `backend` (already open) on a free loopback port, runs `body` with a client of it, then
+/// shuts the server down gracefully and closes the backend.
+func withService(
+    backend: any PackageBackend, maxSyncBytes: Int = 64 << 20, _ body: (ServiceClient) async throws -> Void
+) async throws {
+    let logger = quietLogger
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
     let app = makeApplication(
-        backend: backend, configuration: ServiceConfiguration(port: 0, maxSyncBytes: maxSyncBytes), logger: logger
+        backend: backend, configuration: ServiceConfiguration(port: 0, maxSyncBytes: maxSyncBytes), logger: logger,
+        metrics: testMetrics
     ) { port in
         portContinuation.yield(port)
     }
