@@ -108,7 +108,8 @@ func realDocument(_ n: Int) -> RealDocument {
         }
         links += targets.count
         let word = words[Int((h >> 24) % 32)], other = words[Int((h >> 32) % 32)]
-        let version = "\(1 + h % 40).\((h >> 8) % 17).\((h >> 12) % 9)-\(1 + (h >> 16) % 5)\(h % 3 == 0 ? "+deb12u1" : "")"
+        let version =
+            "\(1 + h % 40).\((h >> 8) % 17).\((h >> 12) % 9)-\(1 + (h >> 16) % 5)\(h % 3 == 0 ? "+deb12u1" : "")"
         let priority = h % 11 == 0 ? "null" : (h % 5 == 0 ? "\"important\"" : "\"optional\"")
         let homepage = h % 6 == 0 ? "null" : "\"https://www.\(word)\(other).org/projects/\(name)/\""
         var sha = ""
