@@ -158,11 +158,18 @@ bench-replication: deps
 	       $$bin/replication-comparison; } > Results/replication.md
 	cat Tools/Benchmarks/Results/replication.md
 
-# Maps a 1M-record JSON document into a store, against JSONDecoder + GRDB; writes
-# Tools/Benchmarks/Results/mapping.md. About 5 minutes after the release build.
+# Maps 1M records into a store, against JSONDecoder + GRDB: the real shape (packages, a
+# maintainer connected by e-mail, dependencies by a list of names, shuffled) and flat people
+# records, first runs in fresh processes, alternating; then the flat records' re-run, scaling
+# and sync. Writes Tools/Benchmarks/Results/mapping.md. About 10 minutes after the release build;
+# MAPPING_ARGS="--headline-only" runs the first table alone (about 4 minutes), "--records N"
+# another size. Macros as for make demo (`--product` links the macro executable, which
+# `--target` alone leaves unlinked in a tree that has not built the library yet).
+MAPPING_ARGS ?=
 bench-mapping: deps
 	@bash Tools/Benchmarks/install-peers.sh
-	cd Tools/Benchmarks && $(SWIFT) run -c release mapping-comparison
+	$(SWIFT) build --product ObjectGraphMacros
+	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release mapping-comparison $(MAPPING_ARGS)
 
 # Relationships stored as links (many-to-many, ordered to-many) against to-one slots over the same
 # 100k owners and 1M members: build and durable save, open, heap per link, single removals from

@@ -36,9 +36,16 @@ COMMIT=$(git -C "$LIBRARY" rev-parse --short HEAD)
 DIRTY=$(git -C "$LIBRARY" status --porcelain -- Sources Package.swift | wc -l)
 
 # The release build loads the `@Entity` macro from this package's debug build instead of
-# compiling swift-syntax in release (Package.swift, OBJECTGRAPH_MACRO_PLUGIN).
-$SWIFT build --target ObjectGraphMacros
-OBJECTGRAPH_MACRO_PLUGIN=$HERE/.build/debug/ObjectGraphMacros-tool $SWIFT build -c release --product package-service
+# compiling swift-syntax in release (Package.swift, OBJECTGRAPH_MACRO_PLUGIN). An
+# OBJECTGRAPH_MACRO_PLUGIN already set (e.g. the library's own debug build of the macro) is used
+# as it is, without building the macro target here.
+if [ -n "${OBJECTGRAPH_MACRO_PLUGIN:-}" ] && [ -x "$OBJECTGRAPH_MACRO_PLUGIN" ]; then
+    PLUGIN=$OBJECTGRAPH_MACRO_PLUGIN
+else
+    $SWIFT build --product ObjectGraphMacros
+    PLUGIN=$HERE/.build/debug/ObjectGraphMacros-tool
+fi
+OBJECTGRAPH_MACRO_PLUGIN=$PLUGIN $SWIFT build -c release --product package-service
 BIN=$HERE/.build/release/package-service
 
 rm -rf "$WORK"
@@ -193,7 +200,7 @@ out = []
 w = out.append
 w("# HTTP under load: `GET /packages/{name}`, ObjectGraph and SQLite (GRDB)")
 w("")
-w(f"Written by `Tools/PackageService/bench.sh`, run started {started} UTC, library commit `{commit}`"
+w(f"Written by `make bench-http` (`Tools/PackageService/bench.sh`), run started {started} UTC, library commit `{commit}`"
   + (f" with {dirty} uncommitted or untracked paths under the library's `Sources/` and `Package.swift` (the working tree was built)."
      if int(dirty) else " (no uncommitted change under the library's `Sources/` and `Package.swift` when it was built)."))
 w("")
@@ -203,7 +210,7 @@ w(f"Machine: {cores} cores; `cat /proc/loadavg` after the last run: `{loadavg}`.
 w("")
 w("## Median of the rounds")
 w("")
-w("| backend | load | requests/s | p50 | p99 | max | syncs done in the window | sync, server side (mean) |")
+w("| backend | load | requests/s | p50 | p99 | max | syncs done in the window | sync, server side (median) |")
 w("|---|---|---:|---:|---:|---:|---:|---:|")
 medians = {}
 sync_medians = {}
@@ -219,7 +226,7 @@ for backend, mode, title, load in configs:
         done = statistics.median(x[0] for x in s)
         sync_medians[backend] = done
         ms = [m for x in s for m in x[1]]
-        sync_cells = f"{done:g} | {statistics.mean(ms):.1f} ms" if ms else "0 | -"
+        sync_cells = f"{done:g} | {statistics.median(ms):.1f} ms" if ms else "0 | -"
     else:
         sync_cells = "- | -"
     w(f"| {title} | {load} | {rps:,.0f} | {p50 / 1000:.2f} ms | {p99 / 1000:.2f} ms | {mx / 1000:.1f} ms | {sync_cells} |")
@@ -274,11 +281,14 @@ w("- **ObjectGraph**: `AsyncStore` with the default `StoreOptions` (durability `
 w(f"- **SQLite {sqlite} via GRDB 7.10**: `DatabasePool` (journal_mode={journal_mode}; readers on their own connections, "
   "GRDB's default of at most 5), `synchronous=FULL` (each commit fsynced, as each ObjectGraph save is), "
   "`package(name TEXT NOT NULL, …)` with `CREATE UNIQUE INDEX package_name ON package(name)` and an index on "
-  "`(section, name)`. `GET /packages/{name}` is `try await pool.read { PackageBody.fetchOne(db, sql: \"SELECT … "
-  "WHERE name = ?\") }` (a `Codable` record); `POST /sync` decodes the document with `JSONDecoder` into records, then "
-  "one `pool.write` transaction of prepared, cached statements: maintainers inserted when missing, each package "
-  "inserted, updated when its version changed or left, then `DELETE … WHERE name NOT IN` a temporary table of the "
-  "document's names, and the maintainers left without a package.")
+  "`(section, name)`. `GET /packages/{name}` is `try await pool.read { PackageBody.fetchOne(db.cachedStatement(sql: "
+  "\"SELECT … WHERE name = ?\"), arguments: [name]) }`, the row read by column position (`init(row:)`, the "
+  "`depends` JSON text decoded by one shared `JSONDecoder`); `POST /sync` decodes the document with `JSONDecoder` "
+  "into records, then one `pool.write` transaction: the stored names and versions and the maintainers' IDs read "
+  "once into dictionaries (`Row` cursors), then prepared, cached statements with arguments: maintainers inserted "
+  "when missing (`lastInsertedRowID`), each package inserted, updated when its version changed or left (one "
+  "`JSONEncoder` for the `depends` column of the rows written), then a `DELETE` by name of each package the "
+  "document no longer lists, and of the maintainers left without a package.")
 w("")
 print("\n".join(out))
 PY

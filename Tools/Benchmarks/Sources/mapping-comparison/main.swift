@@ -2,9 +2,14 @@
 // Linux: `JSONDecoder` into `Codable` structs, upserted into SQLite through GRDB.
 //
 //     swift run -c release mapping-comparison [--records 1000000] [--repeats 3] [--out Results]
+//         [--headline-only]
 //
-// (`make bench-mapping` from the repository root.) Workloads, each run `--repeats` times in a
-// fresh temporary directory, medians reported:
+// (`make bench-mapping` from the repository root.) First the headline: a first run of the
+// real shape (RealShape.swift: packages, their maintainer connected by e-mail, `depends` by a
+// list of names, in a shuffled order) and of the flat people records, into an empty store,
+// ObjectGraph and the peer alternating, each run in a fresh process; with `--headline-only`
+// nothing else, the section replaced in the existing report. Then the flat records'
+// workloads, each run `--repeats` times in a fresh temporary directory, medians reported:
 //  (a) first run: one JSON array of N people records (the six attributes of the people
 //      workload) mapped into an empty store, then one durable save;
 //  (b) re-run: the same document with 10% of the records changed (a greater `score`), mapped
@@ -363,6 +368,27 @@ func sqliteSync(_ initial: Data, _ payload: Data) throws -> Double {
 
 // MARK: Run
 
+// `--headline-child KIND --doc FILE`: one first run of the document in FILE in this fresh
+// process, KIND one of og-real, grdb-real, og-flat, grdb-flat (the real shape also takes
+// `--maintainers` and `--links`, what the mapping must produce). Prints the seconds of parse,
+// map (the peer: its transaction and commit) and save.
+if let kind = option("--headline-child"), let path = option("--doc") {
+    let doc = try Data(contentsOf: URL(fileURLWithPath: path))
+    let expectedMaintainers = Int(option("--maintainers") ?? "0") ?? 0
+    let links = Int(option("--links") ?? "0") ?? 0
+    let p: Phases
+    switch kind {
+    case "og-real":
+        p = try objectGraphRealRun(doc, n: records, maintainers: expectedMaintainers, links: links)
+    case "grdb-real": p = try sqliteRealRun(doc, n: records, maintainers: expectedMaintainers, links: links)
+    case "og-flat": p = try objectGraphRun(doc, nil).0
+    case "grdb-flat": p = try sqliteRun(doc, nil).0
+    default: throw BenchError("unknown --headline-child \(kind)")
+    }
+    print(String(format: "%.6f %.6f %.6f", p.parse, p.map, p.save))
+    exit(0)
+}
+
 // `--profile N`: only ObjectGraph's first run and re-run, N times, for perf and callgrind;
 // with `--shuffled`, the re-run's records in a random order.
 if let rounds = option("--profile").flatMap(Int.init) {
@@ -441,6 +467,128 @@ func firstRunInFreshProcess(_ n: Int, warmUp: Int) throws -> Phases {
     return Phases(parse: parse, map: map, save: save, faults: faults, systemSeconds: system)
 }
 
+/// One first run of `kind` in a new process of this binary (`--headline-child`).
+func headlineRunInFreshProcess(_ kind: String, doc: URL, extra: [String]) throws -> Phases {
+    let child = Process()
+    child.executableURL = URL(
+        fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    child.arguments = ["--headline-child", kind, "--doc", doc.path, "--records", "\(records)"] + extra
+    let pipe = Pipe()
+    child.standardOutput = pipe
+    try child.run()
+    let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    child.waitUntilExit()
+    let f = out.split(whereSeparator: \.isWhitespace)
+    guard child.terminationStatus == 0, f.count == 3, let parse = Double(f[0]), let map = Double(f[1]),
+        let save = Double(f[2])
+    else { throw BenchError("--headline-child \(kind): \(out)") }
+    return Phases(parse: parse, map: map, save: save)
+}
+
+/// The headline table: first runs of the real shape and of the flat records, ObjectGraph and
+/// the peer alternating, each run in a fresh process (the documents written to files first,
+/// reading them not timed); the order of the two stores swaps every round. Returns the
+/// report's section.
+func headlineSection() throws -> String {
+    let rounds = max(repeats, 3)
+    let dir = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    FileHandle.standardError.write(Data("headline: generating documents (\(records) records)…\n".utf8))
+    let real = realDocument(records)
+    let realURL = dir.appendingPathComponent("real.json"), flatURL = dir.appendingPathComponent("flat.json")
+    try real.json.write(to: realURL)
+    let flatBytes = document(records)
+    try flatBytes.write(to: flatURL)
+    let realExtra = ["--maintainers", "\(real.maintainers)", "--links", "\(real.links)"]
+    let before = loadAverage()
+    var runs: [String: [Phases]] = [:]
+    for round in 0..<rounds {
+        FileHandle.standardError.write(Data("headline round \(round + 1)/\(rounds)\n".utf8))
+        let stores = round % 2 == 0 ? ["og", "grdb"] : ["grdb", "og"]
+        for shape in ["real", "flat"] {
+            for store in stores {
+                let kind = "\(store)-\(shape)"
+                runs[kind, default: []].append(
+                    try headlineRunInFreshProcess(
+                        kind, doc: shape == "real" ? realURL : flatURL, extra: shape == "real" ? realExtra : []))
+            }
+        }
+    }
+    let after = loadAverage()
+    func f(_ x: Double) -> String { String(format: "%.3f", x) }
+    func line(_ title: String, _ shape: String) -> String {
+        let o = runs["og-\(shape)"] ?? [], g = runs["grdb-\(shape)"] ?? []
+        let ratios = zip(o, g).map { $1.total / $0.total }
+        return "| \(title) | \(f(m(\.parse, o))) + \(f(m(\.map, o))) + \(f(m(\.save, o))) = **\(f(m(\.total, o)))** | "
+            + "\(f(m(\.parse, g))) + \(f(m(\.map, g))) = **\(f(m(\.total, g)))** | "
+            + "**\(String(format: "%.1f", median(ratios)))×** (\(ratios.map { String(format: "%.1f", $0) }.joined(separator: ", "))) |"
+    }
+    return """
+        <!-- headline -->
+        ## First run into an empty store: the real shape, and flat records
+
+        Measured by `make bench-mapping` at commit \(libraryCommit()), \(isoNow()), release build, \(records)
+        records of each shape, \(rounds) rounds; each run in a fresh process, ObjectGraph and the peer
+        alternating (the order swapped every round), medians in seconds. Load average before: \(before);
+        after: \(after).
+
+        | document | ObjectGraph: parse + map + save | JSONDecoder + GRDB: decode + write & commit | peer / ObjectGraph, median of the rounds' ratios (each round) |
+        |---|---|---|---|
+        \(line("**real shape**: packages, a maintainer by e-mail, `depends` by names (\(real.json.count / 1_000_000) MB)", "real"))
+        \(line("flat people records, in ID order (\(flatBytes.count / 1_000_000) MB)", "flat"))
+
+        **The real shape.** \(records) Debian-like package records in a shuffled order (about
+        \(real.json.count / records) bytes each, the field sizes of the bundled fixture: name, version,
+        architecture, section, priority, installedSize, size, maintainerName, maintainerEmail,
+        homepage, description, depends, sha256); \(real.maintainers) maintainers, \(real.links)
+        dependency links to packages of the document (one dependency name in twenty names a package it
+        does not list). ObjectGraph (`Sources/mapping-comparison/RealShape.swift`): two
+        `EntityMapping`s of the same document, as Docs/Mapping.md declares them: `RealMaintainer`
+        identified by `email`; `RealPackage` identified by `name`,
+        `connect("maintainedBy", by: ["maintainerEmail": "email"])` (a to-one, its inverse
+        `packages`) and `connect("depends", by: ["dependsNames": "name"])` (a many-to-many, its
+        inverse `dependents`); an `ObjectStore` with durability `.always` (fsync per save), one
+        save. The peer: `JSONDecoder` into `Codable` structs, then one `BEGIN IMMEDIATE`
+        transaction of prepared statements: `INSERT INTO maintainer … ON CONFLICT(email) DO UPDATE …
+        RETURNING id` the first time the run meets an e-mail (the IDs kept in a dictionary), `INSERT INTO
+        package … ON CONFLICT(name) DO UPDATE … RETURNING id` per record, then one `INSERT OR IGNORE
+        INTO depends (package, dependency)` per dependency name found in the dictionary of package IDs
+        (a `WITHOUT ROWID` join table keyed by the pair, an index on `dependency` for the inverse, an
+        index on `package.maintainerId` for a maintainer's packages); WAL, `synchronous=FULL`, the
+        durability ObjectGraph's `.always` has (the commit is fsynced). The peer does not store the
+        dependency names (ObjectGraph keeps `dependsNames`, which the connection reads). Both runs
+        check their counts and links after the timing.
+
+        **The flat records** are the people records of the tables below, mapped as described there.
+        <!-- /headline -->
+        """
+}
+
+func isoNow() -> String {
+    let f = ISO8601DateFormatter()
+    f.formatOptions = [.withInternetDateTime]
+    return f.string(from: Date())
+}
+
+// `--headline-only`: the headline section alone, spliced into the existing report (the other
+// sections keep the figures and the commit of the run that wrote them).
+if arguments.contains("--headline-only") {
+    let section = try headlineSection()
+    let url = outDirectory.appendingPathComponent("mapping.md")
+    var text = (try? String(contentsOf: url, encoding: .utf8)) ?? "# Mapping JSON into a store\n"
+    if let start = text.range(of: "<!-- headline -->"), let end = text.range(of: "<!-- /headline -->") {
+        text.replaceSubrange(start.lowerBound..<end.upperBound, with: section)
+    } else if let firstLine = text.firstIndex(of: "\n") {
+        text.insert(contentsOf: "\n" + section + "\n", at: text.index(after: firstLine))
+    }
+    try FileManager.default.createDirectory(at: outDirectory, withIntermediateDirectories: true)
+    try text.write(to: url, atomically: true, encoding: .utf8)
+    print(section)
+    exit(0)
+}
+
+let headline = try headlineSection()
+
 let loadBefore = loadAverage()
 
 // (c) first, while this process holds no documents: each size in a fresh process, the sizes one
@@ -516,6 +664,10 @@ let codableMedian = median(codable.map(\.0)), typedMedian = median(codable.map(\
 
 let report = """
     # Mapping JSON into a store: ObjectGraph and JSONDecoder + GRDB
+
+    \(headline)
+
+    ## The flat records: first run, re-run, scaling, a sync
 
     Generated by `make bench-mapping` (`Tools/Benchmarks/Sources/mapping-comparison`) at commit \(libraryCommit()),
     release build, \(records) records, \(repeats) rounds, medians in seconds, on the project's 2-core VM.

@@ -65,9 +65,13 @@ public final class GRDBBackend: PackageBackend {
     private static let columns =
         "name, version, architecture, section, priority, installedSize, size, maintainer, homepage, summary, depends, sha256"
 
+    private static let selectByName = "SELECT \(columns) FROM package WHERE name = ?"
+    private static let selectBySection = "SELECT \(columns) FROM package WHERE section = ? ORDER BY name LIMIT ?"
+    private static let selectAll = "SELECT \(columns) FROM package ORDER BY name LIMIT ?"
+
     public func package(named name: String) async throws -> PackageBody? {
         try await pool.read { db in
-            try PackageBody.fetchOne(db, sql: "SELECT \(Self.columns) FROM package WHERE name = ?", arguments: [name])
+            try PackageBody.fetchOne(db.cachedStatement(sql: Self.selectByName), arguments: [name])
         }
     }
 
@@ -75,18 +79,17 @@ public final class GRDBBackend: PackageBackend {
         try await pool.read { db in
             if let section {
                 return try PackageBody.fetchAll(
-                    db, sql: "SELECT \(Self.columns) FROM package WHERE section = ? ORDER BY name LIMIT ?",
-                    arguments: [section, limit])
+                    db.cachedStatement(sql: Self.selectBySection), arguments: [section, limit])
             }
-            return try PackageBody.fetchAll(
-                db, sql: "SELECT \(Self.columns) FROM package ORDER BY name LIMIT ?", arguments: [limit])
+            return try PackageBody.fetchAll(db.cachedStatement(sql: Self.selectAll), arguments: [limit])
         }
     }
 
-    /// `JSONDecoder` into ``PackageRecord`` values, then one transaction: each maintainer
-    /// inserted unless present; each package inserted, updated when its version differs, or left;
-    /// then the packages the document does not list deleted (through a temporary table of its
-    /// names), and the maintainers left without a package.
+    /// `JSONDecoder` into ``PackageRecord`` values, then one transaction: the stored versions
+    /// and maintainer IDs read once into dictionaries; each maintainer inserted unless present;
+    /// each package inserted, updated when its version differs, or left; then the packages the
+    /// document does not list deleted, and the maintainers left without a package. Prepared
+    /// (cached) statements, one `JSONEncoder` for the `depends` column of the rows written.
     public func sync(_ document: Data) async throws -> SyncBody {
         let start = ContinuousClock.now
         let records: [PackageRecord]
@@ -98,14 +101,17 @@ public final class GRDBBackend: PackageBackend {
         let (packages, maintainers) = try await pool.write { db -> (SyncCountsBody, SyncCountsBody) in
             var packages = SyncCountsBody()
             var maintainers = SyncCountsBody()
-            if records.isEmpty, let stored = try Int.fetchOne(db, sql: "SELECT count(*) FROM package"), stored > 0 {
-                throw RequestRejected(.conflict, ErrorBody(error: emptyDocumentMessage(wouldDelete: stored)))
+            var versions: [String: String] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT name, version FROM package")
+            while let row = try rows.next() { versions[row[0]] = row[1] as String }
+            if records.isEmpty, !versions.isEmpty {
+                throw RequestRejected(.conflict, ErrorBody(error: emptyDocumentMessage(wouldDelete: versions.count)))
             }
-            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS listed (name TEXT PRIMARY KEY); DELETE FROM listed")
-            let addMaintainer = try db.cachedStatement(
-                sql: "INSERT INTO maintainer (name) VALUES (?) ON CONFLICT(name) DO NOTHING")
-            let maintainerID = try db.cachedStatement(sql: "SELECT id FROM maintainer WHERE name = ?")
-            let storedVersion = try db.cachedStatement(sql: "SELECT version FROM package WHERE name = ?")
+            var maintainerIDs: [String: Int64] = [:]
+            let owners = try Row.fetchCursor(db, sql: "SELECT name, id FROM maintainer")
+            while let row = try owners.next() { maintainerIDs[row[0]] = row[1] as Int64 }
+
+            let addMaintainer = try db.cachedStatement(sql: "INSERT INTO maintainer (name) VALUES (?)")
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO package (\(Self.columns), maintainerId) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -115,19 +121,25 @@ public final class GRDBBackend: PackageBackend {
                     UPDATE package SET version = ?, architecture = ?, section = ?, priority = ?, installedSize = ?, size = ?,
                         maintainer = ?, homepage = ?, summary = ?, depends = ?, sha256 = ?, maintainerId = ? WHERE name = ?
                     """)
-            let list = try db.cachedStatement(sql: "INSERT OR IGNORE INTO listed (name) VALUES (?)")
+            let encoder = JSONEncoder()
+            var listed = Set<String>(minimumCapacity: records.count)
             var seenMaintainers = Set<String>()
             for r in records {
-                if seenMaintainers.insert(r.maintainer).inserted {
+                let owner: Int64
+                if let id = maintainerIDs[r.maintainer] {
+                    owner = id
+                    if seenMaintainers.insert(r.maintainer).inserted { maintainers.unchanged += 1 }
+                } else {
                     try addMaintainer.execute(arguments: [r.maintainer])
-                    if db.changesCount > 0 { maintainers.inserted += 1 } else { maintainers.unchanged += 1 }
+                    owner = db.lastInsertedRowID
+                    maintainerIDs[r.maintainer] = owner
+                    seenMaintainers.insert(r.maintainer)
+                    maintainers.inserted += 1
                 }
-                let owner = try Int64.fetchOne(maintainerID, arguments: [r.maintainer])
-                let depends = String(decoding: try JSONEncoder().encode(r.depends), as: UTF8.self)
-                try list.execute(arguments: [r.name])
-                guard db.changesCount > 0 else { continue }  // named twice: the first one counts
-                switch try String.fetchOne(storedVersion, arguments: [r.name]) {
+                guard listed.insert(r.name).inserted else { continue }  // named twice: the first one counts
+                switch versions[r.name] {
                 case nil:
+                    let depends = String(decoding: try encoder.encode(r.depends), as: UTF8.self)
                     try insert.execute(arguments: [
                         r.name, r.version, r.architecture, r.section, r.priority, r.installedSize, r.size, r.maintainer,
                         r.homepage, r.description, depends, r.sha256, owner,
@@ -136,6 +148,7 @@ public final class GRDBBackend: PackageBackend {
                 case r.version?:
                     packages.unchanged += 1
                 default:
+                    let depends = String(decoding: try encoder.encode(r.depends), as: UTF8.self)
                     try update.execute(arguments: [
                         r.version, r.architecture, r.section, r.priority, r.installedSize, r.size, r.maintainer,
                         r.homepage, r.description, depends, r.sha256, owner, r.name,
@@ -145,22 +158,20 @@ public final class GRDBBackend: PackageBackend {
             }
             // The library's default sweep limit, applied the same way: at most half of the
             // packages stored before this sync (throwing rolls the transaction back).
-            let stored =
-                packages.updated + packages.unchanged
-                + (try Int.fetchOne(
-                    db, sql: "SELECT count(*) FROM package WHERE name NOT IN (SELECT name FROM listed)") ?? 0)
-            let doomed = stored - packages.updated - packages.unchanged
-            if doomed > stored / 2 {
-                throw RequestRejected(.conflict, ErrorBody(error: sweepRefusedMessage(wouldDelete: doomed, of: stored)))
+            let doomed = versions.keys.filter { !listed.contains($0) }
+            let stored = packages.updated + packages.unchanged + doomed.count
+            if doomed.count > stored / 2 {
+                throw RequestRejected(
+                    .conflict, ErrorBody(error: sweepRefusedMessage(wouldDelete: doomed.count, of: stored)))
             }
-            try db.execute(sql: "DELETE FROM package WHERE name NOT IN (SELECT name FROM listed)")
-            packages.deleted = db.changesCount
+            let delete = try db.cachedStatement(sql: "DELETE FROM package WHERE name = ?")
+            for name in doomed { try delete.execute(arguments: [name]) }
+            packages.deleted = doomed.count
             try db.execute(
                 sql:
                     "DELETE FROM maintainer WHERE id NOT IN (SELECT maintainerId FROM package WHERE maintainerId IS NOT NULL)"
             )
             maintainers.deleted = db.changesCount
-            try db.execute(sql: "DELETE FROM listed")
             return (packages, maintainers)
         }
         return SyncBody(
@@ -215,4 +226,19 @@ public final class GRDBBackend: PackageBackend {
     }
 }
 
-extension PackageBody: FetchableRecord {}
+/// Rows read by column position in the order of `GRDBBackend.columns` (name, version,
+/// architecture, section, priority, installedSize, size, maintainer, homepage, summary, depends,
+/// sha256), instead of through `Decodable`; `depends` is the JSON array the sync wrote.
+extension PackageBody: FetchableRecord {
+    public init(row: Row) throws {
+        let depends: String = row[10]
+        self.init(
+            name: row[0], version: row[1], architecture: row[2], section: row[3], priority: row[4],
+            installedSize: row[5], size: row[6], maintainer: row[7],
+            homepage: (row[8] as String?).flatMap { URL(string: $0) }, summary: row[9],
+            depends: try dependsDecoder.decode([String].self, from: Data(depends.utf8)), sha256: row[11])
+    }
+}
+
+/// One decoder for every row's `depends` (JSONDecoder is thread-safe to share).
+private let dependsDecoder = JSONDecoder()
