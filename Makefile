@@ -42,7 +42,7 @@ build: deps
 MACRO_PLUGIN := $(CURDIR)/.build/debug/ObjectGraphMacros-tool
 
 demo: deps
-	$(SWIFT) build --target ObjectGraphMacros
+	$(SWIFT) build --product ObjectGraphMacros
 	OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release objectgraph-demo Fixtures/debian-packages.jsonl.lz4
 
 test: deps lint
@@ -124,7 +124,7 @@ bench: deps
 # cold-start.svg and memory.svg. About 5-10 minutes.
 bench-peers: deps
 	@bash Tools/Benchmarks/install-peers.sh
-	$(SWIFT) build --target ObjectGraphMacros
+	$(SWIFT) build --product ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release peer-comparison
 
 # Readers on snapshots while a writer imports 1M updates, and eight tasks committing durable
@@ -133,7 +133,7 @@ bench-peers: deps
 # debug build of the macro target, as for make demo.
 bench-concurrency: deps
 	@bash Tools/Benchmarks/install-peers.sh
-	$(SWIFT) build --target ObjectGraphMacros
+	$(SWIFT) build --product ObjectGraphMacros
 	cd Tools/Benchmarks && export OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) \
 	  && $(SWIFT) build -c release --product concurrency-comparison \
 	  && $(SWIFT) build -c release --product commit-comparison \
@@ -149,7 +149,7 @@ bench-concurrency: deps
 # Tools/Benchmarks/Results/replication.md stamped with the commit and the load average. About
 # 3 minutes after the release build; macros as for make demo.
 bench-replication: deps
-	$(SWIFT) build --target ObjectGraphMacros
+	$(SWIFT) build --product ObjectGraphMacros
 	cd Tools/Benchmarks && export OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) \
 	  && $(SWIFT) build -c release --product replication-comparison \
 	  && bin=$$($(SWIFT) build -c release --show-bin-path) \
@@ -177,7 +177,7 @@ bench-mapping: deps
 # Tools/Benchmarks/Results/links.md. About 2 minutes after the release build; macros as for make demo.
 .PHONY: bench-links
 bench-links: deps
-	$(SWIFT) build --target ObjectGraphMacros
+	$(SWIFT) build --product ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release links-comparison
 
 # A custom migration stage that rewrites each of 1M objects, against a bulk import of the same
@@ -185,7 +185,7 @@ bench-links: deps
 # a fresh process, medians of 5 runs. Writes Tools/Benchmarks/Results/migration.md.
 .PHONY: bench-migration
 bench-migration: deps
-	$(SWIFT) build --target ObjectGraphMacros
+	$(SWIFT) build --product ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release migration-comparison
 
 # Secondary indexes (#Index) against SQLite's CREATE INDEX through GRDB on 1M people-like
@@ -195,7 +195,7 @@ bench-migration: deps
 .PHONY: bench-indexes
 bench-indexes: deps
 	@bash Tools/Benchmarks/install-peers.sh
-	$(SWIFT) build --target ObjectGraphMacros
+	$(SWIFT) build --product ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release indexes-comparison
 
 # Structs converted one call at a time (upsert by a URL no unique constraint covers, then
@@ -203,7 +203,7 @@ bench-indexes: deps
 # must not grow with the number of objects. About a minute after the release build.
 .PHONY: bench-struct-conversion
 bench-struct-conversion: deps
-	$(SWIFT) build --target ObjectGraphMacros
+	$(SWIFT) build --product ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release struct-conversion
 
 # Tools/PackageService, a separate package with its own .build (Hummingbird, GRDB): builds it
