@@ -1,5 +1,6 @@
 package import CoreMetrics
 package import Foundation
+internal import GraphJournal
 package import Tracing
 
 /// The metrics and spans of one store (Docs/Observability.md lists every name and dimension).
@@ -54,6 +55,19 @@ package final class StoreInstruments: Sendable {
             label: "objectgraph_snapshot_publish_duration_seconds", dimensions: dimensions, factory: factory)
         syncs = Counter(label: "objectgraph_syncs_total", dimensions: dimensions, factory: factory)
         mappingRuns = Counter(label: "objectgraph_mapping_runs_total", dimensions: dimensions, factory: factory)
+    }
+
+    /// `io` with each `fdatasync` timed into `objectgraph_fsync_duration_seconds`.
+    func timingSyncs(_ io: JournalIO) -> JournalIO {
+        var timed = io
+        let sync = io.fdatasync
+        let timer = fsyncDuration
+        timed.fdatasync = { (fd) throws(JournalIO.Failure) in
+            let start = ContinuousClock.now
+            try sync(fd)
+            timer.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - start))
+        }
+        return timed
     }
 
     // MARK: Spans

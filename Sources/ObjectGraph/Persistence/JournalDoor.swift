@@ -43,7 +43,7 @@ final class JournalDoor: PersistenceDoor {
         self.options = options
         self.schemaBytes = schemaBytes
         self.baselineBytes = journal.stats.bytesOnDisk
-        self.instruments = StoreInstruments(options: options, directory: directory)
+        self.instruments = options.instruments ?? StoreInstruments(options: options, directory: directory)
     }
 
     // MARK: Replay
@@ -243,8 +243,6 @@ final class JournalDoor: PersistenceDoor {
             throw StoreError(journal: error)
         }
         lastRecordBytes = payload.count
-        let stats = journal.stats
-        instruments.journal(bytes: stats.bytesOnDisk, records: stats.records)
     }
 
     func confirmSave() throws {
@@ -334,8 +332,12 @@ final class JournalDoor: PersistenceDoor {
 
     /// Compacts when the journal outgrew its baseline by the options' ratio.
     func didCommit(_ context: ModelContext) {
-        guard state != .released, let ratio = options.autoCompactionRatio else { return }
-        let bytes = journal.stats.bytesOnDisk
+        guard state != .released else { return }
+        // One read of the journal's figures per save: the gauges and the compaction check.
+        let stats = journal.stats
+        instruments.journal(bytes: stats.bytesOnDisk, records: stats.records)
+        guard let ratio = options.autoCompactionRatio else { return }
+        let bytes = stats.bytesOnDisk
         guard bytes > max(options.autoCompactionMinimumBytes, Int64(Double(baselineBytes) * ratio)) else { return }
         do {
             try compact(context, progress: nil)

@@ -138,29 +138,26 @@ public final class ObjectStore {
         at directory: URL, options: StoreOptions, replayingAtOpen known: Schema? = nil,
         schema: (Journal) throws(StoreError) -> Schema
     ) throws(StoreError) -> ObjectStore {
-        let tracer = options.tracer ?? InstrumentationSystem.tracer
-        let span = tracer.startSpan("objectgraph.open", context: ServiceContext.current ?? .topLevel)
-        defer { span.end() }
         var options = options
-        do {
-            // Each fdatasync of the journal, timed for the store's metrics.
-            let timer = Timer(
-                label: "objectgraph_fsync_duration_seconds",
-                dimensions: [("store", options.metricsLabel ?? directory.lastPathComponent)],
-                factory: options.metricsFactory ?? MetricsSystem.factory)
-            let sync = options.journal.io.fdatasync
-            options.journal.io.fdatasync = { (fd) throws(JournalIO.Failure) in
-                let start = ContinuousClock.now
-                try sync(fd)
-                timer.recordNanoseconds(StoreInstruments.nanoseconds(ContinuousClock.now - start))
-            }
+        // One set of instruments per store: made here, where the journal's I/O is set up, and
+        // handed to its door through the options. A nested open (a migration's reopen) finds
+        // them made and its syncs already timed.
+        let instruments: StoreInstruments
+        if let made = options.instruments {
+            instruments = made
+        } else {
+            instruments = StoreInstruments(options: options, directory: directory)
+            options.instruments = instruments
+            options.journal.io = instruments.timingSyncs(options.journal.io)
         }
+        let span = instruments.span("objectgraph.open")
+        defer { span.end() }
         do throws(StoreError) {
             let store = try openUntraced(at: directory, options: options, replayingAtOpen: known, schema: schema)
             let stats = store.stats
             span.attributes["objectgraph.bytes"] = stats.bytesOnDisk
             span.attributes["objectgraph.records"] = stats.records
-            store.door.instruments.journal(bytes: stats.bytesOnDisk, records: stats.records)
+            instruments.journal(bytes: stats.bytesOnDisk, records: stats.records)
             return store
         } catch {
             span.fail(error)
@@ -472,6 +469,8 @@ public struct StoreOptions: Sendable {
     /// The value of the `store` dimension every metric of the store carries. Nil (the
     /// default): the store directory's name.
     public var metricsLabel: String?
+    /// The store's instruments once its open made them (``ObjectStore/open(at:schema:options:)``).
+    var instruments: StoreInstruments?
     /// Lower-level journal options (segment size, the I/O layer for fault injection).
     public var journal = JournalOptions()
     /// The versions of the model and the stages between them. When set, opening a store
