@@ -239,6 +239,12 @@ public final class Standby: Sendable {
                     return false
                 }
                 if box.locked({ $0.stopping }) { return false }
+            } catch {
+                // The replica could not become the writer (its store would not open, say): the
+                // lease goes back, for another standby to take, and this one stops.
+                keeper.stop(release: true)
+                fail(error)
+                return true
             }
         }
     }
