@@ -155,6 +155,7 @@ public final class JournalShipper: Sendable {
             locked { b in
                 b.writtenEpoch = max(b.writtenEpoch, epoch)
                 b.status.epoch = epoch
+                b.metrics?.epoch.record(Int64(epoch))
             }
         }
 
@@ -179,6 +180,7 @@ public final class JournalShipper: Sendable {
             condition.lock()
             status.fenced = reason
             status.diverged = reason
+            metrics?.fenced.record(1)
             condition.broadcast()
             condition.unlock()
         }
@@ -364,6 +366,8 @@ public final class JournalShipper: Sendable {
         box.source = source
         box.metrics = ShipperMetrics(source.instruments)
         box.status.epoch = lease?.epoch ?? 0
+        box.metrics?.fenced.record(0)
+        if let lease { box.metrics?.epoch.record(Int64(lease.epoch)) }
         box.arrived(through: source.lastSequence)
         if let examined {
             box.take(examined, lastSequence: source.lastSequence)
@@ -989,6 +993,10 @@ struct ShipperMetrics {
     let messages: Counter
     /// `objectgraph_shipping_failures_total`: publishes that failed and will be retried.
     let failures: Counter
+    /// `objectgraph_writer_epoch`: the epoch a writer with a lease ships under.
+    let epoch: Gauge
+    /// `objectgraph_writer_fenced`: 1 once the writer lost its stream.
+    let fenced: Gauge
 
     init(_ instruments: StoreInstruments) {
         self.instruments = instruments
@@ -997,6 +1005,8 @@ struct ShipperMetrics {
         shippedRecords = instruments.counter("objectgraph_shipped_records_total")
         messages = instruments.counter("objectgraph_shipped_messages_total")
         failures = instruments.counter("objectgraph_shipping_failures_total")
+        epoch = instruments.gauge("objectgraph_writer_epoch")
+        fenced = instruments.gauge("objectgraph_writer_fenced")
     }
 }
 
