@@ -363,7 +363,9 @@ extension JetStreamClient {
 }
 
 extension ReplicationError {
+    /// The error for a failed JetStream call: `tooFewReplicas` for a stream that cannot keep
+    /// the replicas asked for, `server` otherwise.
     init(_ error: JetStreamError, while doing: String) {
-        self.init(.server, "\(doing): \(error)")
+        self.init(error.code == .tooFewReplicas ? .tooFewReplicas : .server, "\(doing): \(error)")
     }
 }
