@@ -144,6 +144,45 @@ struct StreamReplicasTests {
         try await follower.stop()
     }
 
+    @Test func theTestServersUseTheSafestFsyncSettingTheInstalledServerAccepts() throws {
+        let version = try #require(NATSServer.version, "nats-server --version could not be read")
+        let executable = try #require(NATSServer.executable)
+        // What the installed server says of `sync_interval: always`.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "objectgraph-sync-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("sync.conf")
+        try """
+        listen: "127.0.0.1:4222"
+        jetstream {
+          store_dir: "\(directory.path)"
+          sync_interval: always
+        }
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: executable)
+        check.arguments = ["-t", "-c", config.path]
+        let output = Pipe()
+        check.standardOutput = output
+        check.standardError = output
+        try check.run()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        check.waitUntilExit()
+        let server = try NATSServer.start()
+        let written = try String(contentsOf: server.directory.appendingPathComponent("server.conf"), encoding: .utf8)
+        print("nats-server \(NATSServer.versionText) on sync_interval: always: \(said)")
+        if version.major == 2 && version.minor < 10 {
+            #expect(check.terminationStatus != 0)
+            #expect(said.contains("unknown field \"sync_interval\""), "\(said)")
+            #expect(NATSServer.safestSyncSetting == nil)
+            #expect(!written.contains("sync_interval: always"), "\(written)")
+        } else {
+            #expect(check.terminationStatus == 0, "\(said)")
+            #expect(written.contains("  sync_interval: always\n"), "\(written)")
+        }
+    }
+
     @Test func aServerWithoutJetStreamIsNamedAsSuch() throws {
         let server = try NATSServer.start(jetStream: false)
         let client = try JetStreamClient(servers: [server.url], timeout: .seconds(2))
