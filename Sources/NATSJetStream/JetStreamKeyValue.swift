@@ -93,16 +93,19 @@ public final class JetStreamKeyValue: @unchecked Sendable {
         }
     }
 
-    /// A failed write: libnats reports a refused expected revision as a plain error whose text
-    /// names the wrong last sequence.
-    private static func error(_ status: natsStatus, _ action: String) -> JetStreamError {
-        let error = JetStreamError(status: status, action: action)
-        if error.code == .server || error.code == .wrongLastSequence,
-            error.message.lowercased().contains("wrong last sequence")
-        {
-            return JetStreamError(.wrongLastSequence, error.message)
+    /// A failed write: libnats reports a refused expected revision as a plain error (`NATS_ERR`,
+    /// no JetStream code) whose text names the wrong last sequence.
+    static func error(_ status: natsStatus, _ action: String) -> JetStreamError {
+        refined(JetStreamError(status: status, action: action))
+    }
+
+    /// `error`, with code `wrongLastSequence` when its text says the expected revision was not
+    /// the key's.
+    static func refined(_ error: JetStreamError) -> JetStreamError {
+        guard error.code != .wrongLastSequence, error.message.lowercased().contains("wrong last sequence") else {
+            return error
         }
-        return error
+        return JetStreamError(.wrongLastSequence, error.message)
     }
 }
 

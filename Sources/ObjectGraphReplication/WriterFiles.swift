@@ -41,6 +41,22 @@ public struct FencedReport: Codable, Sendable, Hashable, CustomStringConvertible
     }
 }
 
+/// The newest epoch a writer with a lease shipped under (the `EPOCH` file beside its journal,
+/// written before its first publish under it).
+public struct WriterEpoch: Codable, Sendable, Hashable {
+    /// The stream.
+    public var stream: String
+    /// The epoch.
+    public var epoch: UInt64
+    /// The lease holder it wrote as.
+    public var holder: String
+
+    /// The `EPOCH` file in `directory`, if any.
+    public static func read(from directory: URL) -> WriterEpoch? {
+        WriterFiles.readEpoch(directory.path)
+    }
+}
+
 /// The files a writer with a lease keeps beside its journal (Docs/JournalFormat.md,
 /// "Directory"): `EPOCH`, the newest epoch it wrote under (written before its first publish
 /// under it), and `FENCED` once it lost the stream.
@@ -48,11 +64,7 @@ enum WriterFiles {
     static let epoch = "EPOCH"
     static let fenced = "FENCED"
 
-    struct Epoch: Codable, Hashable {
-        var stream: String
-        var epoch: UInt64
-        var holder: String
-    }
+    typealias Epoch = WriterEpoch
 
     static func readEpoch(_ directory: String) -> Epoch? {
         guard let data = FileManager.default.contents(atPath: directory + "/" + epoch) else { return nil }

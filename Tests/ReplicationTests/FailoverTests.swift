@@ -77,6 +77,10 @@ struct FailoverTests {
         // The old writer comes back: its next save that needs the stream is refused, typed; the
         // save stands in its own journal, kept aside and reported.
         old.shipper.suspendLeaseRenewals(false)
+        // Its next renewal finds the lease in the standby's hands: it is fenced before it saves
+        // anything (nothing it could publish would tell it).
+        try await eventually("the old writer to find its lease taken") { old.shipper.status.fenced != nil }
+        #expect(old.shipper.status.fenced?.contains("lost the writer lease") == true)
         #expect {
             try syncRound(old.context, round: 100)
         } throws: { ($0 as? ReplicationError)?.code == .fenced }
@@ -87,6 +91,13 @@ struct FailoverTests {
         #expect(report.unshippedRecords >= 1)
         #expect(report.lastSequence == old.store.stats.lastSequence)
         _ = try? old.close()
+        // The tool shows it, and which records stay here.
+        let stats = try await ToolReplicationTests.tool(["stats", oldDirectory.path])
+        #expect(stats.status == 0, "\(stats.stderr)")
+        #expect(stats.stdout.contains("writer of         stream \(target.stream) at epoch "), "\(stats.stdout)")
+        #expect(
+            stats.stdout.contains(
+                "fenced            \(report.reason); \(report.unshippedRecords) record"), "\(stats.stdout)")
 
         // It cannot be opened as the writer again while its report is there.
         #expect {

@@ -43,6 +43,19 @@ struct JetStreamErrorTests {
         #expect(disabled.message.contains("Debian's default /etc/nats-server.conf has none"))
     }
 
+    @Test func aKeyValueWriteRefusedAtAnotherRevisionIsAWrongLastSequence() {
+        // What libnats 3.4.1 returns for kvStore_Update at a stale revision: NATS_ERR, no
+        // JetStream code, the reason in its text only.
+        let stale = error(
+            NATS_ERR, action: "update OBJECTGRAPH_LEASES/PKGD at revision 7", libnats: "Error",
+            detail: "(kv.c:412): wrong last sequence: 9")
+        #expect(stale.code == .clientFailure)
+        #expect(JetStreamKeyValue.refined(stale).code == .wrongLastSequence)
+        #expect(JetStreamKeyValue.refined(stale).message == stale.message)
+        let other = error(NATS_ERR, libnats: "Error", detail: "(kv.c:99): something else")
+        #expect(JetStreamKeyValue.refined(other).code == .clientFailure)
+    }
+
     @Test func everyStatusHasACodeAndASentenceOfItsOwn() {
         var statuses: [natsStatus] = []
         var raw: UInt32 = 1

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import GraphJournal
 import GraphJournalProgress
 import ObjectGraph
@@ -83,6 +84,10 @@ struct StatsFigures {
     var originRecords: Int
     var origin: [UInt8]?
     var replicaOrigin: ReplicaOrigin? { origin.flatMap { ReplicaOrigin(payload: $0) } }
+    /// A replicated writer's files: the epoch it ships under, and the report it left when it
+    /// lost its stream.
+    var writerEpoch: WriterEpoch?
+    var fenced: FencedReport?
 
     init(directory: String, report: JournalReport, replay: JournalReplay) {
         self.directory = directory
@@ -98,6 +103,8 @@ struct StatsFigures {
         lastSequence = report.entries.last?.sequence ?? 0
         originRecords = replay.originRecords
         origin = replay.origin
+        writerEpoch = WriterEpoch.read(from: URL(fileURLWithPath: directory))
+        fenced = FencedReport.read(from: URL(fileURLWithPath: directory))
         formatVersion = report.formatVersion
         schemaVersions = replay.schema?.versions ?? []
         schemaRecordVersions = replay.schemaRecordVersions
@@ -160,6 +167,13 @@ struct StatsFigures {
         } else {
             row("last sequence", "\(lastSequence)")
         }
+        if let writerEpoch {
+            row(
+                "writer of",
+                "stream \(writerEpoch.stream) at epoch \(writerEpoch.epoch), lease holder \(writerEpoch.holder)"
+                    + (replicaOrigin != nil ? " (a replica promoted to writer)" : ""))
+        }
+        if let fenced { row("fenced", "\(fenced)") }
         row("schema versions", versionHistory)
         row("bytes on disk", formatBytes(bytesOnDisk))
         row("payload bytes", "\(rawPayloadBytes) raw, \(storedPayloadBytes) stored")
@@ -209,6 +223,20 @@ struct StatsFigures {
             } else {
                 w.raw("null")
             }
+        }
+        if let writerEpoch {
+            w.raw(",\"writerEpoch\":{\"stream\":"); w.string(writerEpoch.stream)
+            w.raw(",\"epoch\":"); w.uint(writerEpoch.epoch)
+            w.raw(",\"holder\":"); w.string(writerEpoch.holder)
+            w.raw("}")
+        }
+        if let fenced {
+            w.raw(",\"fenced\":{\"stream\":"); w.string(fenced.stream)
+            w.raw(",\"epoch\":"); w.uint(fenced.epoch)
+            w.raw(",\"reason\":"); w.string(fenced.reason)
+            w.raw(",\"shippedSequence\":"); w.uint(fenced.shippedSequence)
+            w.raw(",\"lastSequence\":"); w.uint(fenced.lastSequence)
+            w.raw("}")
         }
         w.raw(",\"schemaVersionsSeen\":"); w.int(Int64(schemaRecords))
         w.raw(",\"schemaVersions\":[")
