@@ -1,0 +1,386 @@
+import Foundation
+import NATSJetStream
+import ObjectGraph
+import ObjectGraphReplication
+import ObjectGraphTestSupport
+
+/// The faults the checker injects.
+enum FaultKind: String, CaseIterable, Sendable, Comparable {
+    /// SIGKILL the writer.
+    case writerKill = "kill -9 of the writer"
+    /// SIGSTOP the writer for longer than the lease, then SIGCONT.
+    case writerPause = "SIGSTOP of the writer past the lease"
+    /// SIGKILL a server, then start it again on its store.
+    case serverKill = "kill -9 of a server, restarted"
+    /// SIGKILL the plain follower, then start it again on its directory.
+    case followerKill = "kill -9 of the follower, restarted"
+    /// Cut one server off from every other process, then join it again.
+    case serverPartition = "partition of a server"
+    /// Cut the writer off from the servers for longer than the lease, then join it again.
+    case writerPartition = "partition of the writer past the lease"
+
+    var needsNetwork: Bool { self == .serverPartition || self == .writerPartition }
+
+    static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// One process of a fault run: a writer, a standby or a plain follower.
+final class FaultChild: @unchecked Sendable {
+    enum Role: String, Sendable { case writer, standby, follower }
+
+    /// Unique in the run; the writer's keys start with it.
+    let name: String
+    let directory: URL
+    let keyLog: URL
+    let output: URL
+    let slot: Int
+    let process: Process
+    private let lock = NSLock()
+    private var currentRole: Role
+
+    var role: Role {
+        get { lock.withLock { currentRole } }
+        set { lock.withLock { currentRole = newValue } }
+    }
+
+    init(name: String, role: Role, directory: URL, keyLog: URL, output: URL, slot: Int, process: Process) {
+        self.name = name
+        self.currentRole = role
+        self.directory = directory
+        self.keyLog = keyLog
+        self.output = output
+        self.slot = slot
+        self.process = process
+    }
+
+    var lines: [Substring] {
+        guard let data = FileManager.default.contents(atPath: output.path) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n")
+    }
+
+    var acknowledged: [HistoryChecker.Acknowledged] { HistoryChecker.readKeyLog(keyLog) }
+
+    var acknowledgedCount: Int {
+        guard let data = FileManager.default.contents(atPath: keyLog.path) else { return 0 }
+        return data.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+    }
+}
+
+/// The outcome of a fault run and its check.
+struct FaultCheckResult: Sendable {
+    var rounds = 0
+    var faults: [FaultKind: Int] = [:]
+    var failovers = 0
+    var fencedWriters = 0
+    var acknowledgedChecked = 0
+    var history = HistoryReport()
+    var restoresChecked = 0
+    var followersChecked = 0
+    var partitionsSkipped: String?
+    /// Acknowledged saves missing from the stream's final state (or held under another record).
+    var lost: [String] = []
+    /// Everything else that failed: the history, a prefix, a restore, a process that stopped.
+    var problems: [String] = []
+
+    var passed: Bool { lost.isEmpty && problems.isEmpty && history.problems.isEmpty }
+
+    var summary: String {
+        var lines: [String] = []
+        lines.append(
+            "fault check: \(rounds) rounds; faults injected: \(faults.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))"
+        )
+        if let partitionsSkipped { lines.append("fault check: partitions skipped: \(partitionsSkipped)") }
+        lines.append("fault check: failovers observed \(failovers), writers fenced \(fencedWriters)")
+        lines.append(
+            "fault check: stream: \(history.logMessages) log and \(history.baseMessages) base messages, \(history.recordSequences.count) records (\(history.transactionSequences.count) saves), epochs \(history.epochs.isEmpty ? "none" : history.epochs.map(String.init).joined(separator: ",")), \(history.abandonedBatches) batches abandoned mid-publish"
+        )
+        lines.append(
+            "fault check: \(acknowledgedChecked) acknowledged saves checked, \(followersChecked) follower directories, \(restoresChecked) restores"
+        )
+        if lost.isEmpty {
+            lines.append("fault check: nothing lost")
+        } else {
+            lines.append(
+                "fault check: LOST \(lost.count) acknowledged saves: \(lost.prefix(20).joined(separator: "; "))")
+        }
+        for p in (history.problems + problems).prefix(40) { lines.append("fault check: PROBLEM \(p)") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// A run of the fault checker: a 3-server cluster, a writer, a standby and a plain follower,
+/// faults injected one round at a time, then the check of everything they left.
+final class FaultRun: @unchecked Sendable {
+    static var childURL: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "objectgraph-fault-child")
+    }
+
+    /// How long a writer pause or partition lasts: past the lease, so that the standby takes over.
+    static let outageSeconds: Double = 4
+
+    let network: FaultNetwork?
+    let cluster: FaultCluster
+    let target: ReplicationTarget
+    let work: URL
+    private(set) var result = FaultCheckResult()
+    /// One namespace per client slot (writer, standby, follower move between them).
+    private var slots: [FaultNetwork.Node?] = [nil, nil, nil]
+    private var children: [FaultChild] = []
+    private var incarnation = 0
+    private(set) var writer: FaultChild!
+    private(set) var standby: FaultChild!
+    private(set) var follower: FaultChild!
+    var log: (String) -> Void = { print($0) }
+
+    /// Starts the servers (in namespaces when `partitions` and the machine allows them) and the
+    /// three processes, and waits until the writer acknowledged its first saves.
+    init(partitions: Bool) throws {
+        if partitions {
+            let made = FaultNetwork.make()
+            network = made.network
+            if let reason = made.reason { result.partitionsSkipped = "ip netns is not allowed here (\(reason))" }
+        } else {
+            network = nil
+            result.partitionsSkipped = "not asked for"
+        }
+        do {
+            cluster = try FaultCluster.start(network: network)
+            if let network { slots = try (0..<3).map { try network.addNode(11 + $0) } }
+        } catch {
+            network?.tearDown()
+            throw error
+        }
+        target = ReplicationTarget(
+            servers: cluster.urls, stream: "F" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12),
+            replicas: 3, timeout: .seconds(5))
+        work = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "objectgraph-faults-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        writer = try spawn(.writer, slot: 0)
+        try waitForAcknowledgements(writer, more: 3)
+        standby = try spawn(.standby, slot: 1)
+        follower = try spawn(.follower, slot: 2)
+    }
+
+    /// Stops every process, removes the namespaces, the servers and the directories.
+    func tearDown() {
+        for child in children { signalChild(child.process, SIGKILL) }
+        cluster.stop()
+        network?.tearDown()
+        try? FileManager.default.removeItem(at: work)
+    }
+
+    // MARK: Processes
+
+    private func spawn(_ role: FaultChild.Role, slot: Int, directory: URL? = nil) throws -> FaultChild {
+        incarnation += 1
+        let name = "\(role.rawValue.prefix(1))\(incarnation)"
+        let dir = directory ?? work.appendingPathComponent("\(name)-store")
+        let keyLog = work.appendingPathComponent("\(name).keys")
+        let output = work.appendingPathComponent("\(name).out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let servers = target.servers.joined(separator: ",")
+        let arguments: [String] =
+            switch role {
+            case .writer: ["write", dir.path, servers, target.stream, keyLog.path, name]
+            // Until writers hold a lease, a standby is a follower that is never promoted.
+            case .standby, .follower: ["follow", dir.path, servers, target.stream]
+            }
+        let (command, commandArguments) =
+            if let network, let node = slots[slot] {
+                network.command(in: node, Self.childURL.path, arguments)
+            } else {
+                (Self.childURL.path, arguments)
+            }
+        let handle = try FileHandle(forWritingTo: output)
+        defer { try? handle.close() }
+        let process = try ChildProcessSpawner.shared.spawn(
+            executable: command, arguments: commandArguments, log: handle)
+        let child = FaultChild(
+            name: name, role: role, directory: dir, keyLog: keyLog, output: output, slot: slot, process: process)
+        children.append(child)
+        log("fault check: started \(role.rawValue) \(name) (pid \(process.processIdentifier))")
+        return child
+    }
+
+    /// Waits until `child` logged `more` acknowledged saves than it has now, or fails if it
+    /// exits first or nothing comes within the event bound.
+    func waitForAcknowledgements(_ child: FaultChild, more: Int) throws {
+        let goal = child.acknowledgedCount + more
+        try waitFor("\(child.name) to acknowledge \(more) more saves", child) { child.acknowledgedCount >= goal }
+    }
+
+    private func waitFor(_ what: String, _ child: FaultChild?, _ condition: () -> Bool) throws {
+        let deadline = ContinuousClock.now + eventBound
+        while !condition() {
+            if let child, !child.process.isRunning {
+                throw NATSServerError(
+                    description:
+                        "waiting for \(what): \(child.name) exited (\(child.process.terminationStatus)): \(child.lines.suffix(5).joined(separator: " | "))"
+                )
+            }
+            if ContinuousClock.now > deadline {
+                throw NATSServerError(description: "waiting for \(what): nothing after \(eventBound)")
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    // MARK: Faults
+
+    /// The kinds this run can inject.
+    var availableKinds: [FaultKind] { FaultKind.allCases.filter { !$0.needsNetwork || network != nil } }
+
+    /// Injects one fault and waits until the writer (the same or its successor) acknowledges
+    /// saves again.
+    func inject(_ kind: FaultKind) throws {
+        guard !kind.needsNetwork || network != nil else { return }
+        result.rounds += 1
+        result.faults[kind, default: 0] += 1
+        log("fault check: round \(result.rounds): \(kind.rawValue)")
+        switch kind {
+        case .writerKill:
+            signalChild(writer.process, SIGKILL)
+            // Without a lease there is no standby to take over: the writer starts again on its
+            // own directory and ships what the stream lacks.
+            writer = try spawn(.writer, slot: writer.slot, directory: writer.directory)
+        case .writerPause:
+            kill(writer.process.processIdentifier, SIGSTOP)
+            Thread.sleep(forTimeInterval: Self.outageSeconds)
+            kill(writer.process.processIdentifier, SIGCONT)
+        case .serverKill:
+            let server = cluster.servers.randomElement()!
+            server.kill()
+            try waitForAcknowledgements(writer, more: 3)
+            try server.launch()
+            try cluster.waitUntilReady()
+        case .followerKill:
+            signalChild(follower.process, SIGKILL)
+            follower = try spawn(.follower, slot: follower.slot, directory: follower.directory)
+        case .serverPartition:
+            let server = cluster.servers.randomElement()!
+            try network!.cut(server.node!)
+            Thread.sleep(forTimeInterval: Self.outageSeconds)
+            try network!.heal(server.node!)
+        case .writerPartition:
+            let node = slots[writer.slot]!
+            try network!.cut(node)
+            Thread.sleep(forTimeInterval: Self.outageSeconds)
+            try network!.heal(node)
+        }
+        // Saves go on for a while between faults: the check has a history to look at.
+        try waitForAcknowledgements(writer, more: 20)
+    }
+
+    // MARK: The check
+
+    /// Stops every process, makes the cluster whole, then checks what the run left: the
+    /// stream's history, every acknowledged save in its final state, each follower's directory
+    /// a prefix of it, and restores at `restores` sequences.
+    func check(restores: Int) throws -> FaultCheckResult {
+        for child in children { signalChild(child.process, SIGKILL) }
+        if let network {
+            for node in cluster.servers.compactMap(\.node) + slots.compactMap({ $0 }) { try network.heal(node) }
+        }
+        for server in cluster.servers where !server.isRunning { try server.launch() }
+        try cluster.waitUntilReady()
+
+        let messages = try Self.retryingServerErrors { try HistoryChecker.readStream(target) }
+        result.history = HistoryChecker.check(messages, logSubject: target.logSubject, baseSubject: target.baseSubject)
+
+        let latest = try restoredState(at: .latest)
+        let acknowledged = children.flatMap(\.acknowledged)
+        result.acknowledgedChecked = acknowledged.count
+        result.lost = HistoryChecker.lost(acknowledged, in: latest)
+        // Each save inserted one object whose size is its record's sequence: the final state is
+        // exactly the history's saves.
+        let sizes = Set(latest.values.map { UInt64($0) })
+        let saves = Set(result.history.transactionSequences)
+        if sizes != saves {
+            result.problems.append(
+                "the final state's objects are records \(sizes.subtracting(saves).sorted().prefix(10)) beyond the history's saves, and lack \(saves.subtracting(sizes).sorted().prefix(10))"
+            )
+        }
+
+        // Followers (and standbys never promoted) hold a prefix of the history.
+        let replicas = Dictionary(
+            children.filter { $0.role != .writer }.map { ($0.directory, $0) }, uniquingKeysWith: { $1 })
+        for (directory, child) in replicas.sorted(by: { $0.key.path < $1.key.path }) {
+            try checkPrefix(directory, name: child.name, latest: latest, withRestore: child === follower)
+        }
+
+        // Restores at a few points of the history.
+        for sequence in result.history.transactionSequences.shuffled().prefix(restores).sorted() {
+            let state = try restoredState(at: .sequence(sequence))
+            result.restoresChecked += 1
+            let expected = latest.filter { $0.value <= Int(sequence) }
+            if state != expected {
+                result.problems.append(
+                    "a restore at record \(sequence) holds \(state.count) objects, the history's prefix \(expected.count)"
+                )
+            }
+        }
+        return result
+    }
+
+    /// Checks that a replica's directory holds exactly the history's state at the record it
+    /// applied last (its origin), optionally against a restore at that record too.
+    private func checkPrefix(_ directory: URL, name: String, latest: [String: Int], withRestore: Bool) throws {
+        guard FileManager.default.fileExists(atPath: directory.path) else { return }
+        var options = StoreOptions()
+        options.readOnly = true
+        let store = try ObjectStore.open(at: directory, schema: pkgSchema, options: options)
+        let applied = Self.appliedSequence(store.origin)
+        let state = try Self.state(store.context)
+        try store.close()
+        result.followersChecked += 1
+        let expected = latest.filter { $0.value <= Int(applied) }
+        if state != expected {
+            result.problems.append(
+                "\(name)'s directory applied record \(applied) and holds \(state.count) objects; the history's prefix holds \(expected.count)"
+            )
+        }
+        if withRestore && applied > 0 {
+            result.restoresChecked += 1
+            let restored = try restoredState(at: .sequence(applied))
+            if restored != state {
+                result.problems.append("\(name)'s directory differs from a restore at record \(applied)")
+            }
+        }
+    }
+
+    /// The writer sequence a replica's origin names (`Position`: "OGR1", then the record and
+    /// the stream message, u64 little-endian).
+    static func appliedSequence(_ origin: [UInt8]?) -> UInt64 {
+        guard let origin, origin.count == 20, origin.prefix(4).elementsEqual("OGR1".utf8) else { return 0 }
+        return (0..<8).reduce(0) { $0 | UInt64(origin[4 + $1]) << (8 * UInt64($1)) }
+    }
+
+    /// A store's objects as key → size (the sequence of the record that inserted it).
+    static func state(_ context: ModelContext) throws -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: try context.fetch(FetchDescriptor<Pkg>()).map { ($0.name, $0.size) })
+    }
+
+    /// Runs `body` again while the servers answer that they cannot (a stream whose leader is
+    /// still being elected after a partition healed or a server came back), up to the event bound.
+    static func retryingServerErrors<T>(_ body: () throws -> T) throws -> T {
+        let deadline = ContinuousClock.now + eventBound
+        while true {
+            do { return try body() } catch {
+                let fromServers = error is JetStreamError || (error as? ReplicationError)?.code == .server
+                guard fromServers, ContinuousClock.now < deadline else { throw error }
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+        }
+    }
+
+    private func restoredState(at point: Restore.Target) throws -> [String: Int] {
+        let directory = work.appendingPathComponent("restore-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try Self.retryingServerErrors { try Restore.run(from: target, to: directory, at: point) }
+        let store = try ObjectStore.open(at: directory, schema: pkgSchema)
+        defer { try? store.close() }
+        return try Self.state(store.context)
+    }
+}
