@@ -46,10 +46,18 @@ public final class JournalShipper: Sendable {
         public var diverged: String?
         /// Messages published, counting parts.
         public var messagesPublished: Int
+        /// Set when this writer lost the stream to a newer epoch (its lease taken over, or its
+        /// publish refused after another writer's): it ships nothing more, and saves under the
+        /// synchronous policy throw ``ReplicationError/Code/fenced``. ``diverged`` is set too.
+        public var fenced: String?
+        /// The epoch this writer ships under (its lease's), 0 without a lease.
+        public var epoch: UInt64
     }
 
     let target: ReplicationTarget
     let client: JetStreamClient
+    /// The writer lease, with ``ReplicationTarget/lease``.
+    let lease: LeaseKeeper?
     private let box: Box
 
     /// The shipper's state, guarded by its condition.
@@ -64,7 +72,7 @@ public final class JournalShipper: Sendable {
         var status = Status(
             shippedSequence: 0, streamSequence: 0, backlogRecords: 0, backlogBytes: 0, catchingUp: false,
             lastError: nil,
-            diverged: nil, messagesPublished: 0)
+            diverged: nil, messagesPublished: 0, fenced: nil, epoch: 0)
         var source: ShippingSource?
         var running = false
         var stopping = false
@@ -115,6 +123,51 @@ public final class JournalShipper: Sendable {
             return try body(self)
         }
 
+        /// The newest epoch written to the `EPOCH` file.
+        var writtenEpoch: UInt64 = 0
+        /// Set by the first ``fence(_:stream:holder:)``.
+        var fencing = false
+
+        /// Writes `epoch` to the `EPOCH` file unless it is there already: before the first
+        /// publish under it, so that a restarted writer knows the stream's last epoch is its own.
+        func recordEpoch(_ epoch: UInt64, stream: String, holder: String, directory: String) throws(ReplicationError) {
+            guard locked({ $0.writtenEpoch }) < epoch else { return }
+            do {
+                try WriterFiles.writeEpoch(.init(stream: stream, epoch: epoch, holder: holder), in: directory)
+            } catch {
+                throw ReplicationError(.store, "writing \(directory)/\(WriterFiles.epoch): \(error)")
+            }
+            locked { b in
+                b.writtenEpoch = max(b.writtenEpoch, epoch)
+                b.status.epoch = epoch
+            }
+        }
+
+        /// Stops the shipper for good: this writer lost the stream. Leaves the `FENCED` report
+        /// beside the journal (once).
+        func fence(_ reason: String, stream: String, holder: String) {
+            condition.lock()
+            guard !fencing else {
+                while status.fenced == nil { condition.wait() }
+                condition.unlock()
+                return
+            }
+            fencing = true
+            let report = FencedReport(
+                stream: stream, holder: holder, epoch: max(writtenEpoch, status.epoch), reason: reason,
+                shippedSequence: status.shippedSequence, lastSequence: max(durableSequence, status.shippedSequence),
+                at: Date())
+            let directory = source?.directory
+            condition.unlock()
+            // The report is on disk before any save learns it was fenced.
+            if let directory { try? WriterFiles.writeFenced(report, in: directory) }
+            condition.lock()
+            status.fenced = reason
+            status.diverged = reason
+            condition.broadcast()
+            condition.unlock()
+        }
+
         /// Drops the queued records at or below the shipped sequence (they are in order). The
         /// records left (they arrived while the dropped ones were on their way) start a new
         /// batch delay.
@@ -139,7 +192,60 @@ public final class JournalShipper: Sendable {
     public init(target: ReplicationTarget) throws(ReplicationError) {
         self.target = target
         self.box = Box()
+        let client = try Self.connect(target)
+        self.client = client
+        self.lease = try target.lease.map { (l) throws(ReplicationError) in
+            try LeaseKeeper(client: client, target: target, lease: l)
+        }
+        watchLease()
+    }
+
+    /// A shipper for a standby that took the lease with `keeper` (``Follower/promoted()``).
+    init(target: ReplicationTarget, keeper: LeaseKeeper) throws(ReplicationError) {
+        self.target = target
+        self.box = Box()
         self.client = try Self.connect(target)
+        self.lease = keeper
+        watchLease()
+    }
+
+    /// Fences the shipper off when its lease keeper finds the lease taken by another holder.
+    private func watchLease() {
+        if let lease {
+            let box = self.box
+            let stream = target.stream
+            lease.onLost = { reason in box.fence(reason, stream: stream, holder: lease.lease.holder) }
+        }
+    }
+
+    /// Refuses to ship under a lease when the stream's last message is of an epoch this store
+    /// never wrote under (another writer took the stream over since), leaving the `FENCED`
+    /// report; otherwise records the epoch this writer now ships under (`EPOCH`) before its
+    /// first publish.
+    private func checkEpoch(
+        of last: StoredMessage?, state: StreamState, source: ShippingSource, takingOver takeOver: TakeOver?
+    ) throws(ReplicationError) {
+        guard let lease else { return }
+        let lastMessage: StoredMessage?
+        do {
+            lastMessage =
+                state.lastSequence == 0 || state.lastSequence == last?.sequence
+                ? last : try client.message(stream: target.stream, sequence: state.lastSequence)
+        } catch {
+            throw ReplicationError(error, while: "reading stream \(target.stream)")
+        }
+        let streamEpoch = lastMessage?.headers[Header.epoch].flatMap(UInt64.init) ?? 0
+        let written = WriterFiles.readEpoch(source.directory)?.epoch ?? 0
+        if takeOver == nil, streamEpoch > written {
+            let reason =
+                "stream \(target.stream) was taken over by epoch \(streamEpoch) after this store last wrote to it (epoch \(written))"
+            lease.markLost(reason)
+            box.locked { $0.source = source }
+            box.fence(reason, stream: target.stream, holder: lease.lease.holder)
+            throw ReplicationError(.fenced, reason)
+        }
+        try box.recordEpoch(lease.epoch, stream: target.stream, holder: lease.lease.holder, directory: source.directory)
+        lease.startRenewing()
     }
 
     private static func connect(_ target: ReplicationTarget) throws(ReplicationError) -> JetStreamClient {
@@ -198,6 +304,27 @@ public final class JournalShipper: Sendable {
     /// - Throws: ``ReplicationError``: `diverged` when the stream holds records the journal
     ///   does not, or a record of the same sequence with another checksum; `server`.
     public func attach(_ source: ShippingSource) throws(ReplicationError) {
+        try attach(source, takingOver: nil)
+    }
+
+    /// A standby promoted to writer (``Follower/promoted()``): its journal starts with a base
+    /// numbered after every record the stream holds; the stream's history up to its last message
+    /// is taken as shipped (the standby applied all of it), and the base ships first.
+    struct TakeOver {
+        /// The highest writer sequence any message of the stream names.
+        var streamRecordSequence: UInt64
+        /// The stream's last sequence, which the standby applied through.
+        var streamLastSequence: UInt64
+    }
+
+    func attach(_ source: ShippingSource, takingOver takeOver: TakeOver?) throws(ReplicationError) {
+        if let report = FencedReport.read(from: URL(fileURLWithPath: source.directory)) {
+            throw ReplicationError(.fenced, "this store was fenced off stream \(report.stream): \(report)")
+        }
+        if let lease, takeOver == nil {
+            let file = WriterFiles.readEpoch(source.directory)
+            try lease.acquire(minimumEpoch: file?.epoch ?? 0)
+        }
         let state: StreamState
         let last: StoredMessage?
         do {
@@ -208,7 +335,15 @@ public final class JournalShipper: Sendable {
         }
         var shipped: UInt64 = 0
         var resume: Resume?
-        if let last {
+        if let takeOver {
+            guard state.lastSequence == takeOver.streamLastSequence else {
+                throw ReplicationError(
+                    .diverged,
+                    "stream \(target.stream) moved to message \(state.lastSequence) while this standby took over at \(takeOver.streamLastSequence)"
+                )
+            }
+            shipped = takeOver.streamRecordSequence
+        } else if let last {
             let info = try LogMessageInfo(last)
             shipped = info.isLastPart ? info.sequence : info.previous
             // A part before the last is full: its size is the one the batch was cut with.
@@ -238,9 +373,11 @@ public final class JournalShipper: Sendable {
                 )
             }
         }
+        try checkEpoch(of: last, state: state, source: source, takingOver: takeOver)
         box.condition.lock()
         box.source = source
         box.metrics = ShipperMetrics(source.instruments)
+        box.status.epoch = lease?.epoch ?? 0
         box.arrived(through: source.lastSequence)
         box.status.shippedSequence = shipped
         box.status.streamSequence = state.lastSequence
@@ -276,14 +413,29 @@ public final class JournalShipper: Sendable {
             reason: s.shippedSequence >= last ? nil : reason ?? s.lastError)
     }
 
-    /// Stops the thread; what is not shipped stays in the journal for the next attach.
+    /// Stops the thread, and the renewal of the writer lease (left to lapse); what is not
+    /// shipped stays in the journal for the next attach.
     public func stop() {
+        stop(releasingLease: false)
+    }
+
+    /// ``stop()``; with `releasingLease`, the lease is marked released so that a standby takes
+    /// the stream over at once (a writer that shut down with everything shipped).
+    func stop(releasingLease: Bool) {
         box.condition.lock()
         box.stopping = true
         box.condition.broadcast()
         while !box.threadDone { box.condition.wait() }
         box.running = false
+        let fenced = box.status.fenced != nil
         box.condition.unlock()
+        lease?.stop(release: releasingLease && !fenced)
+    }
+
+    /// Stops renewing the lease without stopping the shipper, as a paused process would; `false`
+    /// resumes. For tests of fencing.
+    package func suspendLeaseRenewals(_ suspended: Bool) {
+        lease?.suspendRenewals(suspended)
     }
 
     /// The shipper's figures.
@@ -304,6 +456,7 @@ public final class JournalShipper: Sendable {
         box.condition.lock()
         defer { box.condition.unlock() }
         while box.status.shippedSequence < sequence {
+            if let fenced = box.status.fenced { throw ReplicationError(.fenced, fenced) }
             if let diverged = box.status.diverged { throw ReplicationError(.diverged, diverged) }
             if !box.condition.wait(until: deadline) {
                 if box.status.shippedSequence >= sequence { return }
@@ -334,6 +487,7 @@ public final class JournalShipper: Sendable {
         box.baseRequested = true
         box.condition.broadcast()
         while box.baseRequested {
+            if let fenced = box.status.fenced { throw ReplicationError(.fenced, fenced) }
             if let diverged = box.status.diverged { throw ReplicationError(.diverged, diverged) }
             if !box.condition.wait(until: deadline), box.baseRequested {
                 throw ReplicationError(
@@ -412,6 +566,8 @@ public final class JournalShipper: Sendable {
                     if try publishLog(records) { inHand = [] } else { inHand = [] }
                 }
                 backoff = 0.05
+            } catch let error as ReplicationError where error.code == .fenced {
+                box.fence(error.message, stream: target.stream, holder: lease?.lease.holder ?? "")
             } catch let error as ReplicationError where error.code == .diverged {
                 box.locked { b in
                     b.status.diverged = error.message
@@ -486,7 +642,7 @@ public final class JournalShipper: Sendable {
             }
             return true
         }
-        let outgoing = OutgoingBatch(records, previous: shipped, maxPart: partSize ?? maxPart)
+        let outgoing = OutgoingBatch(records, previous: shipped, maxPart: partSize ?? maxPart, epoch: try leaseEpoch())
         let span = box.locked { $0.metrics?.instruments.span("objectgraph.ship", kind: .producer) }
         defer { span?.end() }
         span?.attributes["objectgraph.records"] = records.count
@@ -500,7 +656,8 @@ public final class JournalShipper: Sendable {
             do {
                 published = try publish(
                     subject: target.logSubject, payload: Array(outgoing.parts[part]),
-                    headers: outgoing.headers(part: part), id: outgoing.messageID(part: part), after: last)
+                    headers: outgoing.headers(part: part), id: outgoing.messageID(part: part), after: last,
+                    crcOf: { sequence in records.first { $0.sequence == sequence }.map { wireCRC($0.wire) } })
             } catch {
                 span?.fail(error)
                 throw error
@@ -651,9 +808,11 @@ public final class JournalShipper: Sendable {
         let parts = split(RecordBlob.encode(records), maxPart: maxPart)
         var last = box.locked { $0.status.streamSequence }
         for (i, part) in parts.enumerated() {
-            let headers = [Header.covers: String(covers), Header.part: String(i), Header.parts: String(parts.count)]
+            var headers = [Header.covers: String(covers), Header.part: String(i), Header.parts: String(parts.count)]
+            if let epoch = try leaseEpoch() { headers[Header.epoch] = String(epoch) }
             switch try publish(
-                subject: target.baseSubject, payload: Array(part), headers: headers, id: "base.\(covers).\(i)",
+                subject: target.baseSubject, payload: Array(part), headers: headers,
+                id: "base.\(covers).\(i).\(headers[Header.epoch] ?? "0")",
                 after: last)
             {
             case .stored(let sequence): last = sequence
@@ -667,6 +826,23 @@ public final class JournalShipper: Sendable {
             b.dropShipped()
             b.condition.broadcast()
         }
+    }
+
+    /// The epoch to publish under, or nil without a lease. Refuses while the lease is not
+    /// surely held: `fenced` once lost to another holder; otherwise a passing error (the
+    /// servers are away, or a renewal is late), retried.
+    private func leaseEpoch() throws -> UInt64? {
+        guard let lease else { return nil }
+        if let lost = lease.lost { throw ReplicationError(.fenced, lost) }
+        guard lease.isHeld else {
+            throw ReplicationError(
+                .notAcknowledged, "the writer lease of stream \(target.stream) is not confirmed; waiting to renew it")
+        }
+        let epoch = lease.epoch
+        if let directory = box.locked({ $0.source?.directory }) {
+            try box.recordEpoch(epoch, stream: target.stream, holder: lease.lease.holder, directory: directory)
+        }
+        return epoch
     }
 
     private var maxPart: Int { max(4096, min(target.maxMessageBytes, client.maxPayload) - 4096) }
@@ -683,8 +859,14 @@ public final class JournalShipper: Sendable {
     /// if the stream's last message is this very one, or an earlier attempt at the same
     /// records (an acknowledgement lost on the way), it counts as published; otherwise another
     /// writer wrote, and the history has diverged.
+    ///
+    /// `crcOf` gives the checksum of a record of the batch being published, by sequence: a
+    /// message in the stream is an earlier attempt of this batch only if its last record is one
+    /// of this batch's, with the same checksum (a copy of this store that went on writing
+    /// publishes other records under the same sequences).
     private func publish(
-        subject: String, payload: [UInt8], headers: [String: String], id: String, after streamLast: UInt64
+        subject: String, payload: [UInt8], headers: [String: String], id: String, after streamLast: UInt64,
+        crcOf: (UInt64) -> UInt32? = { _ in nil }
     ) throws -> Published {
         let ack: PublishAck
         do {
@@ -693,23 +875,32 @@ public final class JournalShipper: Sendable {
                 timeout: target.timeout)
         } catch {
             guard error.code == .wrongLastSequence else { throw error }
-            return try resolveFence(subject: subject, headers: headers, after: streamLast)
+            return try resolveFence(subject: subject, headers: headers, after: streamLast, crcOf: crcOf)
         }
         box.locked { $0.status.messagesPublished += 1 }
         return .stored(ack.duplicate ? max(ack.sequence, streamLast) : ack.sequence)
     }
 
-    private func resolveFence(subject: String, headers: [String: String], after streamLast: UInt64) throws -> Published
-    {
+    private func resolveFence(
+        subject: String, headers: [String: String], after streamLast: UInt64, crcOf: (UInt64) -> UInt32?
+    ) throws -> Published {
         let state = try client.streamState(target.stream)
-        if state.lastSequence > streamLast,
-            let last = try client.message(stream: target.stream, sequence: state.lastSequence),
-            last.subject == subject
-        {
-            let ours = last.headers.filter { $0.key.hasPrefix("OG-") }
-            if ours == headers { return .stored(state.lastSequence) }
+        let last =
+            state.lastSequence > streamLast
+            ? try client.message(stream: target.stream, sequence: state.lastSequence) : nil
+        if let lease, let last, let theirs = last.headers[Header.epoch].flatMap(UInt64.init), theirs > lease.epoch {
+            let reason =
+                "stream \(target.stream) was taken over by epoch \(theirs) (this writer's is \(lease.epoch)); it refused this writer's publish after message \(streamLast)"
+            lease.markLost(reason)
+            throw ReplicationError(.fenced, reason)
+        }
+        if let last, last.subject == subject {
+            // The epoch aside: a retry may go out under a lease taken again meanwhile.
+            let ours = last.headers.filter { $0.key.hasPrefix("OG-") && $0.key != Header.epoch }
+            if ours == headers.filter({ $0.key != Header.epoch }) { return .stored(state.lastSequence) }
             if subject == target.logSubject, let info = try? LogMessageInfo(last), info.isLastPart,
-                String(info.first) == headers[Header.first], headers[Header.part] == "0", info.parts == 1
+                String(info.first) == headers[Header.first], headers[Header.part] == "0", info.parts == 1,
+                let crc = info.crc, crcOf(info.sequence) == crc
             {
                 return .shippedThrough(info.sequence, state.lastSequence)
             }

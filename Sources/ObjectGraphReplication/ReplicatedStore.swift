@@ -25,7 +25,7 @@ public final class ReplicatedStore {
     /// Its context.
     public var context: ModelContext { store.context }
 
-    private init(store: ObjectStore, shipper: JournalShipper) {
+    init(store: ObjectStore, shipper: JournalShipper) {
         self.store = store
         self.shipper = shipper
     }
@@ -83,6 +83,10 @@ public final class ReplicatedStore {
     /// much that is, and why (check ``ShippingReport/isComplete``: until the next open those
     /// records exist on this machine only).
     ///
+    /// With a writer lease (``ReplicationTarget/lease``), a close that shipped everything
+    /// releases it: a standby takes the stream over at once. Otherwise the lease lapses after
+    /// its time to live.
+    ///
     /// ```swift
     /// let report = try replicated.close()
     /// if !report.isComplete { logger.warning("\(report)") }
@@ -93,7 +97,7 @@ public final class ReplicatedStore {
     @discardableResult
     public func close(timeout: Duration = .seconds(5)) throws -> ShippingReport {
         let report = shipper.drain(timeout: timeout)
-        shipper.stop()
+        shipper.stop(releasingLease: report.isComplete)
         try store.close()
         return report
     }

@@ -42,6 +42,11 @@ public struct ReplicationTarget: Sendable {
     /// How long a graceful shutdown waits for the backlog to ship before it stops the shipper
     /// and reports what is left (``JournalShipper/drain(timeout:)``). Default 10 seconds.
     public var drainTimeout: Duration = .seconds(10)
+    /// The writer lease (Docs/Replication.md, "Failover"): with one, a writer acquires it at
+    /// open and renews it, a standby takes the stream over once it lapses, and each writer
+    /// ships under its own epoch. Nil (the default): no lease; one writer per stream is
+    /// enforced by the stream's fence alone.
+    public var lease: WriterLease?
 
     /// Creates a target.
     public init(
@@ -105,6 +110,13 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         case unavailable
         /// The local store failed (its ``StoreError`` is in the message).
         case store
+        /// This writer lost the stream to a newer epoch: its lease was taken over by a standby,
+        /// or the stream refused its publish after another writer's. It ships nothing more; what
+        /// it saved and never shipped stays in its directory (``FencedReport``).
+        case fenced
+        /// Another holder's writer lease on the stream is live: this writer may not start (or a
+        /// standby may not take over yet).
+        case leaseHeld
     }
 
     /// The kind of failure.

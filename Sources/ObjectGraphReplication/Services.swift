@@ -1,5 +1,5 @@
 import Dispatch
-public import ObjectGraph
+import ObjectGraph
 public import ServiceLifecycle
 
 /// A shipper runs as a swift-service-lifecycle `Service`: until graceful shutdown, it ships
@@ -29,7 +29,7 @@ extension JournalShipper: Service {
             // `drain` blocks while it waits: off the cooperative pool.
             DispatchQueue.global().async { done.resume(returning: self.drain(timeout: timeout)) }
         }
-        stop()
+        stop(releasingLease: report.isComplete)
         if !report.isComplete { throw ReplicationError(.notAcknowledged, report.description) }
     }
 }

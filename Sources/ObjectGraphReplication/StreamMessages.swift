@@ -24,6 +24,9 @@ enum Header {
     /// A base's last record's sequence in the writer's journal (base messages): the base holds
     /// the state after every record up to it.
     static let covers = "OG-Covers"
+    /// The writer's epoch (log and base messages of a writer holding the lease): the lease
+    /// revision it took the stream with. It never decreases along the stream; absent, 0.
+    static let epoch = "OG-Epoch"
 }
 
 /// Records as one blob: each its wire form preceded by its length (u32 little-endian). A log
@@ -67,25 +70,37 @@ struct OutgoingBatch {
     let records: [ShippedRecord]
     let previous: UInt64
     let parts: [ArraySlice<UInt8>]
+    /// The writer's epoch, when it holds a lease.
+    let epoch: UInt64?
 
-    init(_ records: [ShippedRecord], previous: UInt64, maxPart: Int) {
+    init(_ records: [ShippedRecord], previous: UInt64, maxPart: Int, epoch: UInt64? = nil) {
         self.records = records
         self.previous = previous
         self.parts = split(RecordBlob.encode(records), maxPart: maxPart)
+        self.epoch = epoch
     }
 
     var first: UInt64 { records.first?.sequence ?? 0 }
     var last: UInt64 { records.last?.sequence ?? 0 }
 
     func headers(part: Int) -> [String: String] {
-        [
+        var h = [
             Header.first: String(first), Header.sequence: String(last), Header.count: String(records.count),
             Header.previous: String(previous), Header.part: String(part), Header.parts: String(parts.count),
-            Header.crc: String(wireCRC(records.last?.wire ?? []), radix: 16),
+            Header.crc: String(crc, radix: 16),
         ]
+        if let epoch { h[Header.epoch] = String(epoch) }
+        return h
     }
 
-    func messageID(part: Int) -> String { "\(first)-\(last).\(part)" }
+    /// The last record's checksum.
+    var crc: UInt32 { wireCRC(records.last?.wire ?? []) }
+
+    /// `FIRST-LAST.PART.CRC`: the same records published again (a retry after a lost
+    /// acknowledgement) carry the same ID and are stored once; other records of the same
+    /// sequences (another writer's, or a copy of this one that went on writing) differ in the
+    /// checksum, so the server's duplicate window cannot take them for this batch.
+    func messageID(part: Int) -> String { "\(first)-\(last).\(part).\(String(crc, radix: 16))" }
 }
 
 /// Cuts `bytes` into slices of at most `maxPart` bytes (one empty slice for no bytes).
@@ -111,6 +126,7 @@ struct LogMessageInfo: Sendable, Hashable {
     var part: Int
     var parts: Int
     var crc: UInt32?
+    var epoch: UInt64
 
     init(_ message: StoredMessage) throws(ReplicationError) {
         let h = message.headers
@@ -130,6 +146,7 @@ struct LogMessageInfo: Sendable, Hashable {
         self.part = part
         self.parts = parts
         crc = h[Header.crc].flatMap { UInt32($0, radix: 16) }
+        epoch = h[Header.epoch].flatMap(UInt64.init) ?? 0
     }
 
     var isLastPart: Bool { part == parts - 1 }

@@ -49,6 +49,24 @@ extension Journal {
     public func compact(
         base: some Sequence<[UInt8]>, schema: [UInt8], origin: [UInt8]?, proceed: () -> Bool
     ) throws(JournalError) -> Bool {
+        try compact(base: base, schema: schema, origin: origin, numberingFrom: nil, proceed: proceed)
+    }
+
+    /// ``compact(base:schema:origin:proceed:)`` whose new base starts at sequence
+    /// `firstSequence` when that is above the journal's next sequence: the records after it
+    /// continue a numbering the journal takes over from elsewhere (a replica promoted to writer
+    /// goes on with its source's sequence numbers). Sequence numbers only ever grow, so a
+    /// `firstSequence` at or below the next sequence changes nothing.
+    ///
+    /// - Parameter numberingFrom: the smallest sequence the new base may start at; nil for the
+    ///   next sequence.
+    /// - Returns: whether the journal switched to the new base.
+    /// - Throws: ``JournalError`` as ``compact(base:schema:)``.
+    @discardableResult
+    public func compact(
+        base: some Sequence<[UInt8]>, schema: [UInt8], origin: [UInt8]?, numberingFrom firstSequence: UInt64?,
+        proceed: () -> Bool
+    ) throws(JournalError) -> Bool {
         guard (origin?.count ?? 0) <= 1024 else {
             throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes")
         }
@@ -59,7 +77,7 @@ extension Journal {
                 try applyPendingTruncation(&s)
                 return try compact(
                     &s, &g, base: .payloads(AnySequence(base)), schema: schema, origin: origin ?? s.tail.origin,
-                    proceed: proceed)
+                    firstSequence: firstSequence, proceed: proceed)
             }
         }
     }
@@ -90,7 +108,7 @@ extension Journal {
                 try applyPendingTruncation(&s)
                 return try compact(
                     &s, &g, base: .shipped(Array(records.dropFirst())), schema: schema, origin: origin ?? s.tail.origin,
-                    proceed: { true })
+                    firstSequence: nil, proceed: { true })
             }
         }
     }
@@ -100,7 +118,7 @@ extension Journal {
     /// - Returns: false when `proceed` abandoned the compaction before the switch.
     private func compact(
         _ s: inout WriterState, _ g: inout SyncGate, base: BaseRecords, schema: [UInt8], origin: [UInt8]?,
-        proceed: () -> Bool
+        firstSequence: UInt64?, proceed: () -> Bool
     ) throws(JournalError) -> Bool {
         // Everything acknowledged so far is durable in the old files.
         try fs.fdatasync(s.activeFD, path(s.files[s.files.count - 1].name))
@@ -110,8 +128,8 @@ extension Journal {
 
         // A base is version 1: its records are self-contained, written in one go.
         let baseHeader = SegmentHeader(
-            kind: .base, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence,
-            version: JournalFormat.historyFreeVersion)
+            kind: .base, salt: .random(in: .min ... .max), number: s.nextFileNumber,
+            firstSequence: max(s.tail.nextSequence, firstSequence ?? 0), version: JournalFormat.historyFreeVersion)
         let logNumber = s.nextFileNumber + 1
         // The new files written so far, removed if compaction fails before it switches to them.
         var created: [String] = []

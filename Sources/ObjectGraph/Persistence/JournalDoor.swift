@@ -359,13 +359,15 @@ final class JournalDoor: PersistenceDoor {
     ///
     /// - Throws: ``StoreError`` with code `closed`, `journal` (the old journal is then still
     ///   in force), or `cancelled` (the new files are removed; the old journal is in force).
-    func compact(_ context: ModelContext, progress handler: ProgressHandler?) throws(StoreError) {
+    func compact(
+        _ context: ModelContext, progress handler: ProgressHandler?, numberingFrom firstSequence: UInt64? = nil
+    ) throws(StoreError) {
         let span = instruments.span("objectgraph.compaction")
         defer { span.end() }
         let start = ContinuousClock.now
         let objects: Int
         do throws(StoreError) {
-            objects = try compactUntraced(context, progress: handler)
+            objects = try compactUntraced(context, progress: handler, numberingFrom: firstSequence)
         } catch {
             span.fail(error)
             if error.code != .cancelled { instruments.failedCompactions.increment() }
@@ -381,14 +383,15 @@ final class JournalDoor: PersistenceDoor {
 
     /// The compaction itself (``compact(_:progress:)`` wraps it in its span and metrics);
     /// returns the objects written.
-    private func compactUntraced(_ context: ModelContext, progress handler: ProgressHandler?) throws(StoreError) -> Int
-    {
+    private func compactUntraced(
+        _ context: ModelContext, progress handler: ProgressHandler?, numberingFrom firstSequence: UInt64?
+    ) throws(StoreError) -> Int {
         guard state == .open else { throw StoreError(.closed, "the store at \(directory.path) is closed") }
         let cancelled = StoreError(
             .cancelled,
             "the compaction of \(directory.path) was cancelled: its task was cancelled; the journal is unchanged")
         var progress = _WorkReporter(handler, .compaction, unit: .objects, total: Self.snapshotCount(context))
-        guard try writeBase(of: context, progress: &progress) else { throw cancelled }
+        guard try writeBase(of: context, progress: &progress, numberingFrom: firstSequence) else { throw cancelled }
         baselineBytes = journal.stats.bytesOnDisk
         // The new base holds only the live objects; the context's tables drop the rows of the
         // rest, and the heap gives the freed memory back to the system. The base's encoded
@@ -400,7 +403,9 @@ final class JournalDoor: PersistenceDoor {
 
     /// Encodes the committed objects of `context` as a base and switches the journal to it;
     /// false when the task was cancelled first (the old journal is then in force).
-    private func writeBase(of context: ModelContext, progress: inout _WorkReporter) throws(StoreError) -> Bool {
+    private func writeBase(
+        of context: ModelContext, progress: inout _WorkReporter, numberingFrom firstSequence: UInt64?
+    ) throws(StoreError) -> Bool {
         // The objects-equivalent of the tables encoded so far.
         var encoded = 0
         let snapshot: [UInt8]
@@ -415,7 +420,9 @@ final class JournalDoor: PersistenceDoor {
             return false
         }
         do {
-            return try journal.compact(base: [snapshot], schema: schemaBytes, proceed: { !Task.isCancelled })
+            return try journal.compact(
+                base: [snapshot], schema: schemaBytes, origin: nil, numberingFrom: firstSequence,
+                proceed: { !Task.isCancelled })
         } catch {
             throw StoreError(journal: error)
         }

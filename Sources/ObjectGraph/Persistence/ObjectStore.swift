@@ -428,6 +428,12 @@ public final class ObjectStore {
         try door.compact(context, progress: progress)
     }
 
+    /// ``compact(progress:)`` whose base starts at sequence `firstSequence` or later: a replica
+    /// promoted to writer continues its source's numbering (Docs/JournalFormat.md, "Compaction").
+    package func compact(numberingFrom firstSequence: UInt64) throws(StoreError) {
+        try door.compact(context, progress: nil, numberingFrom: firstSequence)
+    }
+
     /// Flushes and syncs the journal and releases the directory lock. Pending changes that were
     /// not saved are not written.
     ///

@@ -25,6 +25,9 @@ public struct ShippingSource: Sendable {
     /// The sequence of the journal's last record (0 when empty).
     public var lastSequence: UInt64 { journal.stats.lastSequence }
 
+    /// The journal's directory.
+    package var directory: String { journal.directory }
+
     /// The payload of the schema record in force (the source's, for a replica).
     public var schema: [UInt8]? { journal.schema }
 
