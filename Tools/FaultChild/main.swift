@@ -1,16 +1,21 @@
 // objectgraph-fault-child: the processes of the fault checker (Tests/ReplicationTests/Faults).
 //
-//   objectgraph-fault-child write DIR SERVERS STREAM KEYLOG HOLDER
+//   objectgraph-fault-child write DIR SERVERS STREAM KEYLOG HOLDER [LEASE-MS]
 //       opens DIR as a store shipping to STREAM (comma-separated SERVERS, 3 replicas) under the
-//       synchronous policy, then saves forever: each save inserts one Pkg whose name is the
-//       unique key HOLDER-N and whose size is the journal sequence the save's record takes.
+//       synchronous policy, holding the stream's writer lease as HOLDER (time to live LEASE-MS;
+//       no lease when 0 or absent), then saves forever: each save inserts one Pkg whose name is
+//       the unique key HOLDER-N and whose size is the journal sequence the save's record takes.
 //       Only once save() returned (the stream acknowledged the record) is the key appended to
 //       KEYLOG as "KEY SEQUENCE MONOTONIC-NS".
+//   objectgraph-fault-child standby DIR SERVERS STREAM KEYLOG HOLDER LEASE-MS
+//       follows STREAM into DIR as a standby; once the lease lapsed and it took the stream
+//       over, prints "promoted MONOTONIC-NS" and saves as a writer does.
 //   objectgraph-fault-child follow DIR SERVERS STREAM
 //       follows STREAM into DIR and prints "applied SEQ" as it goes, until killed.
 //
-// Standard output gets one line per event: "opened", "fenced", "diverged", "failed ...".
-// Exit status 3: this writer was fenced off the stream; 4: the stream refused its history.
+// Standard output gets one line per event: "opened", "standing-by", "promoted NS", "fenced",
+// "diverged", "failed ...". Exit status 3: this writer was fenced off the stream (a standby took
+// it over); 4: the stream refused its history.
 //
 // The model is the replication tests' Pkg (same entity name and attributes), so the checker
 // opens the stores these processes write with its own schema.
@@ -87,6 +92,9 @@ func writeForever(_ store: ReplicatedStore, holder: String, log: KeyLog) throws 
                 // The save stands locally and ships later; it was not acknowledged, so it is
                 // not logged.
                 usleep(20_000)
+            case .fenced:
+                say("fenced \(error)")
+                exit(3)
             case .diverged:
                 say("diverged \(error)")
                 exit(4)
@@ -102,13 +110,17 @@ func writeForever(_ store: ReplicatedStore, holder: String, log: KeyLog) throws 
 let arguments = CommandLine.arguments
 guard arguments.count >= 5 else {
     FileHandle.standardError.write(
-        Data("usage: objectgraph-fault-child write|follow DIR SERVERS STREAM [KEYLOG HOLDER]\n".utf8))
+        Data("usage: objectgraph-fault-child write|standby|follow DIR SERVERS STREAM [KEYLOG HOLDER [LEASE-MS]]\n".utf8)
+    )
     exit(64)
 }
 let directory = URL(fileURLWithPath: arguments[2])
-let target = ReplicationTarget(
+var target = ReplicationTarget(
     servers: arguments[3].split(separator: ",").map(String.init), stream: arguments[4], replicas: 3,
     policy: .synchronous(timeout: .seconds(2)))
+if arguments.count >= 8, let milliseconds = Int(arguments[7]), milliseconds > 0 {
+    target.lease = WriterLease(holder: arguments[6], ttl: .milliseconds(milliseconds))
+}
 
 do {
     let schema = try Schema(Pkg.self)
@@ -120,17 +132,36 @@ do {
         }
         let log = try KeyLog(path: arguments[5])
         var store: ReplicatedStore?
-        // The servers may be away (killed, partitioned, electing a leader): try again until
-        // they answer; the parent kills this process if that never happens.
+        // The servers may be away (killed, partitioned, electing a leader), or the lease held
+        // by a writer that is going: try again until they answer; the parent kills this
+        // process if that never happens.
         while store == nil {
             do {
                 store = try ReplicatedStore.open(at: directory, schema: schema, target: target)
-            } catch  where replicationCode(error) == .server {
+            } catch  where replicationCode(error) == .server || replicationCode(error) == .leaseHeld {
                 usleep(200_000)
             }
         }
         say("opened")
         try writeForever(store!, holder: arguments[6], log: log)
+    case "standby":
+        guard arguments.count >= 8, target.lease != nil else {
+            say("failed standby needs KEYLOG, HOLDER and LEASE-MS")
+            exit(64)
+        }
+        let log = try KeyLog(path: arguments[5])
+        var started: Standby?
+        while started == nil {
+            do {
+                started = try await Standby.start(at: directory, schema: schema, source: target)
+            } catch  where replicationCode(error) == .server {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        say("standing-by")
+        let writer = try await started!.promoted()
+        say("promoted \(monotonicNanoseconds())")
+        try writeForever(writer, holder: arguments[6], log: log)
     case "follow":
         var started: Follower?
         while started == nil {

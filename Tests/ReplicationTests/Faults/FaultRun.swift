@@ -71,6 +71,8 @@ struct FaultCheckResult: Sendable {
     var rounds = 0
     var faults: [FaultKind: Int] = [:]
     var failovers = 0
+    /// After each SIGKILL of the writer: milliseconds until the standby's first acknowledged save.
+    var failoverMilliseconds: [Double] = []
     var fencedWriters = 0
     var acknowledgedChecked = 0
     var history = HistoryReport()
@@ -91,6 +93,12 @@ struct FaultCheckResult: Sendable {
         )
         if let partitionsSkipped { lines.append("fault check: partitions skipped: \(partitionsSkipped)") }
         lines.append("fault check: failovers observed \(failovers), writers fenced \(fencedWriters)")
+        if !failoverMilliseconds.isEmpty {
+            let sorted = failoverMilliseconds.sorted()
+            lines.append(
+                "fault check: from a SIGKILL of the writer to the standby's first acknowledged save: median \(Int(sorted[sorted.count / 2])) ms, longest \(Int(sorted.last!)) ms (lease \(FaultRun.leaseMilliseconds) ms)"
+            )
+        }
         lines.append(
             "fault check: stream: \(history.logMessages) log and \(history.baseMessages) base messages, \(history.recordSequences.count) records (\(history.transactionSequences.count) saves), epochs \(history.epochs.isEmpty ? "none" : history.epochs.map(String.init).joined(separator: ",")), \(history.abandonedBatches) batches abandoned mid-publish"
         )
@@ -116,8 +124,11 @@ final class FaultRun: @unchecked Sendable {
             "objectgraph-fault-child")
     }
 
-    /// How long a writer pause or partition lasts: past the lease, so that the standby takes over.
+    /// How long a server stays cut off.
     static let outageSeconds: Double = 4
+    /// The writer lease's time to live: the longest a dead, paused or cut-off writer keeps the
+    /// stream from the standby.
+    static let leaseMilliseconds = 2000
 
     let network: FaultNetwork?
     let cluster: FaultCluster
@@ -183,9 +194,10 @@ final class FaultRun: @unchecked Sendable {
         let servers = target.servers.joined(separator: ",")
         let arguments: [String] =
             switch role {
-            case .writer: ["write", dir.path, servers, target.stream, keyLog.path, name]
-            // Until writers hold a lease, a standby is a follower that is never promoted.
-            case .standby, .follower: ["follow", dir.path, servers, target.stream]
+            case .writer: ["write", dir.path, servers, target.stream, keyLog.path, name, "\(Self.leaseMilliseconds)"]
+            case .standby:
+                ["standby", dir.path, servers, target.stream, keyLog.path, name, "\(Self.leaseMilliseconds)"]
+            case .follower: ["follow", dir.path, servers, target.stream]
             }
         let (command, commandArguments) =
             if let network, let node = slots[slot] {
@@ -211,6 +223,32 @@ final class FaultRun: @unchecked Sendable {
         try waitFor("\(child.name) to acknowledge \(more) more saves", child) { child.acknowledgedCount >= goal }
     }
 
+    /// Waits until the writer acknowledged `more` saves. A standby that took the stream over
+    /// meanwhile (a writer starved past its lease on a loaded machine is fenced as a paused one
+    /// is) counts as a failover, and the wait goes on with the new writer.
+    func waitForWriterProgress(more: Int) throws {
+        var goal = writer.acknowledgedCount + more
+        let deadline = ContinuousClock.now + eventBound
+        while writer.acknowledgedCount < goal {
+            if Self.promotedAt(standby) != nil {
+                log("fault check: \(standby.name) took the stream over without a fault injected")
+                try takeOver(faultAt: nil)
+                goal = writer.acknowledgedCount + more
+                continue
+            }
+            if !writer.process.isRunning && !Self.wasFenced(writer) {
+                throw NATSServerError(
+                    description:
+                        "writer \(writer.name) exited (\(writer.process.terminationStatus)): \(writer.lines.suffix(5).joined(separator: " | "))"
+                )
+            }
+            if ContinuousClock.now > deadline {
+                throw NATSServerError(description: "writer \(writer.name): no save acknowledged in \(eventBound)")
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
     private func waitFor(_ what: String, _ child: FaultChild?, _ condition: () -> Bool) throws {
         let deadline = ContinuousClock.now + eventBound
         while !condition() {
@@ -227,6 +265,55 @@ final class FaultRun: @unchecked Sendable {
         }
     }
 
+    /// When a standby said it took the stream over (CLOCK_MONOTONIC), or nil.
+    static func promotedAt(_ child: FaultChild) -> UInt64? {
+        child.lines.first { $0.hasPrefix("promoted ") }.flatMap { UInt64($0.dropFirst(9)) }
+    }
+
+    /// Whether a writer stopped because it was fenced (exit status 3).
+    static func wasFenced(_ child: FaultChild) -> Bool {
+        !child.process.isRunning && child.process.terminationReason == .exit && child.process.terminationStatus == 3
+    }
+
+    /// CLOCK_MONOTONIC in nanoseconds, the clock the children stamp their events with.
+    static func monotonicNanoseconds() -> UInt64 {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
+    }
+
+    /// The standby takes the stream over: once it said so, it is the writer. The old writer, if
+    /// it still runs, must stop fenced (exit status 3) once it reaches the servers; a new
+    /// standby then starts in its slot, on a fresh directory, so that failovers repeat.
+    /// `faultAt` (CLOCK_MONOTONIC of a SIGKILL) times the failover.
+    private func takeOver(faultAt: UInt64?) throws {
+        let old = writer!
+        let new = standby!
+        try waitFor("standby \(new.name) to take the stream over", new) { Self.promotedAt(new) != nil }
+        new.role = .writer
+        writer = new
+        result.failovers += 1
+        try waitFor("\(new.name)'s first acknowledged save", new) { new.acknowledgedCount > 0 }
+        if let faultAt, let promoted = Self.promotedAt(new), let first = new.acknowledged.first {
+            let promotion = Double(promoted - faultAt) / 1e6
+            let save = Double(first.nanoseconds - faultAt) / 1e6
+            result.failoverMilliseconds.append(save)
+            log(
+                "fault check: \(new.name) took over \(Int(promotion)) ms after the kill, first acknowledged save at \(Int(save)) ms"
+            )
+        }
+        try waitFor("the old writer \(old.name) to stop", nil) { !old.process.isRunning }
+        if Self.wasFenced(old) {
+            result.fencedWriters += 1
+            log("fault check: the old writer \(old.name) stopped fenced")
+        } else if old.process.terminationReason != .uncaughtSignal || old.process.terminationStatus != SIGKILL {
+            result.problems.append(
+                "the old writer \(old.name) stopped with status \(old.process.terminationStatus), not fenced: \(old.lines.suffix(3).joined(separator: " | "))"
+            )
+        }
+        standby = try spawn(.standby, slot: old.slot)
+    }
+
     // MARK: Faults
 
     /// The kinds this run can inject.
@@ -241,18 +328,22 @@ final class FaultRun: @unchecked Sendable {
         log("fault check: round \(result.rounds): \(kind.rawValue)")
         switch kind {
         case .writerKill:
+            let killedAt = Self.monotonicNanoseconds()
             signalChild(writer.process, SIGKILL)
-            // Without a lease there is no standby to take over: the writer starts again on its
-            // own directory and ships what the stream lacks.
-            writer = try spawn(.writer, slot: writer.slot, directory: writer.directory)
+            try takeOver(faultAt: killedAt)
         case .writerPause:
+            // Paused until the standby took over: past the lease by construction. Resumed, the
+            // old writer must find itself fenced.
             kill(writer.process.processIdentifier, SIGSTOP)
-            Thread.sleep(forTimeInterval: Self.outageSeconds)
+            try waitFor("standby \(standby.name) to take over from the paused writer", standby) {
+                Self.promotedAt(standby) != nil
+            }
             kill(writer.process.processIdentifier, SIGCONT)
+            try takeOver(faultAt: nil)
         case .serverKill:
             let server = cluster.servers.randomElement()!
             server.kill()
-            try waitForAcknowledgements(writer, more: 3)
+            try waitForWriterProgress(more: 3)
             try server.launch()
             try cluster.waitUntilReady()
         case .followerKill:
@@ -264,13 +355,18 @@ final class FaultRun: @unchecked Sendable {
             Thread.sleep(forTimeInterval: Self.outageSeconds)
             try network!.heal(server.node!)
         case .writerPartition:
+            // Cut off until the standby took over; joined again, the old writer must find
+            // itself fenced.
             let node = slots[writer.slot]!
             try network!.cut(node)
-            Thread.sleep(forTimeInterval: Self.outageSeconds)
+            try waitFor("standby \(standby.name) to take over from the cut-off writer", standby) {
+                Self.promotedAt(standby) != nil
+            }
             try network!.heal(node)
+            try takeOver(faultAt: nil)
         }
         // Saves go on for a while between faults: the check has a history to look at.
-        try waitForAcknowledgements(writer, more: 20)
+        try waitForWriterProgress(more: 20)
     }
 
     // MARK: The check
