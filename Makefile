@@ -173,6 +173,24 @@ bench-replication: deps
 	       $$bin/replication-comparison; } > Results/replication.md
 	cat Tools/Benchmarks/Results/replication.md
 
+# 20 failovers on three nats-servers in one JetStream cluster on loopback (free ports, stores in a
+# temporary directory): a writer with the stream's lease (default time to live) saving under the
+# synchronous policy is SIGKILLed, and the time until its standby took the stream over and until
+# the standby's first acknowledged save is measured; the standby is then the writer and a new one
+# starts. Writes Tools/Benchmarks/Results/failover.md (p50 and p99 against the lease's time to
+# live) stamped with the commit, the date and the load average. About 2 minutes after the release
+# build; macros as for make demo.
+bench-failover: deps
+	$(SWIFT) build --product ObjectGraphMacros
+	cd Tools/Benchmarks && export OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) \
+	  && $(SWIFT) build -c release --product failover-comparison \
+	  && bin=$$($(SWIFT) build -c release --show-bin-path) \
+	  && { echo "Measured at commit $$(git rev-parse --short HEAD), $$(date -u +%Y-%m-%dT%H:%MZ), on $$(nproc) cores; \`uptime\` before: $$(uptime)."; echo; \
+	       echo "Command: \`make bench-failover\` (\`failover-comparison\`, release build)."; echo; \
+	       $$bin/failover-comparison 20; echo; echo "\`uptime\` after: $$(uptime)."; } > Results/failover.md.new \
+	  && mv Results/failover.md.new Results/failover.md
+	cat Tools/Benchmarks/Results/failover.md
+
 # Maps 1M records into a store, against JSONDecoder + GRDB: the real shape (packages, a
 # maintainer connected by e-mail, dependencies by a list of names, shuffled) and flat people
 # records, first runs in fresh processes, alternating; then the flat records' re-run, scaling
