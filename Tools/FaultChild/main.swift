@@ -70,6 +70,7 @@ func replicationCode(_ error: any Error) -> ReplicationError.Code? { (error as? 
 /// Saves forever on `store`, logging each acknowledged key.
 func writeForever(_ store: ReplicatedStore, holder: String, log: KeyLog) throws -> Never {
     var n = 0
+    var lastRefusal = ""
     let filler = String(repeating: "v", count: 100)
     while true {
         let key = "\(holder)-\(n)"
@@ -90,7 +91,12 @@ func writeForever(_ store: ReplicatedStore, holder: String, log: KeyLog) throws 
             switch replicationCode(error) {
             case .notAcknowledged:
                 // The save stands locally and ships later; it was not acknowledged, so it is
-                // not logged.
+                // not logged. Said once per distinct reason, for the parent's diagnostics.
+                let reason = "not-acknowledged \(store.shipper.status.lastError ?? "\(error)")"
+                if reason != lastRefusal {
+                    say(reason)
+                    lastRefusal = reason
+                }
                 usleep(20_000)
             case .fenced:
                 say("fenced \(error)")
@@ -159,7 +165,22 @@ do {
             }
         }
         say("standing-by")
-        let writer = try await started!.promoted()
+        let standby = started!
+        // Its phase and last error as they change, for the parent's diagnostics.
+        let watcher = Task {
+            var last = ""
+            while !Task.isCancelled {
+                let status = standby.status
+                let line = "standby \(status.phase) \(status.lastError ?? "")"
+                if line != last {
+                    say(line)
+                    last = line
+                }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        let writer = try await standby.promoted()
+        watcher.cancel()
         say("promoted \(monotonicNanoseconds())")
         try writeForever(writer, holder: arguments[6], log: log)
     case "follow":

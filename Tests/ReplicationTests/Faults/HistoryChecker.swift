@@ -15,6 +15,8 @@ struct HistoryReport: Sendable {
     var transactionSequences: [UInt64] = []
     /// The `OG-Epoch` values met, each once, in stream order (empty: no message carries one).
     var epochs: [UInt64] = []
+    /// How many messages carry each epoch.
+    var messagesPerEpoch: [UInt64: Int] = [:]
     /// Batches whose first parts were published but never their last (a writer killed or
     /// fenced mid-batch); readers drop them, and so does the history.
     var abandonedBatches = 0
@@ -87,6 +89,7 @@ enum HistoryChecker {
                         problem("stream message \(at) carries epoch \(epoch) after epoch \(lastEpoch)")
                     }
                     if report.epochs.last != epoch { report.epochs.append(epoch) }
+                    report.messagesPerEpoch[epoch, default: 0] += 1
                     lastEpoch = max(lastEpoch ?? 0, epoch)
                 } else {
                     problem("stream message \(at): \(epochHeader) \(epochText) is not a number")
