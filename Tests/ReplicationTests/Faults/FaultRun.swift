@@ -104,7 +104,7 @@ struct FaultCheckResult: Sendable {
             )
         }
         lines.append(
-            "fault check: stream: \(history.logMessages) log and \(history.baseMessages) base messages, \(history.recordSequences.count) records (\(history.transactionSequences.count) saves), epochs \(history.epochs.isEmpty ? "none" : history.epochs.map { "\($0) (\(history.messagesPerEpoch[$0] ?? 0) messages)" }.joined(separator: ", ")), \(history.abandonedBatches) batches abandoned mid-publish"
+            "fault check: stream: \(history.logMessages) log and \(history.baseMessages) base messages, \(history.recordSequences.count) records (\(history.transactionSequences.count) saves), epochs \(history.epochs.isEmpty ? "none" : "\(history.epochs.count) (\(history.epochs.first!) to \(history.epochs.last!), \(history.messagesPerEpoch.values.min() ?? 0) to \(history.messagesPerEpoch.values.max() ?? 0) messages each)"), \(history.abandonedBatches) batches abandoned mid-publish"
         )
         lines.append(
             "fault check: \(acknowledgedChecked) acknowledged saves checked, \(followersChecked) follower directories, \(restoresChecked) restores"

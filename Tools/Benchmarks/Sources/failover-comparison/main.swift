@@ -245,7 +245,8 @@ func run(rounds: Int) throws {
         let s = values.sorted()
         let p50 = percentile(s, 0.5)
         let p99 = percentile(s, 0.99)
-        return "| \(name) | \(f(p50)) | \(String(format: "%.2f", p50 / ttl)) | \(f(percentile(s, 0.9))) | \(f(p99)) | \(String(format: "%.2f", p99 / ttl)) | \(f(s.first!)) | \(f(s.last!)) |"
+        return
+            "| \(name) | \(f(p50)) | \(String(format: "%.2f", p50 / ttl)) | \(f(percentile(s, 0.9))) | \(f(p99)) | \(String(format: "%.2f", p99 / ttl)) | \(f(s.first!)) | \(f(s.last!)) |"
     }
     print("# Failover: a writer SIGKILLed, its standby takes the stream over")
     print()
@@ -258,7 +259,9 @@ func run(rounds: Int) throws {
     print(row("the standby promoted", promotions))
     print(row("its first acknowledged save", firstSaves))
     print()
-    print("p99 of \(rounds) failovers is the nearest rank, that is the largest. Every failover, in ms to the first acknowledged save: \(firstSaves.map(f).joined(separator: ", ")).")
+    print(
+        "p99 of \(rounds) failovers is the nearest rank, that is the largest. Every failover, in ms to the first acknowledged save: \(firstSaves.map(f).joined(separator: ", "))."
+    )
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
