@@ -40,8 +40,14 @@ public final class JetStreamClient: Sendable {
     /// Connects to the first reachable server of `servers` (e.g. `["nats://127.0.0.1:4222"]`);
     /// throws `connectionFailed` when none is. `timeout` bounds each JetStream call and the
     /// connect to each server; `name` is how the connection appears in the server's monitoring.
-    public init(servers: [String], name: String = "objectgraph", timeout: Duration = .seconds(2)) throws(JetStreamError)
-    {
+    ///
+    /// With `waitingForServers`, a client whose servers are all away is made anyway: it goes on
+    /// trying to connect in the background, and its calls fail with `connectionFailed` until it
+    /// is connected (``isConnected``).
+    public init(
+        servers: [String], name: String = "objectgraph", timeout: Duration = .seconds(2),
+        waitingForServers: Bool = false
+    ) throws(JetStreamError) {
         guard !servers.isEmpty else { throw JetStreamError(.invalidArgument, "connect: no server URL given") }
         let action = "connect to \(servers.joined(separator: ","))"
         guard natsLibraryStatus == NATS_OK else { throw JetStreamError(status: natsLibraryStatus, action: "nats_Open") }
@@ -70,10 +76,17 @@ public final class JetStreamClient: Sendable {
         // A server that stops answering without closing the socket is noticed within ~6 s.
         if status == NATS_OK { status = natsOptions_SetPingInterval(options, 2000) }
         if status == NATS_OK { status = natsOptions_SetMaxPingsOut(options, 3) }
+        if status == NATS_OK, waitingForServers {
+            // With a callback (here one that does nothing), the connect returns at once and
+            // goes on in the background; without one, libnats would block until connected.
+            status = natsOptions_SetRetryOnFailedConnect(options, true, { _, _ in }, nil)
+        }
         guard status == NATS_OK else { throw JetStreamError(status: status, action: "\(action): setting options") }
 
         var connectionPointer: OpaquePointer? = nil
         status = natsConnection_Connect(&connectionPointer, options)
+        // Waiting for the servers, libnats hands back the connection it keeps trying.
+        if waitingForServers, status == NATS_NOT_YET_CONNECTED, connectionPointer != nil { status = NATS_OK }
         guard status == NATS_OK, let connection = connectionPointer else {
             if let connectionPointer { natsConnection_Destroy(connectionPointer) }
             throw JetStreamError(status: status, action: action)

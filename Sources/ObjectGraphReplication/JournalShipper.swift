@@ -127,6 +127,21 @@ public final class JournalShipper: Sendable {
         var writtenEpoch: UInt64 = 0
         /// Set by the first ``fence(_:stream:holder:)``.
         var fencing = false
+        /// Attached while the servers were away: the stream is compared with the journal before
+        /// anything ships.
+        var examinationPending = false
+
+        /// Takes what the comparison found: the shipping starts after the stream's last record.
+        func take(_ examined: Examined, lastSequence: UInt64) {
+            status.shippedSequence = examined.shipped
+            status.streamSequence = examined.streamSequence
+            resume = examined.resume
+            examinationPending = false
+            dropShipped()
+            // Whatever the journal holds past the stream's last record is read from the files
+            // first.
+            status.catchingUp = status.catchingUp || lastSequence > examined.shipped
+        }
 
         /// Writes `epoch` to the `EPOCH` file unless it is there already: before the first
         /// publish under it, so that a restarted writer knows the stream's last epoch is its own.
@@ -140,6 +155,7 @@ public final class JournalShipper: Sendable {
             locked { b in
                 b.writtenEpoch = max(b.writtenEpoch, epoch)
                 b.status.epoch = epoch
+                b.metrics?.epoch.record(Int64(epoch))
             }
         }
 
@@ -164,6 +180,7 @@ public final class JournalShipper: Sendable {
             condition.lock()
             status.fenced = reason
             status.diverged = reason
+            metrics?.fenced.record(1)
             condition.broadcast()
             condition.unlock()
         }
@@ -186,9 +203,12 @@ public final class JournalShipper: Sendable {
         }
     }
 
-    /// Connects to the target's servers and makes sure the stream exists.
+    /// Connects to the target's servers and makes sure the stream exists. While no server
+    /// answers, the shipper is made anyway and connects in the background, unless the target
+    /// has a lease or ``ReplicationTarget/requireServersAtOpen``.
     ///
-    /// - Throws: ``ReplicationError`` with code `server` when no server answers.
+    /// - Throws: ``ReplicationError`` with code `server` when no server answers and the target
+    ///   requires them.
     public init(target: ReplicationTarget) throws(ReplicationError) {
         self.target = target
         self.box = Box()
@@ -239,6 +259,8 @@ public final class JournalShipper: Sendable {
         if takeOver == nil, streamEpoch > written {
             let reason =
                 "stream \(target.stream) was taken over by epoch \(streamEpoch) after this store last wrote to it (epoch \(written))"
+            // Taken at attach, given back: the stream's writer is another one.
+            lease.stop(release: true)
             lease.markLost(reason)
             box.locked { $0.source = source }
             box.fence(reason, stream: target.stream, holder: lease.lease.holder)
@@ -249,10 +271,16 @@ public final class JournalShipper: Sendable {
     }
 
     private static func connect(_ target: ReplicationTarget) throws(ReplicationError) -> JetStreamClient {
+        let waiting = target.lease == nil && !target.requireServersAtOpen
         do {
             let client = try JetStreamClient(
-                servers: target.servers, name: "objectgraph-shipper", timeout: target.timeout)
-            try client.ensureStream(target.streamConfiguration)
+                servers: target.servers, name: "objectgraph-shipper", timeout: target.timeout,
+                waitingForServers: waiting)
+            do {
+                try client.ensureStream(target.streamConfiguration)
+            } catch  where waiting && (error.code == .connectionFailed || error.code == .timeout) {
+                // Made when the servers answer (``attach(_:)``'s comparison, on the thread).
+            }
             return client
         } catch {
             throw ReplicationError(
@@ -325,9 +353,53 @@ public final class JournalShipper: Sendable {
             let file = WriterFiles.readEpoch(source.directory)
             try lease.acquire(minimumEpoch: file?.epoch ?? 0)
         }
+        // Without a lease, the servers may be away: the stream is compared with the journal on
+        // the shipper's thread once they answer, and saves go on meanwhile.
+        let examined: Examined?
+        do {
+            examined = try examine(source, takingOver: takeOver)
+        } catch  where error.code == .server && lease == nil && takeOver == nil && !target.requireServersAtOpen {
+            examined = nil
+            box.locked { $0.status.lastError = error.message }
+        }
+        box.condition.lock()
+        box.source = source
+        box.metrics = ShipperMetrics(source.instruments)
+        box.status.epoch = lease?.epoch ?? 0
+        box.metrics?.fenced.record(0)
+        if let lease { box.metrics?.epoch.record(Int64(lease.epoch)) }
+        box.arrived(through: source.lastSequence)
+        if let examined {
+            box.take(examined, lastSequence: source.lastSequence)
+        } else {
+            box.examinationPending = true
+        }
+        box.running = true
+        box.stopping = false
+        box.threadDone = false
+        box.reportLag()
+        box.condition.unlock()
+        let thread = Thread { [self] in self.shipLoop() }
+        thread.name = "ObjectGraph shipper"
+        thread.start()
+    }
+
+    /// What the comparison of the stream with the journal found: the last record shipped, a
+    /// batch to resume, the stream's last sequence.
+    struct Examined {
+        var shipped: UInt64
+        var resume: Resume?
+        var streamSequence: UInt64
+    }
+
+    /// Compares the stream with the journal (the stream made first, when missing): the fence
+    /// of ``attach(_:)``.
+    private func examine(_ source: ShippingSource, takingOver takeOver: TakeOver?) throws(ReplicationError) -> Examined
+    {
         let state: StreamState
         let last: StoredMessage?
         do {
+            try client.ensureStream(target.streamConfiguration)
             state = try client.streamState(target.stream)
             last = try client.lastMessage(stream: target.stream, subject: target.logSubject)
         } catch {
@@ -374,25 +446,7 @@ public final class JournalShipper: Sendable {
             }
         }
         try checkEpoch(of: last, state: state, source: source, takingOver: takeOver)
-        box.condition.lock()
-        box.source = source
-        box.metrics = ShipperMetrics(source.instruments)
-        box.status.epoch = lease?.epoch ?? 0
-        box.arrived(through: source.lastSequence)
-        box.status.shippedSequence = shipped
-        box.status.streamSequence = state.lastSequence
-        box.resume = resume
-        box.dropShipped()
-        // Whatever the journal holds past the stream's last record is read from the files first.
-        box.status.catchingUp = source.lastSequence > shipped
-        box.running = true
-        box.stopping = false
-        box.threadDone = false
-        box.reportLag()
-        box.condition.unlock()
-        let thread = Thread { [self] in self.shipLoop() }
-        thread.name = "ObjectGraph shipper"
-        thread.start()
+        return Examined(shipped: shipped, resume: resume, streamSequence: state.lastSequence)
     }
 
     /// Waits up to `timeout` for every record durable locally to ship, and says what did not:
@@ -540,6 +594,7 @@ public final class JournalShipper: Sendable {
     }
 
     private enum Work {
+        case examine
         case base
         case catchUp
         case batch([ShippedRecord])
@@ -554,6 +609,15 @@ public final class JournalShipper: Sendable {
             guard let work = nextWork(holding: &inHand) else { return }
             do {
                 switch work {
+                case .examine:
+                    if let source = box.locked({ $0.source }) {
+                        let examined = try examine(source, takingOver: nil)
+                        box.locked { b in
+                            b.take(examined, lastSequence: source.lastSequence)
+                            b.status.lastError = nil
+                            b.condition.broadcast()
+                        }
+                    }
                 case .base:
                     if let source = box.locked({ $0.source }) { try shipCurrentBase(source) }
                     box.locked { b in
@@ -598,6 +662,7 @@ public final class JournalShipper: Sendable {
                 box.condition.broadcast()
                 return nil
             }
+            if box.examinationPending { inHand = []; return .examine }
             if box.baseRequested { return .base }
             if box.status.catchingUp { inHand = []; return .catchUp }
             if !inHand.isEmpty { return .batch(inHand) }
@@ -928,6 +993,10 @@ struct ShipperMetrics {
     let messages: Counter
     /// `objectgraph_shipping_failures_total`: publishes that failed and will be retried.
     let failures: Counter
+    /// `objectgraph_writer_epoch`: the epoch a writer with a lease ships under.
+    let epoch: Gauge
+    /// `objectgraph_writer_fenced`: 1 once the writer lost its stream.
+    let fenced: Gauge
 
     init(_ instruments: StoreInstruments) {
         self.instruments = instruments
@@ -936,6 +1005,8 @@ struct ShipperMetrics {
         shippedRecords = instruments.counter("objectgraph_shipped_records_total")
         messages = instruments.counter("objectgraph_shipped_messages_total")
         failures = instruments.counter("objectgraph_shipping_failures_total")
+        epoch = instruments.gauge("objectgraph_writer_epoch")
+        fenced = instruments.gauge("objectgraph_writer_fenced")
     }
 }
 

@@ -47,6 +47,12 @@ public struct ReplicationTarget: Sendable {
     /// ships under its own epoch. Nil (the default): no lease; one writer per stream is
     /// enforced by the stream's fence alone.
     public var lease: WriterLease?
+    /// Whether ``ReplicatedStore/open(at:schema:options:target:)`` fails when no server
+    /// answers. False (the default): the store opens and saves go on locally; the shipper
+    /// compares the stream with the journal and ships once the servers answer. True: open throws
+    /// ``ReplicationError`` code `server` instead. A writer with a ``lease`` always needs the
+    /// servers at open: it may not write before it holds the lease.
+    public var requireServersAtOpen = false
 
     /// Creates a target.
     public init(

@@ -184,6 +184,12 @@ public final class Standby: Sendable {
                 // Another standby was faster.
             } catch {
                 box.locked { $0.status.lastError = "\(error)" }
+                if box.locked({ $0.follower == nil }) {
+                    // No replica left to follow with (it could not be started again).
+                    keeper.stop(release: true)
+                    fail(error)
+                    return
+                }
             }
             try? await Task.sleep(for: interval)
         }
@@ -239,6 +245,12 @@ public final class Standby: Sendable {
                     return false
                 }
                 if box.locked({ $0.stopping }) { return false }
+            } catch {
+                // The replica could not become the writer (its store would not open, say): the
+                // lease goes back, for another standby to take, and this one stops.
+                keeper.stop(release: true)
+                fail(error)
+                return true
             }
         }
     }

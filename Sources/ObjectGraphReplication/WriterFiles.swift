@@ -5,7 +5,7 @@ public import Foundation
 /// locally that the stream never acknowledged. They stay in its journal, never deleted and
 /// never shipped: ``ReplicatedStore/open(at:schema:options:target:)`` refuses the directory
 /// (``ReplicationError/Code/fenced``) while the file is there, `graph-journal stats` shows it,
-/// and `graph-journal dump DIR --after SHIPPED` lists the records.
+/// and `graph-journal dump DIR --from-seq N` (N = `shippedSequence + 1`) lists the records.
 public struct FencedReport: Codable, Sendable, Hashable, CustomStringConvertible {
     /// The stream the writer shipped to.
     public var stream: String

@@ -156,4 +156,31 @@ struct FailoverTests {
         #expect(try store.context.object(Pkg.self, where: \.name, equals: "only-in-copy") == nil)
         try store.close()
     }
+
+    @Test func aWriterOpensWhileTheServersAreAwayAndShipsWhenTheyReturn() async throws {
+        let server = try NATSServer.start()
+        server.kill()
+        let target = ReplicationTarget(servers: [server.url], stream: freshStream())
+        let writer = try ReplicatedStore.open(at: replicationDirectory(), schema: pkgSchema, target: target)
+        for round in 0..<5 { try syncRound(writer.context, round: round) }
+        #expect(writer.shipper.status.shippedSequence == 0)
+        #expect(writer.shipper.status.lastError != nil)
+
+        // A target that requires the servers is refused at once, and says why.
+        var strict = target
+        strict.requireServersAtOpen = true
+        #expect {
+            _ = try ReplicatedStore.open(at: replicationDirectory(), schema: pkgSchema, target: strict)
+        } throws: { ($0 as? ReplicationError)?.code == .server }
+
+        try server.restart()
+        try writer.shipper.waitShipped(through: writer.store.stats.lastSequence, timeout: eventBound)
+        let expected = try state(writer.context)
+        try writer.close()
+        let restored = replicationDirectory()
+        try Restore.run(from: target, to: restored, at: .latest)
+        let store = try ObjectStore.open(at: restored, schema: pkgSchema)
+        #expect(try state(store.context) == expected)
+        try store.close()
+    }
 }

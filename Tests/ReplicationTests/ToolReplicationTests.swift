@@ -357,6 +357,49 @@ struct ToolReplicationTests {
         try writer.store.close()
     }
 
+    @Test func followStandbyTakesTheStreamOverAndTheApplicationGoesOnAsTheSameHolder() async throws {
+        let server = try NATSServer.start()
+        var target = ReplicationTarget(
+            servers: [server.url],
+            stream: "TOOL" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12),
+            policy: .synchronous(timeout: .seconds(60)))
+        target.lease = WriterLease(holder: "app-a", ttl: .seconds(30))
+        let schema = try Schema(ToolCounter.self)
+        let old = try ReplicatedStore.open(at: scratchDirectory("writer"), schema: schema, target: target)
+        for i in 0..<5 {
+            let c = try old.context.insert(ToolCounter.self)
+            c.name = "c\(i)"
+            c.count = i
+            try old.context.save()
+        }
+        let expected = try Self.counters(in: old.context)
+        let replica = scratchDirectory("standby")
+        let standby = try Run(
+            [
+                "follow", "--servers", server.url, "--stream", target.stream, replica.path, "--standby", "--holder",
+                "app-b", "--status-interval", "0.1",
+            ])
+        #expect(await standby.waitForOutput("standing by for stream \(target.stream)"))
+        // The writer shuts down with everything shipped: it releases the lease.
+        #expect(try old.close().isComplete)
+        #expect(await standby.exitStatus() == 0, "\(standby.stderr)")
+        #expect(standby.stdout.contains("promoted: \(replica.path) is the writer of stream \(target.stream) at epoch "))
+        #expect(try Self.counters(inStore: replica) == expected)
+
+        // The application opens the promoted directory as the same holder: no wait for a lapse.
+        var promoted = target
+        promoted.lease?.holder = "app-b"
+        let writer = try ReplicatedStore.open(at: replica, schema: schema, target: promoted)
+        let c = try writer.context.insert(ToolCounter.self)
+        c.name = "after"
+        try writer.context.save()
+        let after = try Self.counters(in: writer.context)
+        #expect(try writer.close().isComplete)
+        let restored = scratchDirectory("restored")
+        try Restore.run(from: target, to: restored, at: .latest)
+        #expect(try Self.counters(inStore: restored) == after)
+    }
+
     @Test func followStartsFromTheNewestBaseAndStopsCleanlyOnSIGTERM() async throws {
         let server = try NATSServer.start()
         var writer = try Writer(server: server)

@@ -29,6 +29,13 @@ struct FollowCommand: ParsableCommand {
             and exit code 0. A follower that cannot go on (a record that does not apply, records \
             missing from the stream) exits 1 with the reason.
 
+            With --standby, the replica is a standby: once the writer's lease on the stream \
+            lapses (or its writer closed and released it), it takes the lease as --holder, \
+            applies everything the stream holds, renumbers its journal after the stream's \
+            records, ships its first base under a new epoch, prints the epoch and exits 0. The \
+            lease stays held for its time to live: open DIR as the writer with a lease of the \
+            same holder name within it, and the application takes the stream over from there.
+
             \(ToolExit.helpText)
             """
     )
@@ -47,21 +54,39 @@ struct FollowCommand: ParsableCommand {
         name: .customLong("status-interval"), help: ArgumentHelp("Seconds between two status lines.", valueName: "s"))
     var statusInterval: Double = 5
 
+    @Flag(help: "Take the stream over when the writer's lease lapses, then exit (see above).")
+    var standby = false
+
+    @Option(help: ArgumentHelp("With --standby: the lease holder to take the stream as.", valueName: "name"))
+    var holder: String = WriterLease.defaultHolder
+
+    @Option(
+        name: .customLong("lease-ttl"),
+        help: ArgumentHelp(
+            "With --standby: the lease's time to live in seconds, when this creates the lease bucket.",
+            valueName: "s"))
+    var leaseTTL: Double = 3
+
     func validate() throws {
         guard statusInterval.isFinite, statusInterval > 0 else {
             throw ValidationError("--status-interval must be a positive number of seconds")
+        }
+        guard leaseTTL.isFinite, leaseTTL >= 0.1 else {
+            throw ValidationError("--lease-ttl must be at least 0.1 seconds")
         }
     }
 
     func run() throws {
         var path = directory
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        var target = source.target
+        if standby { target.lease = WriterLease(holder: holder, ttl: .milliseconds(Int64(leaseTTL * 1000))) }
         let run = FollowRun(
-            target: source.target, label: source.label, directory: path, untilSequence: untilSequence,
+            target: target, label: source.label, directory: path, untilSequence: untilSequence,
             interval: .milliseconds(Int64(statusInterval * 1000)))
         try runReporting {
             StopSignal.install()
-            try waitFor { try await run.run() }
+            try waitFor { try await (standby ? run.runStandby() : run.run()) }
         }
     }
 }
@@ -127,6 +152,56 @@ private struct FollowRun: Sendable {
             "followed \(label) into \(directory): applied record \(status.appliedSequence) (stream message \(status.streamSequence)), \(status.recordsApplied) records applied, \(String(format: "%.2f", seconds)) s; \(ending)\n"
         )
         try out.flush()
+    }
+
+    /// `follow --standby`: follows until the lease lapses, takes the stream over, and exits with
+    /// the lease held.
+    func runStandby() async throws {
+        let standby: Standby
+        do {
+            standby = try await Standby.start(at: URL(fileURLWithPath: directory), schema: nil, source: target)
+        } catch let error as ReplicationError {
+            throw ToolFailure(.failure, "cannot stand by for stream \(target.stream): \(error.message)")
+        }
+        var out = StandardOutput()
+        let holder = target.lease?.holder ?? ""
+        out.text("standing by for \(label) in \(directory) as \(holder)\n")
+        try out.flush()
+        let line = StatusLine()
+        var lastShown = ContinuousClock.now
+        while true {
+            let status = standby.status
+            if case .promoted(let epoch) = status.phase {
+                let writer = try await standby.promoted()
+                let sequence = writer.store.stats.lastSequence
+                // The lease is left held, to lapse unless the application takes it over as the
+                // same holder.
+                writer.shipper.stop()
+                try writer.store.close()
+                line.finish()
+                out.text(
+                    "promoted: \(directory) is the writer of stream \(target.stream) at epoch \(epoch) (its journal ends at record \(sequence)); the lease is held as \(holder) for its time to live: open it as the writer with that holder name\n"
+                )
+                try out.flush()
+                return
+            }
+            if case .stopped = status.phase {
+                line.finish()
+                throw ToolFailure(.failure, "the standby of \(label) stopped: \(status.lastError ?? "no reason given")")
+            }
+            if let name = StopSignal.received {
+                try? await standby.stop()
+                line.finish()
+                out.text("stopped standing by for \(label) (\(name))\n")
+                try out.flush()
+                return
+            }
+            if ContinuousClock.now - lastShown >= interval, let follower = standby.follower {
+                line.show("standby: " + Self.describe(follower.status, stream: target.stream))
+                lastShown = ContinuousClock.now
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// `follow PKGD: applied record 57 (stream message 60), lag 0 messages, 12 records applied`.
