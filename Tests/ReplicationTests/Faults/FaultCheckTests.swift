@@ -47,7 +47,12 @@ struct FaultCheckTests {
             print(run.diagnostics())
             throw error
         }
-        let result = try run.check(restores: faultSeconds == nil ? 2 : 6)
+        let result: FaultCheckResult
+        do { result = try run.check(restores: faultSeconds == nil ? 2 : 6) } catch {
+            print(run.result.summary)
+            print(run.diagnostics())
+            throw error
+        }
         print(result.summary)
         let passed = result.passed
         #expect(passed, "\(result.summary)")
