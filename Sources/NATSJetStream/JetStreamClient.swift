@@ -142,8 +142,18 @@ public final class JetStreamClient: Sendable {
 
     // MARK: Streams
 
-    /// Creates the stream, or returns the state of the existing stream of that name (its
-    /// subjects and replicas are left as they are).
+    /// Creates the stream, or returns the state of the existing stream of that name, whose
+    /// subjects and other settings are left as they are.
+    ///
+    /// An existing stream that keeps fewer copies than `configuration.replicas` gets its replicas
+    /// raised (a stream update, which a cluster with enough servers accepts: the new replicas
+    /// copy the stream's messages in the background); one that keeps more is left as it is, so
+    /// that a reader asking for fewer replicas than the writer uses changes nothing.
+    ///
+    /// - Throws: `tooFewReplicas` when the stream cannot keep `configuration.replicas` copies:
+    ///   the server runs alone (a single server keeps one copy whatever a stream's configuration
+    ///   says), or the cluster has fewer servers available than replicas; nothing was changed.
+    ///   `jetStreamNotEnabled` when the server does not run JetStream.
     @discardableResult
     public func ensureStream(_ configuration: StreamConfiguration) throws(JetStreamError) -> StreamState {
         let action = "create stream \(configuration.name) on \(configuration.subjects)"
@@ -168,22 +178,140 @@ public final class JetStreamClient: Sendable {
             } ?? NATS_NO_MEMORY
         }
         defer { if let info { jsStreamInfo_Destroy(info) } }
-        if status == NATS_OK, let info { return makeStreamState(info.pointee.State) }
+        if status == NATS_OK, let info { return try ensureReplicas(info, configuration) }
+        switch jsCode {
         // The server answers "stream name already in use" when a stream of that name exists with
         // another configuration; the same configuration is simply accepted.
-        if jsCode == JSStreamNameExistErr { return try streamState(configuration.name) }
-        throw JetStreamError(status: status, jsCode: jsCode, action: action)
+        case JSStreamNameExistErr:
+            let existing = try streamInfo(configuration.name)
+            defer { jsStreamInfo_Destroy(existing) }
+            return try ensureReplicas(existing, configuration)
+        // A single server refuses more than one replica before it looks for an existing stream.
+        case JSStreamReplicasNotSupportedErr:
+            if let existing = try? streamInfo(configuration.name) {
+                defer { jsStreamInfo_Destroy(existing) }
+                return try ensureReplicas(existing, configuration)
+            }
+            throw JetStreamError(
+                .tooFewReplicas,
+                "\(action): \(configuration.replicas) replicas requested, but the server at \(connectedURL) is not part of a cluster: a single server keeps one copy (run a cluster of at least \(configuration.replicas) servers, or ask for 1 replica) [jsErrCode \(jsCode.rawValue)]"
+            )
+        case JSClusterNoPeersErr where configuration.replicas > 1:
+            throw JetStreamError(
+                .tooFewReplicas,
+                "\(action): \(configuration.replicas) replicas requested, but the cluster has fewer servers available [jsErrCode \(jsCode.rawValue)]"
+            )
+        default:
+            throw JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
+        }
     }
 
-    /// The state of a stream; throws `notFound` when it does not exist.
-    public func streamState(_ stream: String) throws(JetStreamError) -> StreamState {
+    /// How many copies of its messages the stream of `info` keeps: its configured replicas in a
+    /// cluster; 1 on a server that runs alone, whose stream configuration may say more (a stream
+    /// update raising the replicas is accepted there, and changes nothing).
+    static func replicasHeld(_ info: jsStreamInfo) -> Int {
+        guard info.Cluster != nil, let config = info.Config else { return 1 }
+        return max(1, Int(config.pointee.Replicas))
+    }
+
+    /// The state of the stream of `info` once it keeps at least `configuration.replicas` copies:
+    /// raises its replicas when it keeps fewer, or throws `tooFewReplicas`.
+    private func ensureReplicas(
+        _ info: UnsafeMutablePointer<jsStreamInfo>, _ configuration: StreamConfiguration
+    ) throws(JetStreamError) -> StreamState {
+        let requested = configuration.replicas
+        let held = Self.replicasHeld(info.pointee)
+        if held >= requested { return makeStreamState(info.pointee.State) }
+        let what =
+            "stream \(configuration.name) keeps \(held) cop\(held == 1 ? "y" : "ies") of its messages, \(requested) replicas requested"
+        guard info.pointee.Cluster != nil, var config = info.pointee.Config?.pointee else {
+            throw JetStreamError(
+                .tooFewReplicas,
+                "\(what): the server at \(connectedURL) is not part of a cluster, and a single server keeps one copy (run a cluster of at least \(requested) servers, or ask for \(held))"
+            )
+        }
+        // The stream's own configuration, only its replicas changed: an update may change nothing
+        // else without being refused.
+        config.Replicas = Int64(requested)
+        var updated: UnsafeMutablePointer<jsStreamInfo>? = nil
+        var jsCode = jsErrCode(rawValue: 0)
+        let status = js_UpdateStream(&updated, handles.context, &config, nil, &jsCode)
+        defer { if let updated { jsStreamInfo_Destroy(updated) } }
+        let action = "raise the replicas of stream \(configuration.name) from \(held) to \(requested)"
+        guard status == NATS_OK, let updated else {
+            let error = JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
+            // A refusal by the servers is final; a timeout or a lost connection is not.
+            guard jsCode.rawValue != 0 else { throw error }
+            throw JetStreamError(.tooFewReplicas, "\(what), and the servers refused to raise them: \(error.message)")
+        }
+        let raised = Self.replicasHeld(updated.pointee)
+        guard raised >= requested else {
+            throw JetStreamError(
+                .tooFewReplicas, "\(what); the servers accepted to raise them but keep \(raised) (\(action))")
+        }
+        waitUntilCurrent(configuration.name, replicas: requested)
+        return makeStreamState(updated.pointee.State)
+    }
+
+    /// Waits until the stream has a leader and `replicas - 1` other replicas that are current
+    /// (caught up with it), or for ten times the client's timeout: a stream whose replicas were
+    /// just raised elects its leader again and copies its messages to the new replicas, and
+    /// answers nothing meanwhile.
+    private func waitUntilCurrent(_ stream: String, replicas: Int) {
+        let deadline = ContinuousClock.now + .milliseconds(timeoutMilliseconds * 10)
+        while ContinuousClock.now < deadline {
+            var info: UnsafeMutablePointer<jsStreamInfo>? = nil
+            var jsCode = jsErrCode(rawValue: 0)
+            let status = js_GetStreamInfo(&info, handles.context, stream, nil, &jsCode)
+            defer { if let info { jsStreamInfo_Destroy(info) } }
+            if status == NATS_OK, let cluster = info?.pointee.Cluster?.pointee, cluster.Leader != nil,
+                Int(cluster.ReplicasLen) >= replicas - 1, let peers = cluster.Replicas,
+                (0..<Int(cluster.ReplicasLen)).allSatisfy({
+                    peers[$0].map { $0.pointee.Current && !$0.pointee.Offline } ?? false
+                })
+            {
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    /// The stream's information, which the caller destroys; throws `notFound` when it does not
+    /// exist.
+    private func streamInfo(_ stream: String) throws(JetStreamError) -> UnsafeMutablePointer<jsStreamInfo> {
         let action = "stream info of \(stream)"
         try requireConnection(action)
         var info: UnsafeMutablePointer<jsStreamInfo>? = nil
         var jsCode = jsErrCode(rawValue: 0)
         let status = js_GetStreamInfo(&info, handles.context, stream, nil, &jsCode)
-        defer { if let info { jsStreamInfo_Destroy(info) } }
-        guard status == NATS_OK, let info else { throw JetStreamError(status: status, jsCode: jsCode, action: action) }
+        guard status == NATS_OK, let info else {
+            if let info { jsStreamInfo_Destroy(info) }
+            throw JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
+        }
+        return info
+    }
+
+    /// How many copies of its messages a stream keeps (1 on a server that runs alone, whatever
+    /// its configuration says); throws `notFound` when it does not exist.
+    public func replicas(of stream: String) throws(JetStreamError) -> Int {
+        let info = try streamInfo(stream)
+        defer { jsStreamInfo_Destroy(info) }
+        return Self.replicasHeld(info.pointee)
+    }
+
+    /// The URL of the server the client is connected to, or "(not connected)".
+    var connectedURL: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard natsConnection_GetConnectedUrl(handles.connection, &buffer, buffer.count) == NATS_OK else {
+            return "(not connected)"
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The state of a stream; throws `notFound` when it does not exist.
+    public func streamState(_ stream: String) throws(JetStreamError) -> StreamState {
+        let info = try streamInfo(stream)
+        defer { jsStreamInfo_Destroy(info) }
         return makeStreamState(info.pointee.State)
     }
 
@@ -193,7 +321,9 @@ public final class JetStreamClient: Sendable {
         try requireConnection(action)
         var jsCode = jsErrCode(rawValue: 0)
         let status = js_DeleteStream(handles.context, stream, nil, &jsCode)
-        guard status == NATS_OK else { throw JetStreamError(status: status, jsCode: jsCode, action: action) }
+        guard status == NATS_OK else {
+            throw JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
+        }
     }
 
     /// Removes the messages below `sequence` (all subjects, or only `subject`'s, wildcards
@@ -211,7 +341,9 @@ public final class JetStreamClient: Sendable {
             options.Stream.Purge.Subject = subjectPointer
             return js_PurgeStream(handles.context, stream, &options, &jsCode)
         }
-        guard status == NATS_OK else { throw JetStreamError(status: status, jsCode: jsCode, action: action) }
+        guard status == NATS_OK else {
+            throw JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
+        }
     }
 
     // MARK: Publishing
@@ -281,7 +413,7 @@ public final class JetStreamClient: Sendable {
         status = js_PublishMsg(&ackPointer, handles.context, message, &options, &jsCode)
         defer { if let ackPointer { jsPubAck_Destroy(ackPointer) } }
         guard status == NATS_OK, let ack = ackPointer?.pointee else {
-            throw JetStreamError(status: status, jsCode: jsCode, action: action)
+            throw JetStreamError(status: status, jsCode: jsCode, call: .publish, action: action)
         }
         return PublishAck(
             stream: ack.Stream.map { String(cString: $0) } ?? "", sequence: ack.Sequence, duplicate: ack.Duplicate)
@@ -334,9 +466,11 @@ public final class JetStreamClient: Sendable {
             return directGetMessage(message)
         }
         // A missing stream is an error; a missing message in an existing stream is nil.
-        if jsCode == JSStreamNotFoundErr { throw JetStreamError(status: status, jsCode: jsCode, action: action) }
+        if jsCode == JSStreamNotFoundErr {
+            throw JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
+        }
         if status == NATS_NOT_FOUND || jsCode == JSNoMessageFoundErr { return nil }
-        throw JetStreamError(status: status, jsCode: jsCode, action: action)
+        throw JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
     }
 
     /// A reader of `stream` from `sequence` on (1 or 0: from the first message held), only of

@@ -138,7 +138,8 @@ public final class JetStreamReader: Sendable {
                 "\(action): the consumer \(consumer) no longer exists (deleted after inactivity, or gone with the server that held it); make a new reader"
             )
         }
-        throw JetStreamError(status: status, jsCode: jsCode, action: "\(action): consumer info of \(consumer)")
+        throw JetStreamError(
+            status: status, jsCode: jsCode, call: .api, action: "\(action): consumer info of \(consumer)")
     }
 
     /// Creates the consumer and a pull subscription bound to it.
@@ -162,7 +163,7 @@ public final class JetStreamReader: Sendable {
         }
         defer { if let infoPointer { jsConsumerInfo_Destroy(infoPointer) } }
         guard status == NATS_OK, let namePointer = infoPointer?.pointee.Name else {
-            throw JetStreamError(status: status, jsCode: jsCode, action: action)
+            throw JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
         }
         let consumer = String(cString: namePointer)
         var subscriptionPointer: OpaquePointer? = nil
@@ -177,7 +178,7 @@ public final class JetStreamReader: Sendable {
         }
         guard status == NATS_OK, let subscription = subscriptionPointer else {
             let error = JetStreamError(
-                status: status, jsCode: jsCode, action: "\(action): subscribe to consumer \(consumer)")
+                status: status, jsCode: jsCode, call: .api, action: "\(action): subscribe to consumer \(consumer)")
             if let subscriptionPointer { natsSubscription_Destroy(subscriptionPointer) }
             _ = js_DeleteConsumer(client.handles.context, stream, consumer, nil, &jsCode)
             throw error

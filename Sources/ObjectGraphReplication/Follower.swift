@@ -321,7 +321,7 @@ public final class Follower: Sendable {
                                     "record \(record.sequence) at stream message \(batch.lastStreamSequence) comes before any schema record"
                                 )
                             }
-                            pending.append((record, schema, batch.position(of: i).encoded))
+                            pending.append((record, schema, batch.position(of: i).encoded(stream: target.stream)))
                         case .base:
                             throw ReplicationError(
                                 .badMessage,
@@ -504,7 +504,7 @@ public final class Follower: Sendable {
         // The base's records as they came: nothing decompressed or compressed again.
         try journal.compact(
             shipped: records,
-            origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded)
+            origin: base.origin)
         try journal.close()
     }
 }

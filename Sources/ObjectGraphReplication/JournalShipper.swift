@@ -127,6 +127,8 @@ public final class JournalShipper: Sendable {
         var writtenEpoch: UInt64 = 0
         /// Set by the first ``fence(_:stream:holder:)``.
         var fencing = false
+        /// The report a fenced writer left, kept up to date as it goes on saving locally.
+        var fencedReport: FencedReport?
         /// Attached while the servers were away: the stream is compared with the journal before
         /// anything ships.
         var examinationPending = false
@@ -178,6 +180,7 @@ public final class JournalShipper: Sendable {
             // The report is on disk before any save learns it was fenced.
             if let directory { try? WriterFiles.writeFenced(report, in: directory) }
             condition.lock()
+            fencedReport = report
             status.fenced = reason
             status.diverged = reason
             metrics?.fenced.record(1)
@@ -302,6 +305,14 @@ public final class JournalShipper: Sendable {
         let fullBatch = maxPart
         options.journal.onDurable = { records in
             box.condition.lock()
+            if var report = box.fencedReport, let last = records.last, let directory = box.source?.directory {
+                // A fenced writer's later saves are kept aside too: the report says so.
+                report.lastSequence = max(report.lastSequence, last.sequence)
+                box.fencedReport = report
+                box.condition.unlock()
+                try? WriterFiles.writeFenced(report, in: directory)
+                return
+            }
             defer { box.condition.unlock() }
             guard box.status.diverged == nil else { return }
             if let last = records.last { box.arrived(through: last.sequence) }

@@ -20,7 +20,10 @@ public struct ReplicationTarget: Sendable {
     public var stream: String
     /// The prefix of the stream's two subjects. Default: the stream's name, lowercased.
     public var subjectPrefix: String
-    /// How many servers keep each message (the stream's replicas), when the stream is created.
+    /// How many servers keep each message (the stream's replicas): the stream is created with
+    /// them, and an existing stream that keeps fewer has them raised (a cluster with enough
+    /// servers accepts it) or is refused with ``ReplicationError`` code `tooFewReplicas`. A
+    /// stream that keeps more is left as it is: a follower may ask for fewer than its writer.
     public var replicas: Int
     /// When `save()` returns: see ``ShippingPolicy``.
     public var policy: ShippingPolicy
@@ -123,6 +126,10 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         /// Another holder's writer lease on the stream is live: this writer may not start (or a
         /// standby may not take over yet).
         case leaseHeld
+        /// The stream keeps fewer copies than the target's `replicas` and they could not be
+        /// raised (a single server, or too few servers available in the cluster). Nothing was
+        /// shipped.
+        case tooFewReplicas
     }
 
     /// The kind of failure.

@@ -94,7 +94,7 @@ public enum Restore {
             let records = try client.readBase(base, source)
             try journal.compact(
                 shipped: records,
-                origin: Position(recordSequence: base.covers, streamSequence: base.lastStreamSequence).encoded)
+                origin: base.origin)
             schema = journal.schema
             readFrom = base.lastStreamSequence + 1
             applied = base.covers
@@ -144,7 +144,9 @@ public enum Restore {
                             throw ReplicationError(
                                 .badMessage, "record \(record.sequence) comes before any schema record")
                         }
-                        try journal.append(shipped: record, schema: schema, origin: batch.position(of: i).encoded)
+                        try journal.append(
+                            shipped: record, schema: schema,
+                            origin: batch.position(of: i).encoded(stream: source.stream))
                         count += 1
                     case .base:
                         throw ReplicationError(

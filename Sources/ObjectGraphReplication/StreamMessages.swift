@@ -218,16 +218,24 @@ struct RecordAssembler {
 }
 
 /// A replica's position: the writer's record it applied last and the stream message that
-/// carried (the last part of) it. Stored as the replica journal's origin.
+/// carried (the last part of) it. Stored as the replica journal's origin: "OGR1", the two
+/// sequences (`u64` little-endian each), then the stream's name in UTF-8 when it is known
+/// (``ReplicaOrigin`` decodes it for tools).
 struct Position: Sendable, Hashable {
     var recordSequence: UInt64
     var streamSequence: UInt64
 
-    var encoded: [UInt8] {
+    /// The origin payload without the stream's name.
+    var encoded: [UInt8] { encoded(stream: nil) }
+
+    /// The origin payload, naming `stream` (which makes it at most 20 + 255 bytes: a longer name
+    /// is left out).
+    func encoded(stream: String?) -> [UInt8] {
         var bytes: [UInt8] = Array("OGR1".utf8)
         for v in [recordSequence, streamSequence] {
             for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
         }
+        if let stream, stream.utf8.count <= 255 { bytes += Array(stream.utf8) }
         return bytes
     }
 
@@ -237,10 +245,39 @@ struct Position: Sendable, Hashable {
     }
 
     init?(_ bytes: [UInt8]?) {
-        guard let bytes, bytes.count == 20, bytes.prefix(4).elementsEqual("OGR1".utf8) else { return nil }
+        guard let bytes, bytes.count >= 20, bytes.prefix(4).elementsEqual("OGR1".utf8) else { return nil }
         func u64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) } }
         recordSequence = u64(4)
         streamSequence = u64(12)
+    }
+
+    /// The stream's name an origin payload carries after the sequences; nil when it has none.
+    static func stream(in bytes: [UInt8]) -> String? {
+        guard bytes.count > 20 else { return nil }
+        return String(validating: bytes[20...], as: UTF8.self)
+    }
+}
+
+/// Where a record of a replica (a follower's directory, or a restored store) came from, as its
+/// journal's origin records hold it: the writer's record and the stream message that carried
+/// it. Tools read it from an origin record's payload (type 0x80) or from ``ObjectStore/origin``.
+public struct ReplicaOrigin: Sendable, Hashable {
+    /// The record's sequence in the writer's journal (the replica numbers its records its own
+    /// way).
+    public var writerSequence: UInt64
+    /// The stream message that carried (the last part of) the record; for a record other than
+    /// the last of its batch, the message before the batch (a replica stopped inside a batch
+    /// reads it again from there).
+    public var streamSequence: UInt64
+    /// The stream's name; nil in an origin written without it.
+    public var stream: String?
+
+    /// Decodes an origin payload; nil when it is not one a follower or a restore writes.
+    public init?(payload: [UInt8]) {
+        guard let position = Position(payload) else { return nil }
+        writerSequence = position.recordSequence
+        streamSequence = position.streamSequence
+        stream = Position.stream(in: payload)
     }
 }
 
@@ -250,6 +287,13 @@ struct BaseLocation: Sendable {
     var lastStreamSequence: UInt64
     var covers: UInt64
     var time: Date
+    /// The stream's name.
+    var stream: String
+
+    /// The origin of a journal made from this base: the record it covers, its last message.
+    var origin: [UInt8] {
+        Position(recordSequence: covers, streamSequence: lastStreamSequence).encoded(stream: stream)
+    }
 }
 
 extension JetStreamClient {
@@ -277,7 +321,7 @@ extension JetStreamClient {
         }
         return BaseLocation(
             firstStreamSequence: last.sequence - UInt64(parts - 1), lastStreamSequence: last.sequence, covers: covers,
-            time: last.time)
+            time: last.time, stream: target.stream)
     }
 
     /// The bases in the stream, oldest first (reads their messages).
@@ -380,7 +424,9 @@ extension JetStreamClient {
 }
 
 extension ReplicationError {
+    /// The error for a failed JetStream call: `tooFewReplicas` for a stream that cannot keep
+    /// the replicas asked for, `server` otherwise.
     init(_ error: JetStreamError, while doing: String) {
-        self.init(.server, "\(doing): \(error)")
+        self.init(error.code == .tooFewReplicas ? .tooFewReplicas : .server, "\(doing): \(error)")
     }
 }

@@ -44,7 +44,8 @@ func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
 struct FailoverTests {
     @Test func aStandbyTakesTheStreamOverAndTheOldWriterIsFenced() async throws {
         let server = try NATSServer.start()
-        let target = leasedTarget([server.url])
+        // A lease long enough that a loaded machine does not let it lapse by itself.
+        let target = leasedTarget([server.url], ttl: .seconds(3))
         let oldDirectory = replicationDirectory()
         let old = try ReplicatedStore.open(at: oldDirectory, schema: pkgSchema, target: asHolder(target, "old"))
         for round in 0..<10 { try syncRound(old.context, round: round) }
@@ -82,8 +83,9 @@ struct FailoverTests {
         #expect(old.shipper.status.fenced != nil)
         let report = try #require(FencedReport.read(from: oldDirectory))
         #expect(report.stream == target.stream)
+        // The refused save is among the records kept aside.
         #expect(report.unshippedRecords >= 1)
-        #expect(report.lastSequence >= old.store.stats.lastSequence - 1)
+        #expect(report.lastSequence == old.store.stats.lastSequence)
         _ = try? old.close()
 
         // It cannot be opened as the writer again while its report is there.

@@ -314,6 +314,64 @@ struct ToolReplicationTests {
 
     // MARK: follow
 
+    @Test func statsVerifyAndDumpOfAReplicaOrARestoreNameTheStreamAndTheWritersSequences() async throws {
+        let server = try NATSServer.start()
+        var writer = try Writer(server: server)
+        for _ in 0..<3 { try writer.save() }
+        try writer.store.close()
+        let stream = writer.target.stream
+        let sequences = writer.states.map(\.sequence)
+        let last = try #require(sequences.last)
+        let replica = scratchDirectory("replica")
+        let follow = try await Self.tool(
+            ["follow"] + writer.sourceArguments + [replica.path, "--until-seq", "\(last)"])
+        #expect(follow.status == 0, "\(follow.stderr)")
+        let restored = scratchDirectory("restored")
+        let restore = try await Self.tool(["restore"] + writer.sourceArguments + ["--latest", restored.path])
+        #expect(restore.status == 0, "\(restore.stderr)")
+
+        for directory in [replica, restored] {
+            let stats = try await Self.tool(["stats", directory.path])
+            #expect(stats.status == 0, "\(stats.stderr)")
+            // Each record from the stream comes after an origin record: the store's own numbers
+            // run ahead of the writer's.
+            #expect(stats.stdout.contains(", 3 origin)\n"), "\(stats.stdout)")
+            #expect(stats.stdout.contains(" (this store's own numbering)\n"), "\(stats.stdout)")
+            #expect(
+                stats.stdout.contains(
+                    "replica of        stream \(stream): origin records say where each record came from\n"),
+                "\(stats.stdout)")
+            #expect(
+                stats.stdout.contains(
+                    "writer sequence   \(last) (the writer's record applied last, from stream message "),
+                "\(stats.stdout)")
+            let json = try await Self.tool(["stats", "--json", directory.path])
+            #expect(
+                json.stdout.contains(
+                    "\"originRecords\":3,\"origin\":{\"stream\":\"\(stream)\",\"writerSequence\":\(last),\"streamSequence\":"
+                ),
+                "\(json.stdout)")
+
+            let verify = try await Self.tool(["verify", directory.path])
+            #expect(verify.status == 0, "\(verify.stderr)")
+            print("graph-journal stats and verify of \(directory.lastPathComponent):\n\(stats.stdout)\(verify.stdout)")
+            #expect(verify.stdout.contains(" base, 3 origin, 0 skipped), last sequence "), "\(verify.stdout)")
+            #expect(
+                verify.stdout.contains(
+                    "; a replica of stream \(stream), the writer's record \(last) applied last (stream message "),
+                "\(verify.stdout)")
+
+            let dump = try await Self.tool(["dump", directory.path])
+            #expect(dump.status == 0, "\(dump.stderr)")
+            let origins = dump.stdout.split(separator: "\n").filter { $0.contains("\"kind\":\"origin\"") }
+            #expect(origins.count == 3, "\(dump.stdout)")
+            for (line, sequence) in zip(origins, sequences) {
+                #expect(line.contains(",\"stream\":\"\(stream)\",\"writerSeq\":\(sequence),\"streamSeq\":"), "\(line)")
+            }
+            #expect(!dump.stdout.contains("\"skipped\""), "\(dump.stdout)")
+        }
+    }
+
     @Test func followReplicatesANewStoreFromTheLogAndResumesWhileTheWriterSaves() async throws {
         let server = try NATSServer.start()
         var writer = try Writer(server: server)

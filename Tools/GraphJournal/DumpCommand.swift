@@ -2,6 +2,7 @@ import ArgumentParser
 import GraphJournal
 import GraphJournalProgress
 import ObjectGraph
+import ObjectGraphReplication
 
 /// `graph-journal dump DIR`: the journal as JSON Lines, for `jq`.
 struct Dump: ParsableCommand {
@@ -18,6 +19,14 @@ struct Dump: ParsableCommand {
             lists the model versions the store went through when that schema was written, oldest \
             first, the last one the schema's own ([] for a store written without versions). \
             --schema writes only the schema records.
+
+            A replica (a follower's directory) or a restored store has an origin record before \
+            each record that came from a stream: {"seq":4,"kind":"origin","stream":"PKGD",\
+            "writerSeq":2,"streamSeq":7}: the record after it is the writer's record 2, carried \
+            by stream message 7 ("stream" is null when the origin does not name it). An empty \
+            origin ("the record after me has none") is {"seq":4,"kind":"origin","none":true}; \
+            one of another format {"seq":4,"kind":"origin","bytes":20}. Records of a type the \
+            tool does not know are {"seq":4,"kind":"skipped","type":129}.
 
             Relationships stored as links (many-to-many, ordered to-many): the schema line \
             lists them, "links":[{"relationship":"Playlist.tracks (ordered) ↔ Track.playlists \
@@ -126,7 +135,11 @@ struct Dump: ParsableCommand {
                 case nil:
                     guard !schemaOnly else { break }
                     out.json.raw("{\"seq\":"); out.json.uint(sequence)
-                    out.json.raw(",\"kind\":\"skipped\",\"type\":"); out.json.uint(UInt64(record.entry.type));
+                    if record.entry.type == 0x80 {
+                        writeOrigin(record.payload, to: &out.json)
+                    } else {
+                        out.json.raw(",\"kind\":\"skipped\",\"type\":"); out.json.uint(UInt64(record.entry.type))
+                    }
                     out.json.raw("}\n")
                 }
                 try out.flushIfFull()
@@ -181,6 +194,21 @@ struct Dump: ParsableCommand {
                 exit = .corrupt
             }
             if exit != .success { throw ExitCode(exit.rawValue) }
+        }
+    }
+
+    /// An origin record's fields after its sequence: the stream, the writer's record and the
+    /// stream message when a follower or a restore wrote it.
+    private func writeOrigin(_ payload: [UInt8], to w: inout JSONWriter) {
+        w.raw(",\"kind\":\"origin\"")
+        if payload.isEmpty {
+            w.raw(",\"none\":true")
+        } else if let origin = ReplicaOrigin(payload: payload) {
+            w.raw(",\"stream\":"); if let stream = origin.stream { w.string(stream) } else { w.raw("null") }
+            w.raw(",\"writerSeq\":"); w.uint(origin.writerSequence)
+            w.raw(",\"streamSeq\":"); w.uint(origin.streamSequence)
+        } else {
+            w.raw(",\"bytes\":"); w.int(Int64(payload.count))
         }
     }
 

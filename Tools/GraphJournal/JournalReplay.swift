@@ -186,7 +186,18 @@ struct JournalReplay {
     private(set) var schemaRecordVersions: [String?] = []
     private(set) var transactions = 0
     private(set) var baseRecords = 0
+    /// Records of a type this tool skips, other than origin records.
     private(set) var skippedRecords = 0
+    /// Origin records (type 0x80): in a replica or a restored store, where each record that came
+    /// from a stream came from (Docs/JournalFormat.md, "Origin records").
+    private(set) var originRecords = 0
+    /// The journal's origin after the records read, as `Journal.origin` finds it: the payload
+    /// of the origin record of the last data record that had one.
+    private(set) var origin: [UInt8]?
+    /// An origin record's payload that no data record followed yet.
+    private var pendingOrigin: [UInt8]?
+    /// The segment of the record read last.
+    private var lastFile: String?
 
     init(keepValues: Bool, trackObjects: Bool = true) {
         self.keepValues = keepValues
@@ -214,6 +225,7 @@ struct JournalReplay {
     /// schema in force); returns its change set, as ``apply(_:)``.
     @discardableResult
     mutating func apply(_ record: JournalReadRecord, decoded: Result<ChangeSet, StoreError>?) -> ChangeSet? {
+        noteOrigins(record.entry, payload: record.entry.type == originType ? record.payload : nil)
         switch record.entry.kind {
         case .schema:
             applySchema(record.payload, record.entry)
@@ -238,9 +250,36 @@ struct JournalReplay {
             }
             return changes
         case nil:
-            skippedRecords += 1
+            if record.entry.type != originType { skippedRecords += 1 }
             return nil
         }
+    }
+
+    /// The type of origin records.
+    private var originType: UInt8 { 0x80 }
+
+    /// Follows the journal's origin (Docs/JournalFormat.md, "Origin records") through one
+    /// record, before it is applied; `payload` is an origin record's.
+    private mutating func noteOrigins(_ entry: JournalReport.Entry, payload: [UInt8]?) {
+        // A base is written whole: a pending origin at its end holds.
+        if let lastFile, lastFile != entry.file, lastFile.hasSuffix(".base") { settleOrigin() }
+        lastFile = entry.file
+        if entry.type == originType {
+            originRecords += 1
+            pendingOrigin = payload ?? []
+        } else if entry.kind == .transaction || entry.kind == .base {
+            settleOrigin()
+        }
+    }
+
+    private mutating func settleOrigin() {
+        if let pending = pendingOrigin, !pending.isEmpty { origin = pending }
+        pendingOrigin = nil
+    }
+
+    /// Settles what the end of the journal settles: a pending origin at the end of a base.
+    mutating func finishOrigins() {
+        if lastFile?.hasSuffix(".base") == true { settleOrigin() }
     }
 
     /// Checks one record without building its values (`verify`): reports exactly what
@@ -256,6 +295,12 @@ struct JournalReplay {
     /// not list link changes): each payload is read whole and decoded as ``apply(_:)`` does.
     mutating func check(_ entry: JournalReport.Entry, payload: JournalPayload, outline: inout TransactionOutline) {
         precondition(!keepValues, "check(_:payload:outline:) tracks serials only")
+        if entry.type == originType {
+            // A payload that does not decompress counts as empty, as `Journal.origin` counts it.
+            noteOrigins(entry, payload: payload.readRest() ?? [])
+            return
+        }
+        noteOrigins(entry, payload: nil)
         switch entry.kind {
         case .schema:
             guard let bytes = payload.readRest() else { return }

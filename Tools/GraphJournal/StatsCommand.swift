@@ -2,6 +2,7 @@ import ArgumentParser
 import GraphJournal
 import GraphJournalProgress
 import ObjectGraph
+import ObjectGraphReplication
 
 /// `graph-journal stats DIR`: counts, sizes and live objects per entity.
 struct Stats: ParsableCommand {
@@ -22,6 +23,13 @@ struct Stats: ParsableCommand {
             a damaged journal the figures cover the valid prefix and the health line says what \
             is wrong.
 
+            A replica (a follower's directory) or a restored store numbers its records its own \
+            way and puts an origin record before each record that came from a stream: where it \
+            came from. Its "last sequence" is its own; "replica of" names the stream and \
+            "writer sequence" the writer's record applied last and the stream message that \
+            carried it (the journal's origin). --json adds "originRecords" and "origin" \
+            ({"stream","writerSequence","streamSequence"}) for such a store.
+
             \(ToolExit.helpText)
             """
     )
@@ -36,7 +44,9 @@ struct Stats: ParsableCommand {
             var pipeline = ParallelReplay(JournalReplay(keepValues: true))
             let report = try Journal.readRecords(directory: store.path) { try pipeline.feed($0) { _, _, _ in } }
             try pipeline.finish { _, _, _ in }
-            let figures = StatsFigures(directory: store.path, report: report, replay: pipeline.replay)
+            var replay = pipeline.replay
+            replay.finishOrigins()
+            let figures = StatsFigures(directory: store.path, report: report, replay: replay)
             var out = StandardOutput()
             if json { figures.writeJSON(to: &out.json) } else { figures.writeText(to: &out) }
             try out.flush()
@@ -68,6 +78,11 @@ struct StatsFigures {
     var links: [LinkState]
     var liveBytesEstimate: Int64
     var health: String
+    /// Origin records: how many, and the journal's origin after them (a replica or a restored
+    /// store's), decoded when a follower or a restore wrote it.
+    var originRecords: Int
+    var origin: [UInt8]?
+    var replicaOrigin: ReplicaOrigin? { origin.flatMap { ReplicaOrigin(payload: $0) } }
 
     init(directory: String, report: JournalReport, replay: JournalReplay) {
         self.directory = directory
@@ -81,6 +96,8 @@ struct StatsFigures {
         rawPayloadBytes = report.entries.reduce(0) { $0 + Int64($1.rawLength) }
         storedPayloadBytes = report.entries.reduce(0) { $0 + Int64($1.storedLength) }
         lastSequence = report.entries.last?.sequence ?? 0
+        originRecords = replay.originRecords
+        origin = replay.origin
         formatVersion = report.formatVersion
         schemaVersions = replay.schema?.versions ?? []
         schemaRecordVersions = replay.schemaRecordVersions
@@ -122,9 +139,27 @@ struct StatsFigures {
         row("store", directory)
         row("format version", "\(formatVersion)")
         row("segments", "\(files.count) (\(files.joined(separator: ", ")))")
-        row("records", "\(records) (\(schemaRecords) schema, \(transactions) transaction, \(baseRecords) base)")
+        let origins = originRecords > 0 ? ", \(originRecords) origin" : ""
+        row(
+            "records",
+            "\(records) (\(schemaRecords) schema, \(transactions) transaction, \(baseRecords) base\(origins))")
         row("transactions", "\(transactions)")
-        row("last sequence", "\(lastSequence)")
+        if let replica = replicaOrigin {
+            row("last sequence", "\(lastSequence) (this store's own numbering)")
+            row(
+                "replica of",
+                (replica.stream.map { "stream \($0)" } ?? "a stream (its name is not recorded)")
+                    + ": origin records say where each record came from")
+            row(
+                "writer sequence",
+                "\(replica.writerSequence) (the writer's record applied last, from stream message \(replica.streamSequence))"
+            )
+        } else if let origin {
+            row("last sequence", "\(lastSequence)")
+            row("origin", "\(origin.count) bytes, not a replica's position in a stream")
+        } else {
+            row("last sequence", "\(lastSequence)")
+        }
         row("schema versions", versionHistory)
         row("bytes on disk", formatBytes(bytesOnDisk))
         row("payload bytes", "\(rawPayloadBytes) raw, \(storedPayloadBytes) stored")
@@ -163,6 +198,18 @@ struct StatsFigures {
         w.raw(",\"transactions\":"); w.int(Int64(transactions))
         w.raw(",\"baseRecords\":"); w.int(Int64(baseRecords))
         w.raw(",\"lastSequence\":"); w.uint(lastSequence)
+        if originRecords > 0 || origin != nil {
+            w.raw(",\"originRecords\":"); w.int(Int64(originRecords))
+            w.raw(",\"origin\":")
+            if let replica = replicaOrigin {
+                w.raw("{\"stream\":"); if let stream = replica.stream { w.string(stream) } else { w.raw("null") }
+                w.raw(",\"writerSequence\":"); w.uint(replica.writerSequence)
+                w.raw(",\"streamSequence\":"); w.uint(replica.streamSequence)
+                w.raw("}")
+            } else {
+                w.raw("null")
+            }
+        }
         w.raw(",\"schemaVersionsSeen\":"); w.int(Int64(schemaRecords))
         w.raw(",\"schemaVersions\":[")
         for (i, v) in schemaVersions.enumerated() { if i > 0 { w.raw(",") }; w.string(v) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import GraphJournal
 import GraphJournalProgress
 import ObjectGraph
+import ObjectGraphReplication
 
 /// `graph-journal verify DIR`: checks every record; the exit code tells clean, torn tail or corrupt.
 struct Verify: ParsableCommand {
@@ -13,6 +14,12 @@ struct Verify: ParsableCommand {
             (torn-tail, corruption, payload, leftover-file), file and byte offset. Leftover files \
             (unlisted segments of an interrupted compaction) are reported but do not change the \
             verdict: the next writer removes them.
+
+            A replica (a follower's directory) or a restored store holds an origin record (type \
+            0x80) before each record that came from a stream: the writer's sequence of that \
+            record and the stream message that carried it. They are counted as "origin", not \
+            checked against a schema; "skipped" counts records of other types this tool does \
+            not know.
 
             When standard error is a terminal and the check takes longer than half a second, a \
             progress bar there shows the bytes of the journal checked out of its segments' size \
@@ -70,6 +77,7 @@ struct VerifyResult {
             replay.check(entry, payload: payload, outline: &outline)
             progress?.passed(entry)
         }
+        replay.finishOrigins()
         return VerifyResult(directory: directory, report: report, replay: replay)
     }
 
@@ -132,9 +140,19 @@ struct VerifyResult {
         let r = replay
         out.text("verify \(directory)\n")
         out.text("segments: \(report.files.joined(separator: ", "))\n")
+        let origins = r.originRecords > 0 ? "\(r.originRecords) origin, " : ""
         out.text(
-            "records: \(report.entries.count) (\(r.schemaRecords) schema, \(r.transactions) transaction, \(r.baseRecords) base, \(r.skippedRecords) skipped), last sequence \(lastSequence)\n"
+            "records: \(report.entries.count) (\(r.schemaRecords) schema, \(r.transactions) transaction, \(r.baseRecords) base, \(origins)\(r.skippedRecords) skipped), last sequence \(lastSequence)\n"
         )
+        if r.originRecords > 0 {
+            var line =
+                "origin records: where each record that came from a stream came from (the writer's sequence and the stream message); sequences here are this store's own"
+            if let origin = r.origin.flatMap({ ReplicaOrigin(payload: $0) }) {
+                line +=
+                    "; a replica of \(origin.stream.map { "stream \($0)" } ?? "a stream"), the writer's record \(origin.writerSequence) applied last (stream message \(origin.streamSequence))"
+            }
+            out.text(line + "\n")
+        }
         for p in problems {
             var line = "\(p.kind): \(p.file)"
             if let offset = p.offset { line += " at byte \(offset)" }
@@ -175,6 +193,7 @@ struct VerifyResult {
         w.raw(",\"schemaRecords\":"); w.int(Int64(r.schemaRecords))
         w.raw(",\"transactions\":"); w.int(Int64(r.transactions))
         w.raw(",\"baseRecords\":"); w.int(Int64(r.baseRecords))
+        if r.originRecords > 0 { w.raw(",\"originRecords\":"); w.int(Int64(r.originRecords)) }
         w.raw(",\"skippedRecords\":"); w.int(Int64(r.skippedRecords))
         w.raw(",\"lastSequence\":"); w.uint(lastSequence)
         w.raw(",\"problems\":[")

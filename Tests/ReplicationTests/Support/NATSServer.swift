@@ -17,9 +17,42 @@ final class NATSServer: @unchecked Sendable {
         return directories.map { "\($0)/nats-server" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
+    /// The installed version as "2.9", or "(unknown version)".
+    static var versionText: String { version.map { "\($0.major).\($0.minor)" } ?? "(unknown version)" }
+
     /// Why the tests that need a server cannot run here, or nil when they can.
     static var unavailableReason: String? {
         executable == nil ? "nats-server is not installed (Tools/install-deps.sh installs Debian's nats-server)" : nil
+    }
+
+    /// The installed nats-server's version as (major, minor), from `nats-server --version`; nil
+    /// when it cannot be read.
+    static let version: (major: Int, minor: Int)? = {
+        guard let executable else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--version"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        // "nats-server: v2.9.10"
+        guard let v = output.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines).dropFirst()
+        else { return nil }
+        let parts = v.split(separator: ".").compactMap { Int($0) }
+        return parts.count >= 2 ? (parts[0], parts[1]) : nil
+    }()
+
+    /// The safest fsync setting of the installed nats-server, for its `jetstream {}` block:
+    /// `sync_interval: always` (fsync each message before acknowledging it) from 2.10 on. 2.9
+    /// has no setting and refuses the field ("unknown field"): its file store fsyncs a stream's
+    /// messages every 2 minutes and a stream's Raft log every 5, hard-coded
+    /// (Docs/Replication.md, "Durability of the servers").
+    static var safestSyncSetting: String? {
+        guard let version, version.major > 2 || (version.major == 2 && version.minor >= 10) else { return nil }
+        return "sync_interval: always"
     }
 
     let name: String
@@ -77,6 +110,7 @@ final class NATSServer: @unchecked Sendable {
                   store_dir: "\(directory.appendingPathComponent("store").path)"
                   max_memory_store: 256MB
                   max_file_store: 2GB
+                  \(Self.safestSyncSetting ?? "# no fsync setting in nats-server \(Self.versionText): every 2 minutes")
                 }
 
                 """
