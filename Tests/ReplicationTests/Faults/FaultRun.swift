@@ -310,8 +310,20 @@ final class FaultRun: @unchecked Sendable {
                 "fault check: \(new.name) took over \(Int(promotion)) ms after the kill, first acknowledged save at \(Int(save)) ms"
             )
         }
-        try waitFor("the old writer \(old.name) to stop", nil) { !old.process.isRunning }
-        if Self.wasFenced(old) {
+        // The old writer must stop fenced once it reaches the servers. Waited for while the new
+        // writer acknowledges 300 saves (seconds): one still running then has not noticed it
+        // was fenced; it is stopped, and reported as a deviation (it wrote nothing to the
+        // stream, which the check shows).
+        let goal = new.acknowledgedCount + 300
+        try waitFor("the old writer \(old.name) to stop", new) {
+            !old.process.isRunning || new.acknowledgedCount >= goal
+        }
+        if old.process.isRunning {
+            result.deviations.append(
+                "the old writer \(old.name) still ran, not fenced, after \(new.name) acknowledged 300 saves: \(old.lines.suffix(2).joined(separator: " | "))"
+            )
+            signalChild(old.process, SIGKILL)
+        } else if Self.wasFenced(old) {
             result.fencedWriters += 1
             log("fault check: the old writer \(old.name) stopped fenced")
         } else if old.process.terminationReason != .uncaughtSignal || old.process.terminationStatus != SIGKILL {
@@ -472,7 +484,7 @@ final class FaultRun: @unchecked Sendable {
     /// The writer sequence a replica's origin names (`Position`: "OGR1", then the record and
     /// the stream message, u64 little-endian).
     static func appliedSequence(_ origin: [UInt8]?) -> UInt64 {
-        guard let origin, origin.count == 20, origin.prefix(4).elementsEqual("OGR1".utf8) else { return 0 }
+        guard let origin, origin.count >= 20, origin.prefix(4).elementsEqual("OGR1".utf8) else { return 0 }
         return (0..<8).reduce(0) { $0 | UInt64(origin[4 + $1]) << (8 * UInt64($1)) }
     }
 
