@@ -10,6 +10,8 @@
 #   make bench-links   many-to-many and ordered relationships against to-one slots: build, open, memory, removal (Tools/Benchmarks/Results/links.md)
 #   make fuzz   longer property runs, then the libFuzzer targets: the journal reader's, and hostile payloads through open, point in time and a follower (FUZZ_SECONDS each)
 #   make replication-test   the replication suites against real nats-server processes, with 20 kill rounds
+#   make fault-check   FAULT_SECONDS (300) of faults on a 3-server cluster, a writer, a standby and a follower, then the Jepsen-style check
+#   make bench-failover   20 failovers on a 3-server loopback cluster: SIGKILL to the standby's first acknowledged save (Tools/Benchmarks/Results/failover.md)
 #   make soak   200 SIGKILL rounds of the crash test per durability policy, 2000 damage cases, then make tsan
 #   make migration-soak   50 SIGKILLs of a process migrating a 100k-object store, and a fault at every I/O call of a migration
 #   make tsan   the concurrency tests built with the thread sanitizer
@@ -25,7 +27,7 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 DEPS := Tools/install-deps.sh
 
-.PHONY: all deps build demo test docs format lint replication-test fuzz soak migration-soak tsan bench bench-concurrency bench-replication bench-peers bench-mapping bench-http example example-cluster fixture install clean
+.PHONY: all deps build demo test docs format lint replication-test fault-check bench-failover fuzz soak migration-soak tsan bench bench-concurrency bench-replication bench-peers bench-mapping bench-http example example-cluster fixture install clean
 
 all: build
 
@@ -85,6 +87,19 @@ fuzz: deps
 # with 4 kill rounds; this runs them with 20, about 2 minutes.
 replication-test: deps
 	OBJECTGRAPH_REPLICATION_KILL_ROUNDS=20 $(SWIFT) test --filter ReplicationTests
+
+# The fault checker (Tests/ReplicationTests/Faults; Docs/Replication.md, "Checking failover
+# under faults"): 3 nats-servers, a writer under the synchronous policy, a standby and a plain
+# follower, each a process (objectgraph-fault-child); for FAULT_SECONDS it injects one fault a
+# round (kill -9 of the writer, SIGSTOP of the writer past its lease, kill -9 and restart of a
+# server or the follower, and partitions over network namespaces where `ip netns` is allowed),
+# then stops everything and checks the stream, every acknowledged save and every follower's
+# directory. make test runs a short pass of 3 rounds. Needs root for the partitions; skipped
+# with a message elsewhere.
+FAULT_SECONDS ?= 300
+
+fault-check: deps
+	OBJECTGRAPH_FAULT_SECONDS=$(FAULT_SECONDS) $(SWIFT) test --filter FaultCheckTests
 
 soak: deps
 	OBJECTGRAPH_CRASH_ROUNDS=200 $(SWIFT) test --filter Crash
@@ -157,6 +172,24 @@ bench-replication: deps
 	       echo "Command: \`make bench-replication\` (\`replication-comparison\`, release build)."; echo; \
 	       $$bin/replication-comparison; } > Results/replication.md
 	cat Tools/Benchmarks/Results/replication.md
+
+# 20 failovers on three nats-servers in one JetStream cluster on loopback (free ports, stores in a
+# temporary directory): a writer with the stream's lease (default time to live) saving under the
+# synchronous policy is SIGKILLed, and the time until its standby took the stream over and until
+# the standby's first acknowledged save is measured; the standby is then the writer and a new one
+# starts. Writes Tools/Benchmarks/Results/failover.md (p50 and p99 against the lease's time to
+# live) stamped with the commit, the date and the load average. About 2 minutes after the release
+# build; macros as for make demo.
+bench-failover: deps
+	$(SWIFT) build --product ObjectGraphMacros
+	cd Tools/Benchmarks && export OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) \
+	  && $(SWIFT) build -c release --product failover-comparison \
+	  && bin=$$($(SWIFT) build -c release --show-bin-path) \
+	  && { echo "Measured at commit $$(git rev-parse --short HEAD), $$(date -u +%Y-%m-%dT%H:%MZ), on $$(nproc) cores; \`uptime\` before: $$(uptime)."; echo; \
+	       echo "Command: \`make bench-failover\` (\`failover-comparison\`, release build)."; echo; \
+	       $$bin/failover-comparison 20; echo; echo "\`uptime\` after: $$(uptime)."; } > Results/failover.md.new \
+	  && mv Results/failover.md.new Results/failover.md
+	cat Tools/Benchmarks/Results/failover.md
 
 # Maps 1M records into a store, against JSONDecoder + GRDB: the real shape (packages, a
 # maintainer connected by e-mail, dependencies by a list of names, shuffled) and flat people

@@ -163,6 +163,14 @@ let package = Package(
             path: "Tools/ReplicationChild",
             swiftSettings: strictSettings + macroSettings
         ),
+        // The processes of the fault checker (Tests/ReplicationTests/Faults): a writer that logs
+        // each acknowledged key, a follower.
+        .executableTarget(
+            name: "objectgraph-fault-child",
+            dependencies: ["ObjectGraph", "ObjectGraphReplication"],
+            path: "Tools/FaultChild",
+            swiftSettings: strictSettings + macroSettings
+        ),
         // The libFuzzer target over hostile payloads behind valid checksums, through open, point
         // in time and a follower (Tools/Fuzz/build.sh builds it with the fuzzer; a plain build
         // makes a program that says so).
@@ -225,6 +233,7 @@ let package = Package(
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 "objectgraph-replication-child",
+                "objectgraph-fault-child",
             ],
             swiftSettings: strictSettings
         ),

@@ -117,6 +117,17 @@ let package = Package(
             ],
             swiftSettings: macroSettings
         ),
+        // A writer SIGKILLed and its standby taking the stream over, 20 times on a 3-server
+        // loopback cluster: the time to the standby's first acknowledged save against the lease.
+        // `make bench-failover` writes Results/failover.md.
+        .executableTarget(
+            name: "failover-comparison",
+            dependencies: [
+                .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "ObjectGraphReplication", package: "ObjectGraph"),
+            ],
+            swiftSettings: macroSettings
+        ),
         // Many-to-many and ordered to-many relationships (links) against to-one slots: build and
         // save, open, memory, removal. `make bench-links` writes Results/links.md.
         .executableTarget(
