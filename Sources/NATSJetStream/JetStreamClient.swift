@@ -260,20 +260,26 @@ public final class JetStreamClient: Sendable {
     private func waitUntilCurrent(_ stream: String, replicas: Int) {
         let deadline = ContinuousClock.now + .milliseconds(timeoutMilliseconds * 10)
         while ContinuousClock.now < deadline {
-            var info: UnsafeMutablePointer<jsStreamInfo>? = nil
-            var jsCode = jsErrCode(rawValue: 0)
-            let status = js_GetStreamInfo(&info, handles.context, stream, nil, &jsCode)
-            defer { if let info { jsStreamInfo_Destroy(info) } }
-            if status == NATS_OK, let cluster = info?.pointee.Cluster?.pointee, cluster.Leader != nil,
-                Int(cluster.ReplicasLen) >= replicas - 1, let peers = cluster.Replicas,
-                (0..<Int(cluster.ReplicasLen)).allSatisfy({
-                    peers[$0].map { $0.pointee.Current && !$0.pointee.Offline } ?? false
-                })
-            {
-                return
-            }
+            if let current = try? currentReplicas(of: stream), current >= replicas { return }
             Thread.sleep(forTimeInterval: 0.05)
         }
+    }
+
+    /// How many copies of the stream are current: its leader and the replicas caught up with it
+    /// (0 while it has no leader; 1 on a server that runs alone). A replica that restarted, or
+    /// that a raise of the replicas added, counts once it caught up; until then, the stream
+    /// survives the loss of fewer servers than its replicas say. Throws `notFound` when the
+    /// stream does not exist.
+    public func currentReplicas(of stream: String) throws(JetStreamError) -> Int {
+        let info = try streamInfo(stream)
+        defer { jsStreamInfo_Destroy(info) }
+        guard let cluster = info.pointee.Cluster?.pointee else { return 1 }
+        guard cluster.Leader != nil else { return 0 }
+        guard let peers = cluster.Replicas else { return 1 }
+        return 1
+            + (0..<Int(cluster.ReplicasLen)).filter { index in
+                peers[index].map { $0.pointee.Current && !$0.pointee.Offline } ?? false
+            }.count
     }
 
     /// The stream's information, which the caller destroys; throws `notFound` when it does not
