@@ -67,6 +67,19 @@ final class KeyLog {
 /// The replication code of an error, if it is one.
 func replicationCode(_ error: any Error) -> ReplicationError.Code? { (error as? ReplicationError)?.code }
 
+/// Runs `start` until it stops failing with one of `passing` (servers away, killed, partitioned
+/// or electing a leader; a lease held by a writer that is going): the parent kills this process
+/// if that never happens.
+func retrying<T>(while passing: Set<ReplicationError.Code>, _ start: () async throws -> T) async throws -> T {
+    while true {
+        do {
+            return try await start()
+        } catch  where replicationCode(error).map(passing.contains) == true {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
+
 /// Saves forever on `store`, logging each acknowledged key.
 func writeForever(_ store: ReplicatedStore, holder: String, log: KeyLog) throws -> Never {
     var n = 0
@@ -137,35 +150,21 @@ do {
             exit(64)
         }
         let log = try KeyLog(path: arguments[5])
-        var store: ReplicatedStore?
-        // The servers may be away (killed, partitioned, electing a leader), or the lease held
-        // by a writer that is going: try again until they answer; the parent kills this
-        // process if that never happens.
-        while store == nil {
-            do {
-                store = try ReplicatedStore.open(at: directory, schema: schema, target: target)
-            } catch  where replicationCode(error) == .server || replicationCode(error) == .leaseHeld {
-                usleep(200_000)
-            }
+        let store = try await retrying(while: [.server, .leaseHeld]) {
+            try ReplicatedStore.open(at: directory, schema: schema, target: target)
         }
         say("opened")
-        try writeForever(store!, holder: arguments[6], log: log)
+        try writeForever(store, holder: arguments[6], log: log)
     case "standby":
         guard arguments.count >= 8, target.lease != nil else {
             say("failed standby needs KEYLOG, HOLDER and LEASE-MS")
             exit(64)
         }
         let log = try KeyLog(path: arguments[5])
-        var started: Standby?
-        while started == nil {
-            do {
-                started = try await Standby.start(at: directory, schema: schema, source: target)
-            } catch  where replicationCode(error) == .server {
-                try await Task.sleep(for: .milliseconds(200))
-            }
+        let standby = try await retrying(while: [.server]) {
+            try await Standby.start(at: directory, schema: schema, source: target)
         }
         say("standing-by")
-        let standby = started!
         // Its phase and last error as they change, for the parent's diagnostics.
         let watcher = Task {
             var last = ""
@@ -184,15 +183,9 @@ do {
         say("promoted \(monotonicNanoseconds())")
         try writeForever(writer, holder: arguments[6], log: log)
     case "follow":
-        var started: Follower?
-        while started == nil {
-            do {
-                started = try await Follower.start(at: directory, schema: schema, source: target)
-            } catch  where replicationCode(error) == .server {
-                try await Task.sleep(for: .milliseconds(200))
-            }
+        let follower = try await retrying(while: [.server]) {
+            try await Follower.start(at: directory, schema: schema, source: target)
         }
-        let follower = started!
         say("opened")
         var last: UInt64 = 0
         while true {

@@ -77,8 +77,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Starts the service on a free loopback port and sends it real HTTP requests (URLSession);
-        // the replication suite also starts a nats-server with JetStream.
+        // Starts the service on a free loopback port and sends it real HTTP requests (Foundation's
+        // HTTP client); the replication suite also starts a nats-server with JetStream.
         .testTarget(
             name: "PackageServiceTests",
             dependencies: [

@@ -37,7 +37,7 @@ let testMetrics: PrometheusCollectorRegistry = {
 /// A logger that drops everything.
 let quietLogger = Logger(label: "package-service-tests") { _ in SwiftLogNoOpLogHandler() }
 
-/// An HTTP/1.1 client of one running service: URLSession (curl underneath on Linux), a real
+/// An HTTP/1.1 client of one running service: Foundation's (curl underneath on Linux), a real
 /// TCP connection to 127.0.0.1.
 struct ServiceClient: Sendable {
     let port: Int
