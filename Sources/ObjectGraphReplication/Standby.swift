@@ -48,7 +48,6 @@ public final class Standby: Sendable {
     private let target: ReplicationTarget
     private let followerOptions: StoreOptions
     private let writerOptions: StoreOptions
-    private let lease: WriterLease
     private let client: JetStreamClient
     private let keeper: LeaseKeeper
     private let box = Box()
@@ -100,7 +99,7 @@ public final class Standby: Sendable {
         let follower = try await Self.follow(directory, schema: schema, source: source, options: options)
         let standby = Standby(
             directory: directory, schema: schema, target: source, followerOptions: options,
-            writerOptions: writerOptions, lease: lease, client: client, keeper: keeper)
+            writerOptions: writerOptions, client: client, keeper: keeper)
         standby.box.follower = follower
         Task { await standby.watch() }
         return standby
@@ -108,14 +107,13 @@ public final class Standby: Sendable {
 
     private init(
         directory: URL, schema: Schema?, target: ReplicationTarget, followerOptions: StoreOptions,
-        writerOptions: StoreOptions, lease: WriterLease, client: JetStreamClient, keeper: LeaseKeeper
+        writerOptions: StoreOptions, client: JetStreamClient, keeper: LeaseKeeper
     ) {
         self.directory = directory
         self.schema = schema
         self.target = target
         self.followerOptions = followerOptions
         self.writerOptions = writerOptions
-        self.lease = lease
         self.client = client
         self.keeper = keeper
     }
@@ -219,7 +217,7 @@ public final class Standby: Sendable {
         box.locked { $0.status.phase = .promoting(epoch: epoch) }
         while true {
             do {
-                let writer = try await promote(epoch: epoch)
+                let writer = try await promote()
                 box.locked { b in
                     b.writer = writer
                     b.follower = nil
@@ -273,7 +271,7 @@ public final class Standby: Sendable {
     /// With the lease held: waits until the follower applied every complete batch of the
     /// stream, stops it, renumbers the replica's journal after the highest record the stream
     /// names, opens it as the writer and ships its base, the first message of the new epoch.
-    private func promote(epoch: UInt64) async throws -> ReplicatedStore {
+    private func promote() async throws -> ReplicatedStore {
         guard let follower = box.locked({ $0.follower }) else {
             throw ReplicationError(.unavailable, "the standby has no follower")
         }
