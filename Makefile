@@ -47,8 +47,11 @@ demo: deps
 	$(SWIFT) build --product ObjectGraphMacros
 	OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release objectgraph-demo Fixtures/debian-packages.jsonl.lz4
 
+# The fault check's short pass runs alone, after the other suites: its servers, kills and
+# partitions would otherwise share the 2-core machine with every other replication suite.
 test: deps lint
-	$(SWIFT) test
+	OBJECTGRAPH_SKIP_FAULT_CHECK=1 $(SWIFT) test
+	$(SWIFT) test --skip-build --filter FaultCheckTests
 	bash Tools/build-docs.sh
 
 # The toolchain's own formatter (`swift format`, shipped with Swift 6; no package to resolve),
