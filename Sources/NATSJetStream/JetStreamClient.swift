@@ -161,21 +161,17 @@ public final class JetStreamClient: Sendable {
             throw JetStreamError(.invalidArgument, "\(action): an empty name or fewer than 1 replica")
         }
         try requireConnection(action)
-        var info: UnsafeMutablePointer<jsStreamInfo>? = nil
-        var jsCode = jsErrCode(rawValue: 0)
-        let status: natsStatus = configuration.name.withCString { name in
-            withCStringArray(configuration.subjects) { subjects, count in
-                var config = jsStreamConfig()
-                jsStreamConfig_Init(&config)
-                config.Name = name
-                config.Subjects = subjects
-                config.SubjectsLen = count
-                config.Replicas = Int64(configuration.replicas)
-                config.Storage = js_FileStorage
-                config.Duplicates = configuration.duplicateWindow.nanoseconds
-                if let maxMessageSize = configuration.maxMessageSize { config.MaxMsgSize = maxMessageSize }
-                return js_AddStream(&info, handles.context, &config, nil, &jsCode)
-            } ?? NATS_NO_MEMORY
+        // A request the servers drop (one that reached a meta leader as it lost its leadership)
+        // is never answered. Creating a stream is idempotent, so a create not answered within a
+        // part of the timeout is sent again, until the whole timeout passed.
+        let attemptWait = min(timeoutMilliseconds, max(2000, timeoutMilliseconds / 3))
+        let deadline = ContinuousClock.now + .milliseconds(timeoutMilliseconds)
+        var (status, info, jsCode) = addStream(configuration, wait: attemptWait)
+        while status == NATS_TIMEOUT, jsCode.rawValue == 0, ContinuousClock.now + .milliseconds(attemptWait) <= deadline
+        {
+            if let info { jsStreamInfo_Destroy(info) }
+            try requireConnection(action)
+            (status, info, jsCode) = addStream(configuration, wait: attemptWait)
         }
         defer { if let info { jsStreamInfo_Destroy(info) } }
         if status == NATS_OK, let info { return try ensureReplicas(info, configuration) }
@@ -204,6 +200,33 @@ public final class JetStreamClient: Sendable {
         default:
             throw JetStreamError(status: status, jsCode: jsCode, call: .api, action: action)
         }
+    }
+
+    /// One stream-create request, answered within `wait` milliseconds; the caller destroys the
+    /// information returned.
+    private func addStream(
+        _ configuration: StreamConfiguration, wait: Int64
+    ) -> (natsStatus, UnsafeMutablePointer<jsStreamInfo>?, jsErrCode) {
+        var info: UnsafeMutablePointer<jsStreamInfo>? = nil
+        var jsCode = jsErrCode(rawValue: 0)
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        options.Wait = wait
+        let status: natsStatus = configuration.name.withCString { name in
+            withCStringArray(configuration.subjects) { subjects, count in
+                var config = jsStreamConfig()
+                jsStreamConfig_Init(&config)
+                config.Name = name
+                config.Subjects = subjects
+                config.SubjectsLen = count
+                config.Replicas = Int64(configuration.replicas)
+                config.Storage = js_FileStorage
+                config.Duplicates = configuration.duplicateWindow.nanoseconds
+                if let maxMessageSize = configuration.maxMessageSize { config.MaxMsgSize = maxMessageSize }
+                return js_AddStream(&info, handles.context, &config, &options, &jsCode)
+            } ?? NATS_NO_MEMORY
+        }
+        return (status, info, jsCode)
     }
 
     /// How many copies of its messages the stream of `info` keeps: its configured replicas in a
