@@ -221,4 +221,34 @@ struct StoreTests {
         }
         #expect(store.stats.bytesOnDisk < 256 << 10)
     }
+
+    @Test func savesThatOnlyAddObjectsDoNotStartAnAutomaticCompaction() throws {
+        let dir = temporaryStoreDirectory()
+        var options = StoreOptions(durability: .none)
+        options.autoCompactionRatio = 2
+        options.autoCompactionMinimumBytes = 16 << 10
+        let store = try ObjectStore.open(at: dir, schema: storeSchema, options: options)
+        defer { try? store.close() }
+        // Inserts only, far past the ratio and the minimum: nothing is superseded, so a
+        // compaction would write the same objects again.
+        for round in 0..<40 {
+            for i in 0..<200 {
+                let p = try store.context.insert(Person.self)
+                p.id = Int64(round * 1000 + i)
+                p.name = "person \(round)-\(i) \(String(repeating: "x", count: 20 + i % 30))"
+                p.email = "p\(round)-\(i)@example.org"
+            }
+            try store.context.save()
+        }
+        let grown = store.stats
+        #expect(grown.bytesOnDisk > 4 * (16 << 10))
+        #expect(grown.records >= 40)
+        // Updates supersede what the journal holds: past the ratio, it compacts.
+        let people = try store.context.objects(of: Person.self)
+        for _ in 0..<6 {
+            for p in people { p.score += 1 }
+            try store.context.save()
+        }
+        #expect(store.stats.records < grown.records)
+    }
 }

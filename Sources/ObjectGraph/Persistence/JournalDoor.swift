@@ -29,7 +29,10 @@ final class JournalDoor: PersistenceDoor {
     private var unconfirmed: UInt64?
     /// A replica's schemas, decoded once: the raw schema record and its decoding.
     private var shippedSchema: (bytes: [UInt8], stored: StoredSchema)?
-    /// Bytes on disk after the last compaction (or at open): the base for auto-compaction.
+    /// Bytes on disk after the last compaction (or at open), plus the records since then that
+    /// only added objects and links: the base for auto-compaction. Such a record supersedes
+    /// nothing, so a compaction would write it again as it is (a first large import would be
+    /// written twice).
     private var baselineBytes: Int64
     /// The store's metrics and spans.
     let instruments: StoreInstruments
@@ -237,12 +240,14 @@ final class JournalDoor: PersistenceDoor {
         lastRecordBytes = 0
         let payload = changes.journalPayload()
         guard payload.count > 2 else { return }  // version byte + zero blocks: nothing changed
+        let bytesBefore = changes.onlyAdds ? journal.stats.bytesOnDisk : nil
         do {
             unconfirmed = try journal.append(payload, schema: schemaBytes)
         } catch {
             throw StoreError(journal: error)
         }
         lastRecordBytes = payload.count
+        if let bytesBefore { baselineBytes += max(0, journal.stats.bytesOnDisk - bytesBefore) }
     }
 
     func confirmSave() throws {

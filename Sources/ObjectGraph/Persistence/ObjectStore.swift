@@ -457,7 +457,9 @@ public struct StoreOptions: Sendable {
     /// refuses to open; `.pointInTime` keeps the valid prefix and saves the rest aside.
     public var recovery: JournalOptions.Recovery = .tolerateTornTail
     /// Compact automatically once the journal is this many times its size after the last
-    /// compaction (or open); `nil` turns automatic compaction off. Default 4.
+    /// compaction (or open), counting the saves that only inserted objects and added links as
+    /// part of that size (they supersede nothing a compaction could reclaim); `nil` turns
+    /// automatic compaction off. Default 4.
     public var autoCompactionRatio: Double? = 4
     /// No automatic compaction below this many bytes on disk. Default 8 MiB.
     public var autoCompactionMinimumBytes: Int64 = 8 << 20

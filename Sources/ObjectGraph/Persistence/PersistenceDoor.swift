@@ -67,6 +67,13 @@ struct PendingChanges {
     /// ``LinkTable/hasChanges`` here would work out the net change once more before encoding.
     var isEmpty: Bool { !rows.contains { !$0.isEmpty } && !context.links.contains { !$0.log.isEmpty } }
 
+    /// Whether these changes only add: inserted objects and new links, nothing updated,
+    /// deleted, unlinked or moved. Such a record leaves nothing of the journal superseded.
+    var onlyAdds: Bool {
+        !rows.contains { !$0.updates.isEmpty || !$0.deletes.isEmpty }
+            && !context.links.contains { $0.log.contains { $0.kind != .link } }
+    }
+
     /// The journal payload of these changes (``TransactionCodec``), encoded from the tables
     /// and compressed as it goes.
     func journalPayload() -> PayloadStream { TransactionCodec.encodePending(context, rows) }
