@@ -419,4 +419,32 @@ struct CodableCollectionTests {
         #expect(error.code == .incompatibleSchema)
         #expect(error.message.contains("Tagged.tags of Tagged/1"), "\(error.message)")
     }
+
+    @Test func listAttributesDecodeAsJSONDecoderDecodesThem() throws {
+        let inputs = [
+            #"[]"#, #"["a","b"]"#, #" [ "a" , "b" ] "#, #"["\u00e9\n\t\"\\/", "é", "日本", "😀", "\ud83d\ude00"]"#,
+            #"[""]"#, #"["a",1]"#, #"[1,2,3]"#, #"[-9223372036854775808, 9223372036854775807]"#,
+            #"[9223372036854775808]"#, #"[1.0]"#, #"[1e2]"#, #"[-0]"#, #"[null]"#, #"["a",null]"#, #"[["a"]]"#,
+            #"{"a":1}"#, #""a""#, #"["a""#, #"["a",]"#, #"[01]"#, #"["\ud800"]"#, #"["a"] x"#, #""#, #"[true]"#,
+            "[\"\u{01}\"]",
+        ]
+        var bytes = Array(#"["long"#.utf8)
+        bytes += Array(repeating: UInt8(ascii: "x"), count: ListAttributeDecoding.keptParserLimit + 10)
+        bytes += Array(#"", "y"]"#.utf8)
+        for input in inputs.map({ Data($0.utf8) }) + [Data(bytes), Data([0x5B, 0x22, 0xFF, 0x22, 0x5D])] {
+            let text = String(decoding: input.prefix(80), as: UTF8.self)
+            let fast = input.withUnsafeBytes { ListAttributeDecoding.decode([String].self, from: $0) }
+            let slow = try? JSONDecoder().decode([String].self, from: input)
+            // Taken as it is only when JSONDecoder takes it too, to the same value.
+            if let fast { #expect(fast == slow, "\(text)") }
+            #expect((try? CodableAttributeCoder.decode([String].self, from: input)) == slow, "\(text)")
+            let fastInts = input.withUnsafeBytes { ListAttributeDecoding.decode([Int].self, from: $0) }
+            let slowInts = try? JSONDecoder().decode([Int].self, from: input)
+            if let fastInts { #expect(fastInts == slowInts, "\(text)") }
+            #expect((try? CodableAttributeCoder.decode([Int].self, from: input)) == slowInts, "\(text)")
+        }
+        // The common shapes take the fast path.
+        #expect(Data(#"["a","b"]"#.utf8).withUnsafeBytes { ListAttributeDecoding.strings($0) } == ["a", "b"])
+        #expect(Data(#"[1,-2]"#.utf8).withUnsafeBytes { ListAttributeDecoding.integers($0) } == [1, -2])
+    }
 }

@@ -184,6 +184,12 @@ enum CodableAttributeCoder {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        // `[String]` and `[Int]`, the common list attributes, without `JSONDecoder`.
+        if T.self == [String].self || T.self == [Int].self,
+            let list = data.withUnsafeBytes({ ListAttributeDecoding.decode(T.self, from: $0) })
+        {
+            return list
+        }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         return try decoder.decode(type, from: data)

@@ -389,6 +389,30 @@ if let kind = option("--headline-child"), let path = option("--doc") {
     exit(0)
 }
 
+// `--profile-real N`: only ObjectGraph's first run of the real shape (`--records` packages), N
+// times, each mapping's parse and map and the save apart, for perf and callgrind.
+if let rounds = option("--profile-real").flatMap(Int.init) {
+    let doc = realDocument(records)
+    for _ in 0..<rounds {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try ObjectStore.open(at: dir, schema: try Schema(RealPackage.self, RealMaintainer.self))
+        let (maintainers, packages) = try realMappings()
+        let r1 = try store.context.map(doc.json, with: maintainers)
+        let r2 = try store.context.map(doc.json, with: packages)
+        let t = now()
+        try store.context.save()
+        let save = now() - t
+        let t2 = now()
+        try store.close()
+        print(
+            String(
+                format: "maintainers: parse %.3f map %.3f  packages: parse %.3f map %.3f  save %.3f  close %.3f",
+                r1.parseSeconds, r1.mapSeconds, r2.parseSeconds, r2.mapSeconds, save, now() - t2))
+    }
+    exit(0)
+}
+
 // `--profile N`: only ObjectGraph's first run and re-run, N times, for perf and callgrind;
 // with `--shuffled`, the re-run's records in a random order.
 if let rounds = option("--profile").flatMap(Int.init) {
