@@ -89,6 +89,18 @@ let package = Package(
             ],
             swiftSettings: macroSettings
         ),
+        // The job a Debian mirror does, ObjectGraph next to JSONDecoder + GRDB: a first sync, a
+        // second sync of the index with an overlay applied (with the sweep), a no-op resync,
+        // reopen and read, peak memory. `make bench-realjob` writes Results/realjob.md.
+        .executableTarget(
+            name: "realjob-comparison",
+            dependencies: [
+                "DebianShape",
+                .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: macroSettings
+        ),
         // ObjectGraph next to SQLite (GRDB) and Redis's AOF on the same data:
         // `swift run -c release peer-comparison` writes Results/peers.md, peers.json and the
         // charts bulk-upsert.svg, cold-start.svg and memory.svg. `make bench-peers` from the
