@@ -6,6 +6,7 @@
 #   make lint   fail on any tracked Swift file that make format would change (part of make test)
 #   make bench  the benchmark package (release mode)
 #   make bench-mapping   JSON mapping against JSONDecoder + GRDB (Tools/Benchmarks/Results/mapping.md)
+#   make bench-realjob   a Debian mirror's syncs, reopen and memory against JSONDecoder + GRDB (Tools/Benchmarks/Results/realjob.md)
 #   make bench-indexes   #Index fetches and import with 0, 1, 2 indexes against SQLite's CREATE INDEX (Tools/Benchmarks/Results/indexes.md)
 #   make bench-links   many-to-many and ordered relationships against to-one slots: build, open, memory, removal (Tools/Benchmarks/Results/links.md)
 #   make fuzz   longer property runs, then the libFuzzer targets: the journal reader's, and hostile payloads through open, point in time and a follower (FUZZ_SECONDS each)
@@ -206,6 +207,18 @@ bench-mapping: deps
 	@bash Tools/Benchmarks/install-peers.sh
 	$(SWIFT) build --product ObjectGraphMacros
 	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release mapping-comparison $(MAPPING_ARGS)
+
+# The job a Debian mirror does, on a generated index of bookworm's size (63,436 packages): a first
+# sync, a second sync of the index with an overlay applied (with the sweep), a no-op resync, reopen
+# and read, peak memory; ObjectGraph against JSONDecoder + GRDB, each run in a fresh process, 7
+# rounds (REALJOB_ARGS="--rounds 5" for fewer). Writes Tools/Benchmarks/Results/realjob.md. A few
+# minutes after the release build; macros as for make demo.
+REALJOB_ARGS ?=
+.PHONY: bench-realjob
+bench-realjob: deps
+	@bash Tools/Benchmarks/install-peers.sh
+	$(SWIFT) build --product ObjectGraphMacros
+	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release realjob-comparison $(REALJOB_ARGS)
 
 # Relationships stored as links (many-to-many, ordered to-many) against to-one slots over the same
 # 100k owners and 1M members: build and durable save, open, heap per link, single removals from

@@ -55,6 +55,13 @@ let package = Package(
                 .plugin(name: "BenchmarkPlugin", package: "benchmark")
             ]
         ),
+        // Debian-like package documents (packages, maintainers by e-mail, `depends` by names)
+        // and their entities and mappings, shared by mapping-comparison and realjob-comparison.
+        .target(
+            name: "DebianShape",
+            dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
+        ),
         // The same workload as a plain executable, for callgrind/perf and an RSS figure without
         // the benchmark harness: `swift run -c release objectgraph-profile [phase] [count]`.
         .executableTarget(
@@ -76,6 +83,19 @@ let package = Package(
             name: "mapping-comparison",
             dependencies: [
                 "PeopleWorkload",
+                "DebianShape",
+                .product(name: "ObjectGraph", package: "ObjectGraph"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: macroSettings
+        ),
+        // The job a Debian mirror does, ObjectGraph next to JSONDecoder + GRDB: a first sync, a
+        // second sync of the index with an overlay applied (with the sweep), a no-op resync,
+        // reopen and read, peak memory. `make bench-realjob` writes Results/realjob.md.
+        .executableTarget(
+            name: "realjob-comparison",
+            dependencies: [
+                "DebianShape",
                 .product(name: "ObjectGraph", package: "ObjectGraph"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -5,7 +5,7 @@
 //         [--headline-only]
 //
 // (`make bench-mapping` from the repository root.) First the headline: a first run of the
-// real shape (RealShape.swift: packages, their maintainer connected by e-mail, `depends` by a
+// real shape (Sources/DebianShape: packages, their maintainer connected by e-mail, `depends` by a
 // list of names, in a shuffled order) and of the flat people records, into an empty store,
 // ObjectGraph and the peer alternating, each run in a fresh process; with `--headline-only`
 // nothing else, the section replaced in the existing report. Then the flat records'
@@ -19,6 +19,7 @@
 //      of `insert` and typed sets, in memory.
 // Writes <out>/mapping.md.
 
+import DebianShape
 import Foundation
 import GRDB
 import ObjectGraph
@@ -566,7 +567,7 @@ func headlineSection() throws -> String {
         architecture, section, priority, installedSize, size, maintainerName, maintainerEmail,
         homepage, description, depends, sha256); \(real.maintainers) maintainers, \(real.links)
         dependency links to packages of the document (one dependency name in twenty names a package it
-        does not list). ObjectGraph (`Sources/mapping-comparison/RealShape.swift`): two
+        does not list). ObjectGraph (`Sources/DebianShape`, `Sources/mapping-comparison/RealShape.swift`): two
         `EntityMapping`s of the same document, as Docs/Mapping.md declares them: `RealMaintainer`
         identified by `email`; `RealPackage` identified by `name`,
         `connect("maintainedBy", by: ["maintainerEmail": "email"])` (a to-one, its inverse
