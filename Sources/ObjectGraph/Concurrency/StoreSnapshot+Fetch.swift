@@ -17,16 +17,22 @@ extension StoreSnapshot {
     /// - Throws: ``ObjectGraphError`` with code `unknownEntity`, or what the predicate throws.
     public func fetch<T: Entity>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         let t = try table(for: T.self)
+        var result: [T] = []
+        let serials = try fetchedSerials(descriptor, table: t)
+        result.reserveCapacity(serials.count)
+        for serial in serials {
+            if let o = instance(table: t, serial: serial) as? T { result.append(o) }
+        }
+        return result
+    }
+
+    /// The serials of the objects ``fetch(_:)`` returns, in its order.
+    private func fetchedSerials<T: Entity>(_ descriptor: FetchDescriptor<T>, table t: Int) throws -> ArraySlice<UInt64>
+    {
         let window = FetchWindow(descriptor)
         var serials = try matchingSerials(descriptor, table: t, stopAfter: descriptor.sortBy.isEmpty ? window.end : nil)
         if !descriptor.sortBy.isEmpty { serials = sorted(serials, by: descriptor, table: t) }
-        let range = window.range(in: serials.count)
-        var result: [T] = []
-        result.reserveCapacity(range.count)
-        for i in range {
-            if let o = instance(table: t, serial: serials[i]) as? T { result.append(o) }
-        }
-        return result
+        return serials[window.range(in: serials.count)]
     }
 
     /// The objects ``fetch(_:)`` would return, each converted to a `Decodable` value
@@ -37,10 +43,22 @@ extension StoreSnapshot {
     /// let records = try snapshot.fetch(FetchDescriptor<Package>(), as: PackageRecord.self)
     /// ```
     ///
+    /// The values are read from the snapshot's pages: no instance of `T` is created for them
+    /// (a predicate or sort key evaluated on instances creates the ones it needs to decide).
+    ///
     /// - Throws: what ``fetch(_:)`` throws, or the `DecodingError` of a value that does not
     ///   decode.
     public func fetch<T: Entity, V: Decodable>(_ descriptor: FetchDescriptor<T>, as type: V.Type) throws -> [V] {
-        try fetch(descriptor).map { try $0.decode(as: V.self) }
+        let t = try table(for: T.self)
+        let serials = try fetchedSerials(descriptor, table: t)
+        var result: [V] = []
+        result.reserveCapacity(serials.count)
+        for serial in serials {
+            guard let (page, r) = tables[t].locate(serial) else { continue }
+            let object = SnapshotObject(snapshot: self, serial: serial, page: page, row: r)
+            result.append(try V(from: AttributeDecoder(backing: ObjectBacking(snapshot: object))))
+        }
+        return result
     }
 
     /// The number of objects ``fetch(_:)`` would return. Sorting is skipped; with a predicate

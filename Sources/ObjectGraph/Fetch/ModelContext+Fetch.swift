@@ -25,6 +25,46 @@ extension ModelContext {
     ///   force-unwrap of `nil`), **as is**, not wrapped. A throwing fetch returns nothing.
     public func fetch<T: Entity>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         let table = try table(for: T.self)
+        let rows = try fetchedRows(descriptor, in: table)
+        var result: [T] = []
+        result.reserveCapacity(rows.count)
+        for row in rows { result.append(table.object(row: Int(row), as: T.self)) }
+        return result
+    }
+
+    /// The objects ``fetch(_:)-(FetchDescriptor<T>)`` would return, as `Decodable` values read
+    /// straight from storage: Core Data's dictionary result type, GRDB's records. No instance is
+    /// created, registered or awoken for them (``Entity/decode(as:)`` on each fetched object
+    /// gives the same values, and keeps every instance), so reading every attribute of a million
+    /// objects holds no million objects afterwards.
+    ///
+    /// ```swift
+    /// struct PackageRow: Decodable { var name: String; var version: String; var dependsNames: [String] }
+    /// let rows = try context.fetch(FetchDescriptor<Package>(sortBy: [SortDescriptor(\.name)]), as: PackageRow.self)
+    /// ```
+    ///
+    /// Each key of `V` reads the attribute of its name, as ``Entity/decode(as:)`` describes;
+    /// relationships are not decoded. Pending changes are read as they stand, as the objects
+    /// would be. The filtering and sorting are the object fetch's: a predicate or a sort key
+    /// that is evaluated on instances creates the instances it needs to decide.
+    ///
+    /// - Throws: What ``fetch(_:)-(FetchDescriptor<T>)`` throws, or the `DecodingError` of a
+    ///   value that does not decode as `V` (nothing is returned then).
+    public func fetch<T: Entity, V: Decodable>(_ descriptor: FetchDescriptor<T>, as type: V.Type) throws -> [V] {
+        let table = try table(for: T.self)
+        let rows = try fetchedRows(descriptor, in: table)
+        var result: [V] = []
+        result.reserveCapacity(rows.count)
+        for row in rows {
+            result.append(try V(from: AttributeDecoder(backing: ObjectBacking(table: table, row: row))))
+        }
+        return result
+    }
+
+    /// The rows ``fetch(_:)-(FetchDescriptor<T>)`` returns the objects of, in its order.
+    private func fetchedRows<T: Entity>(
+        _ descriptor: FetchDescriptor<T>, in table: EntityTable
+    ) throws -> ArraySlice<Int32> {
         let window = FetchWindow(descriptor)
         var rows: [Int32]
         if let end = window.end, let first = descriptor.sortBy.first,
@@ -37,11 +77,7 @@ extension ModelContext {
                 rows = sortedRows(rows, by: descriptor.sortBy, in: table, descriptor: descriptor)
             }
         }
-        let range = window.range(in: rows.count)
-        var result: [T] = []
-        result.reserveCapacity(range.count)
-        for i in range { result.append(table.object(row: Int(rows[i]), as: T.self)) }
-        return result
+        return rows[window.range(in: rows.count)]
     }
 
     /// The number of objects ``fetch(_:)-(FetchDescriptor<T>)`` would return for `descriptor`

@@ -47,6 +47,12 @@ final class AttributeDecoder: Decoder {
         entity = backing.entity
     }
 
+    /// A decoder reading the object `backing` stands for: a table's row, with no instance.
+    init(backing: ObjectBacking) {
+        self.backing = backing
+        entity = backing.entity
+    }
+
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
