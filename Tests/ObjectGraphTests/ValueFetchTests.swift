@@ -68,7 +68,8 @@ struct ValueFetchTests {
         try context.insert(Person.self) { p in
             p.id = 11; p.name = "New"; p.email = "n@example.com"
         }
-        let second = try #require(try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.id == 2 })).first)
+        let second = try #require(
+            try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.id == 2 })).first)
         context.delete(second)
         let rows = try context.fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.id)]), as: PersonRow.self)
         #expect(rows.map(\.id) == [1, 3, 4, 5, 6, 7, 8, 9, 10, 11])

@@ -342,6 +342,62 @@ extension ModelContext {
         try writeBatch(values, as: type, identifiedBy: identity)
     }
 
+    /// Updates or inserts one object of `type` per `Encodable` value, as
+    /// ``upsert(_:as:identifiedBy:)-(S,_,_)`` does, without creating an instance for any of
+    /// them: Core Data's `NSBatchInsertRequest`. The values go straight into the entity's table,
+    /// with the same conversions, identification, typed and unique checks, and atomicity; the
+    /// result counts what was inserted and updated, with the objects' IDs when asked for.
+    ///
+    /// ```swift
+    /// let result = try context.batchUpsert(records, into: Person.self)
+    /// try context.save()  // one journal record
+    /// print(result.inserted, result.updated)
+    /// ```
+    ///
+    /// No lifecycle hook runs for the values: a new object's `awakeFromInsert` is not called
+    /// (Core Data's batch insert calls none either). The objects are pending changes of the
+    /// context like any other until the save, which runs the save hooks (`willSave`,
+    /// validation, `didSave`) for the entities that have them, creating their instances then;
+    /// an entity without hooks is saved from its table, with no instance at all. An object
+    /// looked up later gets its instance then, awoken by `awakeFromFetch` once saved.
+    ///
+    /// - Parameters:
+    ///   - values: The values, one object each.
+    ///   - type: The entity class.
+    ///   - identity: The attributes that identify the objects; by default the model's.
+    ///     `nil` inserts every value as a new object.
+    ///   - returningIDs: Whether the result lists the objects' IDs, in the order of the values.
+    /// - Throws: ``MappingError`` as ``upsert(_:as:identifiedBy:)-(S,_,_)`` throws it; every
+    ///   change the call made is undone then.
+    @discardableResult
+    public func batchUpsert<T: Entity, S: Sequence>(
+        _ values: S, into type: T.Type, identifiedBy identity: ValueIdentity? = .declared, returningIDs: Bool = false
+    ) throws -> BatchUpsertResult
+    where S.Element: Encodable {
+        let table = try valueMappingTable(for: type)
+        let writer = try SlotValueWriter(table: table, identifiedBy: identity)
+        writer.awakesInserts = false
+        let encoder = AttributeEncoder(entity: table.entity)
+        defer { encoder.finish() }
+        return try _withImportSavepoint {
+            table.prepareForInserts(count: values.underestimatedCount)
+            var result = BatchUpsertResult()
+            if returningIDs { result.objectIDs.reserveCapacity(values.underestimatedCount) }
+            var i = 0
+            for value in values {
+                try encoder.encode(value, sourceIndex: i)
+                let row = try writer.write(encoder.slots, sourceIndex: i)
+                if writer.lastWriteInserted { result.inserted += 1 } else { result.updated += 1 }
+                if returningIDs {
+                    result.objectIDs.append(
+                        ObjectID(entityName: table.entity.name, serial: table.identity.serialOfRow[row]))
+                }
+                i += 1
+            }
+            return result
+        }
+    }
+
     private func writeEncodable<T: Entity, V: Encodable>(
         _ value: V, as type: T.Type, identifiedBy identity: ValueIdentity?
     ) throws -> T {
@@ -542,6 +598,11 @@ final class SlotValueWriter {
     let unique: UniqueIndex?
     /// The index of the identifying attributes when no unique index has exactly them as keys.
     let identity: IdentityIndex?
+    /// Whether a new object gets an instance and its `awakeFromInsert` (false for a batch
+    /// upsert, which creates no instance).
+    var awakesInserts = true
+    /// Whether the last ``write(_:sourceIndex:)`` inserted a new object.
+    private(set) var lastWriteInserted = false
 
     /// A writer into `table` that identifies objects by `identity`, or inserts every value
     /// when it is nil.
@@ -586,10 +647,12 @@ final class SlotValueWriter {
     func write(_ values: AttributeSlots, sourceIndex: Int?) throws(MappingError) -> Int {
         if !identification.isEmpty, let row = try existingRow(values, sourceIndex: sourceIndex) {
             for s in values.touched { table.set(row: row, slot: s, value: values.values[s]) }
+            lastWriteInserted = false
             return row
         }
+        lastWriteInserted = true
         let row: Int
-        if table.hooks.contains(.awakeFromInsert) {
+        if awakesInserts && table.hooks.contains(.awakeFromInsert) {
             // The hook runs before the values are set, as for an insert by hand.
             row = table.insertRow()
             table.instance(row: row).awakeFromInsert()
@@ -659,5 +722,22 @@ final class SlotValueWriter {
                 value: key.map { "\($0)" }.joined(separator: ", "),
                 entity: entity.name, attribute: names.joined(separator: ", "))
         }
+    }
+}
+
+/// What ``ModelContext/batchUpsert(_:into:identifiedBy:returningIDs:)`` did.
+public struct BatchUpsertResult: Sendable, Equatable {
+    /// The values that inserted a new object.
+    public var inserted = 0
+    /// The values that updated an existing object (one the call inserted included).
+    public var updated = 0
+    /// The objects' IDs in the order of the values, when asked for; empty otherwise.
+    public var objectIDs: [ObjectID] = []
+
+    /// A result of the given counts and IDs.
+    public init(inserted: Int = 0, updated: Int = 0, objectIDs: [ObjectID] = []) {
+        self.inserted = inserted
+        self.updated = updated
+        self.objectIDs = objectIDs
     }
 }
