@@ -92,4 +92,20 @@ struct BatchUpsertTests {
         #expect(inserted == BatchUpsertResult(inserted: 3, updated: 0))
         #expect(throws: (any Error).self) { try context.save() }  // the unique codes collide
     }
+
+    @Test func aMappedListOfStringsIsCheckedElementByElement() throws {
+        let context = ModelContext(schema: schema)
+        var mapping = EntityMapping(BatchItem.self)
+        try mapping.map("code", "title", "tags")
+        let good = Data(#"[{"code":1,"title":"a","tags":["x","y\u00e9"]},{"code":2,"title":"b","tags":[]}]"#.utf8)
+        try context.map(good, with: mapping)
+        let items = try context.fetch(FetchDescriptor<BatchItem>(sortBy: [SortDescriptor(\.code)]))
+        #expect(items.map(\.tags) == [["x", "yé"], []])
+        for bad in [#"[{"code":3,"title":"c","tags":["x",1]}]"#, #"[{"code":4,"title":"d","tags":{"a":"b"}}]"#] {
+            let error = #expect(throws: MappingError.self) { try context.map(Data(bad.utf8), with: mapping) }
+            #expect(error?.code == .untransformableValue, "\(bad)")
+            #expect(error?.attribute == "tags", "\(bad)")
+        }
+        #expect(try context.count(of: BatchItem.self) == 2)
+    }
 }

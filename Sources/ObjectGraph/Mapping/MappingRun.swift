@@ -292,8 +292,12 @@ struct MappingRun<Source: MappingSource> {
             if source.kind(node) == .null { return .null }
             guard let data = source.json(node) else { throw untransformable(node, step, plan, prefix) }
             // The document's JSON is stored as it is: it must decode as the attribute's type, or
-            // reading the attribute would meet a value it cannot read.
-            if let check = step.attribute.codableCheck, let problem = check.check(.data(data)) {
+            // reading the attribute would meet a value it cannot read. An array of strings is
+            // a `[String]` as it stands in the parsed document, without parsing it again.
+            if let check = step.attribute.codableCheck,
+                !(check.decodedType == ObjectIdentifier([String].self) && isArrayOfStrings(node)),
+                let problem = check.check(.data(data))
+            {
                 let name = step.attribute.name
                 throw MappingError(
                     .untransformableValue,
@@ -314,6 +318,16 @@ struct MappingRun<Source: MappingSource> {
                 attribute: name)
         }
         return t
+    }
+
+    /// Whether `node` is an array whose elements are all strings.
+    private func isArrayOfStrings(_ node: Source.Node) -> Bool {
+        guard source.kind(node) == .array else { return false }
+        var strings = true
+        source.forEachElement(node) { element in
+            if strings && source.kind(element) != .string { strings = false }
+        }
+        return strings
     }
 
     private func untransformable(
