@@ -60,6 +60,19 @@ public final class ModelContext {
     }
     /// The parser kept for the next mapping run's JSON.
     var jsonParser: JSONParser?
+    /// Whether the context keeps every instance it created for as long as it lives (Core
+    /// Data's `retainsRegisteredObjects`). Default `false`: the context holds strongly only the
+    /// instances of objects with pending changes; an instance of a clean object that nothing
+    /// else holds is let go, and the next access to that object creates a fresh instance,
+    /// awoken by `awakeFromFetch`, its `@Transient` properties at their initial values
+    /// (Docs/Semantics.md, rule 1). An instance the application holds is never let go, so the
+    /// same `ObjectID` gives the same instance for as long as the application holds it.
+    ///
+    /// Instances are let go in sweeps, each run when the context has created as many instances
+    /// since the last sweep as that sweep kept (at least 4,096): reading every object of a
+    /// large store one at a time holds a bounded number of instances, at an amortized constant
+    /// cost per instance. Set `true` to keep every instance, as before.
+    public var retainsRegisteredObjects = false
     /// The `Codable` attributes (``codableSlotKey(table:slot:)``) that a schema record replayed
     /// into this context declared with another Swift type than the model does: their stored
     /// values may be of that other type, so opening decodes them whatever the type

@@ -149,5 +149,8 @@ extension EntityTable {
         for row in 0..<instances.stored.count where instances[row] != nil {
             if isKnownUniquelyReferenced(&instances[row]) { instances.clear(row) }
         }
+        // The rows moved: the next sweep looks at the instances kept, at their new rows.
+        sweepRows = (0..<instances.stored.count).filter { instances[$0] != nil }.map { Int32($0) }
+        sweepThreshold = max(Self.minimumSweep, 2 * sweepRows.count)
     }
 }

@@ -193,12 +193,35 @@ extension EntityTable {
     func makeInstance(row: Int) -> any Entity {
         let object = entity.type.init(_backing: ObjectBacking(table: self, row: Int32(row)))
         instances[row] = object
+        if !context.retainsRegisteredObjects {
+            sweepRows.append(Int32(row))
+            if sweepRows.count >= sweepThreshold { sweepUnheldInstances(keeping: row) }
+        }
         if flags[row] & Flags.inserted == 0 && hooks.contains(.awakeFromFetch) {
             context.rowsInUse += 1
             object.awakeFromFetch()
             context.rowsInUse -= 1
         }
         return object
+    }
+
+    /// Lets go of the instances of ``sweepRows`` that nothing but this table holds and whose
+    /// objects have no pending change, except `row`'s; keeps the rest for the next sweep, which
+    /// starts once as many instances again were made (at least ``minimumSweep``).
+    func sweepUnheldInstances(keeping row: Int) {
+        let pending = Flags.inserted | Flags.deleted | Flags.dirty | Flags.vanished
+        var kept: [Int32] = []
+        for r in sweepRows {
+            let candidate = Int(r)
+            guard candidate < rowCount, instances[candidate] != nil else { continue }
+            if candidate != row, flags[candidate] & pending == 0, isKnownUniquelyReferenced(&instances[candidate]) {
+                instances.clear(candidate)
+            } else {
+                kept.append(r)
+            }
+        }
+        sweepRows = kept
+        sweepThreshold = max(Self.minimumSweep, 2 * kept.count)
     }
 
     /// Turns the row's instance, if any, into a standalone object holding the row's current

@@ -119,6 +119,13 @@ final class EntityTable {
     let relationships: [ResolvedRelationship]
     /// The link tables this entity is a side of (relationships stored as links), with its side.
     var linkSides: [(LinkTable, Int)] = []
+    /// The rows whose instances the next sweep looks at (``sweepUnheldInstances(keeping:)``):
+    /// those made by ``makeInstance(row:)`` since the last sweep, and those the last sweep kept.
+    var sweepRows: [Int32] = []
+    /// The length of ``sweepRows`` that starts the next sweep.
+    var sweepThreshold = EntityTable.minimumSweep
+    /// The fewest instances made between two sweeps.
+    static let minimumSweep = 4096
 
     /// Turns a stored instance back into `any Entity` without a dynamic cast: every instance
     /// of this table is exactly of `entity.type` (measured: the `as?` cast was a third of the
