@@ -53,10 +53,14 @@ extension StoreSnapshot {
         let serials = try fetchedSerials(descriptor, table: t)
         var result: [V] = []
         result.reserveCapacity(serials.count)
+        var decoder: AttributeDecoder?
         for serial in serials {
             guard let (page, r) = tables[t].locate(serial) else { continue }
-            let object = SnapshotObject(snapshot: self, serial: serial, page: page, row: r)
-            result.append(try V(from: AttributeDecoder(backing: ObjectBacking(snapshot: object))))
+            let backing = ObjectBacking(snapshot: SnapshotObject(snapshot: self, serial: serial, page: page, row: r))
+            // One decoder, moved from object to object.
+            if let decoder { decoder.reading(backing) } else { decoder = AttributeDecoder(backing: backing) }
+            guard let decoder else { continue }
+            result.append(try V(from: decoder))
         }
         return result
     }

@@ -55,8 +55,12 @@ extension ModelContext {
         let rows = try fetchedRows(descriptor, in: table)
         var result: [V] = []
         result.reserveCapacity(rows.count)
+        guard let first = rows.first else { return result }
+        // One decoder, moved from row to row.
+        let decoder = AttributeDecoder(backing: ObjectBacking(table: table, row: first))
         for row in rows {
-            result.append(try V(from: AttributeDecoder(backing: ObjectBacking(table: table, row: row))))
+            decoder.reading(ObjectBacking(table: table, row: row))
+            result.append(try V(from: decoder))
         }
         return result
     }

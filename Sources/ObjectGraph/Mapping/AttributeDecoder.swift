@@ -37,7 +37,7 @@ extension Entity {
 /// ``AttributeEncoder``'s `superEncoder()` does.
 final class AttributeDecoder: Decoder {
     /// The object's storage handle.
-    let backing: ObjectBacking
+    private(set) var backing: ObjectBacking
     /// The object's entity.
     let entity: EntityDescription
 
@@ -101,13 +101,32 @@ final class AttributeDecoder: Decoder {
     /// Decodes the value of the attribute `key` names as `T`.
     func decode<T: Decodable>(_ type: T.Type, forKey key: some CodingKey) throws -> T {
         let s = try requiredSlot(for: key)
-        let attribute = entity.attributes[s]
-        return try AttributeValueDecoder(
-            value: value(s), isCodable: attribute.valueKind == .codable,
-            description: "\(entity.name).\(attribute.name)",
-            codingPath: [key]
+        return try decode(type, value: value(s), slot: s, key: key)
+    }
+
+    /// Decodes `value`, slot `s`'s, as `T`.
+    func decode<T: Decodable>(_ type: T.Type, value: AttributeValue?, slot s: Int, key: some CodingKey) throws -> T {
+        try AttributeValueDecoder(
+            value: value, isCodable: entity.attributes[s].valueKind == .codable, entity: entity, slot: s, key: key
         ).decode(type)
     }
+
+    /// The attribute's value as the stored type `T` reads it without conversion (a string as a
+    /// `String`, an integer as an `Int64`, and so on); otherwise through ``decode(_:forKey:)``,
+    /// which converts or throws. Nil when the attribute has no value and `optional`.
+    @inline(__always)
+    func direct<T: Decodable>(
+        _ type: T.Type, forKey key: some CodingKey, optional: Bool, _ exact: (AttributeValue) -> T?
+    ) throws -> T? {
+        let s = try requiredSlot(for: key)
+        let v = value(s)
+        if let v, let result = exact(v) { return result }
+        if v == nil && optional { return nil }
+        return try decode(type, value: v, slot: s, key: key)
+    }
+
+    /// Moves the decoder to `backing`'s object (a batch of rows read one after the other).
+    func reading(_ backing: ObjectBacking) { self.backing = backing }
 }
 
 /// The keyed container of ``AttributeDecoder``.
@@ -124,21 +143,75 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
 
     func decodeNil(forKey key: Key) throws -> Bool { decoder.value(try decoder.requiredSlot(for: key)) == nil }
 
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decoder.decode(type, forKey: key) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decoder.decode(type, forKey: key) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        try decoder.direct(type, forKey: key, optional: false, Self.bool) ?? decoder.decode(type, forKey: key)
+    }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try decoder.direct(type, forKey: key, optional: false, Self.string) ?? decoder.decode(type, forKey: key)
+    }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try decoder.direct(type, forKey: key, optional: false, Self.double) ?? decoder.decode(type, forKey: key)
+    }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decoder.decode(type, forKey: key) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        try decoder.direct(type, forKey: key, optional: false, Self.int) ?? decoder.decode(type, forKey: key)
+    }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decoder.decode(type, forKey: key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decoder.decode(type, forKey: key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        try decoder.direct(type, forKey: key, optional: false, Self.int64) ?? decoder.decode(type, forKey: key)
+    }
     func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decoder.decode(type, forKey: key) }
     func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decoder.decode(type, forKey: key) }
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decoder.decode(type, forKey: key) }
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decoder.decode(type, forKey: key) }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decoder.decode(type, forKey: key) }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try decoder.decode(type, forKey: key) }
+
+    // The optionals synthesized `Decodable` reads, each from one read of the value (the default
+    // `decodeIfPresent` reads it once to test for nil, then again to decode it).
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        guard contains(key) else { return nil }
+        return try decoder.direct(type, forKey: key, optional: true, Self.string)
+    }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+        guard contains(key) else { return nil }
+        return try decoder.direct(type, forKey: key, optional: true, Self.int64)
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        guard contains(key) else { return nil }
+        return try decoder.direct(type, forKey: key, optional: true, Self.int)
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        guard contains(key) else { return nil }
+        return try decoder.direct(type, forKey: key, optional: true, Self.double)
+    }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        guard contains(key) else { return nil }
+        return try decoder.direct(type, forKey: key, optional: true, Self.bool)
+    }
+
+    private static func string(_ v: AttributeValue) -> String? {
+        if case .string(let s) = v { return s }
+        return nil
+    }
+    private static func int64(_ v: AttributeValue) -> Int64? {
+        if case .int(let i) = v { return i }
+        return nil
+    }
+    private static func int(_ v: AttributeValue) -> Int? {
+        if case .int(let i) = v { return Int(exactly: i) }
+        return nil
+    }
+    private static func double(_ v: AttributeValue) -> Double? {
+        if case .double(let d) = v { return d }
+        return nil
+    }
+    private static func bool(_ v: AttributeValue) -> Bool? {
+        if case .bool(let b) = v { return b }
+        return nil
+    }
 
     func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type, forKey key: Key
@@ -172,9 +245,16 @@ struct AttributeValueDecoder: Decoder, SingleValueDecodingContainer {
     let value: AttributeValue?
     /// Whether the value is a `Codable` attribute's JSON.
     let isCodable: Bool
+    /// The entity and the attribute's slot, for messages (built only when one is needed: a
+    /// read of every attribute of a million objects made one string per attribute).
+    let entity: EntityDescription
+    let slot: Int
+    /// The key the attribute was decoded for.
+    let key: any CodingKey
+
     /// `Entity.attribute`, for messages.
-    let description: String
-    let codingPath: [any CodingKey]
+    var description: String { "\(entity.name).\(entity.attributes[slot].name)" }
+    var codingPath: [any CodingKey] { [key] }
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
