@@ -106,4 +106,41 @@ struct ValueFetchTests {
         #expect(rows.allSatisfy { $0.city == "City 3" })
         try await store.close()
     }
+
+    /// Reads its keys in an order that depends on the value, and one key only sometimes.
+    struct Wandering: Decodable, Equatable {
+        var id: Int64
+        var name: String
+        var city: String?
+
+        enum CodingKeys: String, CodingKey { case id, name, city }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            if try c.decode(Int64.self, forKey: .id) % 2 == 0 {
+                name = try c.decode(String.self, forKey: .name)
+                id = try c.decode(Int64.self, forKey: .id)
+                city = nil
+            } else {
+                city = try c.decodeIfPresent(String.self, forKey: .city)
+                id = try c.decode(Int64.self, forKey: .id)
+                name = try c.decode(String.self, forKey: .name)
+            }
+        }
+
+        init(_ person: Person) {
+            id = person.id
+            name = person.name
+            city = person.id % 2 == 0 ? nil : person.city
+        }
+    }
+
+    @Test func keysAskedInAnyOrderReadTheirOwnAttributes() throws {
+        let store = try populated(temporaryStoreDirectory(), 50)
+        defer { try? store.close() }
+        let descriptor = FetchDescriptor<Person>(sortBy: [SortDescriptor(\.id)])
+        let values = try store.context.fetch(descriptor, as: Wandering.self)
+        #expect(values == (try store.context.fetch(descriptor).map(Wandering.init)))
+        #expect(values.count == 50)
+    }
 }
