@@ -53,14 +53,15 @@ extension StoreSnapshot {
         let serials = try fetchedSerials(descriptor, table: t)
         var result: [V] = []
         result.reserveCapacity(serials.count)
+        // One decoder, moved from object to object.
         var decoder: AttributeDecoder?
         for serial in serials {
             guard let (page, r) = tables[t].locate(serial) else { continue }
             let backing = ObjectBacking(snapshot: SnapshotObject(snapshot: self, serial: serial, page: page, row: r))
-            // One decoder, moved from object to object.
-            if let decoder { decoder.reading(backing) } else { decoder = AttributeDecoder(backing: backing) }
-            guard let decoder else { continue }
-            result.append(try V(from: decoder))
+            let current = decoder ?? AttributeDecoder(backing: backing)
+            current.reading(backing)
+            decoder = current
+            result.append(try V(from: current))
         }
         return result
     }

@@ -42,9 +42,8 @@ final class AttributeDecoder: Decoder {
     let entity: EntityDescription
 
     /// A decoder reading `object`.
-    init(_ object: some Entity) {
-        backing = object._backing
-        entity = backing.entity
+    convenience init(_ object: some Entity) {
+        self.init(backing: object._backing)
     }
 
     /// A decoder reading the object `backing` stands for: a table's row, with no instance.
@@ -138,16 +137,25 @@ final class AttributeDecoder: Decoder {
 
     /// The attribute's value as the stored type `T` reads it without conversion (a string as a
     /// `String`, an integer as an `Int64`, and so on); otherwise through ``decode(_:forKey:)``,
-    /// which converts or throws. Nil when the attribute has no value and `optional`.
+    /// which converts or throws.
     @inline(__always)
     func direct<T: Decodable>(
-        _ type: T.Type, forKey key: some CodingKey, optional: Bool, _ exact: (AttributeValue) -> T?
-    ) throws -> T? {
+        _ type: T.Type, forKey key: some CodingKey, _ exact: (AttributeValue) -> T?
+    ) throws -> T {
         let s = try requiredSlot(for: key)
         let v = value(s)
         if let v, let result = exact(v) { return result }
-        if v == nil && optional { return nil }
         return try decode(type, value: v, slot: s, key: key)
+    }
+
+    /// As ``direct(_:forKey:_:)``, nil when the attribute has no value.
+    @inline(__always)
+    func directIfPresent<T: Decodable>(
+        _ type: T.Type, forKey key: some CodingKey, _ exact: (AttributeValue) -> T?
+    ) throws -> T? {
+        let s = try requiredSlot(for: key)
+        guard let v = value(s) else { return nil }
+        return try exact(v) ?? decode(type, value: v, slot: s, key: key)
     }
 
     /// Moves the decoder to `backing`'s object (a batch of rows read one after the other).
@@ -172,23 +180,23 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     func decodeNil(forKey key: Key) throws -> Bool { decoder.value(try decoder.requiredSlot(for: key)) == nil }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        try decoder.direct(type, forKey: key, optional: false, Self.bool) ?? decoder.decode(type, forKey: key)
+        try decoder.direct(type, forKey: key, Self.bool)
     }
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        try decoder.direct(type, forKey: key, optional: false, Self.string) ?? decoder.decode(type, forKey: key)
+        try decoder.direct(type, forKey: key, Self.string)
     }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        try decoder.direct(type, forKey: key, optional: false, Self.double) ?? decoder.decode(type, forKey: key)
+        try decoder.direct(type, forKey: key, Self.double)
     }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
-        try decoder.direct(type, forKey: key, optional: false, Self.int) ?? decoder.decode(type, forKey: key)
+        try decoder.direct(type, forKey: key, Self.int)
     }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
-        try decoder.direct(type, forKey: key, optional: false, Self.int64) ?? decoder.decode(type, forKey: key)
+        try decoder.direct(type, forKey: key, Self.int64)
     }
     func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decoder.decode(type, forKey: key) }
     func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decoder.decode(type, forKey: key) }
@@ -201,23 +209,23 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     // `decodeIfPresent` reads it once to test for nil, then again to decode it).
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
         guard contains(key) else { return nil }
-        return try decoder.direct(type, forKey: key, optional: true, Self.string)
+        return try decoder.directIfPresent(type, forKey: key, Self.string)
     }
     func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
         guard contains(key) else { return nil }
-        return try decoder.direct(type, forKey: key, optional: true, Self.int64)
+        return try decoder.directIfPresent(type, forKey: key, Self.int64)
     }
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
         guard contains(key) else { return nil }
-        return try decoder.direct(type, forKey: key, optional: true, Self.int)
+        return try decoder.directIfPresent(type, forKey: key, Self.int)
     }
     func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
         guard contains(key) else { return nil }
-        return try decoder.direct(type, forKey: key, optional: true, Self.double)
+        return try decoder.directIfPresent(type, forKey: key, Self.double)
     }
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
         guard contains(key) else { return nil }
-        return try decoder.direct(type, forKey: key, optional: true, Self.bool)
+        return try decoder.directIfPresent(type, forKey: key, Self.bool)
     }
 
     private static func string(_ v: AttributeValue) -> String? {
