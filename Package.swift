@@ -50,6 +50,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // AES-GCM and HKDF for the journal's encryption at rest: Apple's CryptoKit API, backed by
+        // BoringSSL on Linux. Versions 3 and 4 have the same API for what the journal uses.
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // liblz4 from Debian's liblz4-dev; only GraphJournal's codec includes it.
@@ -80,7 +83,7 @@ let package = Package(
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
         .target(
             name: "GraphJournal",
-            dependencies: ["CLZ4", "CCRC32C"],
+            dependencies: ["CLZ4", "CCRC32C", .product(name: "Crypto", package: "swift-crypto")],
             // Fault injection (JournalIO+FaultInjection.swift) exists in debug builds only, for
             // the package's tests; release builds of the library and the tool carry none.
             swiftSettings: strictSettings + macroSettings + [

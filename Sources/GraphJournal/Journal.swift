@@ -47,9 +47,15 @@ public final class Journal: Sendable {
     let gate: Mutex<SyncGate>
     /// Held while records are handed to ``JournalOptions/onDurable``; taken before `state`.
     let delivery = Mutex(())
+    /// The keys of the journal's sealed records, when it is opened with encryption.
+    public let keyring: JournalKeyring?
 
-    init(directory: String, options: JournalOptions, report: JournalOpenReport, state: WriterState) {
+    init(
+        directory: String, options: JournalOptions, report: JournalOpenReport, state: WriterState,
+        keyring: JournalKeyring?
+    ) {
         self.directory = directory
+        self.keyring = keyring
         self.options = options
         self.openReport = report
         self.fs = FileSystem(io: options.io)

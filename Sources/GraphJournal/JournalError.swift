@@ -36,6 +36,17 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Hashable {
         /// An earlier failure left the on-disk state uncertain (for example a failed fsync in
         /// `.batched` mode, or a failed truncation); close and reopen the journal.
         case needsReopen
+        /// A sealed record names a key the journal's key provider does not give (or the journal
+        /// was opened without encryption): `open` changes nothing.
+        case keyUnavailable(keyID: String)
+        /// The key the provider gives for `keyID` is not the one the records were sealed with:
+        /// `open` changes nothing.
+        case wrongKey(keyID: String)
+        /// A key or key file is malformed (length, identifier, hex digits).
+        case badKey
+        /// The journal holds records written without encryption, and its encryption
+        /// refuses them (``JournalEncryption/PlaintextRecords/refuse``): `open` changes nothing.
+        case notEncrypted
     }
 
     /// What went wrong.
@@ -79,6 +90,10 @@ public struct JournalError: Error, CustomStringConvertible, Sendable, Hashable {
         case .notRegularFile: label = "not a regular file"
         case .closed: label = "closed"
         case .needsReopen: label = "needs reopen"
+        case .keyUnavailable(let id): label = "key \(id) unavailable"
+        case .wrongKey(let id): label = "wrong key \(id)"
+        case .badKey: label = "bad key"
+        case .notEncrypted: label = "not encrypted"
         }
         var text = "journal \(label)"
         if let file {

@@ -89,6 +89,21 @@ public struct JournalOptions: Sendable {
     /// version 1 paths.
     var logVersion: UInt16 = JournalFormat.formatVersion
 
+    /// Encryption at rest: with it, every record written is sealed (``JournalEncryption``) and
+    /// sealed records are read with its keys; without it (the default), records are written in
+    /// the clear and a journal that holds sealed records does not open
+    /// (``JournalError/Code/keyUnavailable(keyID:)``).
+    public var encryption: JournalEncryption?
+
+    /// The version of the log segments written: ``JournalFormat/sealedVersion`` with
+    /// encryption, else ``logVersion``.
+    var writtenLogVersion: UInt16 { encryption == nil ? logVersion : JournalFormat.sealedVersion }
+    /// The version of the base segments written: ``JournalFormat/sealedVersion`` with
+    /// encryption, else ``JournalFormat/historyFreeVersion``.
+    var writtenBaseVersion: UInt16 {
+        encryption == nil ? JournalFormat.historyFreeVersion : JournalFormat.sealedVersion
+    }
+
     /// Creates options.
     ///
     /// - Parameter durability: when records reach stable storage.
@@ -96,17 +111,20 @@ public struct JournalOptions: Sendable {
     /// - Parameter segmentSize: the size past which the log rolls to a new segment.
     /// - Parameter io: the I/O layer.
     /// - Parameter log: a sink for notable events.
+    /// - Parameter encryption: encryption at rest, or nil.
     public init(
         durability: Durability = .always,
         recovery: Recovery = .tolerateTornTail,
         segmentSize: Int = 64 << 20,
         io: JournalIO = .system,
-        log: (@Sendable (String) -> Void)? = nil
+        log: (@Sendable (String) -> Void)? = nil,
+        encryption: JournalEncryption? = nil
     ) {
         self.durability = durability
         self.recovery = recovery
         self.segmentSize = segmentSize
         self.io = io
         self.log = log
+        self.encryption = encryption
     }
 }

@@ -400,13 +400,13 @@ import Testing
             bytes.storeLittleEndian(crc, at: JournalFormat.SegmentHeaderField.crc)
             writeBytes(segment, bytes)
         }
-        withVersion(3)
+        withVersion(4)
         for recovery in [JournalOptions.Recovery.tolerateTornTail, .pointInTime] {
             let error = try #require(throws: JournalError.self) {
                 try Journal.open(directory: directory, options: JournalOptions(durability: .none, recovery: recovery))
             }
             #expect(error.code == .unsupportedVersion)
-            #expect(error.message.contains("format version 3; this code reads versions 1 to 2"))
+            #expect(error.message.contains("format version 4; this code reads versions 1 to 3"))
         }
         #expect(readBytes(segment).count == original.count, "nothing was dropped")
         withVersion(1)

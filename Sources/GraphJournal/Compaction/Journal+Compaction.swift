@@ -100,12 +100,17 @@ extension Journal {
         else {
             throw JournalError(.corrupt, "a shipped base is a schema record followed by base records")
         }
-        let schema = try first.payload()
+        let schema = try first.payload(keyring: keyring)
+        let identity = try first.sealHeader()?.journalID
         defer { deliverDurable() }
         _ = try gate.withLock { (g) throws(JournalError) in
             try state.withLock { (s) throws(JournalError) in
                 try s.checkUsable()
                 try applyPendingTruncation(&s)
+                // The base replaces the whole journal: the journal takes the identity of its source.
+                if let identity, let sealer = s.sealer, sealer.journalID != identity {
+                    s.sealer = Sealer(key: sealer.master, journalID: identity)
+                }
                 return try compact(
                     &s, &g, base: .shipped(Array(records.dropFirst())), schema: schema, origin: origin ?? s.tail.origin,
                     firstSequence: nil, proceed: { true })
@@ -126,18 +131,25 @@ extension Journal {
         g.segment = s.activeHeader.number
         g.synced = s.tail
 
-        // A base is version 1: its records are self-contained, written in one go.
+        // A base is version 1 (3 when sealed): its records are self-contained, written in one go.
         let baseHeader = SegmentHeader(
             kind: .base, salt: .random(in: .min ... .max), number: s.nextFileNumber,
-            firstSequence: max(s.tail.nextSequence, firstSequence ?? 0), version: JournalFormat.historyFreeVersion)
+            firstSequence: max(s.tail.nextSequence, firstSequence ?? 0), version: options.writtenBaseVersion)
+        // A compaction is a writer run of its own: a new salt, its counter from 1, the current key.
+        var sealer = try keyring.map { (keyring) throws(JournalError) in
+            Sealer(key: try keyring.currentKey(), journalID: s.sealer?.journalID ?? .random())
+        }
+        var baseKeys: Set<String> = []
         let logNumber = s.nextFileNumber + 1
         // The new files written so far, removed if compaction fails before it switches to them.
         var created: [String] = []
         do throws(JournalError) {
-            let baseTail = try writeBase(baseHeader, schema: schema, origin: origin, base: base, created: &created)
+            let baseTail = try writeBase(
+                baseHeader, schema: schema, origin: origin, base: base, sealer: &sealer, keyIDs: &baseKeys,
+                created: &created)
             let logHeader = SegmentHeader(
                 kind: .log, salt: .random(in: .min ... .max), number: logNumber, firstSequence: baseTail.nextSequence,
-                version: options.logVersion)
+                version: options.writtenLogVersion)
             try writeEmptyLog(logHeader, created: &created)
             try fs.syncDirectory(directory)
             guard proceed() else {
@@ -152,6 +164,8 @@ extension Journal {
             ]
             try switchManifest(to: newFiles.map(\.name), &s, created: &created)
             let oldFiles = try switchWriter(to: newFiles, tail: baseTail, &s, &g, created: &created)
+            s.keyIDs = baseKeys
+            s.holdsSealedRecords = !baseKeys.isEmpty
             removeReplaced(oldFiles)
         } catch {
             for file in created { try? fs.unlink(file) }
@@ -166,7 +180,8 @@ extension Journal {
     /// - Parameter created: the new files so far; ends with the base.
     /// - Returns: the tail after the base's records; its `end` is the base's size.
     private func writeBase(
-        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: BaseRecords, created: inout [String]
+        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: BaseRecords, sealer: inout Sealer?,
+        keyIDs: inout Set<String>, created: inout [String]
     ) throws(JournalError) -> Tail {
         let basePath = path(fileName(header.number, .base))
         let temporary = basePath + JournalFormat.temporarySuffix
@@ -174,7 +189,9 @@ extension Journal {
         created.append(temporary)
         let tail: Tail
         do throws(JournalError) {
-            tail = try writeBaseRecords(header, schema: schema, origin: origin, base: base, to: fd, path: temporary)
+            tail = try writeBaseRecords(
+                header, schema: schema, origin: origin, base: base, sealer: &sealer, keyIDs: &keyIDs, to: fd,
+                path: temporary)
         } catch {
             fs.closeQuietly(fd)
             throw error
@@ -190,13 +207,15 @@ extension Journal {
     ///
     /// - Returns: the tail after the records; its `end` is the bytes written.
     private func writeBaseRecords(
-        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: BaseRecords, to fd: Int32, path: String
+        _ header: SegmentHeader, schema: [UInt8], origin: [UInt8]?, base: BaseRecords, sealer: inout Sealer?,
+        keyIDs: inout Set<String>, to fd: Int32, path: String
     ) throws(JournalError) -> Tail {
         let seed = header.seed
         var tail = Tail(end: 0, nextSequence: header.firstSequence)
         var buffer = header.encoded()
         var offset: Int64 = 0
-        Self.appendSchemaRecord(schema, to: &buffer, seed: seed, tail: &tail)
+        try Self.appendSchemaRecord(schema, to: &buffer, seed: seed, tail: &tail, sealer: &sealer)
+        if let sealer { keyIDs.insert(sealer.keyID) }
         // A replica's base keeps its origin: an origin record before the first base record.
         if let origin {
             let stored = RecordCodec.append(
@@ -211,10 +230,17 @@ extension Journal {
                 guard payload.count <= JournalFormat.maxPayloadSize else {
                     throw JournalError(.payloadTooLarge, "a base payload exceeds \(JournalFormat.maxPayloadSize) bytes")
                 }
-                let stored = RecordCodec.append(
+                let start = buffer.count
+                var stored = RecordCodec.append(
                     to: &buffer, seed: seed, sequence: tail.nextSequence, type: .base, payload: payload)
+                if var running = sealer {
+                    try RecordCodec.seal(&buffer, at: start, seed: seed, sealer: &running)
+                    sealer = running
+                    stored = buffer.count - start - JournalFormat.recordHeaderSize
+                }
                 tail.add(rawBytes: payload.count, storedBytes: stored)
             case .shipped(let record):
+                if let sealHeader = try record.sealHeader() { keyIDs.insert(sealHeader.keyID) }
                 let start = buffer.count
                 buffer.append(contentsOf: record.wire)
                 buffer.storeLittleEndian(tail.nextSequence, at: start + JournalFormat.RecordHeaderField.sequence)

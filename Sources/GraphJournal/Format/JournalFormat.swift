@@ -16,8 +16,12 @@ enum JournalFormat {
     /// The version of a segment whose records are all self-contained: every segment written
     /// before version 2 existed, and every base segment.
     static let historyFreeVersion: UInt16 = 1
+    /// The version of every segment an encrypted journal writes, logs and bases: its records
+    /// may be sealed (``flagSealed``), and none uses a history, so that a sealed record is the
+    /// same bytes in every journal it is shipped to.
+    static let sealedVersion: UInt16 = 3
     /// The segment versions this code reads.
-    static let readableVersions: ClosedRange<UInt16> = 1...2
+    static let readableVersions: ClosedRange<UInt16> = 1...3
     /// Checksum algorithm id 1: CRC32C (Castagnoli, reflected polynomial 0x82F63B78).
     static let checksumCRC32C: UInt8 = 1
 
@@ -77,7 +81,10 @@ enum JournalFormat {
     /// is one LZ4 block that may copy from the segment's history (``RecordHistory``), the raw
     /// payloads of the records before it in the segment. Never with bit 0 or 1.
     static let flagHistory: UInt8 = 0x04
-    static let knownRecordFlags: UInt8 = flagCompressed | flagChunked | flagHistory
+    /// Record flag bit 3: the payload is sealed (``SealFormat``): encrypted and authenticated,
+    /// the stored form that bits 0 and 1 describe inside. Never with bit 2.
+    static let flagSealed: UInt8 = 0x08
+    static let knownRecordFlags: UInt8 = flagCompressed | flagChunked | flagHistory | flagSealed
 
     // MARK: Limits and policies
 

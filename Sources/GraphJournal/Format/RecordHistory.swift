@@ -105,8 +105,13 @@ final class RecordHistory {
     /// still follow before the window no longer holds its hole.
     private var hole: (sequence: UInt64, remaining: Int)?
 
-    /// The history at the start of the segment whose header is `header`.
-    init(header: SegmentHeader) {
+    /// The keys of sealed records, if the journal has any.
+    let keyring: JournalKeyring?
+
+    /// The history at the start of the segment whose header is `header`; `keyring` opens its
+    /// sealed records.
+    init(header: SegmentHeader, keyring: JournalKeyring? = nil) {
+        self.keyring = keyring
         enabled = header.usesHistory
         buffer = enabled ? .allocate(byteCount: Self.bufferSize, alignment: 16) : nil
     }
@@ -137,7 +142,8 @@ final class RecordHistory {
     ) -> JournalError? {
         guard joins(record) else {
             // Not part of the history: decompressed on its own (a history block here is damage).
-            return RecordCodec.withPayload(of: record, in: bytes, at: base, file: file, buffer: payloadBuffer, body)
+            return RecordCodec.withPayload(
+                of: record, in: bytes, at: base, file: file, buffer: payloadBuffer, keyring: keyring, body)
         }
         switch next(record, in: bytes, at: base, file: file) {
         case .success(let payload):
@@ -152,7 +158,9 @@ final class RecordHistory {
     func payload(
         of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String
     ) -> Result<[UInt8], JournalError> {
-        guard joins(record) else { return RecordCodec.payload(of: record, in: bytes, file: file, base: base) }
+        guard joins(record) else {
+            return RecordCodec.payload(of: record, in: bytes, file: file, base: base, keyring: keyring)
+        }
         return next(record, in: bytes, at: base, file: file).map { Array($0) }
     }
 
@@ -170,7 +178,7 @@ final class RecordHistory {
 
     /// Whether `record` joins the history (and is decompressed into it).
     private func joins(_ record: ScannedRecord) -> Bool {
-        enabled && record.rawLength <= JournalFormat.historyRecordLimit
+        enabled && !record.sealed && record.rawLength <= JournalFormat.historyRecordLimit
     }
 
     /// Decompresses the next record, which joins the history, into the history's buffer:

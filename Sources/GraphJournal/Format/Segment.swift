@@ -8,8 +8,9 @@ struct SegmentHeader: Sendable, Hashable {
     /// segments written before version 2.
     var version: UInt16 = JournalFormat.formatVersion
 
-    /// Whether the segment's records may use a compression history (``RecordHistory``).
-    var usesHistory: Bool { version >= 2 }
+    /// Whether the segment's records may use a compression history (``RecordHistory``): version
+    /// 2 only (an encrypted journal's version 3 segments have none).
+    var usesHistory: Bool { version == 2 }
 
     /// The CRC seed of the segment's records.
     var seed: UInt32 { CRC32C.seed(salt: salt) }
@@ -100,6 +101,11 @@ struct ScannedRecord: Sendable, Hashable {
     var chunked: Bool = false
     /// One LZ4 block that may copy from the segment's history (flag bit 2, ``RecordHistory``).
     var history: Bool = false
+    /// Sealed (flag bit 3, ``SealFormat``): `compressed` and `chunked` are then false, and
+    /// ``sealedFlags`` says how the stored bytes inside the seal are stored.
+    var sealed: Bool = false
+    /// The flags of the stored bytes inside a seal (bit 0 or 1, or none).
+    var sealedFlags: UInt8 = 0
     var storedLength: Int
     var rawLength: Int
 
@@ -248,11 +254,14 @@ enum RecordCodec {
             return .failure(RecordProblem(problem.message, checksumValid: true))
         }
         let flags = bytes[offset + F.flags]
+        let sealed = flags & JournalFormat.flagSealed != 0
         return .success(
             ScannedRecord(
                 offset: offset, sequence: bytes.littleEndian(at: offset + F.sequence), type: bytes[offset + F.type],
-                compressed: flags & JournalFormat.flagCompressed != 0, chunked: flags & JournalFormat.flagChunked != 0,
-                history: flags & JournalFormat.flagHistory != 0, storedLength: storedLength,
+                compressed: !sealed && flags & JournalFormat.flagCompressed != 0,
+                chunked: !sealed && flags & JournalFormat.flagChunked != 0,
+                history: flags & JournalFormat.flagHistory != 0, sealed: sealed,
+                sealedFlags: sealed ? flags & ~JournalFormat.flagSealed : 0, storedLength: storedLength,
                 rawLength: Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))))
     }
 
@@ -282,10 +291,12 @@ enum RecordCodec {
         typealias F = JournalFormat.RecordHeaderField
         let flags = bytes[offset + F.flags]
         let type = bytes[offset + F.type]
-        // At most one storage bit; the history only for transaction and base records.
+        let sealed = flags & JournalFormat.flagSealed != 0
+        let storage = flags & ~JournalFormat.flagSealed
+        // At most one storage bit; the history only for transaction and base records, never sealed.
         let single =
-            flags == 0 || flags == JournalFormat.flagCompressed || flags == JournalFormat.flagChunked
-            || (flags == JournalFormat.flagHistory
+            storage == 0 || storage == JournalFormat.flagCompressed || storage == JournalFormat.flagChunked
+            || (!sealed && storage == JournalFormat.flagHistory
                 && (type == JournalFormat.RecordType.transaction.rawValue
                     || type == JournalFormat.RecordType.base.rawValue))
         guard single, bytes.littleEndian(at: offset + F.reserved, as: UInt16.self) == 0 else { return .flags(flags) }
@@ -294,12 +305,15 @@ enum RecordCodec {
             return .type(type)
         }
         let rawLength = Int(bytes.littleEndian(at: offset + F.rawLength, as: UInt32.self))
-        // A compressed form is only ever stored when it is strictly shorter than the payload.
-        guard
-            flags == 0
+        // A compressed form is only ever stored when it is strictly shorter than the payload; a
+        // seal's lengths are checked when it is opened.
+        let lengthsHold =
+            sealed
+            ? rawLength <= JournalFormat.maxPayloadSize && storedLength >= SealFormat.smallestSealed
+            : flags == 0
                 ? rawLength == storedLength
                 : rawLength <= JournalFormat.maxPayloadSize && storedLength > 0 && storedLength < rawLength
-        else {
+        guard lengthsHold else {
             return .lengths(stored: storedLength, raw: rawLength)
         }
         return nil
@@ -321,6 +335,7 @@ enum RecordCodec {
         _ bytes: UnsafeRawBufferPointer, header: SegmentHeader, end: Int? = nil,
         from start: Int = JournalFormat.segmentHeaderSize, sequence firstSequence: UInt64? = nil,
         unreadable: JournalOptions.UnreadableRecord? = nil,
+        judge: RecordJudge? = nil,
         _ body: (ScannedRecord) -> Bool = { _ in true }
     ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?) {
         let end = end ?? bytes.count
@@ -347,6 +362,13 @@ enum RecordCodec {
                     damage.damagedRecordIsValid = true
                     return (offset, sequence, damage)
                 }
+                if let judge, let reason = judge.reason(record) {
+                    var damage = describe(
+                        bytes, damageAt: offset, seed: seed, end: end, reason: reason, searchFrom: record.end)
+                    damage.checksumValid = true
+                    damage.damagedRecordIsValid = true
+                    return (offset, sequence, damage)
+                }
                 if !body(record) { return (record.end, sequence + 1, nil) }
                 offset = record.end
                 sequence += 1
@@ -366,10 +388,13 @@ enum RecordCodec {
         _ bytes: [UInt8], header: SegmentHeader, end: Int? = nil,
         from start: Int = JournalFormat.segmentHeaderSize, sequence firstSequence: UInt64? = nil,
         unreadable: JournalOptions.UnreadableRecord? = nil,
+        judge: RecordJudge? = nil,
         _ body: (ScannedRecord) -> Bool = { _ in true }
     ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?) {
         bytes.withUnsafeBytes { raw in
-            scan(raw, header: header, end: end, from: start, sequence: firstSequence, unreadable: unreadable, body)
+            scan(
+                raw, header: header, end: end, from: start, sequence: firstSequence, unreadable: unreadable,
+                judge: judge, body)
         }
     }
 
@@ -415,8 +440,14 @@ enum RecordCodec {
     ///
     /// - Parameter base: the file offset of `bytes`' first byte.
     static func payload(
-        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, base: Int = 0
+        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, file: String, base: Int = 0,
+        keyring: JournalKeyring? = nil
     ) -> Result<[UInt8], JournalError> {
+        if record.sealed {
+            return withUnsealed(record, in: bytes, at: base, keyring: keyring, file: file) { inner, bytes, base in
+                payload(of: inner, in: bytes, file: file, base: base)
+            }
+        }
         let range = record.payloadRange
         let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
         if record.history { return .failure(historyProblem(of: record, file: file)) }
@@ -440,8 +471,10 @@ enum RecordCodec {
     }
 
     /// The payload of a valid record of a segment file's bytes held in an array, decompressed.
-    static func payload(of record: ScannedRecord, in bytes: [UInt8], file: String) -> Result<[UInt8], JournalError> {
-        bytes.withUnsafeBytes { payload(of: record, in: $0, file: file) }
+    static func payload(
+        of record: ScannedRecord, in bytes: [UInt8], file: String, keyring: JournalKeyring? = nil
+    ) -> Result<[UInt8], JournalError> {
+        bytes.withUnsafeBytes { payload(of: record, in: $0, file: file, keyring: keyring) }
     }
 
     /// The error of a record that uses a history where none is kept: in a version 1 segment, or
@@ -468,8 +501,19 @@ enum RecordCodec {
     ///   segment rather than all of it (the record's offsets are file offsets).
     static func withPayload(
         of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int = 0, file: String, buffer: ReadBuffer,
-        _ body: (UnsafeRawBufferPointer) -> Void
+        keyring: JournalKeyring? = nil, _ body: (UnsafeRawBufferPointer) -> Void
     ) -> JournalError? {
+        if record.sealed {
+            let lent = withUnsealed(record, in: bytes, at: base, keyring: keyring, file: file) {
+                inner, bytes, base -> Result<Void, JournalError> in
+                if let error = withPayload(of: inner, in: bytes, at: base, file: file, buffer: buffer, body) {
+                    return .failure(error)
+                }
+                return .success(())
+            }
+            if case .failure(let error) = lent { return error }
+            return nil
+        }
         let range = record.payloadRange
         let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
         if record.history { return historyProblem(of: record, file: file) }
@@ -492,6 +536,12 @@ enum RecordCodec {
         body(UnsafeRawBufferPointer(payload))
         return nil
     }
+}
+
+/// A check of each valid record beyond its bytes (what its seal shows: ``SealOrder``): the
+/// reason to treat it as damage, or nil.
+struct RecordJudge {
+    let reason: (ScannedRecord) -> String?
 }
 
 /// Why the bytes at an offset are not a valid record.

@@ -25,7 +25,7 @@ extension Journal {
         _ body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
     ) throws {
         let total = state.withLock { s in s.files.reduce(Int64(0)) { $0 + $1.size } }
-        let lender = PayloadLender()
+        let lender = PayloadLender(keyring: keyring)
         try walkLiveRecords { record, bytes, path, fileStart, payload in
             guard try lender.lend(record, in: bytes, path: path, payload: payload, to: body) else { return }
             try progress(fileStart + Int64(record.end), total)

@@ -6,6 +6,13 @@ extension Journal {
         state.withLock { $0.tail.schema }
     }
 
+    /// The identifiers of the keys the journal's live sealed records name: a key not listed is
+    /// no longer needed to read the journal (after a rotation, once a compaction sealed
+    /// everything with the new key). Empty for a journal without sealed records.
+    public var keyIdentifiers: Set<String> {
+        state.withLock { $0.keyIDs }
+    }
+
     /// Counters: segments, records, bytes, compression, last sequence.
     public var stats: JournalStats {
         state.withLock { s in
@@ -109,7 +116,7 @@ extension Journal {
             fs.closeQuietly(fd)
             let bytes = try bytesResult.get()
             var failure: (any Error)?
-            let history = RecordHistory(header: file.header)
+            let history = RecordHistory(header: file.header, keyring: keyring)
             let scan = bytes.withUnsafeBytes { raw in
                 RecordCodec.scan(raw, header: file.header, end: raw.count) { record in
                     do {

@@ -10,6 +10,13 @@ final class PayloadLender {
     private let lent = JournalPayload()
     /// The slots a chunked payload is decompressed into.
     private let slots = ReadBuffer()
+    /// The keys of sealed records, if the journal has any.
+    private let keyring: JournalKeyring?
+
+    /// A lender for one walk; `keyring` opens sealed records.
+    init(keyring: JournalKeyring? = nil) {
+        self.keyring = keyring
+    }
 
     /// Lends the payload of `record` (in `bytes`, its whole segment file, at `path`) to `body`
     /// with its sequence and kind; `payload` returns it decompressed. A record of a skippable
@@ -25,6 +32,25 @@ final class PayloadLender {
         to body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
     ) throws -> Bool {
         guard let kind = JournalRecord.Kind(recordType: record.type) else { return false }
+        if record.sealed {
+            // Opened into a buffer of its own, then lent as the record inside it is.
+            let opened = RecordCodec.withUnsealed(record, in: bytes, at: 0, keyring: keyring, file: path) {
+                inner, bytes, base -> Result<Result<Void, any Error>, JournalError> in
+                do {
+                    _ = try lendOpened(inner, in: bytes, at: base, path: path, kind: kind, to: body)
+                    return .success(.success(()))
+                } catch {
+                    return .success(.failure(error))
+                }
+            }
+            switch opened {
+            case .success(.success): return true
+            case .success(.failure(let error)): throw error
+            case .failure(var error):
+                error.sequence = record.sequence
+                throw error
+            }
+        }
         if record.chunked {
             let chunks = lent.lendChunks(of: record, in: bytes, at: 0, file: path, slots: slots) { payload in
                 try body(record.sequence, kind, payload)
@@ -38,6 +64,37 @@ final class PayloadLender {
             return true
         }
         switch payload() {
+        case .success(let whole):
+            defer { lent.reset(pieces: []) }
+            try whole.withUnsafeBytes { buffer in
+                lent.reset(buffer)
+                try body(record.sequence, kind, lent)
+            }
+            return true
+        case .failure(var error):
+            error.sequence = record.sequence
+            throw error
+        }
+    }
+
+    /// Lends the record a seal held (`bytes` from file offset `base` on hold its stored bytes).
+    private func lendOpened(
+        _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int, path: String,
+        kind: JournalRecord.Kind,
+        to body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
+    ) throws -> Bool {
+        if record.chunked {
+            let chunks = lent.lendChunks(of: record, in: bytes, at: base, file: path, slots: slots) { payload in
+                try body(record.sequence, kind, payload)
+            }
+            if var problem = chunks.problem {
+                problem.sequence = record.sequence
+                throw problem
+            }
+            if let thrown = chunks.thrown { throw thrown }
+            return true
+        }
+        switch RecordCodec.payload(of: record, in: bytes, file: path, base: base) {
         case .success(let whole):
             defer { lent.reset(pieces: []) }
             try whole.withUnsafeBytes { buffer in

@@ -27,7 +27,9 @@ extension Journal {
         directory: String, options: JournalOptions = JournalOptions()
     ) throws(JournalError) -> Journal {
         var stopped = false
-        return try open(directory: directory, options: options, stopped: &stopped, sink: nil)
+        return try open(
+            directory: directory, options: options, keyring: options.encryption.map(JournalKeyring.init),
+            stopped: &stopped, sink: nil)
     }
 
     /// Opens the journal as ``open(directory:options:)-(String,_)`` does and replays it in the
@@ -54,14 +56,15 @@ extension Journal {
         progress: (_ bytesDone: Int64, _ bytesTotal: Int64) throws -> Void,
         replay body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
     ) throws -> Journal {
-        let lender = PayloadLender()
+        let keyring = options.encryption.map(JournalKeyring.init)
+        let lender = PayloadLender(keyring: keyring)
         var failure: (any Error)?
         var begun = false
         var stopped = false
         return try withoutActuallyEscaping(progress) { progress in
             try withoutActuallyEscaping(body) { body in
                 do {
-                    return try open(directory: directory, options: options, stopped: &stopped) {
+                    return try open(directory: directory, options: options, keyring: keyring, stopped: &stopped) {
                         record, bytes, path, bytesBefore, bytesTotal, payload in
                         do {
                             if !begun {
@@ -101,7 +104,8 @@ extension Journal {
     /// `stopped` is set when the open threw because the sink asked it to stop (and found no
     /// damage it would report first).
     private static func open(
-        directory: String, options: JournalOptions, stopped: inout Bool, sink: JournalOpener.Sink?
+        directory: String, options: JournalOptions, keyring: JournalKeyring?, stopped: inout Bool,
+        sink: JournalOpener.Sink?
     ) throws(JournalError) -> Journal {
         let fs = FileSystem(io: options.io)
         _ = try fs.makeDirectory(directory)
@@ -119,7 +123,7 @@ extension Journal {
                 }
                 usleep(20_000)
             }
-            var opener = JournalOpener(fs: fs, directory: directory, options: options, sink: sink)
+            var opener = JournalOpener(fs: fs, directory: directory, options: options, keyring: keyring, sink: sink)
             var state: WriterState
             do throws(JournalError) {
                 state = try opener.run()
@@ -128,7 +132,8 @@ extension Journal {
                 throw error
             }
             state.lockFD = lockFD
-            let journal = Journal(directory: directory, options: options, report: opener.report, state: state)
+            let journal = Journal(
+                directory: directory, options: options, report: opener.report, state: state, keyring: keyring)
             if case .batched(let milliseconds) = options.durability {
                 startFlusher(for: journal, milliseconds: milliseconds)
             }

@@ -22,7 +22,11 @@ struct JournalOpener {
     let fs: FileSystem
     let directory: String
     let options: JournalOptions
+    /// The keys of sealed records, when the journal is opened with encryption.
+    let keyring: JournalKeyring?
     var report = JournalOpenReport()
+    /// What the sealed records checked so far show (``SealOrder``).
+    private var sealOrder = SealOrder()
     /// Where the records kept go, if anywhere.
     private let sink: Sink?
     /// Whether the sink asked to stop (`run` then throws ``stop`` unless it found damage first).
@@ -33,10 +37,12 @@ struct JournalOpener {
     /// record: the writer's history of the active segment, if it is that one.
     private var lastHistory: (name: String, history: RecordHistory)?
 
-    init(fs: FileSystem, directory: String, options: JournalOptions, sink: Sink? = nil) {
+    init(fs: FileSystem, directory: String, options: JournalOptions, keyring: JournalKeyring? = nil, sink: Sink? = nil)
+    {
         self.fs = fs
         self.directory = directory
         self.options = options
+        self.keyring = keyring
         self.sink = sink
     }
 
@@ -113,6 +119,11 @@ struct JournalOpener {
         let unlisted = try SegmentSet(fs: fs, directory: directory, names: names, manifest: manifest)
         var live = try checkChain(manifest.files, unlisted: unlisted)
         if stopped { throw Self.stop }
+        // The writer run's key before anything changes: an unavailable current key fails the
+        // open as an unavailable old one does.
+        let sealer = try keyring.map { keyring throws(JournalError) in
+            Sealer(key: try keyring.currentKey(), journalID: sealOrder.journalID ?? .random())
+        }
         try settle(&live, manifest: &manifest, unlisted: unlisted, nextFileNumber: &nextFileNumber)
         guard let active = live.files.last else {
             throw JournalError(.corrupt, "no live segment after recovery", file: directory)
@@ -123,6 +134,9 @@ struct JournalOpener {
             tail: live.tail, segmentStartTail: live.tail, pendingTruncation: live.pendingTruncation,
             nextFileNumber: nextFileNumber)
         state.lastSynced = (active.header.number, live.tail.end)  // as found on disk: nothing to flush
+        state.sealer = sealer
+        state.holdsSealedRecords = sealOrder.sealedRecords > 0
+        state.keyIDs = sealOrder.keyIDs
         if let (name, history) = lastHistory, name == active.name, live.pendingTruncation == nil, history.enabled {
             // The sink had every record of the active segment decompressed: the writer goes
             // on from that history instead of reading the segment again before its first append.
@@ -182,7 +196,7 @@ struct JournalOpener {
     private mutating func deliver(_ check: SegmentCheck, of bytes: [UInt8], bytesBefore: Int64) {
         guard let sink, !stopped, !check.records.isEmpty else { return }
         let filePath = path(check.file.name)
-        let history = RecordHistory(header: check.file.header)
+        let history = RecordHistory(header: check.file.header, keyring: keyring)
         let total = bytesTotal
         var stop = false
         bytes.withUnsafeBytes { raw in
@@ -268,7 +282,7 @@ struct JournalOpener {
     }
 
     /// Checks one segment, adding its records to `tail`.
-    private func checkSegment(
+    private mutating func checkSegment(
         _ bytes: [UInt8], link: SegmentChain.Link, tail: inout Tail
     ) throws(JournalError) -> SegmentCheck {
         let (name, index, isLast) = (link.name, link.index, link.isLast)
@@ -284,7 +298,10 @@ struct JournalOpener {
                 drop: DropPoint(index: index, offset: 0, reason: problem.error.message, recordsAfter: 0))
         }
         if index == 0 { tail.nextSequence = header.firstSequence }
-        let scan = scanRecords(bytes, header: header, path: filePath, tail: &tail)
+        var order = sealOrder
+        let scan = scanRecords(bytes, header: header, path: filePath, tail: &tail, order: &order)
+        if let fatal = scan.fatal { throw fatal }
+        sealOrder = order
         let file = LiveFile(name: name, header: header, size: Int64(scan.validEnd))
         guard let damage = scan.damage else { return SegmentCheck(file: file, records: scan.records) }
         if link.isTornTail(damage, kind: header.kind) {
@@ -337,27 +354,46 @@ struct JournalOpener {
     /// The schema in force is the last schema record's payload, decompressed here; one that
     /// does not decompress is damage at that record, so the scan is redone stopping there.
     private func scanRecords(
-        _ bytes: [UInt8], header: SegmentHeader, path filePath: String, tail: inout Tail
-    ) -> (validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?, records: [ScannedRecord]) {
+        _ bytes: [UInt8], header: SegmentHeader, path filePath: String, tail: inout Tail, order: inout SealOrder
+    ) -> (
+        validEnd: Int, nextSequence: UInt64, damage: SegmentDamage?, records: [ScannedRecord], fatal: JournalError?
+    ) {
         var unreadable = options.unreadableRecord
         let keepsRecords = sink != nil
+        let keyring = self.keyring
         while true {
             var lastSchema: ScannedRecord?
             var running = tail
+            var runningOrder = order
+            var fatal: JournalError?
             var records: [ScannedRecord] = []
-            let scan = RecordCodec.scan(bytes, header: header, unreadable: unreadable) { record in
+            let judge = RecordJudge { (record: ScannedRecord) -> String? in
+                bytes.withUnsafeBytes { raw in
+                    switch runningOrder.admit(record, in: raw, keyring: keyring, file: filePath) {
+                    case .accept: return nil
+                    case .damage(let reason): return reason
+                    case .fatal(let error):
+                        fatal = error
+                        return error.message
+                    }
+                }
+            }
+            let scan = RecordCodec.scan(bytes, header: header, unreadable: unreadable, judge: judge) { record in
                 if keepsRecords { records.append(record) }
                 running.add(rawBytes: record.rawLength, storedBytes: record.storedLength)
                 running.noteOrigin(
-                    type: record.type, payload: try? RecordCodec.payload(of: record, in: bytes, file: filePath).get())
+                    type: record.type,
+                    payload: record.type == JournalFormat.RecordType.origin.rawValue
+                        ? try? RecordCodec.payload(of: record, in: bytes, file: filePath, keyring: keyring).get() : nil)
                 if record.type == JournalFormat.RecordType.schema.rawValue {
                     lastSchema = record
                     running.schemaVersions += 1
                 }
                 return true
             }
+            if let fatal { return (scan.validEnd, scan.nextSequence, scan.damage, records, fatal) }
             if let lastSchema {
-                switch RecordCodec.payload(of: lastSchema, in: bytes, file: filePath) {
+                switch RecordCodec.payload(of: lastSchema, in: bytes, file: filePath, keyring: keyring) {
                 case .success(let payload):
                     running.schema = payload
                 case .failure(let error):
@@ -370,7 +406,8 @@ struct JournalOpener {
             if header.kind == .base { running.settleOrigin() }
             tail = running
             tail.end = Int64(scan.validEnd)
-            return (scan.validEnd, scan.nextSequence, scan.damage, records)
+            order = runningOrder
+            return (scan.validEnd, scan.nextSequence, scan.damage, records, nil)
         }
     }
 
@@ -394,7 +431,7 @@ struct JournalOpener {
         }
         let header = SegmentHeader(
             kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: 1,
-            version: options.logVersion)
+            version: options.writtenLogVersion)
         let name = fileName(header.number, .log)
         nextFileNumber += 1
         try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
@@ -457,7 +494,7 @@ struct JournalOpener {
         if kept.last?.header.kind != .log {
             let header = SegmentHeader(
                 kind: .log, salt: .random(in: .min ... .max), number: nextFileNumber, firstSequence: tail.nextSequence,
-                version: options.logVersion)
+                version: options.writtenLogVersion)
             let name = fileName(header.number, .log)
             nextFileNumber += 1
             try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())

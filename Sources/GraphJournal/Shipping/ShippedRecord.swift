@@ -120,13 +120,43 @@ public struct ShippedRecord: Sendable, Hashable {
     /// The payload, decompressed.
     ///
     /// - Throws: ``JournalError`` with code `corrupt` when it does not decompress (its checksum
-    ///   matched, so the writer wrote it so).
+    ///   matched, so the writer wrote it so), or `keyUnavailable` when it is sealed.
     public func payload() throws(JournalError) -> [UInt8] {
+        try payload(keyring: nil)
+    }
+
+    /// The payload, opened with `keyring` when it is sealed, and decompressed.
+    ///
+    /// - Parameter keyring: the keys of sealed records (a journal's ``Journal/keyring``, or one
+    ///   made from the writer's ``JournalEncryption``); nil for a journal without encryption.
+    /// - Throws: ``JournalError`` with code `corrupt` when it does not decompress or its seal
+    ///   does not open, `keyUnavailable` or `wrongKey` when the keyring lacks its key.
+    public func payload(keyring: JournalKeyring?) throws(JournalError) -> [UInt8] {
         let scanned = wire.withUnsafeBytes { RecordCodec.record(in: $0, at: 0, seed: Self.wireSeed, end: wire.count) }
         guard case .success(let record) = scanned else {
             throw JournalError(.corrupt, "shipped record \(sequence) no longer checks")
         }
-        return try RecordCodec.payload(of: record, in: wire, file: "shipped record \(sequence)").get()
+        return try RecordCodec.payload(of: record, in: wire, file: "shipped record \(sequence)", keyring: keyring).get()
+    }
+
+    /// Whether the payload is sealed (encrypted at rest by its writer).
+    public var isSealed: Bool {
+        wire.withUnsafeBytes { $0[JournalFormat.RecordHeaderField.flags] & JournalFormat.flagSealed != 0 }
+    }
+
+    /// The clear header of the payload's seal; nil when it is not sealed.
+    ///
+    /// - Throws: ``JournalError`` with code `corrupt` when the seal's header is malformed.
+    func sealHeader() throws(JournalError) -> SealHeader? {
+        guard isSealed else { return nil }
+        let parsed = wire.withUnsafeBytes {
+            SealHeader.parse(UnsafeRawBufferPointer(rebasing: $0[JournalFormat.recordHeaderSize...]))
+        }
+        switch parsed {
+        case .success(let header): return header
+        case .failure(let failure):
+            throw JournalError(.corrupt, "shipped record \(sequence)'s seal: \(failure)", sequence: sequence)
+        }
     }
 }
 

@@ -28,10 +28,16 @@ extension Journal {
             throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
         }
         let shipping = options.onDurable != nil
-        return try appendRecord(storedBound: payload.count, schema: schema) { buffer, seed, sequence, history in
+        return try appendRecord(storedBound: payload.count, schema: schema) {
+            (buffer, seed, sequence, history, sealer) throws(JournalError) in
             let start = buffer.count
-            let stored = RecordCodec.append(
+            var stored = RecordCodec.append(
                 to: &buffer, seed: seed, sequence: sequence, type: .transaction, payload: payload, history: history)
+            if var running = sealer {
+                try RecordCodec.seal(&buffer, at: start, seed: seed, sealer: &running)
+                sealer = running
+                stored = buffer.count - start - JournalFormat.recordHeaderSize
+            }
             var selfContained: [UInt8]?
             if shipping, buffer[start + JournalFormat.RecordHeaderField.flags] == JournalFormat.flagHistory {
                 var wire: [UInt8] = []
@@ -69,11 +75,21 @@ extension Journal {
         }
         // Only the headers and the chunk table go through the buffer; the chunks are written
         // from where they are.
-        return try appendRecord(storedBound: chunked.storedCount, bufferedPayload: chunked.table.count, schema: schema)
-        { buffer, seed, sequence, _ in
+        let sealing = options.encryption != nil
+        return try appendRecord(
+            storedBound: chunked.storedCount, bufferedPayload: sealing ? nil : chunked.table.count, schema: schema
+        ) { (buffer, seed, sequence, _, sealer) throws(JournalError) in
             // Chunked payloads (4 MiB and more) never join a history.
+            let start = buffer.count
             RecordCodec.appendChunkedHeader(to: &buffer, seed: seed, sequence: sequence, type: .transaction, chunked)
-            return AppendedRecord(raw: chunked.rawCount, stored: chunked.storedCount, blocks: chunked.blocks)
+            guard var running = sealer else {
+                return AppendedRecord(raw: chunked.rawCount, stored: chunked.storedCount, blocks: chunked.blocks)
+            }
+            // Sealed, the chunks are one payload: encrypted in units of 1 MiB, in parallel.
+            for block in chunked.blocks { buffer.append(contentsOf: block) }
+            try RecordCodec.seal(&buffer, at: start, seed: seed, sealer: &running)
+            sealer = running
+            return AppendedRecord(raw: chunked.rawCount, stored: buffer.count - start - JournalFormat.recordHeaderSize)
         }
     }
 
@@ -84,19 +100,30 @@ extension Journal {
     /// `bufferedPayload`: at most the part of them that `record` puts in the buffer (nil: all).
     private func appendRecord(
         storedBound: Int, bufferedPayload: Int? = nil, schema: [UInt8]?, origin: [UInt8]? = nil,
-        _ record: (inout [UInt8], _ seed: UInt32, _ sequence: UInt64, _ history: HistoryEncoder?) -> AppendedRecord
+        check: (inout WriterState) throws(JournalError) -> Void = { _ throws(JournalError) in },
+        _ record: (
+            inout [UInt8], _ seed: UInt32, _ sequence: UInt64, _ history: HistoryEncoder?, _ sealer: inout Sealer?
+        ) throws(JournalError) -> AppendedRecord
     ) throws(JournalError) -> UInt64 {
         guard (schema?.count ?? 0) <= JournalFormat.maxPayloadSize else {
             throw JournalError(.payloadTooLarge, "payloads are limited to \(JournalFormat.maxPayloadSize) bytes")
         }
         let ticket = try state.withLock { (s) throws(JournalError) -> Ticket in
             try s.checkUsable()
+            try check(&s)
             try applyPendingTruncation(&s)
             let newSchema = schema.flatMap { $0 == s.tail.schema ? nil : $0 }
+            let sealOverhead =
+                s.sealer == nil
+                ? 0 : SealFormat.overhead(inner: storedBound) + SealFormat.overhead(inner: newSchema?.count ?? 0)
             let worstCase =
                 3 * JournalFormat.recordHeaderSize + storedBound + (newSchema?.count ?? 0) + (origin?.count ?? 0)
-            if s.tail.end + Int64(worstCase) > Int64(options.segmentSize),
-                s.tail.end > Int64(JournalFormat.segmentHeaderSize)
+                + sealOverhead
+            // Sealed records go to a version 3 segment, records in the clear to an earlier one.
+            let wrongVersion = (s.sealer != nil) != (s.activeHeader.version == JournalFormat.sealedVersion)
+            if wrongVersion
+                || (s.tail.end + Int64(worstCase) > Int64(options.segmentSize)
+                    && s.tail.end > Int64(JournalFormat.segmentHeaderSize))
             {
                 try roll(&s)
             }
@@ -107,7 +134,8 @@ extension Journal {
             let history = try activeHistory(&s)
             let schemaSequence = tail.nextSequence
             if let newSchema {
-                Self.appendSchemaRecord(newSchema, to: &buffer, seed: seed, tail: &tail, history: history)
+                try Self.appendSchemaRecord(
+                    newSchema, to: &buffer, seed: seed, tail: &tail, history: history, sealer: &s.sealer)
             }
             let schemaEnd = buffer.count
             // A leftover origin record (a torn shipped append) must not describe this record.
@@ -120,8 +148,13 @@ extension Journal {
             }
             let recordStart = buffer.count
             let sequence = tail.nextSequence
-            let appended = record(&buffer, seed, sequence, history)
+            let sealedBefore = s.sealer?.counter
+            let appended = try record(&buffer, seed, sequence, history, &s.sealer)
             let (raw, stored, blocks) = (appended.raw, appended.stored, appended.blocks)
+            if let sealer = s.sealer, sealer.counter != sealedBefore {
+                s.holdsSealedRecords = true
+                s.keyIDs.insert(sealer.keyID)
+            }
             tail.add(rawBytes: raw, storedBytes: stored)
             tail.noteOrigin(type: JournalFormat.RecordType.transaction.rawValue, payload: nil)
             tail.end = try writeAtEnd(buffer, blocks, &s)
@@ -187,10 +220,15 @@ extension Journal {
         guard (origin?.count ?? 0) <= 1024 else {
             throw JournalError(.payloadTooLarge, "an origin is limited to 1024 bytes")
         }
-        // The shipped payload is written as received; a small one still joins the history.
-        let raw: [UInt8]? = record.rawLength <= JournalFormat.historyRecordLimit ? try record.payload() : nil
-        return try appendRecord(storedBound: record.storedLength, schema: schema, origin: origin) {
-            buffer, seed, sequence, history in
+        // The shipped payload is written as received; a small one still joins the history (a
+        // sealed one goes to a version 3 segment, which has none).
+        let sealHeader = try record.sealHeader()
+        let raw: [UInt8]? =
+            sealHeader == nil && record.rawLength <= JournalFormat.historyRecordLimit ? try record.payload() : nil
+        return try appendRecord(
+            storedBound: record.storedLength, schema: schema, origin: origin,
+            check: { (s) throws(JournalError) in try admitShipped(record, sealHeader, &s) }
+        ) { (buffer, seed, sequence, history, _) throws(JournalError) in
             let start = buffer.count
             buffer.append(contentsOf: record.wire)
             buffer.storeLittleEndian(sequence, at: start + JournalFormat.RecordHeaderField.sequence)
@@ -250,10 +288,17 @@ extension Journal {
 
     /// Appends to `buffer` the record of a new schema, and counts it in `tail`.
     static func appendSchemaRecord(
-        _ schema: [UInt8], to buffer: inout [UInt8], seed: UInt32, tail: inout Tail, history: HistoryEncoder? = nil
-    ) {
-        let stored = RecordCodec.append(
+        _ schema: [UInt8], to buffer: inout [UInt8], seed: UInt32, tail: inout Tail, history: HistoryEncoder? = nil,
+        sealer: inout Sealer?
+    ) throws(JournalError) {
+        let start = buffer.count
+        var stored = RecordCodec.append(
             to: &buffer, seed: seed, sequence: tail.nextSequence, type: .schema, payload: schema, history: history)
+        if var running = sealer {
+            try RecordCodec.seal(&buffer, at: start, seed: seed, sealer: &running)
+            sealer = running
+            stored = buffer.count - start - JournalFormat.recordHeaderSize
+        }
         tail.add(rawBytes: schema.count, storedBytes: stored)
         tail.schema = schema
         tail.schemaVersions += 1
@@ -303,5 +348,49 @@ extension Journal {
             log("truncated \(size - length) bytes at offset \(length) of \(path)")
         }
         s.pendingTruncation = nil
+    }
+
+    /// Refuses a shipped record this journal cannot hold: a sealed one without the key or
+    /// from another journal, or one in the clear when the journal refuses those. The first
+    /// sealed record a journal takes gives it its identity.
+    private func admitShipped(
+        _ record: ShippedRecord, _ header: SealHeader?, _ s: inout WriterState
+    ) throws(JournalError) {
+        guard let header else {
+            if let encryption = options.encryption, encryption.plaintextRecords == .refuse || s.holdsSealedRecords {
+                throw JournalError(
+                    .notEncrypted,
+                    "shipped record \(record.sequence) is not sealed, and this journal is encrypted: its writer must seal its records",
+                    sequence: record.sequence)
+            }
+            return
+        }
+        guard let keyring, let sealer = s.sealer else {
+            throw JournalError(
+                .keyUnavailable(keyID: header.keyID),
+                "shipped record \(record.sequence) is sealed with key \(header.keyID), and this journal was opened without encryption",
+                sequence: record.sequence)
+        }
+        if case .failure(let failure) = keyring.sealKey(for: header) {
+            var error = failure.error(
+                of: ScannedRecord(
+                    offset: 0, sequence: record.sequence, type: 0, compressed: false, storedLength: 0, rawLength: 0),
+                file: "shipped record")
+            error.file = nil
+            error.offset = nil
+            throw error
+        }
+        if header.journalID != sealer.journalID {
+            guard !s.holdsSealedRecords else {
+                throw JournalError(
+                    .corrupt,
+                    "shipped record \(record.sequence) belongs to journal \(header.journalID), and this journal is \(sealer.journalID)",
+                    sequence: record.sequence)
+            }
+            // A replica takes the identity of the journal it receives.
+            s.sealer = Sealer(key: sealer.master, journalID: header.journalID)
+        }
+        s.holdsSealedRecords = true
+        s.keyIDs.insert(header.keyID)
     }
 }

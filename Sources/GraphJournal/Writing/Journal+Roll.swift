@@ -9,7 +9,7 @@ extension Journal {
         s.durableBefore = max(s.durableBefore, s.tail.nextSequence)
         let header = SegmentHeader(
             kind: .log, salt: .random(in: .min ... .max), number: s.nextFileNumber, firstSequence: s.tail.nextSequence,
-            version: options.logVersion)
+            version: options.writtenLogVersion)
         let name = fileName(header.number, .log)
         try fs.writeNewFile(path(name) + JournalFormat.temporarySuffix, header.encoded())
         do throws(JournalError) { try fs.rename(path(name) + JournalFormat.temporarySuffix, path(name)) } catch {

@@ -26,6 +26,12 @@ struct WriterState: Sendable {
     var undelivered: [ShippedRecord] = []
     /// The active segment's compression history (``HistoryEncoder``).
     var history: WriterHistory = .rebuild
+    /// Seals the records this writer run writes, when the journal is encrypted.
+    var sealer: Sealer?
+    /// Whether a live record is sealed (the journal's identity is then settled).
+    var holdsSealedRecords = false
+    /// The identifiers of the keys the live sealed records name.
+    var keyIDs: Set<String> = []
 
     /// Where the writer stands with the active segment's history.
     enum WriterHistory: Sendable {
