@@ -159,10 +159,67 @@ struct SealKey: Sendable {
         journalID.append(to: &derivationSalt)
         salt.append(to: &derivationSalt)
         let info = SealFormat.derivationInfo + [0] + Array(keyID.utf8)
-        let material = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: master, salt: derivationSalt, info: info, outputByteCount: 40)
+        let material = SealPrimitives.hkdfSHA256(key: master, salt: derivationSalt, info: info, count: 40)
         (key, check) = material.withUnsafeBytes { bytes in
             (SymmetricKey(data: UnsafeRawBufferPointer(rebasing: bytes[..<32])), bytes.littleEndian(at: 32))
+        }
+    }
+}
+
+/// The two primitives the seal uses, as it calls them, for the known-answer tests against the
+/// published vectors (RFC 5869 for HKDF, the GCM specification's test cases for AES-GCM).
+enum SealPrimitives {
+    /// HKDF-SHA256 (RFC 5869): `count` bytes of key material.
+    static func hkdfSHA256(key: SymmetricKey, salt: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt, info: info, outputByteCount: count)
+            .withUnsafeBytes { Array($0) }
+    }
+
+    /// HKDF-SHA256 of raw key bytes.
+    static func hkdfSHA256(key: [UInt8], salt: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
+        hkdfSHA256(key: SymmetricKey(data: key), salt: salt, info: info, count: count)
+    }
+
+    /// AES-GCM with a 12-byte nonce: the ciphertext and the 16-byte tag, appended to `out`;
+    /// false when the cipher refuses.
+    static func seal(
+        _ plaintext: UnsafeRawBufferPointer, key: SymmetricKey, nonce: [UInt8], aad: [UInt8], to out: inout [UInt8]
+    ) -> Bool {
+        guard let nonce = try? AES.GCM.Nonce(data: nonce),
+            let box = try? AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: aad)
+        else { return false }
+        out.append(contentsOf: box.ciphertext)
+        out.append(contentsOf: box.tag)
+        return true
+    }
+
+    /// AES-GCM of raw key bytes; see ``seal(_:key:nonce:aad:to:)-(UnsafeRawBufferPointer,SymmetricKey,_,_,_)``.
+    static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8]) -> [UInt8]? {
+        var out: [UInt8] = []
+        let sealed = plaintext.withUnsafeBytes {
+            seal($0, key: SymmetricKey(data: key), nonce: nonce, aad: aad, to: &out)
+        }
+        return sealed ? out : nil
+    }
+
+    /// Opens AES-GCM `ciphertext` with its 16-byte `tag`: the plaintext, or nil when it does not
+    /// authenticate.
+    static func open(
+        _ ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, key: SymmetricKey, nonce: [UInt8],
+        aad: [UInt8]
+    ) -> Data? {
+        guard let nonce = try? AES.GCM.Nonce(data: nonce),
+            let box = try? AES.GCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
+        else { return nil }
+        return try? AES.GCM.open(box, using: key, authenticating: aad)
+    }
+
+    /// Opens AES-GCM of raw key bytes; see the other `open`.
+    static func open(_ ciphertext: [UInt8], tag: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8]) -> [UInt8]? {
+        ciphertext.withUnsafeBytes { c in
+            tag.withUnsafeBytes { t in
+                open(c, tag: t, key: SymmetricKey(data: key), nonce: nonce, aad: aad).map { Array($0) }
+            }
         }
     }
 }
@@ -217,7 +274,8 @@ struct Sealer: Sendable {
             DispatchQueue.concurrentPerform(iterations: n) { i in
                 let (slots, inner) = shared.value
                 let lower = i * SealFormat.unitSize
-                let piece = UnsafeRawBufferPointer(rebasing: inner[lower..<min(inner.count, lower + SealFormat.unitSize)])
+                let piece = UnsafeRawBufferPointer(
+                    rebasing: inner[lower..<min(inner.count, lower + SealFormat.unitSize)])
                 var unit: [UInt8] = []
                 unit.reserveCapacity(piece.count + SealFormat.tagSize)
                 if !Self.sealUnit(i, piece, context, key, into: &unit) { outcomes.withLock { $0 = false } }
@@ -230,19 +288,15 @@ struct Sealer: Sendable {
     }
 
     private static var failure: JournalError {
-        JournalError(.io(errno: 0, operation: "AES-GCM seal"), "the cipher refused to seal a record; nothing was written")
+        JournalError(
+            .io(errno: 0, operation: "AES-GCM seal"), "the cipher refused to seal a record; nothing was written")
     }
 
     /// Seals unit `i` of a payload (`piece`, its bytes) and appends its ciphertext and tag.
     private static func sealUnit(
         _ i: Int, _ piece: UnsafeRawBufferPointer, _ context: UnitContext, _ key: SymmetricKey, into out: inout [UInt8]
     ) -> Bool {
-        guard let nonce = try? AES.GCM.Nonce(data: context.nonce(i)),
-            let box = try? AES.GCM.seal(piece, using: key, nonce: nonce, authenticating: context.aad(i))
-        else { return false }
-        out.append(contentsOf: box.ciphertext)
-        out.append(contentsOf: box.tag)
-        return true
+        SealPrimitives.seal(piece, key: key, nonce: context.nonce(i), aad: context.aad(i), to: &out)
     }
 
     /// Opens a sealed payload (`stored`, whose clear header is `header`) with its run's key:
@@ -287,8 +341,9 @@ struct Sealer: Sendable {
             }
             // The bytes are initialized only when every unit opened; else nothing is kept.
             if problem == nil {
-                UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(whole)[..<prefix]).initializeMemory(
-                    as: UInt8.self, repeating: 0)
+                UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(whole)[..<prefix])
+                    .initializeMemory(
+                        as: UInt8.self, repeating: 0)
             }
             initialized = problem == nil ? prefix + count : 0
         }
@@ -309,9 +364,9 @@ extension Sealer {
         let start = header.size + i * (SealFormat.unitSize + SealFormat.tagSize)
         let ciphertext = UnsafeRawBufferPointer(rebasing: stored[start..<(start + length)])
         let tag = UnsafeRawBufferPointer(rebasing: stored[(start + length)..<(start + length + SealFormat.tagSize)])
-        guard let nonce = try? AES.GCM.Nonce(data: context.nonce(i)),
-            let box = try? AES.GCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag),
-            let opened = try? AES.GCM.open(box, using: key.key, authenticating: context.aad(i)),
+        guard
+            let opened = SealPrimitives.open(
+                ciphertext, tag: tag, key: key.key, nonce: context.nonce(i), aad: context.aad(i)),
             opened.count == length
         else { return "unit \(i) of \(context.units) does not authenticate" }
         opened.withUnsafeBytes { bytes in
@@ -480,7 +535,8 @@ extension RecordCodec {
         guard let keyring else {
             let id = (try? SealHeader.parse(stored).get())?.keyID ?? "?"
             return .failure(
-                UnsealFailure.keyUnavailable(id, "the journal was opened without encryption").error(of: record, file: file))
+                UnsealFailure.keyUnavailable(id, "the journal was opened without encryption").error(
+                    of: record, file: file))
         }
         let prefix = JournalFormat.recordHeaderSize
         switch keyring.unseal(record, stored: stored, prefix: prefix) {

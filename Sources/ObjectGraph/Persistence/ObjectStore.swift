@@ -481,6 +481,21 @@ public struct StoreOptions: Sendable {
     var instruments: StoreInstruments?
     /// Lower-level journal options (segment size, the I/O layer for fault injection).
     public var journal = JournalOptions()
+    /// Encryption at rest (`Docs/Encryption.md`): every record the store writes is sealed with
+    /// the current key, and records are read with the keys its provider gives. A store opened
+    /// with the wrong key, or without a key it needs, fails with ``StoreError`` code `journal`
+    /// (the journal error's code says which key) and changes nothing. Nil (the default): no
+    /// encryption. The same as `journal.encryption`.
+    ///
+    /// ```swift
+    /// var options = StoreOptions()
+    /// options.encryption = JournalEncryption(key: try JournalKey(id: "2026-11", hex: secret))
+    /// let store = try ObjectStore.open(at: url, schema: schema, options: options)
+    /// ```
+    public var encryption: JournalEncryption? {
+        get { journal.encryption }
+        set { journal.encryption = newValue }
+    }
     /// The versions of the model and the stages between them. When set, opening a store
     /// written at an earlier version of the plan migrates it first, stage after stage, to the
     /// version of the schema opened with (``Schema/init(versioned:)``, normally the plan's
