@@ -207,7 +207,7 @@ import Testing
             )
         }
         #expect(Self.hex(out) == Self.goldenSeal, "the sealed payload changed: \(Self.hex(out))")
-        let header = try SealHeader.parse(UnsafeRawBufferPointer(start: out, count: out.count)).get()
+        let header = try out.withUnsafeBytes { SealHeader.parse($0) }.get()
         #expect(header.keyID == "k1" && header.counter == 1 && header.size == 52)
         let opened = out.withUnsafeBytes {
             Sealer.open(
