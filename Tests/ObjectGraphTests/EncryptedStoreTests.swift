@@ -11,7 +11,9 @@ import Testing
         try JournalKey(id: id, bytes: [UInt8](repeating: byte, count: 32))
     }
 
-    static func options(_ encryption: JournalEncryption?, recovery: JournalOptions.Recovery = .tolerateTornTail)
+    static func options(
+        _ encryption: JournalEncryption?, recovery: JournalOptions.Recovery = .tolerateTornTail
+    )
         -> StoreOptions
     {
         var options = StoreOptions(durability: .none, recovery: recovery)
@@ -41,7 +43,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let encryption = JournalEncryption(key: try Self.key("k1", 7))
         do {
-            let store = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(encryption))
+            let store = try ObjectStore.open(
+                at: directory, schema: try Schema(Person.self), options: Self.options(encryption))
             try Self.fill(store, from: 0, count: 30)
             try store.close()
         }
@@ -50,11 +53,13 @@ import Testing
             #expect(bytes.range(of: Data("Confidential".utf8)) == nil, "\(file.lastPathComponent) holds plaintext")
             #expect(bytes.range(of: Data("Person".utf8)) == nil, "\(file.lastPathComponent) holds the schema")
         }
-        let store = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(encryption))
+        let store = try ObjectStore.open(
+            at: directory, schema: try Schema(Person.self), options: Self.options(encryption))
         #expect(try Self.names(store) == (0..<30).map { "Confidential Person \($0)" }.sorted())
         try store.compact()
         try store.close()
-        let reopened = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(encryption))
+        let reopened = try ObjectStore.open(
+            at: directory, schema: try Schema(Person.self), options: Self.options(encryption))
         #expect(try Self.names(reopened).count == 30)
         try reopened.close()
     }
@@ -64,7 +69,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         do {
             let store = try ObjectStore.open(
-                at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: try Self.key("k1", 7))))
+                at: directory, schema: try Schema(Person.self),
+                options: Self.options(JournalEncryption(key: try Self.key("k1", 7))))
             try Self.fill(store, from: 0, count: 5)
             try store.close()
         }
@@ -93,7 +99,8 @@ import Testing
         }
         let key = try Self.key("k1", 7)
         let refused = try #require(throws: StoreError.self) {
-            try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: key)))
+            try ObjectStore.open(
+                at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: key)))
         }
         #expect(refused.journalError?.code == .notEncrypted)
         do {
@@ -104,7 +111,8 @@ import Testing
             try Self.fill(store, from: 5, count: 2)
             try store.close()
         }
-        let store = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: key)))
+        let store = try ObjectStore.open(
+            at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: key)))
         #expect(try Self.names(store).count == 7)
         try store.close()
     }
@@ -115,27 +123,32 @@ import Testing
         let old = try Self.key("2026-05", 1)
         let new = try Self.key("2026-11", 2)
         do {
-            let store = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: old)))
+            let store = try ObjectStore.open(
+                at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: old)))
             try Self.fill(store, from: 0, count: 5)
             try store.close()
         }
         let both = try JournalEncryption(keys: [new, old])
         do {
-            let store = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(both))
+            let store = try ObjectStore.open(
+                at: directory, schema: try Schema(Person.self), options: Self.options(both))
             try Self.fill(store, from: 5, count: 5)
             try store.close()
         }
         // Records of both keys: the new key alone does not open it.
         let error = try #require(throws: StoreError.self) {
-            try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: new)))
+            try ObjectStore.open(
+                at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: new)))
         }
         #expect(error.journalError?.code == .keyUnavailable(keyID: "2026-05"))
         do {
-            let store = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(both))
+            let store = try ObjectStore.open(
+                at: directory, schema: try Schema(Person.self), options: Self.options(both))
             try store.compact()
             try store.close()
         }
-        let store = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: new)))
+        let store = try ObjectStore.open(
+            at: directory, schema: try Schema(Person.self), options: Self.options(JournalEncryption(key: new)))
         #expect(try Self.names(store).count == 10)
         try store.close()
     }
@@ -145,7 +158,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let encryption = JournalEncryption(key: try Self.key("k1", 7))
         do {
-            let store = try ObjectStore.open(at: directory, schema: try Schema(Person.self), options: Self.options(encryption))
+            let store = try ObjectStore.open(
+                at: directory, schema: try Schema(Person.self), options: Self.options(encryption))
             try Self.fill(store, from: 0, count: 10)
             try store.close()
         }
