@@ -152,7 +152,7 @@ let package = Package(
         .executableTarget(
             name: "objectgraph-crash-writer",
             dependencies: [
-                "ObjectGraph", "ObjectGraphLifecycle",
+                "ObjectGraph", "ObjectGraphLifecycle", "GraphJournal",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -10,6 +10,11 @@
 // N..<N+20, each with round N; the sync updates and inserts them and sweeps the rest, so
 // after a complete round N the store holds exactly those 20 items, all of round N.
 //
+// With OBJECTGRAPH_CRASH_KEYS set to the text of a key file (`id hex` lines, the current key
+// first), the store is encrypted with those keys; with OBJECTGRAPH_CRASH_ROTATE=1 as well, the
+// writer compacts at its start and after every 25 saves (a rotation, when the current key
+// changed since the store was written).
+//
 //   objectgraph-crash-writer migrate DIR
 //
 // migrates a store of the parcels model from version 1 to 2 (Migration.swift).
@@ -21,6 +26,7 @@
 // finished (Service.swift).
 
 import Foundation
+import GraphJournal
 import ObjectGraph
 
 @Entity final class CrashRecord {
@@ -55,8 +61,11 @@ default: options.durability = .always
 }
 options.autoCompactionRatio = 3
 options.autoCompactionMinimumBytes = 256 << 10
+let environment = ProcessInfo.processInfo.environment
+let rotates = environment["OBJECTGRAPH_CRASH_ROTATE"] == "1"
 
 do {
+    if let keys = environment["OBJECTGRAPH_CRASH_KEYS"] { options.encryption = try JournalEncryption(keyFile: keys) }
     let store = try ObjectStore.open(
         at: URL(fileURLWithPath: arguments[1]), schema: try Schema(CrashRecord.self, Counter.self, CrashItem.self),
         options: options)
@@ -76,7 +85,9 @@ do {
     }
     let counter = try context.objects(of: Counter.self).first ?? context.insert(Counter.self)
     var seq = first
+    if rotates { try store.compact() }
     while true {
+        if rotates && seq % 25 == 0 { try store.compact() }
         for half in Int8(0)...1 {
             let r = try context.insert(CrashRecord.self)
             r.seq = seq
