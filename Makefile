@@ -7,6 +7,7 @@
 #   make bench  the benchmark package (release mode)
 #   make bench-mapping   JSON mapping against JSONDecoder + GRDB (Tools/Benchmarks/Results/mapping.md)
 #   make bench-realjob   a Debian mirror's syncs, reopen and memory against JSONDecoder + GRDB (Tools/Benchmarks/Results/realjob.md)
+#   make bench-encryption   the 1M bulk load and cold open, encrypted at rest against plain (Tools/Benchmarks/Results/encryption.md)
 #   make bench-indexes   #Index fetches and import with 0, 1, 2 indexes against SQLite's CREATE INDEX (Tools/Benchmarks/Results/indexes.md)
 #   make bench-links   many-to-many and ordered relationships against to-one slots: build, open, memory, removal (Tools/Benchmarks/Results/links.md)
 #   make fuzz   longer property runs, then the libFuzzer targets: the journal reader's, and hostile payloads through open, point in time and a follower (FUZZ_SECONDS each)
@@ -214,6 +215,14 @@ bench-mapping: deps
 # rounds (REALJOB_ARGS="--rounds 5" for fewer). Writes Tools/Benchmarks/Results/realjob.md. A few
 # minutes after the release build; macros as for make demo.
 REALJOB_ARGS ?=
+# Encryption at rest against none: the people workload's 1M bulk upsert and durable save, then
+# the cold open, each in a fresh process, the two configurations alternating (ENCRYPTION_ARGS,
+# default 7 rounds). Writes Tools/Benchmarks/Results/encryption.md; macros as for make demo.
+.PHONY: bench-encryption
+bench-encryption: deps
+	$(SWIFT) build --product ObjectGraphMacros
+	cd Tools/Benchmarks && OBJECTGRAPH_MACRO_PLUGIN=$(MACRO_PLUGIN) $(SWIFT) run -c release encryption-comparison $(ENCRYPTION_ARGS)
+
 .PHONY: bench-realjob
 bench-realjob: deps
 	@bash Tools/Benchmarks/install-peers.sh

@@ -121,6 +121,13 @@ let package = Package(
             dependencies: [.product(name: "ObjectGraph", package: "ObjectGraph")],
             swiftSettings: macroSettings
         ),
+        // Encryption at rest against none: the 1M bulk load and the cold open, each in a fresh
+        // process, alternating. `make bench-encryption` writes Results/encryption.md.
+        .executableTarget(
+            name: "encryption-comparison",
+            dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
+            swiftSettings: macroSettings
+        ),
         .executableTarget(
             name: "concurrency-comparison",
             dependencies: ["PeopleWorkload", .product(name: "ObjectGraph", package: "ObjectGraph")],
