@@ -8,6 +8,11 @@
 //   2  a MANIFEST
 //   3  a whole store (MANIFEST + one log segment holding the rest): the read-only walk and a
 //      default open must agree, and point-in-time recovery must open whatever the walk can read
+//   4  edits to an encrypted store (a real journal of sealed records, written once): pairs of a
+//      2-byte offset and a byte XORed in there, every record's checksum then made valid again,
+//      so that the seals' parsers, the tags and the order checks see hostile bytes; a default
+//      open and point-in-time recovery with the key must either open or refuse with a key
+//      error, never crash, and recovery must open whenever the default open does
 // A crash, a sanitizer report or a broken agreement (a trap) is a finding.
 
 internal import Foundation
@@ -17,11 +22,12 @@ internal import Glibc
 public func journalReaderFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch data[0] % 4 {
+    switch data[0] % 5 {
     case 0: FuzzReader.scanSegment(records: bytes)
     case 1: FuzzReader.scanSegment(records: FuzzReader.sealed(bytes))
     case 2: _ = try? Manifest.parse(bytes, file: "MANIFEST")
-    default: FuzzReader.openStore(records: data[0] & 0x80 != 0 ? FuzzReader.sealed(bytes) : bytes)
+    case 3: FuzzReader.openStore(records: data[0] & 0x80 != 0 ? FuzzReader.sealed(bytes) : bytes)
+    default: FuzzReader.openEncryptedStore(edits: bytes)
     }
     return 0
 }
@@ -112,6 +118,84 @@ enum FuzzReader {
             fail("point-in-time recovery failed on a store the walk reads: \(report.problems)")
         }
         try? recovered.close()
+    }
+
+    /// The key of the encrypted store of mode 4.
+    static let key: JournalKey? = try? JournalKey(id: "fuzz", bytes: [UInt8](repeating: 0x5A, count: 32))
+
+    /// The log segment of an encrypted journal: a schema record and twelve transactions of
+    /// assorted sizes (raw, one block), sealed; written once per process.
+    static let encryptedLog: [UInt8] = {
+        guard let key else { return [] }
+        let dir = NSTemporaryDirectory() + "graph-journal-fuzz-sealed-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let options = JournalOptions(durability: .none, encryption: JournalEncryption(key: key))
+        guard let journal = try? Journal.open(directory: dir, options: options) else { return [] }
+        for i in 0..<12 {
+            let text = Array("record \(i) of the encrypted fuzz store; ".utf8)
+            _ = try? journal.append((0..<[3, 70, 300][i % 3]).map { text[$0 % text.count] }, schema: [1, 2, 3])
+        }
+        try? journal.close()
+        return (try? Data(contentsOf: URL(fileURLWithPath: dir + "/" + fileName(1, .log)))).map { Array($0) } ?? []
+    }()
+
+    /// Mode 4: `edits` applied to ``encryptedLog``, its records' checksums made valid again, then
+    /// opened with the key, by default and with point-in-time recovery.
+    static func openEncryptedStore(edits: [UInt8]) {
+        guard let key, encryptedLog.count > JournalFormat.segmentHeaderSize else { fail("no encrypted store") }
+        var log = encryptedLog
+        var at = 0
+        while at + 3 <= edits.count {
+            let offset = JournalFormat.segmentHeaderSize + (Int(edits[at]) | Int(edits[at + 1]) << 8)
+            if offset < log.count { log[offset] ^= edits[at + 2] }
+            at += 3
+        }
+        // Every record that still frames gets a valid checksum: the damage is behind it.
+        let seed = CRC32C.seed(salt: log.withUnsafeBytes { $0.littleEndian(at: JournalFormat.SegmentHeaderField.salt) })
+        var offset = JournalFormat.segmentHeaderSize
+        while offset + JournalFormat.recordHeaderSize <= log.count {
+            let stored = Int(log.withUnsafeBytes { $0.littleEndian(at: offset + 4, as: UInt32.self) })
+            let end = offset + JournalFormat.recordHeaderSize + stored
+            guard end <= log.count else { break }
+            let crc = log.withUnsafeBytes {
+                CRC32C.extend(seed, UnsafeRawBufferPointer(rebasing: $0[(offset + 4)..<end]))
+            }
+            log.storeLittleEndian(crc, at: offset)
+            offset = end
+        }
+        let dir = NSTemporaryDirectory() + "graph-journal-fuzz-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { if getenv("JOURNAL_FUZZ_KEEP") == nil { try? FileManager.default.removeItem(atPath: dir) } }
+        guard (try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)) != nil else {
+            return
+        }
+        let name = fileName(1, .log)
+        _ = FileManager.default.createFile(
+            atPath: dir + "/" + JournalFormat.manifestFileName, contents: Data(Manifest(files: [name]).encoded()))
+        _ = FileManager.default.createFile(atPath: dir + "/" + name, contents: Data(log))
+        var options = JournalOptions(durability: .none, encryption: JournalEncryption(key: key))
+        let opened = Result { () throws(JournalError) -> Journal in try Journal.open(directory: dir, options: options) }
+        if let journal = try? opened.get() {
+            // Every record the open kept reads back, or is reported, never a crash.
+            try? journal.forEachRecord { _ in }
+            try? journal.close()
+        }
+        options.recovery = .pointInTime
+        let recovered = Result { () throws(JournalError) -> Journal in
+            try Journal.open(directory: dir, options: options)
+        }
+        switch recovered {
+        case .success(let journal):
+            try? journal.forEachRecord { _ in }
+            try? journal.close()
+        case .failure(let error):
+            switch error.code {
+            case .keyUnavailable, .wrongKey, .notEncrypted, .unsupportedVersion, .badHeader: break
+            default:
+                if case .success = opened { fail("point-in-time recovery failed where a default open did: \(error)") }
+            }
+        }
     }
 
     /// Reports a broken agreement on standard error and aborts (libFuzzer saves the input).

@@ -475,7 +475,9 @@ public final class JournalKeyring: Sendable {
     func sealKey(for header: SealHeader) -> Result<SealKey, UnsealFailure> {
         let slot = DerivedKey(keyID: header.keyID, journalID: header.journalID, salt: header.salt)
         if let known = derived.withLock({ $0[slot] }) {
-            return known.check == header.check ? .success(known) : .failure(.wrongKey(header.keyID))
+            // The key opened records of this run already: a check that differs is this record's.
+            return known.check == header.check
+                ? .success(known) : .failure(.damage("its check differs from its writer run's other records"))
         }
         let master: JournalKey
         switch key(header.keyID) {
