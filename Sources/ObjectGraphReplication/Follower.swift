@@ -524,6 +524,7 @@ public final class Follower: Sendable {
     /// (which must not hold one), its origin the base's position in the stream, encrypted
     /// with `keys` (a sealed base stays sealed, under its writer's identity).
     static func install(_ base: BaseLocation, records: [ShippedRecord], into directory: URL, keys: ReplicaKeys) throws {
+        try keys.checkSealed(base: records, what: "the base ending at stream message \(base.lastStreamSequence)")
         try ReplicaKeys.writing {
             let journal = try Journal.open(directory: directory.path, options: keys.journalOptions())
             defer { try? journal.close() }

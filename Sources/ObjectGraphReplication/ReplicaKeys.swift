@@ -26,6 +26,21 @@ struct ReplicaKeys: Sendable {
         return options
     }
 
+    /// Refuses a base (its shipped `records`) that an encrypted replica could not keep sealed:
+    /// a record its writer did not seal (code `notEncrypted`), before anything of it is
+    /// written. The journal refuses such a record on the log itself; a base is checked here,
+    /// since the journal would write its records as they came.
+    ///
+    /// - Throws: ``StoreError`` (code `journal`, journal code `notEncrypted`).
+    func checkSealed(base records: [ShippedRecord], what: String) throws {
+        guard keyring != nil, let plain = records.first(where: { !$0.isSealed }) else { return }
+        throw StoreError(
+            journal: JournalError(
+                .notEncrypted,
+                "record \(plain.sequence) of \(what) is not sealed, and this replica is encrypted: its writer must seal its records",
+                sequence: plain.sequence))
+    }
+
     /// The payload of `record`, its seal opened with these keys.
     ///
     /// - Throws: ``StoreError`` (code `journal`) for a key that is missing or wrong; the

@@ -108,6 +108,7 @@ public enum Restore {
         defer { try? journal.close() }
         if let base {
             let records = try client.readBase(base, source)
+            try keys.checkSealed(base: records, what: "the base ending at stream message \(base.lastStreamSequence)")
             try journal.compact(
                 shipped: records,
                 origin: base.origin)
