@@ -24,17 +24,20 @@ extension Follower {
     /// - Throws: ``ReplicationError``: `server`; `unavailable` when the stream does not exist,
     ///   or holds neither a base nor a schema record yet (the writer shipped nothing);
     ///   `JournalError` when the replica's journal is locked by another process or damaged; as
-    ///   ``start(at:schema:source:options:)`` otherwise.
+    ///   ``start(at:schema:source:options:)`` otherwise (``StoreError`` code `journal` with
+    ///   the journal's `keyUnavailable` or `wrongKey` when the schema is sealed with a key
+    ///   `options`' `journal.encryption` lacks or does not match).
     public static func start(
         at directory: URL, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions
     ) async throws -> Follower {
-        let schema = try dynamicSchema(for: directory, source: source)
+        let schema = try dynamicSchema(for: directory, source: source, keys: ReplicaKeys(options.journal.encryption))
         return try await start(at: directory, schema: schema, source: source, options: options)
     }
 
     /// The schema a replica in `directory` opens with, the directory made ready first (a new
-    /// replica, or one the stream was trimmed past, gets the stream's newest base).
-    static func dynamicSchema(for directory: URL, source: ReplicationTarget) throws -> Schema {
+    /// replica, or one the stream was trimmed past, gets the stream's newest base); sealed
+    /// records open with `keys`, the replica's.
+    static func dynamicSchema(for directory: URL, source: ReplicationTarget, keys: ReplicaKeys) throws -> Schema {
         let servers = source.servers.joined(separator: ",")
         let client: JetStreamClient
         do {
@@ -52,11 +55,11 @@ extension Follower {
         } catch {
             throw ReplicationError(error, while: "reading stream \(source.stream)")
         }
-        try installNewestBaseIfNew(directory, client: client, target: source)
+        try installNewestBaseIfNew(directory, client: client, target: source, keys: keys)
         let bytes: [UInt8]
-        if let local = try localSchema(directory) {
+        if let local = try localSchema(directory, keys: keys) {
             bytes = local
-        } else if let first = try firstLogSchema(client, source) {
+        } else if let first = try firstLogSchema(client, source, keys: keys) {
             bytes = first
         } else {
             throw ReplicationError(
@@ -73,9 +76,11 @@ extension Follower {
 
     /// The schema recorded in the replica's journal, or nil when there is no journal yet, or
     /// one without a schema record.
-    private static func localSchema(_ directory: URL) throws -> [UInt8]? {
+    private static func localSchema(_ directory: URL, keys: ReplicaKeys) throws -> [UInt8]? {
         guard hasJournal(directory) else { return nil }
-        let journal = try Journal.open(directory: directory.path)
+        let journal = try ReplicaKeys.writing {
+            try Journal.open(directory: directory.path, options: keys.journalOptions())
+        }
         let schema = journal.schema
         try? journal.close()
         return schema
@@ -84,7 +89,9 @@ extension Follower {
     /// The payload of the first schema record on the log subject, or nil when the log holds
     /// none. Throws `unavailable` when the log does not start at the writer's first record:
     /// a replica built from it would lack what was trimmed.
-    private static func firstLogSchema(_ client: JetStreamClient, _ source: ReplicationTarget) throws -> [UInt8]? {
+    private static func firstLogSchema(
+        _ client: JetStreamClient, _ source: ReplicationTarget, keys: ReplicaKeys
+    ) throws -> [UInt8]? {
         let reader: JetStreamReader
         do { reader = try client.reader(stream: source.stream, subject: source.logSubject, from: 1) } catch {
             throw ReplicationError(error, while: "reading \(source.logSubject)")
@@ -110,7 +117,8 @@ extension Follower {
                 guard let batch = try assembler.add(message, info),
                     let record = batch.records.first(where: { $0.kind == .schema })
                 else { continue }
-                do { return try record.payload() } catch {
+                do { return try record.payload(keyring: keys.keyring) } catch {
+                    if let failure = ReplicaKeys.keyFailure(error) { throw failure }
                     throw ReplicationError(
                         .badMessage,
                         "the schema record \(record.sequence) at stream message \(message.sequence): \(error)")

@@ -19,6 +19,11 @@ internal import Tracing
 /// its journal, written with each record (``ObjectStore/origin``). A new follower, or one the
 /// stream was trimmed past, starts from the stream's newest base. Saves through its store are
 /// refused (``StoreError`` code `readOnly`).
+///
+/// The records of an encrypted writer travel sealed, and the replica keeps them sealed: give
+/// the follower the writer's keys in its options' `journal.encryption`. Without them, or with
+/// others, it applies nothing and stops (``Status/storeError``, journal code `keyUnavailable`
+/// or `wrongKey` naming the key).
 public final class Follower: Sendable {
     /// Where the follower is, for monitoring.
     public struct Status: Sendable, Hashable {
@@ -41,7 +46,11 @@ public final class Follower: Sendable {
         /// The local store's error when that was one: code `migration` for a record of another
         /// version of the model than the replica's (``StoreError/storedVersion`` names the
         /// version met, ``StoreError/modelVersion`` the replica's), which it refused before
-        /// writing anything of it.
+        /// writing anything of it; code `journal` for a sealed record whose key the replica's
+        /// `journal.encryption` lacks (``StoreError/journalError`` code `keyUnavailable`, the
+        /// key's identifier) or does not match (`wrongKey`), or a record its writer did not seal
+        /// reaching an encrypted replica (`notEncrypted`), refused before anything of it was
+        /// written.
         public var storeError: StoreError?
     }
 
@@ -50,6 +59,8 @@ public final class Follower: Sendable {
     let target: ReplicationTarget
     let metrics: FollowerMetrics
     let client: JetStreamClient
+    /// The replica's keys, which open the writer's sealed records.
+    let keys: ReplicaKeys
     private let box: Box
 
     private final class Box: @unchecked Sendable {
@@ -98,7 +109,9 @@ public final class Follower: Sendable {
     ///   a base nor the stream's start), ``StoreError`` from opening the local store; code
     ///   `migration` when the replica, or the base a new or trimmed-past replica would start
     ///   from, is of another version of the model than `schema`'s and the stream holds no base
-    ///   of that version (nothing was changed).
+    ///   of that version (nothing was changed); code `journal` with the journal's
+    ///   `keyUnavailable` or `wrongKey` when the base is sealed with a key `options`'
+    ///   `journal.encryption` lacks or does not match (nothing was installed).
     public static func start(
         at directory: URL, schema: Schema, source: ReplicationTarget, options: StoreOptions = Follower.defaultOptions
     ) async throws -> Follower {
@@ -117,20 +130,23 @@ public final class Follower: Sendable {
         // reach another state than the writer's (another set of records, its own clock or IDs).
         options.migrationPlan = nil
         let model = schema.versionIdentifier
-        let opened = try openReplica(directory, client: client, target: source, model: model) {
+        let keys = ReplicaKeys(options.journal.encryption)
+        let opened = try openReplica(directory, client: client, target: source, keys: keys, model: model) {
             try ObjectStore.open(at: directory, schema: schema, options: options)
         }
         let store = AsyncStore(store: opened)
         let position = Position(store.shippingSource.origin) ?? Position(recordSequence: 0, streamSequence: 0)
-        return Follower(store: store, target: source, client: client, position: position, model: model)
+        return Follower(store: store, target: source, client: client, keys: keys, position: position, model: model)
     }
 
     private init(
-        store: AsyncStore, target: ReplicationTarget, client: JetStreamClient, position: Position, model: String?
+        store: AsyncStore, target: ReplicationTarget, client: JetStreamClient, keys: ReplicaKeys, position: Position,
+        model: String?
     ) {
         self.store = store
         self.target = target
         self.client = client
+        self.keys = keys
         self.metrics = FollowerMetrics(store.instruments)
         self.box = Box(
             status: Status(
@@ -289,7 +305,7 @@ public final class Follower: Sendable {
                             }
                             // The base's schema is in force after it: the log goes on without a
                             // schema record of its own (a migration's base is of the new version).
-                            let crossed = try client.baseSchema(base, target)
+                            let crossed = try client.baseSchema(base, target, keys: keys)
                             if let model, let theirs = try StoredSchema.decode(crossed).versionIdentifier,
                                 theirs != model
                             {
@@ -301,7 +317,7 @@ public final class Follower: Sendable {
                             schema = crossed
                         }
                         if record.kind == .schema, let model {
-                            let payload = try record.payload()
+                            let payload = try keys.payload(of: record)
                             let theirs = try StoredSchema.decode(payload).versionIdentifier
                             if let theirs, theirs != model {
                                 refusal = StoreError.replicaRefusal(
@@ -313,7 +329,7 @@ public final class Follower: Sendable {
                         applied = record.sequence
                         switch record.kind {
                         case .schema:
-                            schema = try record.payload()
+                            schema = try keys.payload(of: record)
                         case .transaction:
                             guard let schema else {
                                 throw ReplicationError(
@@ -389,11 +405,11 @@ public final class Follower: Sendable {
     /// to the model's version), and kept as it is otherwise; a base of another version than
     /// `model`'s is never installed (``StoreError`` code `migration`).
     static func openReplica(
-        _ directory: URL, client: JetStreamClient, target: ReplicationTarget, model: String? = nil,
+        _ directory: URL, client: JetStreamClient, target: ReplicationTarget, keys: ReplicaKeys, model: String? = nil,
         open: () throws -> ObjectStore
     ) throws -> ObjectStore {
         guard hasJournal(directory) else {
-            try installNewestBaseIfNew(directory, client: client, target: target, model: model)
+            try installNewestBaseIfNew(directory, client: client, target: target, keys: keys, model: model)
             return try open()
         }
         let store: ObjectStore
@@ -407,13 +423,13 @@ public final class Follower: Sendable {
                     storedVersion: error.storedVersion, modelVersion: model)
             }
             let records = try client.readBase(base, target)
-            let theirs = try version(ofBase: records)
+            let theirs = try version(ofBase: records, keys: keys)
             guard theirs == model else {
                 throw StoreError.replicaRefusal(
                     "the replica in \(directory.path) (and the stream's newest base, version \(theirs ?? "(unversioned)"), ending at stream message \(base.lastStreamSequence))",
                     storedVersion: error.storedVersion, modelVersion: model)
             }
-            try installReplacing(directory, with: base, records: records)
+            try installReplacing(directory, with: base, records: records, keys: keys)
             return try open()
         }
         if model != nil, store.origin == nil, store.stats.lastSequence == 0 {
@@ -421,8 +437,8 @@ public final class Follower: Sendable {
             // version): as a new replica, it starts from the newest base if there is one.
             guard let base = try client.newestBase(target) else { return store }
             try store.close()
-            let records = try checkedBase(base, client: client, target: target, model: model)
-            try installReplacing(directory, with: base, records: records)
+            let records = try checkedBase(base, client: client, target: target, keys: keys, model: model)
+            try installReplacing(directory, with: base, records: records, keys: keys)
             return try open()
         }
         let state: StreamState
@@ -436,8 +452,8 @@ public final class Follower: Sendable {
             throw ReplicationError(
                 .unavailable, "the stream was trimmed past this replica and holds no base to restart from")
         }
-        let records = try checkedBase(base, client: client, target: target, model: model)
-        try installReplacing(directory, with: base, records: records)
+        let records = try checkedBase(base, client: client, target: target, keys: keys, model: model)
+        try installReplacing(directory, with: base, records: records, keys: keys)
         return try open()
     }
 
@@ -449,26 +465,29 @@ public final class Follower: Sendable {
     /// A new replica (no journal yet) starts from the stream's newest base, when there is one
     /// (of `model`'s version, when given).
     static func installNewestBaseIfNew(
-        _ directory: URL, client: JetStreamClient, target: ReplicationTarget, model: String? = nil
+        _ directory: URL, client: JetStreamClient, target: ReplicationTarget, keys: ReplicaKeys, model: String? = nil
     ) throws {
         guard !hasJournal(directory), let base = try client.newestBase(target) else { return }
-        let records = try checkedBase(base, client: client, target: target, model: model)
-        try installReplacing(directory, with: base, records: records)
+        let records = try checkedBase(base, client: client, target: target, keys: keys, model: model)
+        try installReplacing(directory, with: base, records: records, keys: keys)
     }
 
     /// The version of the model a base (its records, schema first) was written with.
-    static func version(ofBase records: [ShippedRecord]) throws -> String? {
+    static func version(ofBase records: [ShippedRecord], keys: ReplicaKeys) throws -> String? {
         guard let schema = records.first else { return nil }
-        return try StoredSchema.decode(try schema.payload()).versionIdentifier
+        return try StoredSchema.decode(try keys.payload(of: schema)).versionIdentifier
     }
 
     /// The records of `base`, read; with `model`, refused (``StoreError`` code `migration`,
     /// nothing written) when the base is of another version of the model.
     private static func checkedBase(
-        _ base: BaseLocation, client: JetStreamClient, target: ReplicationTarget, model: String?
+        _ base: BaseLocation, client: JetStreamClient, target: ReplicationTarget, keys: ReplicaKeys, model: String?
     ) throws -> [ShippedRecord] {
         let records = try client.readBase(base, target)
-        if let model, let theirs = try version(ofBase: records), theirs != model {
+        // Its schema opens with the replica's keys, or the base is refused before anything is
+        // written: a replica without the key installs nothing.
+        let theirs = try version(ofBase: records, keys: keys)
+        if let model, let theirs, theirs != model {
             throw StoreError.replicaRefusal(
                 "the stream's newest base (ending at stream message \(base.lastStreamSequence))",
                 storedVersion: theirs, modelVersion: model)
@@ -478,12 +497,17 @@ public final class Follower: Sendable {
 
     /// Writes `base` (its `records`) into a staging directory, then puts it in place of
     /// `directory`.
-    private static func installReplacing(_ directory: URL, with base: BaseLocation, records: [ShippedRecord]) throws {
+    private static func installReplacing(
+        _ directory: URL, with base: BaseLocation, records: [ShippedRecord], keys: ReplicaKeys
+    ) throws {
         let fm = FileManager.default
         let staging = directory.deletingLastPathComponent().appendingPathComponent(
             directory.lastPathComponent + ".base-install")
         try? fm.removeItem(at: staging)
-        try install(base, records: records, into: staging)
+        do { try install(base, records: records, into: staging, keys: keys) } catch {
+            try? fm.removeItem(at: staging)
+            throw error
+        }
         if fm.fileExists(atPath: directory.path) {
             let old = directory.deletingLastPathComponent().appendingPathComponent(
                 directory.lastPathComponent + ".replaced")
@@ -497,15 +521,19 @@ public final class Follower: Sendable {
     }
 
     /// Writes `base` (its `records`, read from the stream) as a new journal in `directory`
-    /// (which must not hold one), its origin the base's position in the stream.
-    static func install(_ base: BaseLocation, records: [ShippedRecord], into directory: URL) throws {
-        let journal = try Journal.open(directory: directory.path)
-        defer { try? journal.close() }
-        // The base's records as they came: nothing decompressed or compressed again.
-        try journal.compact(
-            shipped: records,
-            origin: base.origin)
-        try journal.close()
+    /// (which must not hold one), its origin the base's position in the stream, encrypted
+    /// with `keys` (a sealed base stays sealed, under its writer's identity).
+    static func install(_ base: BaseLocation, records: [ShippedRecord], into directory: URL, keys: ReplicaKeys) throws {
+        try keys.checkSealed(base: records, what: "the base ending at stream message \(base.lastStreamSequence)")
+        try ReplicaKeys.writing {
+            let journal = try Journal.open(directory: directory.path, options: keys.journalOptions())
+            defer { try? journal.close() }
+            // The base's records as they came: nothing decompressed or compressed again.
+            try journal.compact(
+                shipped: records,
+                origin: base.origin)
+            try journal.close()
+        }
     }
 }
 

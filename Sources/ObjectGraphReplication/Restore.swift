@@ -1,5 +1,5 @@
 public import Foundation
-import GraphJournal
+public import GraphJournal
 import NATSJetStream
 import ObjectGraph
 
@@ -39,12 +39,26 @@ public enum Restore {
     ///                              at: .sequence(41_200))
     /// ```
     ///
+    /// The stream of an encrypted writer carries its records sealed; they are written sealed,
+    /// as they came, and the restored store is encrypted with `encryption`, which must hold the
+    /// writer's keys (open the store with the same encryption):
+    ///
+    /// ```swift
+    /// try Restore.run(from: target, to: directory, encryption: JournalEncryption(key: key))
+    /// ```
+    ///
+    /// - Parameter encryption: the writer's keys, for a stream of sealed records; nil for a
+    ///   writer without encryption.
     /// - Throws: ``ReplicationError``: `unavailable` when no base is at or before the target
     ///   and the stream no longer starts at the writer's first record; `server`, `badMessage`;
-    ///   ``StoreError`` from the local store. A failed restore removes what it wrote.
+    ///   ``StoreError`` from the local store: code `journal` with the journal's
+    ///   `keyUnavailable` or `wrongKey` (naming the key) when a record is sealed with a key
+    ///   `encryption` lacks or does not match, `notEncrypted` when `encryption` is given and
+    ///   the writer did not seal its records. A failed restore removes what it wrote.
     @discardableResult
     public static func run(
-        from source: ReplicationTarget, to directory: URL, at target: Target = .latest
+        from source: ReplicationTarget, to directory: URL, at target: Target = .latest,
+        encryption: JournalEncryption? = nil
     ) throws -> Report {
         let start = ContinuousClock.now
         guard !FileManager.default.fileExists(atPath: directory.path) else {
@@ -58,7 +72,9 @@ public enum Restore {
         }
         defer { client.close() }
         do {
-            let report = try restore(client, source, directory, target)
+            let report = try ReplicaKeys.writing {
+                try restore(client, source, directory, target, ReplicaKeys(encryption))
+            }
             let elapsed = (ContinuousClock.now - start).components
             return Report(
                 baseCovers: report.baseCovers, recordsApplied: report.recordsApplied, lastSequence: report.lastSequence,
@@ -70,7 +86,7 @@ public enum Restore {
     }
 
     private static func restore(
-        _ client: JetStreamClient, _ source: ReplicationTarget, _ directory: URL, _ target: Target
+        _ client: JetStreamClient, _ source: ReplicationTarget, _ directory: URL, _ target: Target, _ keys: ReplicaKeys
     ) throws -> Report {
         // The newest base at or before the target.
         let bases = try client.allBases(source)
@@ -86,12 +102,13 @@ public enum Restore {
         var schema: [UInt8]?
         // The records are written as they came, with no replay: each was checked (its
         // checksum) on the way, and the store's first open replays them.
-        var journalOptions = JournalOptions(durability: .none)
+        var journalOptions = keys.journalOptions(JournalOptions(durability: .none))
         journalOptions.segmentSize = 256 << 20
         let journal = try Journal.open(directory: directory.path, options: journalOptions)
         defer { try? journal.close() }
         if let base {
             let records = try client.readBase(base, source)
+            try keys.checkSealed(base: records, what: "the base ending at stream message \(base.lastStreamSequence)")
             try journal.compact(
                 shipped: records,
                 origin: base.origin)
@@ -138,7 +155,7 @@ public enum Restore {
                     first = false
                     switch record.kind {
                     case .schema:
-                        schema = try record.payload()
+                        schema = try keys.payload(of: record)
                     case .transaction:
                         guard let schema else {
                             throw ReplicationError(

@@ -77,8 +77,12 @@ public final class Standby: Sendable {
     ///     the stream, objects as ``DynamicObject``: `graph-journal follow --standby`).
     ///   - source: the stream; its ``ReplicationTarget/lease`` must be set (the lease this
     ///     standby watches and takes).
-    ///   - options: the replica's store options while following (``Follower/defaultOptions``).
+    ///   - options: the replica's store options while following (``Follower/defaultOptions``);
+    ///     its `journal.encryption` holds the writer's keys when the writer encrypts its store
+    ///     (the records travel sealed).
     ///   - writerOptions: the store options once promoted (the durability the writer needs).
+    ///     Without a `journal.encryption` of its own, it takes `options`' one: the replica's
+    ///     journal is sealed, and the promoted writer goes on sealing under the same keys.
     /// - Throws: ``ReplicationError`` (`server`; `leaseHeld` is never thrown: a held lease is
     ///   what a standby waits on), as ``Follower/start(at:schema:source:options:)``.
     public static func start(
@@ -113,6 +117,10 @@ public final class Standby: Sendable {
         self.schema = schema
         self.target = target
         self.followerOptions = followerOptions
+        var writerOptions = writerOptions
+        if writerOptions.journal.encryption == nil {
+            writerOptions.journal.encryption = followerOptions.journal.encryption
+        }
         self.writerOptions = writerOptions
         self.client = client
         self.keeper = keeper
@@ -293,7 +301,10 @@ public final class Standby: Sendable {
         box.locked { $0.follower = nil }
         // The writer: the replica's journal renumbered after every record the stream names,
         // its first base (the state the stream's history reached) shipped under the new epoch.
-        let resolved = try schema ?? Follower.dynamicSchema(for: directory, source: target)
+        let resolved =
+            try schema
+            ?? Follower.dynamicSchema(
+                for: directory, source: target, keys: ReplicaKeys(writerOptions.journal.encryption))
         let shipper = try JournalShipper(target: target, keeper: keeper)
         var options = writerOptions
         shipper.prepare(&options)

@@ -351,8 +351,11 @@ extension JetStreamClient {
     }
 
     /// The payload of the schema record the base at `location` starts with, read from its first
-    /// message (the whole base when the record runs past it).
-    func baseSchema(_ location: BaseLocation, _ target: ReplicationTarget) throws(ReplicationError) -> [UInt8] {
+    /// message (the whole base when the record runs past it), opened with `keys` when sealed.
+    ///
+    /// - Throws: ``ReplicationError``; ``StoreError`` (code `journal`) when `keys` lack the
+    ///   record's key or do not match it.
+    func baseSchema(_ location: BaseLocation, _ target: ReplicationTarget, keys: ReplicaKeys) throws -> [UInt8] {
         let what = "the base ending at stream message \(location.lastStreamSequence)"
         var record: ShippedRecord?
         do {
@@ -372,7 +375,8 @@ extension JetStreamClient {
         guard let schema = record, schema.kind == .schema else {
             throw ReplicationError(.badMessage, "\(what) does not start with a schema record")
         }
-        do { return try schema.payload() } catch {
+        do { return try schema.payload(keyring: keys.keyring) } catch {
+            if let failure = ReplicaKeys.keyFailure(error) { throw failure }
             throw ReplicationError(.badMessage, "\(what): its schema record: \(error)")
         }
     }

@@ -301,14 +301,26 @@ final class JournalDoor: PersistenceDoor {
                 "shipped record \(record.sequence)", storedVersion: theirs, modelVersion: mine,
                 sequence: record.sequence)
         }
+        // A sealed record opens with this store's keys: without them (or with others) it is
+        // refused, naming the key, before anything is written.
+        let payload: [UInt8]
+        do {
+            payload = try record.payload(keyring: journal.keyring)
+        } catch {
+            switch error.code {
+            case .keyUnavailable, .wrongKey: throw StoreError(journal: error)
+            default:
+                throw StoreError(
+                    .corruptPayload, "shipped record \(record.sequence): \(error)", sequence: record.sequence,
+                    journalError: error)
+            }
+        }
         let changes: ChangeSet
         do {
-            changes = try stored.decodeTransaction(try record.payload())
-        } catch let error as StoreError {
+            changes = try stored.decodeTransaction(payload)
+        } catch {
             throw StoreError(
                 error.code, "shipped record \(record.sequence): \(error.message)", sequence: record.sequence)
-        } catch {
-            throw StoreError(.corruptPayload, "shipped record \(record.sequence): \(error)", sequence: record.sequence)
         }
         do {
             try journal.append(shipped: record, schema: schema, origin: origin)

@@ -378,7 +378,8 @@ public final class ObjectStore {
     ///
     /// The record is durable (per the durability policy) before the context changes. No
     /// lifecycle hook runs; snapshots and observers of an ``AsyncStore`` see the record as one
-    /// transaction.
+    /// transaction. A sealed record (its source encrypts its journal) opens with this store's
+    /// keys, those of its options' `journal.encryption`; it is written sealed as it came.
     ///
     /// ```swift
     /// try replica.applyShipped(record, schema: schemaRecordPayload, origin: position)
@@ -394,8 +395,10 @@ public final class ObjectStore {
     ///   that is not a case of this model's enum, or `Codable` JSON that does not decode as
     ///   this model's type (the store is closed likewise), or for its
     ///   schema; `journal`
-    ///   when the append fails (nothing changed); `readOnly` when the context has pending
-    ///   changes; `closed`.
+    ///   when the append fails (nothing changed), or when the record is sealed with a key this
+    ///   store lacks (journal code `keyUnavailable`) or does not match (`wrongKey`), or is not
+    ///   sealed and this store is encrypted (`notEncrypted`), nothing changed; `readOnly` when
+    ///   the context has pending changes; `closed`.
     public func applyShipped(_ record: ShippedRecord, schema: [UInt8], origin: [UInt8]) throws(StoreError) {
         try door.applyShipped(record, schema: schema, origin: origin, to: context)
     }

@@ -95,7 +95,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A failure of the journal layer, keeping its error.
-    init(journal error: JournalError) {
+    package init(journal error: JournalError) {
         self.init(.journal, "\(error)", journalError: error)
     }
 
