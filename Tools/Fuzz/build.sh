@@ -23,7 +23,8 @@ OBJECTGRAPH_MACRO_PLUGIN="$plugin" swift build --build-path .build/fuzz-spm --ta
 bin="$(OBJECTGRAPH_MACRO_PLUGIN="$plugin" swift build --build-path .build/fuzz-spm --show-bin-path)"
 crypto_objects=$(find "$bin"/Crypto.build "$bin"/CCryptoBoringSSL.build "$bin"/CCryptoBoringSSLShims.build \
     "$bin"/CryptoBoringWrapper.build "$bin"/CXKCP.build "$bin"/CXKCPShims.build -name "*.o" 2>/dev/null)
-module_maps=$(find "$bin" -maxdepth 2 -name module.modulemap -path "*C*Crypto*" -o -maxdepth 2 -name module.modulemap -path "*CXKCP*" | sed 's/^/-Xcc -fmodule-map-file=/')
+module_maps=$(find .build/fuzz-spm/checkouts/swift-crypto/Sources -maxdepth 3 -name module.modulemap \
+    | sed 's/^/-Xcc -fmodule-map-file=/')
 swiftc -parse-as-library -module-name GraphJournal -package-name ObjectGraph -swift-version 6 -O -g \
     -enable-upcoming-feature ExistentialAny -enable-upcoming-feature InternalImportsByDefault \
     -sanitize=fuzzer,address \
