@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraphTestSupport
 import Testing
 
 @testable import GraphJournal
@@ -118,6 +119,36 @@ import Testing
         let kept = try recordsAfterReopen(ours, options: Self.options(recovery: .pointInTime))
         let prefix = try recordsAfterReopen(theirs, options: Self.options()).prefix(kept.count)
         #expect(kept.count > 1 && kept.map(\.payload) == prefix.map(\.payload))
+    }
+
+    /// A replica seals its own schema records between the records its source sealed: two
+    /// writer runs interleave in its journal, which opens again.
+    @Test func aReplicaWhoseSourceChangesItsSchemaOpensAgain() throws {
+        let source = temporaryJournalPath("source")
+        let replica = temporaryJournalPath("replica")
+        defer {
+            removeDirectory(source)
+            removeDirectory(replica)
+        }
+        let shipped = Locked<[ShippedRecord]>([])
+        var sourceOptions = Self.options()
+        sourceOptions.onDurable = { records in shipped.withLock { $0 += records } }
+        let writer = try Journal.open(directory: source, options: sourceOptions)
+        for i in 0..<9 { try writer.append(payload(i, count: 90), schema: Array("schema v\(1 + i / 3)".utf8)) }
+        try writer.close()
+        var schema: [UInt8]?
+        let follower = try Journal.open(directory: replica, options: Self.options())
+        for record in shipped.withLock({ $0 }) {
+            if record.kind == .schema {
+                schema = try record.payload(keyring: follower.keyring)
+            } else {
+                try follower.append(shipped: record, schema: schema, origin: Array("stream:\(record.sequence)".utf8))
+            }
+        }
+        try follower.close()
+        let records = try recordsAfterReopen(replica, options: Self.options())
+        #expect(records.filter { $0.kind == .transaction }.map(\.payload) == (0..<9).map { payload($0, count: 90) })
+        #expect(records.filter { $0.kind == .schema }.count == 3)
     }
 
     @Test func aRecordCopiedElsewhereInTheJournalIsRefusedWhereItWasPut() throws {

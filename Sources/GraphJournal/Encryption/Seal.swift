@@ -323,6 +323,9 @@ struct Sealer: Sendable {
             innerFlags: innerFlags, rawLength: rawLength, units: n, counter: header.counter)
         var problem: String?
         let inner = [UInt8](unsafeUninitializedCapacity: prefix + count) { whole, initialized in
+            // Written once, whole: the fresh memory of a large payload on huge pages, as the
+            // open's other write-once buffers.
+            HugePages.advise(whole, count: prefix + count)
             let buffer = UnsafeMutableBufferPointer(rebasing: whole[prefix...])
             if n == 1 {
                 problem = openUnit(0, stored, header: header, count: count, context: context, key: key, into: buffer)

@@ -3,9 +3,10 @@
 ///
 /// - Every sealed record carries the journal's identity (the first sealed record's): a segment
 ///   swapped in from another store under the same key is refused at its first record.
-/// - The records one writer run sealed (one salt) form one run, their counters rising: a
-///   record copied from elsewhere in the journal, or from an earlier run, is refused where it
-///   was put.
+/// - The records one writer run sealed (one salt) come in the order it sealed them, their
+///   counters rising: a record copied from elsewhere in the journal repeats a counter its run
+///   already passed, and is refused where it was put. Runs may interleave: a replica writes
+///   its own schema records between the records its source sealed.
 /// - Once a record is sealed, every data record after it is sealed too.
 ///
 /// The open applies it to every live record before it changes anything; `graph-journal verify`
@@ -13,10 +14,8 @@
 struct SealOrder: Sendable {
     /// The journal's identity, once a sealed record was seen.
     private(set) var journalID: SealBytes16?
-    /// The run of the last sealed record and its counter.
-    private var run: (salt: SealBytes16, counter: UInt64)?
-    /// The salts of the runs before the current one.
-    private var earlierRuns: Set<SealBytes16> = []
+    /// The last counter of each writer run seen, by its salt.
+    private var runs: [SealBytes16: UInt64] = [:]
     /// The sealed records seen.
     private(set) var sealedRecords = 0
     /// The identifiers of the keys the sealed records name.
@@ -68,19 +67,12 @@ struct SealOrder: Sendable {
             return
                 "record \(sequence) belongs to another journal (identity \(header.journalID), where this journal's records carry \(journalID))"
         }
-        if let run, run.salt == header.salt {
-            guard header.counter > run.counter else {
-                return
-                    "record \(sequence) repeats an earlier record of its writer (seal counter \(header.counter) after \(run.counter)): it was copied"
-            }
-        } else {
-            guard !earlierRuns.contains(header.salt) else {
-                return "record \(sequence) was sealed by an earlier writer of this journal, out of place: it was copied"
-            }
-            if let run { earlierRuns.insert(run.salt) }
+        if let last = runs[header.salt], header.counter <= last {
+            return
+                "record \(sequence) repeats or goes back in its writer's order (seal counter \(header.counter) after \(last)): it was copied or moved"
         }
         journalID = header.journalID
-        run = (header.salt, header.counter)
+        runs[header.salt] = header.counter
         sealedRecords += 1
         keyIDs.insert(header.keyID)
         return nil
