@@ -9,7 +9,9 @@ import Testing
     static let key = try! JournalKey(id: "k1", hex: String(repeating: "0123456789abcdef", count: 4))
     static let otherKey = try! JournalKey(id: "k1", hex: String(repeating: "fedcba9876543210", count: 4))
 
-    static func options(_ key: JournalKey = key, recovery: JournalOptions.Recovery = .tolerateTornTail)
+    static func options(
+        _ key: JournalKey = key, recovery: JournalOptions.Recovery = .tolerateTornTail
+    )
         -> JournalOptions
     {
         JournalOptions(durability: .none, recovery: recovery, encryption: JournalEncryption(key: key))
@@ -74,7 +76,8 @@ import Testing
         let newKey = try JournalKey(id: "k2", hex: String(repeating: "5a", count: 32))
         let both = try JournalEncryption(keys: [newKey, Self.key])
         do {
-            let journal = try Journal.open(directory: directory, options: JournalOptions(durability: .none, encryption: both))
+            let journal = try Journal.open(
+                directory: directory, options: JournalOptions(durability: .none, encryption: both))
             try journal.append(Array("after rotation".utf8))
             #expect(journal.keyIdentifiers == ["k1", "k2"])
             try journal.compact(base: [Array("base".utf8)], schema: Array("schema v1".utf8))
@@ -83,7 +86,8 @@ import Testing
             try journal.close()
         }
         let records = try recordsAfterReopen(directory, options: Self.options(newKey))
-        #expect(records.map(\.payload) == [Array("schema v1".utf8), Array("base".utf8), Array("after compaction".utf8)])
+        #expect(
+            records.map(\.payload) == [Array("schema v1".utf8), Array("base".utf8), Array("after compaction".utf8)])
     }
 
     @Test func aRecordCopiedElsewhereInTheJournalIsRefusedWhereItWasPut() throws {
@@ -94,7 +98,9 @@ import Testing
         var bytes = readBytes(path)
         let header = try SegmentHeader.parse(bytes, file: path).get()
         var records: [ScannedRecord] = []
-        _ = RecordCodec.scan(bytes, header: header) { records.append($0); return true }
+        _ = RecordCodec.scan(bytes, header: header) {
+            records.append($0); return true
+        }
         // Record 2's sealed payload copied over record 4's (same length class), renumbered, resealed.
         let copied = records[2]
         var replay = Array(bytes[copied.offset..<copied.end])

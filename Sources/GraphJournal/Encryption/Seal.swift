@@ -217,7 +217,8 @@ struct Sealer: Sendable {
             DispatchQueue.concurrentPerform(iterations: n) { i in
                 let (slots, inner) = shared.value
                 let lower = i * SealFormat.unitSize
-                let piece = UnsafeRawBufferPointer(rebasing: inner[lower..<min(inner.count, lower + SealFormat.unitSize)])
+                let piece = UnsafeRawBufferPointer(
+                    rebasing: inner[lower..<min(inner.count, lower + SealFormat.unitSize)])
                 var unit: [UInt8] = []
                 unit.reserveCapacity(piece.count + SealFormat.tagSize)
                 if !Self.sealUnit(i, piece, context, key, into: &unit) { outcomes.withLock { $0 = false } }
@@ -230,7 +231,8 @@ struct Sealer: Sendable {
     }
 
     private static var failure: JournalError {
-        JournalError(.io(errno: 0, operation: "AES-GCM seal"), "the cipher refused to seal a record; nothing was written")
+        JournalError(
+            .io(errno: 0, operation: "AES-GCM seal"), "the cipher refused to seal a record; nothing was written")
     }
 
     /// Seals unit `i` of a payload (`piece`, its bytes) and appends its ciphertext and tag.
@@ -287,8 +289,9 @@ struct Sealer: Sendable {
             }
             // The bytes are initialized only when every unit opened; else nothing is kept.
             if problem == nil {
-                UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(whole)[..<prefix]).initializeMemory(
-                    as: UInt8.self, repeating: 0)
+                UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(whole)[..<prefix])
+                    .initializeMemory(
+                        as: UInt8.self, repeating: 0)
             }
             initialized = problem == nil ? prefix + count : 0
         }
@@ -480,7 +483,8 @@ extension RecordCodec {
         guard let keyring else {
             let id = (try? SealHeader.parse(stored).get())?.keyID ?? "?"
             return .failure(
-                UnsealFailure.keyUnavailable(id, "the journal was opened without encryption").error(of: record, file: file))
+                UnsealFailure.keyUnavailable(id, "the journal was opened without encryption").error(
+                    of: record, file: file))
         }
         let prefix = JournalFormat.recordHeaderSize
         switch keyring.unseal(record, stored: stored, prefix: prefix) {
