@@ -1,7 +1,8 @@
 import Foundation
-@testable import GraphJournal
 import ObjectGraph
 import Testing
+
+@testable import GraphJournal
 
 /// `graph-journal` on stores encrypted at rest: the keys come from `--key-file` or
 /// `--key-env`, never the command line; without them the commands that need only the clear
@@ -188,5 +189,18 @@ struct EncryptionToolTests {
         #expect(report.keyIDs == ["2026-11"])
         #expect(report.entries.allSatisfy { $0.sealed })
         #expect(try Self.objects(dir, keys: keys) == objects)
+    }
+
+    @Test func everyCommandThatReadsPayloadsDocumentsTheKeyOptions() throws {
+        for command in ["stats", "verify", "dump", "export", "repair", "compact", "restore", "follow"] {
+            let help = try Tool.run([command, "--help"])
+            #expect(help.status == 0)
+            #expect(help.stdout.contains("--key-file <path>"), "\(command)")
+            #expect(help.stdout.contains("--key-env <name>"), "\(command)")
+            // The paragraph on encrypted stores reads as prose, wrapped by the parser.
+            let paragraph = help.stdout.components(separatedBy: "\n\n").first { $0.hasPrefix("An encrypted") }
+            #expect(paragraph != nil, "\(command): \(help.stdout)")
+            #expect(paragraph?.contains("  ") == false, "\(command): \(paragraph ?? "")")
+        }
     }
 }

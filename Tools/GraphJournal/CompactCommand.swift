@@ -24,7 +24,12 @@ struct Compact: ParsableCommand {
             objects written to the new base; the line is erased before the summary. \
             --no-progress turns it off.
 
-            An encrypted store needs its keys (--key-file or --key-env): the new base is sealed             with the current key, the first of the key file. This is how keys are rotated: put             the new key first and keep the old one after it, compact, and the store then needs             only the new key (stats lists the keys the live records name). --encrypt encrypts a             plain store: its records are read as they are and the new base is sealed (the key             options are then required); afterwards the store opens only with the key.
+            An encrypted store needs its keys (--key-file or --key-env): the new base is sealed \
+            with the current key, the first of the key file. This is how keys are rotated: put \
+            the new key first and keep the old one after it, compact, and the store then needs \
+            only the new key (stats lists the keys the live records name). --encrypt encrypts a \
+            plain store: its records are read as they are and the new base is sealed (the key \
+            options are then required); afterwards the store opens only with the key.
 
             \(ToolExit.helpText)
             """

@@ -48,7 +48,10 @@ struct Dump: ParsableCommand {
             ISO 8601 in UTC, UUIDs and URLs as strings; NaN and infinities as the strings "NaN", \
             "Infinity", "-Infinity".
 
-            An encrypted store needs its key (--key-file or --key-env): without it dump writes             nothing of a sealed record; it stops at the end with exit 1 and names the keys the             sealed records need (the records written before the store was encrypted, if any,             were written).
+            An encrypted store needs its key (--key-file or --key-env): without it dump writes \
+            nothing of a sealed record; it stops at the end with exit 1 and names the keys the \
+            sealed records need (the records written before the store was encrypted, if any, \
+            were written).
 
             On a damaged journal the valid prefix is written; a torn tail is noted on standard \
             error (exit 0), corruption is described there (exit 3).

@@ -20,7 +20,9 @@ struct Repair: ParsableCommand {
             refuses unless --yes is given. It takes the store's write lock, so it refuses while \
             another process has the store open.
 
-            An encrypted store needs its key (--key-file or --key-env): repair opens the             journal to cut it, and the open checks every sealed record's key first. Nothing is             re-sealed: the records kept are the bytes they were.
+            An encrypted store needs its key (--key-file or --key-env): repair opens the \
+            journal to cut it, and the open checks every sealed record's key first. Nothing is \
+            re-sealed: the records kept are the bytes they were.
 
             \(ToolExit.helpText)
             """

@@ -31,7 +31,12 @@ struct Stats: ParsableCommand {
             carried it (the journal's origin). --json adds "originRecords" and "origin" \
             ({"stream","writerSequence","streamSequence"}) for such a store.
 
-            An encrypted store: "encryption" names the keys its live records are sealed with,             per segment (read from the clear seal headers, so stats shows it without a key),             and --json adds "keyIDs" and "segmentKeys". The figures that need payloads (live             objects, schema, links) need the key (--key-file or --key-env); without it they             cover only the records not sealed, and "sealed records" says how many were not             opened.
+            An encrypted store: "encryption" names the keys its live records are sealed with, \
+            per segment (read from the clear seal headers, so stats shows it without a key), \
+            and --json adds "keyIDs" and "segmentKeys". The figures that need payloads (live \
+            objects, schema, links) need the key (--key-file or --key-env); without it they \
+            cover only the records not sealed, and "sealed records" says how many were not \
+            opened.
 
             \(ToolExit.helpText)
             """

@@ -26,7 +26,13 @@ struct Verify: ParsableCommand {
             on disk, and the rate; it is erased before the result is printed, and standard \
             output (text or --json) is the same with or without it. --no-progress turns it off.
 
-            An encrypted store: record headers are in the clear, so without a key verify still             checks every record's framing, checksum and sequence, the order of the seals (each             record where its writer put it, none from another store), and finds torn tails and             damage exactly as on a plain store; it then says how many sealed records it could             not open ("N sealed records: framing and checksums verified, contents not (no key             given)"). With --key-file or --key-env every record is opened and its contents             checked too; a missing or wrong key fails (exit 1) naming the key.
+            An encrypted store: record headers are in the clear, so without a key verify still \
+            checks every record's framing, checksum and sequence, the order of the seals (each \
+            record where its writer put it, none from another store), and finds torn tails and \
+            damage exactly as on a plain store; it then says how many sealed records it could \
+            not open ("N sealed records: framing and checksums verified, contents not (no key \
+            given)"). With --key-file or --key-env every record is opened and its contents \
+            checked too; a missing or wrong key fails (exit 1) naming the key.
 
             \(ToolExit.helpText)
             """
