@@ -20,7 +20,8 @@ struct ToolEncryptedReplicationTests {
     /// A new directory under the temporary directory; nothing is there.
     static func scratch(_ name: String) -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent(
-            "objectgraph-tool-encrypted-\(ProcessInfo.processInfo.processIdentifier)/\(name)-\(UUID().uuidString.prefix(8))")
+            "objectgraph-tool-encrypted-\(ProcessInfo.processInfo.processIdentifier)/\(name)-\(UUID().uuidString.prefix(8))"
+        )
     }
 
     /// A key file holding ``key``.

@@ -81,3 +81,17 @@ extension JournalError {
         }
     }
 }
+
+/// What `restore` and `follow` say when the replication library read a sealed record of the
+/// stream without the keys the tool was given (its restore takes no keys, and a follower looks
+/// up the stream's schema without them): that reading an encrypted stream is not supported
+/// yet, rather than "give the key". Nil for any other error.
+func encryptedStreamUnsupported(_ error: JournalError, doing: String, stream: String, keysGiven: Bool) -> ToolFailure? {
+    guard keysGiven, case .keyUnavailable(let id) = error.code,
+        error.message.hasSuffix("the journal was opened without encryption")
+    else { return nil }
+    return ToolFailure(
+        .failure,
+        "stream \(stream) holds records sealed with key \(id), and the replication library reads them without the keys given: \(doing) of an encrypted stream is not supported yet\(doing == "restore" ? "; nothing was written" : "")"
+    )
+}
