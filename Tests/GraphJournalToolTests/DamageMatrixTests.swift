@@ -16,6 +16,12 @@ let damageSeed =
 /// base and several logs; for each, `verify`, a default open, `.pointInTime` and `repair` as
 /// `verify` advises must agree (``Damage/expectAgreement(_:verdict:sourceLocation:)``), and
 /// what recovery keeps must be the state after some save.
+///
+/// It runs twice: on a plain store, and on a store encrypted at rest, where every reader is
+/// given the key and must agree the same way; there `verify` without the key must also give
+/// the verdict the framing alone supports (a clean or torn-tail store the same verdict; a
+/// corruption only the key reveals, such as a sealed payload changed with its checksum
+/// recomputed, may look clean without it).
 @Suite("Damage matrix: every damage class, one verdict", .serialized)
 struct DamageMatrixTests {
     enum Kind: CaseIterable {
@@ -48,7 +54,8 @@ struct DamageMatrixTests {
         var options = StoreOptions(durability: .none)
         options.autoCompactionRatio = nil
         do {
-            let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: options)
+            let store = try ObjectStore.open(
+                at: dir, schema: try Schema(Reading.self), options: Damage.withKeys(options))
             try store.close()
             return false
         } catch let error as StoreError where error.code == .incompatibleSchema {
@@ -59,9 +66,17 @@ struct DamageMatrixTests {
         }
     }
 
-    @Test func everyDamageClassGivesOneVerdictAndLosesNothing() throws {
+    @Test(arguments: [false, true])
+    func everyDamageClassGivesOneVerdictAndLosesNothing(encrypted: Bool) throws {
+        let keys = encrypted ? try TestKeys([TestKeys.november]) : nil
+        try Damage.$keys.withValue(keys) { try runMatrix() }
+    }
+
+    /// The matrix on stores written with ``Damage/keys`` (plain ones when nil).
+    func runMatrix() throws {
+        let encrypted = Damage.keys != nil
         print(
-            "damage matrix: seed \(damageSeed), \(damageCases) cases (OBJECTGRAPH_DAMAGE_SEED, OBJECTGRAPH_DAMAGE_CASES)"
+            "damage matrix\(encrypted ? " (encrypted)" : ""): seed \(damageSeed), \(damageCases) cases (OBJECTGRAPH_DAMAGE_SEED, OBJECTGRAPH_DAMAGE_CASES)"
         )
         var random = SeededGenerator(seed: damageSeed)
         let original = try Self.original()
@@ -70,10 +85,11 @@ struct DamageMatrixTests {
             let kind = Kind.allCases[index % Kind.allCases.count]
             let dir = try Damage.copy(original.dir)
             let label = try Self.apply(kind, to: dir, random: &random)
-            let verify = try Tool.run(["verify", dir.path])
+            let verify = try Tool.run(["verify", dir.path] + Damage.keyArguments)
             outcomes["\(kind) → \(verify.status)", default: 0] += 1
-            let place = "case \(index) \(label), seed \(damageSeed)"
+            let place = "case \(index) \(label), seed \(damageSeed)\(encrypted ? ", encrypted" : "")"
             let context = Comment(rawValue: place)
+            if encrypted { try Self.expectFramingVerdict(dir, withKey: verify, place: place) }
             switch verify.status {
             case 1:
                 // Unreadable as a whole (MANIFEST damaged, a file that is not a regular file):
@@ -83,7 +99,7 @@ struct DamageMatrixTests {
                     #expect(throws: StoreError.self, "\(place)") {
                         _ = try ObjectStore.open(
                             at: dir, schema: try Schema(Reading.self),
-                            options: StoreOptions(durability: .none, recovery: recovery))
+                            options: Damage.withKeys(StoreOptions(durability: .none, recovery: recovery)))
                     }
                 }
                 #expect(try Damage.regularContents(of: dir) == before, "\(place)")
@@ -116,6 +132,32 @@ struct DamageMatrixTests {
         }
         print("damage matrix outcomes (class → verify exit: cases):")
         for (key, count) in outcomes.sorted(by: { $0.key < $1.key }) { print("  \(key): \(count)") }
+    }
+
+    /// Checks `verify` without the key against its verdict with it (`withKey`): the framing,
+    /// checksums and seal order it checks alone give the same verdict when the key reveals no
+    /// more, it never finds damage the key does not, and it says how many sealed records it
+    /// could not open.
+    static func expectFramingVerdict(_ dir: URL, withKey: Tool.Result, place: String) throws {
+        let bare = try Tool.run(["verify", dir.path])
+        switch withKey.status {
+        case 0, 2:
+            #expect(bare.status == withKey.status, "verify without the key: \(bare.stdout)\(bare.stderr) [\(place)]")
+        case 3:
+            #expect([0, 2, 3].contains(bare.status), "verify without the key: \(bare.stdout)\(bare.stderr) [\(place)]")
+        default:
+            // Unreadable with the key: a MANIFEST that does not parse, a file that is not a
+            // regular one, or a seal whose key identifier or check was changed (a key the
+            // keyring lacks, or a wrong one): without the key only the framing is judged.
+            #expect([0, 1, 2, 3].contains(bare.status), "[\(place)]")
+        }
+        if bare.status == 3 {
+            #expect([1, 3].contains(withKey.status), "the key hides no damage the framing shows [\(place)]")
+        }
+        if bare.status != 1, bare.stdout.contains("sealed record") {
+            #expect(bare.stdout.contains("contents not (no key given)"), "[\(place)]")
+        }
+        #expect(!bare.stdout.contains("opened and checked"), "[\(place)]")
     }
 
     /// The sequence `verify` names first as corrupt ("… (record N): …"), if any.

@@ -197,7 +197,23 @@ struct RecoveryDefectTests {
 }
 
 /// Stores to damage, and the check that every reader agrees on one.
+///
+/// Inside ``$keys``'s `withValue`, every store is written encrypted with those keys, and every
+/// open and every run of the tool is given them: the same checks, on an encrypted store.
 enum Damage {
+    /// The keys the stores of the current test are encrypted with, or nil for plain stores.
+    @TaskLocal static var keys: TestKeys?
+
+    /// The options that open a store of the current test: `options` with the keys, if any.
+    static func withKeys(_ options: StoreOptions) -> StoreOptions {
+        var options = options
+        options.journal.encryption = keys?.encryption
+        return options
+    }
+
+    /// The tool's arguments that give it the current test's keys (none for plain stores).
+    static var keyArguments: [String] { keys.map { ["--key-file", $0.file.path] } ?? [] }
+
     /// A store of `saves` saves of a few `Reading`s each (updates and deletes too), compacted
     /// halfway so that it has a base, in segments of about `segmentSize` bytes.
     ///
@@ -211,7 +227,7 @@ enum Damage {
         var options = StoreOptions(durability: .none)
         options.autoCompactionRatio = nil
         options.journal.segmentSize = segmentSize
-        let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: options)
+        let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: withKeys(options))
         try saved(store.context)
         var all: [Reading] = []
         for save in 0..<saves {
@@ -286,7 +302,7 @@ enum Damage {
     static func objects(_ dir: URL) throws -> [String: [UInt64: [String: AttributeValue?]]] {
         var options = StoreOptions(durability: .none)
         options.autoCompactionRatio = nil
-        let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: options)
+        let store = try ObjectStore.open(at: dir, schema: try Schema(Reading.self), options: withKeys(options))
         defer { try? store.close() }
         return try Tool.objects(of: store.context)
     }
@@ -333,7 +349,7 @@ enum Damage {
         _ dir: URL, verdict: Int32, comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> Outcome {
         var outcome = Outcome()
-        let verify = try Tool.run(["verify", dir.path])
+        let verify = try Tool.run(["verify", dir.path] + keyArguments)
         #expect(
             verify.status == verdict,
             "verify: \(verify.stdout)\(verify.stderr)\(comment.map { " [\($0.rawValue)]" } ?? "")",
@@ -343,6 +359,7 @@ enum Damage {
         let forRepair = try copy(dir)
         var options = StoreOptions(durability: .none)
         options.autoCompactionRatio = nil
+        options = withKeys(options)
 
         let before = try Damage.regularContents(of: dir)
         do {
@@ -374,8 +391,8 @@ enum Damage {
 
         let advice: [String] =
             switch verdict {
-            case 3: ["repair", "--keep-prefix", "--yes", forRepair.path]
-            default: ["repair", "--yes", forRepair.path]
+            case 3: ["repair", "--keep-prefix", "--yes", forRepair.path] + keyArguments
+            default: ["repair", "--yes", forRepair.path] + keyArguments
             }
         let original = try Damage.regularContents(of: forRepair)
         // Leftovers hold no record the live files lack: the one thing repair may remove.
@@ -387,7 +404,7 @@ enum Damage {
             repair.status == 0,
             "repair as advised: \(repair.stdout)\(repair.stderr)\(comment.map { " [\($0.rawValue)]" } ?? "")",
             sourceLocation: sourceLocation)
-        let after = try Tool.run(["verify", forRepair.path])
+        let after = try Tool.run(["verify", forRepair.path] + keyArguments)
         #expect(
             after.status == 0, "verify after repair: \(after.stdout)\(comment.map { " [\($0.rawValue)]" } ?? "")",
             sourceLocation: sourceLocation)
@@ -410,4 +427,32 @@ enum Damage {
         }
         return outcome
     }
+}
+
+/// Keys for the tests of encrypted stores: the key file the tool reads, and the encryption the
+/// library opens the stores with.
+struct TestKeys: Sendable {
+    /// The keys, the current one first.
+    var keys: [JournalKey]
+    /// A key file holding them, in a temporary directory.
+    var file: URL
+    /// The encryption of the keys, the first one current.
+    var encryption: JournalEncryption
+
+    /// Keys from `(identifier, hex)` pairs, the first current, written to a new key file.
+    init(_ pairs: [(String, String)]) throws {
+        keys = try pairs.map { try JournalKey(id: $0.0, hex: $0.1) }
+        encryption = try JournalEncryption(keys: keys)
+        file = Tool.temporaryURL("keys")
+        let text = "# test keys, the current one first\n" + keys.map { "\($0.id) \($0.hex)" }.joined(separator: "\n")
+        try Data((text + "\n").utf8).write(to: file)
+    }
+
+    /// The key file's text in one line, `;`-separated, as `--key-env` takes it.
+    var environmentText: String { keys.map { "\($0.id) \($0.hex)" }.joined(separator: ";") }
+
+    /// One key, `2026-11`, the same in every run.
+    static let november = ("2026-11", String(repeating: "5f1c", count: 16))
+    /// Another key, `2026-05`.
+    static let may = ("2026-05", String(repeating: "09ab", count: 16))
 }

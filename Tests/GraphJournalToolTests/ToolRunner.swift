@@ -29,9 +29,10 @@ enum Tool {
         var stdoutBytes: Data
     }
 
-    /// Runs the tool with `arguments`; standard input is `/dev/null` unless `stdin` is given.
-    static func run(_ arguments: [String], stdin: String? = nil) throws -> Result {
-        let process = try start(arguments, stdin: stdin)
+    /// Runs the tool with `arguments`; standard input is `/dev/null` unless `stdin` is given;
+    /// `environment` is added to this process's environment.
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Result {
+        let process = try start(arguments, stdin: stdin, environment: environment)
         process.process.waitUntilExit()
         return try process.finish()
     }
@@ -53,10 +54,15 @@ enum Tool {
     }
 
     /// Starts the tool without waiting; output goes to temporary files.
-    static func start(_ arguments: [String], stdin: String? = nil) throws -> Running {
+    static func start(
+        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+    ) throws -> Running {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = temporaryURL("out"), err = temporaryURL("err")
         try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data().write(to: out)

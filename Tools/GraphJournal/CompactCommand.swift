@@ -24,11 +24,32 @@ struct Compact: ParsableCommand {
             objects written to the new base; the line is erased before the summary. \
             --no-progress turns it off.
 
+            An encrypted store needs its keys (--key-file or --key-env): the new base is sealed \
+            with the current key, the first of the key file. This is how keys are rotated: put \
+            the new key first and keep the old one after it, compact, and the store then needs \
+            only the new key (stats lists the keys the live records name). --encrypt encrypts a \
+            plain store: its records are read as they are and the new base is sealed (the key \
+            options are then required); afterwards the store opens only with the key.
+
             \(ToolExit.helpText)
             """
     )
 
     @OptionGroup var store: StoreDirectory
+
+    @OptionGroup var keys: KeyOptions
+
+    @Flag(
+        help:
+            "Encrypt a plain store: read the records written without encryption and seal the new base with the current key (needs --key-file or --key-env)."
+    )
+    var encrypt = false
+
+    func validate() throws {
+        if encrypt && !keys.given {
+            throw ValidationError("--encrypt needs the key to seal with: give --key-file or --key-env.")
+        }
+    }
 
     @OptionGroup var progressOptions: ProgressOptions
 
@@ -36,11 +57,21 @@ struct Compact: ParsableCommand {
         try runReporting {
             let directory = store.path
             try requireWriteLock(directory: directory)
+            let encryption = try keys.encryption(plaintextRecords: encrypt ? .accept : .refuse)
+            let keyring = encryption.map(JournalKeyring.init)
             var check = JournalProgress(directory: directory, label: "compacting: checking", options: progressOptions)
             let progress = check?.bar
             defer { progress?.finish() }
             // The walk of Journal.inspect, which checks every record, with the bar advanced.
-            let report = try Journal.readPayloads(directory: directory) { entry, _ in check?.passed(entry) }
+            let report = try Journal.readPayloads(directory: directory, keyring: keyring) { entry, _ in
+                check?.passed(entry)
+            }
+            if report.sealedRecordsNotOpened > 0 {
+                throw ToolFailure(
+                    .failure,
+                    "\(directory) is encrypted (records sealed with key \(report.keyIDs.joined(separator: ", "))): give the keys with --key-file or --key-env; nothing was changed"
+                )
+            }
             switch report.verdict {
             case .clean: break
             case .tornTailOnly:
@@ -66,12 +97,18 @@ struct Compact: ParsableCommand {
             var options = StoreOptions(durability: .always)
             options.autoCompactionRatio = nil
             options.progress = progress?.handler()
+            options.journal.encryption = encryption
             let opened: ObjectStore
             do throws(StoreError) {
                 opened = try ObjectStore.openDynamic(at: URL(fileURLWithPath: directory), options: options)
             } catch {
                 progress?.finish()
                 if error.journalError?.code == .locked { throw ToolFailure(.locked, lockedMessage(directory)) }
+                if let journalError = error.journalError,
+                    journalError.isKeyProblem || journalError.code == .notEncrypted
+                {
+                    throw ToolFailure(.failure, describe(journalError))
+                }
                 throw ToolFailure(.failure, "cannot open \(directory): \(error); nothing was changed")
             }
             // The compaction's reports also say how many live objects it writes.
@@ -97,7 +134,7 @@ struct Compact: ParsableCommand {
             let change = before > 0 ? Double(after - before) / Double(before) * 100 : 0
             var out = StandardOutput()
             out.text(
-                "compacted \(directory): \(before) -> \(after) bytes (\(String(format: "%+.1f", change)) %), \(objects) live objects, \(String(format: "%.2f", seconds)) s\n"
+                "compacted \(directory): \(before) -> \(after) bytes (\(String(format: "%+.1f", change)) %), \(objects) live objects\(encryption.map { ", sealed with key \($0.currentKeyID)" } ?? ""), \(String(format: "%.2f", seconds)) s\n"
             )
             try out.flush()
         }

@@ -48,6 +48,11 @@ struct Dump: ParsableCommand {
             ISO 8601 in UTC, UUIDs and URLs as strings; NaN and infinities as the strings "NaN", \
             "Infinity", "-Infinity".
 
+            An encrypted store needs its key (--key-file or --key-env): without it dump writes \
+            nothing of a sealed record; it stops at the end with exit 1 and names the keys the \
+            sealed records need (the records written before the store was encrypted, if any, \
+            were written).
+
             On a damaged journal the valid prefix is written; a torn tail is noted on standard \
             error (exit 0), corruption is described there (exit 3).
 
@@ -63,6 +68,8 @@ struct Dump: ParsableCommand {
     )
 
     @OptionGroup var store: StoreDirectory
+
+    @OptionGroup var keys: KeyOptions
 
     @Flag(help: "Write the live objects (the state after the last record, or after --to-seq) instead of the records.")
     var objects = false
@@ -144,11 +151,19 @@ struct Dump: ParsableCommand {
                 }
                 try out.flushIfFull()
             }
-            let report = try Journal.readRecords(directory: store.path) { record in
+            let report = try Journal.readRecords(directory: store.path, keyring: try keys.keyring()) { record in
                 if record.entry.sequence > to { return }
                 try pipeline.feed(record, emit: emit)
             }
             try pipeline.finish(emit: emit)
+            if report.sealedRecordsNotOpened > 0 {
+                try out.flush()
+                progress?.finish()
+                throw ToolFailure(
+                    .failure,
+                    "\(store.path) is encrypted: \(report.sealedRecordsNotOpened) records are sealed with key \(report.keyIDs.joined(separator: ", ")); give the key with --key-file or --key-env to dump them"
+                )
+            }
             let replay = pipeline.replay
             if objects {
                 let tables = replay.liveTables.filter { entity == nil || $0.name == entity }

@@ -59,11 +59,16 @@ struct Export: ParsableCommand {
             shows the bytes of the journal replayed, then the objects written. --no-progress \
             turns it off.
 
+            An encrypted store needs its key (--key-file or --key-env); without it nothing is \
+            written and the command fails (exit 1) naming the keys the sealed records need.
+
             \(ToolExit.helpText)
             """
     )
 
     @OptionGroup var store: StoreDirectory
+
+    @OptionGroup var keys: KeyOptions
 
     @Option(help: ArgumentHelp("JSON Lines (jsonl) or a SQLite database (sqlite).", valueName: "format"))
     var format: Format
@@ -144,10 +149,16 @@ struct Export: ParsableCommand {
         let emit = { (record: JournalReadRecord, _: ChangeSet?, _: StoredSchema?) -> Void in
             walk?.passed(record.entry)
         }
-        let report = try Journal.readRecords(directory: directory) { record in
+        let report = try Journal.readRecords(directory: directory, keyring: try keys.keyring()) { record in
             try pipeline.feed(record, emit: emit)
         }
         try pipeline.finish(emit: emit)
+        if report.sealedRecordsNotOpened > 0 {
+            throw ToolFailure(
+                .failure,
+                "\(directory) is encrypted: \(report.sealedRecordsNotOpened) records are sealed with key \(report.keyIDs.joined(separator: ", ")); give the key with --key-file or --key-env to export them; nothing was written"
+            )
+        }
         progress = walk
         let replay = pipeline.replay
         var damage: [String] = []

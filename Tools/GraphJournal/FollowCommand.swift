@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import GraphJournal
 import GraphJournalProgress
 import ObjectGraph
 import ObjectGraphReplication
@@ -36,11 +37,18 @@ struct FollowCommand: ParsableCommand {
             lease stays held for its time to live: open DIR as the writer with a lease of the \
             same holder name within it, and the application takes the stream over from there.
 
+            An encrypted writer's records ship sealed: give the replica the same keys with \
+            --key-file or --key-env. The replica's journal is opened with them (and a standby, \
+            once promoted, seals with the current one). The replication library does not yet \
+            look up an encrypted stream's schema with keys: on one, follow says so (exit 1).
+
             \(ToolExit.helpText)
             """
     )
 
     @OptionGroup var source: StreamSourceOptions
+
+    @OptionGroup var keys: KeyOptions
 
     @Argument(help: "The replica's directory (created when missing).", completion: .directory)
     var directory: String
@@ -81,10 +89,10 @@ struct FollowCommand: ParsableCommand {
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
         var target = source.target
         if standby { target.lease = WriterLease(holder: holder, ttl: .milliseconds(Int64(leaseTTL * 1000))) }
-        let run = FollowRun(
-            target: target, label: source.label, directory: path, untilSequence: untilSequence,
-            interval: .milliseconds(Int64(statusInterval * 1000)))
         try runReporting {
+            let run = FollowRun(
+                target: target, label: source.label, directory: path, untilSequence: untilSequence,
+                interval: .milliseconds(Int64(statusInterval * 1000)), encryption: try keys.encryption())
             StopSignal.install()
             try waitFor { try await (standby ? run.runStandby() : run.run()) }
         }
@@ -98,14 +106,37 @@ private struct FollowRun: Sendable {
     let directory: String
     let untilSequence: UInt64?
     let interval: Duration
+    /// The keys of an encrypted writer's records, or nil.
+    let encryption: JournalEncryption?
+
+    /// The replica's store options while following: the follower's defaults, with the keys.
+    var options: StoreOptions {
+        var options = Follower.defaultOptions
+        options.journal.encryption = encryption
+        return options
+    }
+
+    /// The store options of a standby once promoted: the writer's defaults, with the keys.
+    var writerOptions: StoreOptions {
+        var options = StoreOptions()
+        options.journal.encryption = encryption
+        return options
+    }
 
     func run() async throws {
         let start = ContinuousClock.now
         let follower: Follower
         do {
-            follower = try await Follower.start(at: URL(fileURLWithPath: directory), source: target)
+            follower = try await Follower.start(at: URL(fileURLWithPath: directory), source: target, options: options)
         } catch let error as ReplicationError {
             throw ToolFailure(.failure, "cannot follow stream \(target.stream): \(error.message)")
+        } catch let error as JournalError {
+            if let unsupported = encryptedStreamUnsupported(
+                error, doing: "follow", stream: target.stream, keysGiven: encryption != nil)
+            {
+                throw unsupported
+            }
+            throw error
         }
         let first = follower.status
         var out = StandardOutput()
@@ -159,9 +190,18 @@ private struct FollowRun: Sendable {
     func runStandby() async throws {
         let standby: Standby
         do {
-            standby = try await Standby.start(at: URL(fileURLWithPath: directory), schema: nil, source: target)
+            standby = try await Standby.start(
+                at: URL(fileURLWithPath: directory), schema: nil, source: target, options: options,
+                writerOptions: writerOptions)
         } catch let error as ReplicationError {
             throw ToolFailure(.failure, "cannot stand by for stream \(target.stream): \(error.message)")
+        } catch let error as JournalError {
+            if let unsupported = encryptedStreamUnsupported(
+                error, doing: "a standby", stream: target.stream, keysGiven: encryption != nil)
+            {
+                throw unsupported
+            }
+            throw error
         }
         var out = StandardOutput()
         let holder = target.lease?.holder ?? ""

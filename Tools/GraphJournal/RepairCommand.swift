@@ -20,11 +20,17 @@ struct Repair: ParsableCommand {
             refuses unless --yes is given. It takes the store's write lock, so it refuses while \
             another process has the store open.
 
+            An encrypted store needs its key (--key-file or --key-env): repair opens the \
+            journal to cut it, and the open checks every sealed record's key first. Nothing is \
+            re-sealed: the records kept are the bytes they were.
+
             \(ToolExit.helpText)
             """
     )
 
     @OptionGroup var store: StoreDirectory
+
+    @OptionGroup var keys: KeyOptions
 
     @Flag(
         name: .customLong("keep-prefix"),
@@ -39,8 +45,14 @@ struct Repair: ParsableCommand {
             let directory = store.path
             try requireWriteLock(directory: directory)
             // The same examination as `verify`, payloads included: repair acts on its verdict.
-            let result = try VerifyResult.examine(directory: directory)
+            let result = try VerifyResult.examine(directory: directory, keyring: try keys.keyring())
             let report = result.report
+            if report.sealedRecordsNotOpened > 0 {
+                throw ToolFailure(
+                    .failure,
+                    "\(directory) is encrypted (records sealed with key \(report.keyIDs.joined(separator: ", "))): repair opens the journal to cut it, give the key with --key-file or --key-env; nothing was changed"
+                )
+            }
             var out = StandardOutput()
             switch result.verdict {
             case .clean where report.problems.contains(where: { $0.kind == .unlistedSegment }):
@@ -223,6 +235,7 @@ struct Repair: ParsableCommand {
         let result: Result<Journal, JournalError>
         var options = JournalOptions(durability: .always, recovery: recovery)
         options.unreadableRecord = unreadable
+        options.encryption = try keys.encryption()
         do throws(JournalError) {
             result = .success(try Journal.open(directory: directory, options: options))
         } catch {

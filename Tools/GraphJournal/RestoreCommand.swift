@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GraphJournal
 import ObjectGraphReplication
 
 /// The options that name a shipping store's stream: `--servers`, `--stream`, `--subject-prefix`.
@@ -65,11 +66,19 @@ struct RestoreCommand: ParsableCommand {
             applied and the time taken. Open the result with the application, or look at it \
             with `graph-journal stats` and `graph-journal dump --objects`.
 
+            An encrypted writer's records ship sealed and are restored as they came, still \
+            sealed: the restored store needs the writer's keys. Given --key-file or --key-env, \
+            restore checks that every restored record opens with them and fails (exit 1, naming \
+            the key) when one does not. The replication library does not yet read an encrypted \
+            stream with keys: on one, restore says so (exit 1) and writes nothing.
+
             \(ToolExit.helpText)
             """
     )
 
     @OptionGroup var source: StreamSourceOptions
+
+    @OptionGroup var keys: KeyOptions
 
     @Option(
         name: .customLong("to-seq"),
@@ -120,12 +129,20 @@ struct RestoreCommand: ParsableCommand {
                     "\(path) exists; restore writes a new store, give it a directory that does not exist; nothing was changed"
                 )
             }
+            let keyring = try keys.keyring()
             let report: Restore.Report
             do {
                 report = try Restore.run(from: source.target, to: URL(fileURLWithPath: path), at: restoreTarget)
             } catch let error as ReplicationError {
                 throw ToolFailure(
                     .failure, "cannot restore from stream \(source.stream): \(error.message); nothing was written")
+            } catch let error as JournalError {
+                if let unsupported = encryptedStreamUnsupported(
+                    error, doing: "restore", stream: source.stream, keysGiven: keyring != nil)
+                {
+                    throw unsupported
+                }
+                throw error
             }
             var out = StandardOutput()
             let base =
@@ -135,6 +152,14 @@ struct RestoreCommand: ParsableCommand {
                 "restored \(path) from stream \(source.stream): \(base), \(report.recordsApplied) records applied, last sequence \(report.lastSequence), \(String(format: "%.2f", report.seconds)) s\n"
             )
             try out.flush()
+            if let keyring {
+                // The records came as they were sealed: check the keys open every one of them.
+                let check = try Journal.inspect(directory: path, keyring: keyring)
+                out.text(
+                    "keys checked: every sealed record opens (\(check.keyIDs.isEmpty ? "none is sealed" : "keys " + check.keyIDs.joined(separator: ", ")))\n"
+                )
+                try out.flush()
+            }
             if let toSequence, report.lastSequence < toSequence {
                 printError(
                     "graph-journal: note: the stream holds records only up to \(report.lastSequence), before the requested --to-seq \(toSequence)"

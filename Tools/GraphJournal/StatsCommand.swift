@@ -31,11 +31,20 @@ struct Stats: ParsableCommand {
             carried it (the journal's origin). --json adds "originRecords" and "origin" \
             ({"stream","writerSequence","streamSequence"}) for such a store.
 
+            An encrypted store: "encryption" names the keys its live records are sealed with, \
+            per segment (read from the clear seal headers, so stats shows it without a key), \
+            and --json adds "keyIDs" and "segmentKeys". The figures that need payloads (live \
+            objects, schema, links) need the key (--key-file or --key-env); without it they \
+            cover only the records not sealed, and "sealed records" says how many were not \
+            opened.
+
             \(ToolExit.helpText)
             """
     )
 
     @OptionGroup var store: StoreDirectory
+
+    @OptionGroup var keys: KeyOptions
 
     @Flag(help: "Print the figures as one JSON object.")
     var json = false
@@ -43,7 +52,9 @@ struct Stats: ParsableCommand {
     func run() throws {
         try runReporting(jsonDirectory: json ? store.path : nil) {
             var pipeline = ParallelReplay(JournalReplay(keepValues: true))
-            let report = try Journal.readRecords(directory: store.path) { try pipeline.feed($0) { _, _, _ in } }
+            let report = try Journal.readRecords(directory: store.path, keyring: try keys.keyring()) {
+                try pipeline.feed($0) { _, _, _ in }
+            }
             try pipeline.finish { _, _, _ in }
             var replay = pipeline.replay
             replay.finishOrigins()
@@ -88,6 +99,13 @@ struct StatsFigures {
     /// lost its stream.
     var writerEpoch: WriterEpoch?
     var fenced: FencedReport?
+    /// The keys the live sealed records name, sorted (empty: the store is not encrypted), and
+    /// per segment, in order, the keys its sealed records name.
+    var keyIDs: [String]
+    var segmentKeys: [(file: String, keys: [String])]
+    /// The sealed records, and those not opened for want of a key.
+    var sealedRecords: Int
+    var sealedRecordsNotOpened: Int
 
     init(directory: String, report: JournalReport, replay: JournalReplay) {
         self.directory = directory
@@ -106,6 +124,12 @@ struct StatsFigures {
         writerEpoch = WriterEpoch.read(from: URL(fileURLWithPath: directory))
         fenced = FencedReport.read(from: URL(fileURLWithPath: directory))
         formatVersion = report.formatVersion
+        keyIDs = report.keyIDs
+        segmentKeys = report.files.map { file in
+            (file, Array(Set(report.entries.lazy.filter { $0.file == file }.compactMap(\.keyID))).sorted())
+        }
+        sealedRecords = report.entries.lazy.filter(\.sealed).count
+        sealedRecordsNotOpened = report.sealedRecordsNotOpened
         schemaVersions = replay.schema?.versions ?? []
         schemaRecordVersions = replay.schemaRecordVersions
         let tables = replay.liveTables
@@ -174,6 +198,18 @@ struct StatsFigures {
                     + (replicaOrigin != nil ? " (a replica promoted to writer)" : ""))
         }
         if let fenced { row("fenced", "\(fenced)") }
+        if !keyIDs.isEmpty {
+            row(
+                "encryption",
+                "encrypted, sealed with key\(keyIDs.count == 1 ? "" : "s") \(keyIDs.joined(separator: ", ")) ("
+                    + segmentKeys.map { "\($0.file): \($0.keys.isEmpty ? "none" : $0.keys.joined(separator: ", "))" }
+                    .joined(separator: "; ") + ")")
+            row(
+                "sealed records",
+                sealedRecordsNotOpened > 0
+                    ? "\(sealedRecords), \(sealedRecordsNotOpened) not opened (no key given: the figures below cover only the records not sealed)"
+                    : "\(sealedRecords), opened")
+        }
         row("schema versions", versionHistory)
         row("bytes on disk", formatBytes(bytesOnDisk))
         row("payload bytes", "\(rawPayloadBytes) raw, \(storedPayloadBytes) stored")
@@ -237,6 +273,19 @@ struct StatsFigures {
             w.raw(",\"shippedSequence\":"); w.uint(fenced.shippedSequence)
             w.raw(",\"lastSequence\":"); w.uint(fenced.lastSequence)
             w.raw("}")
+        }
+        if !keyIDs.isEmpty {
+            w.raw(",\"keyIDs\":[")
+            for (i, id) in keyIDs.enumerated() { if i > 0 { w.raw(",") }; w.string(id) }
+            w.raw("],\"segmentKeys\":{")
+            for (i, segment) in segmentKeys.enumerated() {
+                if i > 0 { w.raw(",") }
+                w.string(segment.file); w.raw(":[")
+                for (j, id) in segment.keys.enumerated() { if j > 0 { w.raw(",") }; w.string(id) }
+                w.raw("]")
+            }
+            w.raw("},\"sealedRecords\":"); w.int(Int64(sealedRecords))
+            w.raw(",\"sealedRecordsNotOpened\":"); w.int(Int64(sealedRecordsNotOpened))
         }
         w.raw(",\"schemaVersionsSeen\":"); w.int(Int64(schemaRecords))
         w.raw(",\"schemaVersions\":[")

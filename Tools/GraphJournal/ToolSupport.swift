@@ -77,7 +77,7 @@ func runReporting(jsonDirectory: String? = nil, _ body: () throws -> Void) throw
     } catch let failure as ToolFailure {
         (exit, message) = (failure.exit, failure.message)
     } catch let error as JournalError {
-        (exit, message) = (error.code == .locked ? .locked : .failure, "\(error)")
+        (exit, message) = (error.code == .locked ? .locked : .failure, describe(error))
     } catch let code as ExitCode {
         throw code
     } catch {
@@ -93,6 +93,20 @@ func runReporting(jsonDirectory: String? = nil, _ body: () throws -> Void) throw
         try? out.flush()
     }
     throw ExitCode(exit.rawValue)
+}
+
+/// A journal error as the tool prints it: a missing or wrong key, or a store that is not
+/// encrypted, with what to do about it.
+func describe(_ error: JournalError) -> String {
+    switch error.code {
+    case .keyUnavailable(let id):
+        "\(error)\n  the store needs key \(id): give it with --key-file or --key-env; nothing was changed"
+    case .wrongKey(let id):
+        "\(error)\n  the key given as \(id) is not the one the store was sealed with; nothing was changed"
+    case .notEncrypted:
+        "\(error)\n  the store is not encrypted: `graph-journal compact --encrypt` encrypts it; nothing was changed"
+    default: "\(error)"
+    }
 }
 
 extension JournalReport.Problem.Kind {

@@ -26,11 +26,21 @@ struct Verify: ParsableCommand {
             on disk, and the rate; it is erased before the result is printed, and standard \
             output (text or --json) is the same with or without it. --no-progress turns it off.
 
+            An encrypted store: record headers are in the clear, so without a key verify still \
+            checks every record's framing, checksum and sequence, the order of the seals (each \
+            record where its writer put it, none from another store), and finds torn tails and \
+            damage exactly as on a plain store; it then says how many sealed records it could \
+            not open ("N sealed records: framing and checksums verified, contents not (no key \
+            given)"). With --key-file or --key-env every record is opened and its contents \
+            checked too; a missing or wrong key fails (exit 1) naming the key.
+
             \(ToolExit.helpText)
             """
     )
 
     @OptionGroup var store: StoreDirectory
+
+    @OptionGroup var keys: KeyOptions
 
     @Flag(help: "Print the result as one JSON object (verdict, counts, problems).")
     var json = false
@@ -41,7 +51,8 @@ struct Verify: ParsableCommand {
         try runReporting(jsonDirectory: json ? store.path : nil) {
             var progress = JournalProgress(directory: store.path, label: "verifying", options: progressOptions)
             defer { progress?.finish() }
-            let result = try VerifyResult.examine(directory: store.path, progress: &progress)
+            let result = try VerifyResult.examine(
+                directory: store.path, keyring: try keys.keyring(), progress: &progress)
             progress?.finish()
             var out = StandardOutput()
             if json { result.writeJSON(to: &out.json) } else { result.writeText(to: &out) }
@@ -67,13 +78,17 @@ struct VerifyResult {
     /// `verify` prints and `repair` acts on.
     ///
     /// - Parameter progress: advanced past each record once it is checked.
-    static func examine(directory: String, progress: inout JournalProgress?) throws -> VerifyResult {
+    /// - Parameter keyring: the keys that open sealed records, or nil to check their framing
+    ///   only.
+    static func examine(
+        directory: String, keyring: JournalKeyring?, progress: inout JournalProgress?
+    ) throws -> VerifyResult {
         // A validating skim of each payload, not a decode into values.
         var replay = JournalReplay(keepValues: false)
         var outline = TransactionOutline()
         outline.keepsInsertedRuns = true  // a 1M-object save's inserts: one run, not 8 MB of serials
         // Payloads lent piece by piece: a chunked one is never held whole.
-        let report = try Journal.streamPayloads(directory: directory) { entry, payload in
+        let report = try Journal.streamPayloads(directory: directory, keyring: keyring) { entry, payload in
             replay.check(entry, payload: payload, outline: &outline)
             progress?.passed(entry)
         }
@@ -81,10 +96,10 @@ struct VerifyResult {
         return VerifyResult(directory: directory, report: report, replay: replay)
     }
 
-    /// ``examine(directory:progress:)`` without a progress bar.
-    static func examine(directory: String) throws -> VerifyResult {
+    /// ``examine(directory:keyring:progress:)`` without a progress bar.
+    static func examine(directory: String, keyring: JournalKeyring?) throws -> VerifyResult {
         var none: JournalProgress?
-        return try examine(directory: directory, progress: &none)
+        return try examine(directory: directory, keyring: keyring, progress: &none)
     }
 
     var directory: String
@@ -165,6 +180,7 @@ struct VerifyResult {
             out.text(line + "\n")
         }
         if replay.problemsNotShown > 0 { out.text("payload: \(replay.problemsNotShown) more problems not shown\n") }
+        if let line = encryptionLine { out.text(line + "\n") }
         switch verdict {
         case .clean where report.problems.contains(where: { $0.kind == .unlistedSegment }):
             out.text(
@@ -182,6 +198,19 @@ struct VerifyResult {
         }
     }
 
+    /// The sealed records and the keys they name: what was opened, or that nothing could be.
+    var encryptionLine: String? {
+        let keys = report.keyIDs
+        guard !keys.isEmpty else { return nil }
+        let sealed = report.entries.lazy.filter(\.sealed).count
+        let named = "key\(keys.count == 1 ? "" : "s") \(keys.joined(separator: ", "))"
+        let records = "\(sealed) sealed record\(sealed == 1 ? "" : "s") (\(named))"
+        if report.sealedRecordsNotOpened > 0 {
+            return "encrypted: \(records): framing and checksums verified, contents not (no key given)"
+        }
+        return "encrypted: \(records): opened and checked"
+    }
+
     func writeJSON(to w: inout JSONWriter) {
         let r = replay
         w.raw("{\"directory\":"); w.string(directory)
@@ -196,6 +225,14 @@ struct VerifyResult {
         if r.originRecords > 0 { w.raw(",\"originRecords\":"); w.int(Int64(r.originRecords)) }
         w.raw(",\"skippedRecords\":"); w.int(Int64(r.skippedRecords))
         w.raw(",\"lastSequence\":"); w.uint(lastSequence)
+        let keys = report.keyIDs
+        if !keys.isEmpty {
+            w.raw(",\"sealedRecords\":"); w.int(Int64(report.entries.lazy.filter(\.sealed).count))
+            w.raw(",\"sealedRecordsNotOpened\":"); w.int(Int64(report.sealedRecordsNotOpened))
+            w.raw(",\"keyIDs\":[")
+            for (i, id) in keys.enumerated() { if i > 0 { w.raw(",") }; w.string(id) }
+            w.raw("]")
+        }
         w.raw(",\"problems\":[")
         for (i, p) in problems.enumerated() {
             if i > 0 { w.raw(",") }

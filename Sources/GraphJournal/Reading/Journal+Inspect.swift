@@ -20,6 +20,12 @@ public struct JournalReport: Sendable, Hashable {
         /// Whether the payload is compressed: one LZ4 block (on its own or against the segment's
         /// history), or LZ4 chunks (a large payload).
         public var compressed: Bool
+        /// Whether the record is sealed (encryption at rest): its payload was lent opened only
+        /// when the walk had the key (``JournalReport/sealedRecordsNotOpened`` counts the others).
+        public var sealed = false
+        /// The identifier of the key a sealed record names in its clear seal header; nil for a
+        /// record that is not sealed, or whose seal header does not parse.
+        public var keyID: String?
 
         /// The offset just past the record in its file (header and stored payload): where the
         /// next record starts. `graph-journal` measures how far a walk got with it.
@@ -77,6 +83,15 @@ public struct JournalReport: Sendable, Hashable {
     /// store written before version 2, or whose logs have not rolled since), or the version
     /// this code writes when no header could be read.
     public var formatVersion = Int(JournalFormat.formatVersion)
+    /// The sealed records that were framed and checksummed but not opened, because the walk had
+    /// no key: their payloads were not lent and their contents are not checked. 0 when the walk
+    /// had a keyring (it opens every sealed record) or the journal holds none.
+    public var sealedRecordsNotOpened = 0
+    /// The identifiers of the keys the live sealed records name, sorted: a journal is encrypted
+    /// when this is not empty. Read from the clear seal headers, with or without the keys.
+    public var keyIDs: [String] {
+        Array(Set(entries.lazy.compactMap(\.keyID))).sorted()
+    }
 
     /// ``Verdict/corrupt`` if any problem is corruption, else ``Verdict/tornTailOnly`` if there
     /// is a torn tail, else ``Verdict/clean``.
@@ -101,14 +116,20 @@ extension Journal {
     ///
     /// - Parameter directory: the journal's directory.
     /// - Parameter io: the I/O layer.
+    /// - Parameter keyring: the keys of sealed records: with it every sealed record is opened
+    ///   and checked; without it sealed records are framed and checksummed only
+    ///   (``JournalReport/sealedRecordsNotOpened``).
     /// - Returns: the report.
     /// - Throws: ``JournalError`` only when the directory or MANIFEST cannot be read at all
-    ///   (a damaged MANIFEST is thrown: nothing else says which files are live).
-    public static func inspect(directory: String, io: JournalIO = .system) throws(JournalError) -> JournalReport {
+    ///   (a damaged MANIFEST is thrown: nothing else says which files are live), or, with a
+    ///   keyring, `keyUnavailable` or `wrongKey` for a sealed record whose key it lacks.
+    public static func inspect(
+        directory: String, io: JournalIO = .system, keyring: JournalKeyring? = nil
+    ) throws(JournalError) -> JournalReport {
         // The same walk as readRecords (which decompresses every payload anyway to check it),
         // with nothing done per record: payloads are lent, never copied.
         do {
-            return try readPayloads(directory: directory, io: io) { _, _ in }
+            return try readPayloads(directory: directory, io: io, keyring: keyring) { _, _ in }
         } catch let error as JournalError {
             throw error
         } catch {

@@ -1,4 +1,4 @@
-/// One record read by ``Journal/readRecords(directory:io:_:)``: where it lies and its payload.
+/// One record read by ``Journal/readRecords(directory:io:keyring:_:)``: where it lies and its payload.
 public struct JournalReadRecord: Sendable, Hashable {
     /// Where the record lies and how it is stored.
     public var entry: JournalReport.Entry
@@ -17,7 +17,7 @@ public struct JournalReadRecord: Sendable, Hashable {
 
 extension Journal {
     /// Reads every valid live record of a journal, with its payload, without the lock and
-    /// without writing anything; returns the same report as ``inspect(directory:io:)``.
+    /// without writing anything; returns the same report as ``inspect(directory:io:keyring:)``.
     ///
     /// The walk follows MANIFEST order and stops in each file at its first invalid record, like
     /// `open`; the problems found (torn tail, corruption, leftover files) are in the returned
@@ -34,20 +34,25 @@ extension Journal {
     ///
     /// - Parameter directory: the journal's directory.
     /// - Parameter io: the I/O layer.
+    /// - Parameter keyring: the keys of sealed records (nil by default): with it each sealed
+    ///   record is opened and its payload lent like any other; without it a sealed record is
+    ///   framed and checksummed but not lent, and counted in
+    ///   ``JournalReport/sealedRecordsNotOpened``.
     /// - Parameter body: called once per valid record in sequence order (skippable record types
     ///   included, with a nil kind); an error it throws stops the walk and is rethrown.
     /// - Returns: the report: files, entries and problems.
     /// - Throws: what `body` throws, or ``JournalError`` when the directory or MANIFEST cannot
     ///   be read (a damaged MANIFEST is thrown: nothing else says which files are live).
     public static func readRecords(
-        directory: String, io: JournalIO = .system, _ body: (JournalReadRecord) throws -> Void
+        directory: String, io: JournalIO = .system, keyring: JournalKeyring? = nil,
+        _ body: (JournalReadRecord) throws -> Void
     ) throws -> JournalReport {
-        try readPayloads(directory: directory, io: io) { entry, payload in
+        try readPayloads(directory: directory, io: io, keyring: keyring) { entry, payload in
             try body(JournalReadRecord(entry: entry, payload: Array(payload)))
         }
     }
 
-    /// Reads every valid live record of a journal as ``readRecords(directory:io:_:)`` does, but
+    /// Reads every valid live record of a journal as ``readRecords(directory:io:keyring:_:)`` does, but
     /// lends each payload instead of copying it into an array: `body` sees the stored bytes of
     /// a raw record, or one reused buffer decompressed into for a compressed one.
     ///
@@ -56,7 +61,7 @@ extension Journal {
     /// through one reused window of a few MiB rather than read whole into fresh memory (a
     /// record larger than the window grows it). If a read fails midway through a segment, the
     /// segment is reported unreadable as a whole, but `body` has already seen its records
-    /// before the failure. Outside the package, ``streamPayloads(directory:io:_:)`` lends the
+    /// before the failure. Outside the package, ``streamPayloads(directory:io:keyring:_:)`` lends the
     /// payloads without raw pointers.
     ///
     /// ```swift
@@ -68,6 +73,10 @@ extension Journal {
     ///
     /// - Parameter directory: the journal's directory.
     /// - Parameter io: the I/O layer.
+    /// - Parameter keyring: the keys of sealed records (nil by default): with it each sealed
+    ///   record is opened and its payload lent like any other; without it a sealed record is
+    ///   framed and checksummed but not lent, and counted in
+    ///   ``JournalReport/sealedRecordsNotOpened``.
     /// - Parameter body: called once per valid record in sequence order with where it lies and
     ///   its decompressed payload, valid only during the call; an error it throws stops the walk
     ///   and is rethrown.
@@ -75,12 +84,13 @@ extension Journal {
     /// - Throws: what `body` throws, or ``JournalError`` when the directory or MANIFEST cannot
     ///   be read.
     package static func readPayloads(
-        directory: String, io: JournalIO = .system, _ body: (JournalReport.Entry, UnsafeRawBufferPointer) throws -> Void
+        directory: String, io: JournalIO = .system, keyring: JournalKeyring? = nil,
+        _ body: (JournalReport.Entry, UnsafeRawBufferPointer) throws -> Void
     ) throws -> JournalReport {
-        try readPayloads(directory: directory, io: io, window: readWindow, body)
+        try readPayloads(directory: directory, io: io, window: readWindow, keyring: keyring, body)
     }
 
-    /// Reads every valid live record of a journal as ``readRecords(directory:io:_:)`` does, but
+    /// Reads every valid live record of a journal as ``readRecords(directory:io:keyring:_:)`` does, but
     /// lends each payload piece by piece (``JournalPayload``) instead of copying it into an
     /// array: a chunked payload, tens of MB for one save of a million objects, comes one
     /// decompressed 1 MiB chunk at a time while the next chunks are decompressed on another
@@ -89,7 +99,7 @@ extension Journal {
     /// For tools that read each payload once, front to back (`graph-journal verify`). The
     /// difference for `body`: a chunk found not to decompress ends a chunked payload's pieces
     /// early, after `body` may have read the chunks before it. The record is then reported as
-    /// corrupt, with the same problem ``readRecords(directory:io:_:)`` reports without lending
+    /// corrupt, with the same problem ``readRecords(directory:io:keyring:_:)`` reports without lending
     /// it, and `body` must discard what it read of it: ``JournalPayload/finish()`` returns
     /// false. A payload that cannot be decompressed before it is lent (a single LZ4 block, a
     /// chunk table) is still reported without being lent.
@@ -105,6 +115,10 @@ extension Journal {
     ///
     /// - Parameter directory: the journal's directory.
     /// - Parameter io: the I/O layer.
+    /// - Parameter keyring: the keys of sealed records (nil by default): with it each sealed
+    ///   record is opened and its payload lent like any other; without it a sealed record is
+    ///   framed and checksummed but not lent, and counted in
+    ///   ``JournalReport/sealedRecordsNotOpened``.
     /// - Parameter body: called once per valid record in sequence order with where it lies and
     ///   its payload, valid only during the call (the journal reads what `body` leaves unread,
     ///   to check it decompresses); an error it throws stops the walk and is rethrown.
@@ -112,17 +126,19 @@ extension Journal {
     /// - Throws: what `body` throws, or ``JournalError`` when the directory or MANIFEST cannot
     ///   be read.
     public static func streamPayloads(
-        directory: String, io: JournalIO = .system, _ body: (JournalReport.Entry, JournalPayload) throws -> Void
+        directory: String, io: JournalIO = .system, keyring: JournalKeyring? = nil,
+        _ body: (JournalReport.Entry, JournalPayload) throws -> Void
     ) throws -> JournalReport {
-        try walkPayloads(directory: directory, io: io, window: readWindow, streamingChunks: true, body)
+        try walkPayloads(
+            directory: directory, io: io, window: readWindow, streamingChunks: true, keyring: keyring, body)
     }
 
-    /// The bytes of a segment ``readPayloads(directory:io:_:)`` holds at a time: small enough
+    /// The bytes of a segment ``readPayloads(directory:io:keyring:_:)`` holds at a time: small enough
     /// to stay in the last-level cache, large enough that a read costs little more than its
     /// copy (64 KiB to 4 MiB measured the same on a 1M-object journal).
     static let readWindow = 4 << 20
 
-    /// ``readPayloads(directory:io:_:)`` with the window size chosen.
+    /// ``readPayloads(directory:io:keyring:_:)`` with the window size chosen.
     ///
     /// Each segment is streamed through a reused window of `window` bytes (grown only for a
     /// larger record) while its records are clean. At the first byte that is not a clean
@@ -138,27 +154,30 @@ extension Journal {
     /// - Parameter window: the bytes held at a time; nil reads each segment whole first (the
     ///   reference the tests compare the streaming walk with).
     static func readPayloads(
-        directory: String, io: JournalIO, window: Int?,
+        directory: String, io: JournalIO, window: Int?, keyring: JournalKeyring? = nil,
         _ body: (JournalReport.Entry, UnsafeRawBufferPointer) throws -> Void
     ) throws -> JournalReport {
         // Each payload is one piece here: chunked ones are decompressed whole before `body`.
-        try walkPayloads(directory: directory, io: io, window: window, streamingChunks: false) { entry, payload in
+        try walkPayloads(directory: directory, io: io, window: window, streamingChunks: false, keyring: keyring) {
+            entry, payload in
             try body(entry, payload.next() ?? UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
 
-    /// The walk behind ``readPayloads(directory:io:window:_:)`` and
-    /// ``streamPayloads(directory:io:_:)``.
+    /// The walk behind ``readPayloads(directory:io:window:keyring:_:)`` and
+    /// ``streamPayloads(directory:io:keyring:_:)``.
     ///
     /// - Parameter streamingChunks: whether a chunked payload is lent chunk by chunk as it is
     ///   decompressed (``ChunkStream``), or decompressed whole first and lent in one piece.
+    /// - Parameter keyring: the keys that open sealed records, or nil to frame them only.
     static func walkPayloads(
-        directory: String, io: JournalIO, window: Int?, streamingChunks: Bool,
+        directory: String, io: JournalIO, window: Int?, streamingChunks: Bool, keyring: JournalKeyring? = nil,
         _ body: (JournalReport.Entry, JournalPayload) throws -> Void
     ) throws -> JournalReport {
         try withoutActuallyEscaping(body) { body in
             var walk = try PayloadWalk(
-                directory: directory, io: io, window: window, streamingChunks: streamingChunks, body: body)
+                directory: directory, io: io, window: window, streamingChunks: streamingChunks, keyring: keyring,
+                body: body)
             return try walk.run()
         }
     }

@@ -1,5 +1,5 @@
 /// A record's payload, lent to a reader piece by piece by
-/// ``Journal/streamPayloads(directory:io:_:)``.
+/// ``Journal/streamPayloads(directory:io:keyring:_:)``.
 ///
 /// A chunked payload (one save of tens of thousands of objects, ``ChunkedPayload``) comes one
 /// decompressed 1 MiB chunk at a time, the next chunks being decompressed on another core

@@ -1,10 +1,17 @@
-/// One read-only walk of a journal's live records, behind ``Journal/walkPayloads(directory:io:window:streamingChunks:_:)``.
+/// One read-only walk of a journal's live records, behind ``Journal/walkPayloads(directory:io:window:streamingChunks:keyring:_:)``.
 ///
 /// It follows the chain of live files (``SegmentChain``: MANIFEST order, with the unlisted logs
 /// `open` would adopt inserted where they belong) and, in each file, lends every clean record's payload to
 /// `body` while it lists the records and the problems it finds in ``report``. The buffers,
 /// the two record batches and the ``JournalPayload`` are reused from file to file and from
 /// record to record, so the walk allocates nothing per record.
+///
+/// Sealed records (encryption at rest) are checked in journal order by ``SealOrder``, as `open`
+/// checks them, without requiring their keys: a record out of its writer's order is
+/// corruption at that record. With a keyring each sealed record is opened and lent like any
+/// other; a key the keyring lacks, or a wrong one, stops the walk with that error. Without one
+/// a sealed record is framed and checksummed, listed with the key it names, and counted in
+/// ``JournalReport/sealedRecordsNotOpened``, but not lent.
 ///
 /// Not `Sendable`: one walk runs on one thread (its batches use helper threads of their own).
 struct PayloadWalk {
@@ -27,6 +34,10 @@ struct PayloadWalk {
     private let window: Int?
     /// Whether a chunked payload is lent chunk by chunk as it is decompressed.
     private let streamingChunks: Bool
+    /// The keys that open sealed records, or nil to frame them only.
+    private let keyring: JournalKeyring?
+    /// The order sealed records must keep, over the whole walk (not reset per file).
+    private var sealOrder = SealOrder()
     /// Called once per valid record with where it lies and its payload.
     private let body: (JournalReport.Entry, JournalPayload) throws -> Void
 
@@ -66,7 +77,7 @@ struct PayloadWalk {
     ///
     /// - Throws: ``JournalError`` when the directory or MANIFEST cannot be read.
     init(
-        directory: String, io: JournalIO, window: Int?, streamingChunks: Bool,
+        directory: String, io: JournalIO, window: Int?, streamingChunks: Bool, keyring: JournalKeyring? = nil,
         body: @escaping (JournalReport.Entry, JournalPayload) throws -> Void
     ) throws(JournalError) {
         let fs = FileSystem(io: io)
@@ -77,6 +88,7 @@ struct PayloadWalk {
         self.directory = directory
         self.window = window
         self.streamingChunks = streamingChunks
+        self.keyring = keyring
         self.body = body
         chain = SegmentChain(
             listed: manifest.files,
@@ -380,8 +392,30 @@ struct PayloadWalk {
         _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int,
         decoded: Result<UnsafeRawBufferPointer, LZ4Error>? = nil
     ) -> Bool {
-        let entry = JournalReport.Entry(record, file: file.name)
+        var entry = JournalReport.Entry(record, file: file.name)
+        if record.sealed { entry.keyID = Self.keyID(of: record, in: bytes, at: base) }
         report.entries.append(entry)
+        switch sealOrder.admit(record, in: bytes, at: base, keyring: keyring, requireKeys: false, file: file.name) {
+        case .accept: break
+        case .damage(let reason):
+            report.problems.append(
+                .init(
+                    kind: .corruption, file: file.name, offset: Int64(record.offset), bytes: nil, recordsAfter: 0,
+                    message: reason))
+            return true
+        case .fatal(let error):
+            failure = error
+            return false
+        }
+        if record.sealed {
+            if let problem = deliverSealed(record, entry, in: bytes, at: base) {
+                report.problems.append(
+                    .init(
+                        kind: .corruption, file: file.name, offset: Int64(record.offset), bytes: nil,
+                        recordsAfter: 0, message: problem))
+            }
+            return failure == nil
+        }
         var problem: String?
         let joinsHistory = history.map { $0.enabled && record.rawLength <= JournalFormat.historyRecordLimit } ?? false
         if record.chunked && streamingChunks && !joinsHistory {
@@ -413,6 +447,51 @@ struct PayloadWalk {
         return failure == nil
     }
 
+    /// Opens a sealed record with the keyring and lends the record inside it as any other is
+    /// lent; without a keyring only counts it.
+    ///
+    /// - Parameter bytes: the file from offset `base` on.
+    /// - Returns: why the seal does not open or the inner payload does not decompress, or nil;
+    ///   a key the keyring lacks (or a wrong one) is kept as the walk's failure instead.
+    private mutating func deliverSealed(
+        _ record: ScannedRecord, _ entry: JournalReport.Entry, in bytes: UnsafeRawBufferPointer, at base: Int
+    ) -> String? {
+        guard let keyring else {
+            report.sealedRecordsNotOpened += 1
+            return nil
+        }
+        let name = file.name
+        let opened = RecordCodec.withUnsealed(record, in: bytes, at: base, keyring: keyring, file: name) {
+            inner, innerBytes, innerBase -> Result<String?, JournalError> in
+            if inner.chunked && streamingChunks {
+                return .success(lendChunks(of: inner, entry, in: innerBytes, at: innerBase))
+            }
+            let problem = RecordCodec.withPayload(
+                of: inner, in: innerBytes, at: innerBase, file: name, buffer: payloadBuffer
+            ) { payload in
+                lend(payload, entry)
+            }
+            return .success(problem?.message)
+        }
+        switch opened {
+        case .success(let problem): return problem
+        case .failure(let error):
+            switch error.code {
+            case .keyUnavailable, .wrongKey:
+                failure = error
+                return nil
+            default: return error.message
+            }
+        }
+    }
+
+    /// The key identifier a sealed record's clear header names, or nil when it does not parse.
+    private static func keyID(of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int) -> String? {
+        let range = record.payloadRange
+        let stored = UnsafeRawBufferPointer(rebasing: bytes[(range.lowerBound - base)..<(range.upperBound - base)])
+        return try? SealHeader.parse(stored).get().keyID
+    }
+
     /// Lends a payload in one piece to `body`, keeping what it throws.
     private mutating func lend(_ bytes: UnsafeRawBufferPointer, _ entry: JournalReport.Entry) {
         payload.reset(bytes)
@@ -441,6 +520,7 @@ extension JournalReport.Entry {
             file: file, offset: Int64(record.offset), sequence: record.sequence,
             kind: JournalRecord.Kind(recordType: record.type), type: record.type,
             storedLength: record.storedLength, rawLength: record.rawLength,
-            compressed: record.compressed || record.chunked || record.history)
+            compressed: record.compressed || record.chunked || record.history
+                || (record.sealed && record.sealedFlags != 0), sealed: record.sealed)
     }
 }

@@ -17,9 +17,9 @@ internal import Synchronization
 /// (``decode(_:at:)``).
 ///
 /// Only records with a one-block or raw payload join a batch, and only in a segment without a
-/// history (version 1): a record that may copy from the ones before it is decompressed after
-/// them, in order, by ``RecordHistory``; a chunked one is lent on its own
-/// (its chunks are decompressed in parallel already). A record that does not decompress keeps
+/// history (version 1 or 3): a record that may copy from the ones before it is decompressed
+/// after them, in order, by ``RecordHistory``; a chunked one is lent on its own (its chunks are
+/// decompressed in parallel already); a sealed one is opened on its own, in order, by the walk. A record that does not decompress keeps
 /// its error, which is reported when it is lent, in order, as when it is decompressed alone.
 ///
 /// Not `Sendable`: one reader owns it. While a helper decompresses it, the reader leaves it
@@ -73,9 +73,10 @@ final class RecordBatch {
         rawBytes = 0
     }
 
-    /// Whether `record` may join: its payload is raw or one block that fits what is left.
+    /// Whether `record` may join: its payload is raw or one block that fits what is left, and
+    /// not sealed (a sealed record is opened on its own, in order, by the walk).
     func admits(_ record: ScannedRecord) -> Bool {
-        !record.chunked && !record.history && records.count < Self.recordLimit
+        !record.sealed && !record.chunked && !record.history && records.count < Self.recordLimit
             && (!record.compressed || rawBytes + record.rawLength <= Self.rawLimit)
     }
 

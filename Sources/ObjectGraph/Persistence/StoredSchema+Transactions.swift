@@ -58,7 +58,7 @@ extension StoredSchema {
 
     /// Checks a transaction or base record's payload as ``validateTransaction(_:into:)-([UInt8],_)`` does,
     /// with the same outline and the same error, reading the payload piece by piece as
-    /// GraphJournal's `Journal.streamPayloads(directory:io:_:)` lends it: a chunked payload of tens of MB is
+    /// GraphJournal's `Journal.streamPayloads(directory:io:keyring:_:)` lends it: a chunked payload of tens of MB is
     /// checked one decompressed chunk at a time, never held whole.
     ///
     /// When the pieces end before the payload does (a chunk that does not decompress), it
