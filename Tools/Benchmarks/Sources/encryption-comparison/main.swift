@@ -121,7 +121,9 @@ for round in 0..<rounds {
     for sealed in order {
         guard let directory = directories[sealed] else { continue }
         let cold = try child("cold", sealed: sealed, directory)
-        guard cold["objects"] == Double(count) else { throw BenchError("the cold open found \(cold["objects"] ?? -1) objects") }
+        guard cold["objects"] == Double(count) else {
+            throw BenchError("the cold open found \(cold["objects"] ?? -1) objects")
+        }
         measured["cold"]?[sealed] = cold["seconds"]
         Stores.remove(directory)
     }
@@ -140,7 +142,8 @@ for round in 0..<rounds {
     let plain = median(times[phase]?[false] ?? [])
     let sealed = median(times[phase]?[true] ?? [])
     let r = ratios[phase] ?? []
-    return "| \(title) | \(String(format: "%.3f", plain)) s | \(String(format: "%.3f", sealed)) s | **\(String(format: "%.3f", median(r)))×** | \(r.map { String(format: "%.3f", $0) }.joined(separator: ", ")) |"
+    return
+        "| \(title) | \(String(format: "%.3f", plain)) s | \(String(format: "%.3f", sealed)) s | **\(String(format: "%.3f", median(r)))×** | \(r.map { String(format: "%.3f", $0) }.joined(separator: ", ")) |"
 }
 let report = """
     # Encryption at rest: sealed against plain
