@@ -5,11 +5,8 @@ import ObjectGraphReplication
 import Testing
 
 /// `graph-journal restore` and `follow` of a writer encrypted at rest: its records ship sealed,
-/// and the tool is given the writer's keys with `--key-file`.
-///
-/// Until the replication library reads a stream's sealed records with keys (`Restore.run`
-/// takes none; a follower looks up the stream's schema without them), the tool says so; the
-/// tests of what it then does are disabled.
+/// and the tool is given the writer's keys with `--key-file`; without them, or with another
+/// key, it says which key it needs and writes nothing.
 @Suite(
     .serialized,
     .disabled(if: NATSServer.executable == nil, "nats-server is not installed; Tools/install-deps.sh installs Debian's")
@@ -67,8 +64,7 @@ struct ToolEncryptedReplicationTests {
         return (["--servers", server.url, "--stream", target.stream], last, counters)
     }
 
-    @Test(.disabled("Restore.run takes no keys yet"))
-    func restoreOfAnEncryptedWriterKeepsItsRecordsSealedAndChecksTheKey() async throws {
+    @Test func restoreOfAnEncryptedWriterKeepsItsRecordsSealedAndChecksTheKey() async throws {
         let server = try NATSServer.start()
         let writer = try Self.writer(server, saves: 4)
         let keys = try Self.keyFile()
@@ -82,8 +78,7 @@ struct ToolEncryptedReplicationTests {
         #expect(verify.stdout.contains("contents not (no key given)"), "\(verify.stdout)")
     }
 
-    @Test(.disabled("the follower looks up the stream's schema without the keys"))
-    func followOfAnEncryptedWriterOpensTheReplicaWithTheKeys() async throws {
+    @Test func followOfAnEncryptedWriterOpensTheReplicaWithTheKeys() async throws {
         let server = try NATSServer.start()
         let writer = try Self.writer(server, saves: 4)
         let keys = try Self.keyFile()
@@ -94,22 +89,25 @@ struct ToolEncryptedReplicationTests {
         #expect(try Self.counters(inStore: replica) == writer.counters)
     }
 
-    @Test func restoreAndFollowOfAnEncryptedStreamSayItIsNotSupportedYetAndWriteNothing() async throws {
+    @Test func restoreAndFollowWithoutTheKeyOrWithAnotherOneNameTheKeyAndWriteNothing() async throws {
         let server = try NATSServer.start()
         let writer = try Self.writer(server, saves: 4)
-        let keys = try Self.keyFile()
-        let restored = Self.scratch("restored")
-        let restore = try await ToolReplicationTests.tool(
-            ["restore"] + writer.arguments + ["--latest", restored.path, "--key-file", keys.path])
-        let replica = Self.scratch("replica")
-        let follow = try await ToolReplicationTests.tool(
-            ["follow"] + writer.arguments + [replica.path, "--until-seq", "\(writer.last)", "--key-file", keys.path])
-        for run in [restore, follow] where run.status != 0 {
-            // Once the library reads sealed streams, the disabled tests above take over.
-            #expect(run.status == 1)
-            #expect(run.stderr.contains("sealed with key ship-1"), "\(run.stderr)")
-            #expect(run.stderr.contains("not supported yet"), "\(run.stderr)")
+        let other = Self.scratch("other-keys")
+        try FileManager.default.createDirectory(
+            at: other.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("ship-1 \(String(repeating: "5a", count: 32))\n".utf8).write(to: other)
+        for (keyArguments, says) in [([String](), "give the keys"), (["--key-file", other.path], "another key")] {
+            let restored = Self.scratch("restored")
+            let restore = try await ToolReplicationTests.tool(
+                ["restore"] + writer.arguments + ["--latest", restored.path] + keyArguments)
+            #expect(restore.status == 1, "\(restore.stdout)\(restore.stderr)")
+            #expect(restore.stderr.contains("ship-1") && restore.stderr.contains(says), "\(restore.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: restored.path))
+            let replica = Self.scratch("replica")
+            let follow = try await ToolReplicationTests.tool(
+                ["follow"] + writer.arguments + [replica.path, "--until-seq", "\(writer.last)"] + keyArguments)
+            #expect(follow.status == 1, "\(follow.stdout)\(follow.stderr)")
+            #expect(follow.stderr.contains("ship-1") && follow.stderr.contains(says), "\(follow.stderr)")
         }
-        if restore.status != 0 { #expect(!FileManager.default.fileExists(atPath: restored.path)) }
     }
 }

@@ -131,10 +131,18 @@ private struct FollowRun: Sendable {
         } catch let error as ReplicationError {
             throw ToolFailure(.failure, "cannot follow stream \(target.stream): \(error.message)")
         } catch let error as JournalError {
-            if let unsupported = encryptedStreamUnsupported(
+            if let problem = streamKeyProblem(
                 error, doing: "follow", stream: target.stream, keysGiven: encryption != nil)
             {
-                throw unsupported
+                throw problem
+            }
+            throw error
+        } catch let error as StoreError {
+            if let journal = error.journalError,
+                let problem = streamKeyProblem(
+                    journal, doing: "follow", stream: target.stream, keysGiven: encryption != nil)
+            {
+                throw problem
             }
             throw error
         }
@@ -196,10 +204,18 @@ private struct FollowRun: Sendable {
         } catch let error as ReplicationError {
             throw ToolFailure(.failure, "cannot stand by for stream \(target.stream): \(error.message)")
         } catch let error as JournalError {
-            if let unsupported = encryptedStreamUnsupported(
+            if let problem = streamKeyProblem(
                 error, doing: "a standby", stream: target.stream, keysGiven: encryption != nil)
             {
-                throw unsupported
+                throw problem
+            }
+            throw error
+        } catch let error as StoreError {
+            if let journal = error.journalError,
+                let problem = streamKeyProblem(
+                    journal, doing: "a standby", stream: target.stream, keysGiven: encryption != nil)
+            {
+                throw problem
             }
             throw error
         }

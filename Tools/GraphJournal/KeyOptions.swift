@@ -82,16 +82,27 @@ extension JournalError {
     }
 }
 
-/// What `restore` and `follow` say when the replication library read a sealed record of the
-/// stream without the keys the tool was given (its restore takes no keys, and a follower looks
-/// up the stream's schema without them): that reading an encrypted stream is not supported
-/// yet, rather than "give the key". Nil for any other error.
-func encryptedStreamUnsupported(_ error: JournalError, doing: String, stream: String, keysGiven: Bool) -> ToolFailure? {
-    guard keysGiven, case .keyUnavailable(let id) = error.code,
-        error.message.hasSuffix("the journal was opened without encryption")
-    else { return nil }
-    return ToolFailure(
-        .failure,
-        "stream \(stream) holds records sealed with key \(id), and the replication library reads them without the keys given: \(doing) of an encrypted stream is not supported yet\(doing == "restore" ? "; nothing was written" : "")"
-    )
+/// What `restore` and `follow` say when a sealed record of the stream could not be opened: the
+/// key it names is missing from the keys given (or none were given), or does not match. Nil for
+/// any other error.
+func streamKeyProblem(_ error: JournalError, doing: String, stream: String, keysGiven: Bool) -> ToolFailure? {
+    let nothing = doing == "restore" ? "; nothing was written" : ""
+    switch error.code {
+    case .keyUnavailable(let id):
+        return ToolFailure(
+            .failure,
+            keysGiven
+                ? "stream \(stream) holds records sealed with key \(id), which the keys given do not hold\(nothing)"
+                : "stream \(stream) holds records sealed with key \(id): give the keys with --key-file or --key-env\(nothing)"
+        )
+    case .wrongKey(let id):
+        return ToolFailure(
+            .failure,
+            "stream \(stream) holds records sealed with another key than the one given as \(id)\(nothing)")
+    case .notEncrypted:
+        return ToolFailure(
+            .failure, "stream \(stream) holds records in the clear, and keys were given: \(error.message)\(nothing)")
+    default:
+        return nil
+    }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GraphJournal
+import ObjectGraph
 import ObjectGraphReplication
 
 /// The options that name a shipping store's stream: `--servers`, `--stream`, `--subject-prefix`.
@@ -129,18 +130,28 @@ struct RestoreCommand: ParsableCommand {
                     "\(path) exists; restore writes a new store, give it a directory that does not exist; nothing was changed"
                 )
             }
-            let keyring = try keys.keyring()
+            let encryption = try keys.encryption()
+            let keyring = encryption.map(JournalKeyring.init)
             let report: Restore.Report
             do {
-                report = try Restore.run(from: source.target, to: URL(fileURLWithPath: path), at: restoreTarget)
+                report = try Restore.run(
+                    from: source.target, to: URL(fileURLWithPath: path), at: restoreTarget, encryption: encryption)
             } catch let error as ReplicationError {
                 throw ToolFailure(
                     .failure, "cannot restore from stream \(source.stream): \(error.message); nothing was written")
             } catch let error as JournalError {
-                if let unsupported = encryptedStreamUnsupported(
+                if let problem = streamKeyProblem(
                     error, doing: "restore", stream: source.stream, keysGiven: keyring != nil)
                 {
-                    throw unsupported
+                    throw problem
+                }
+                throw error
+            } catch let error as StoreError {
+                if let journal = error.journalError,
+                    let problem = streamKeyProblem(
+                        journal, doing: "restore", stream: source.stream, keysGiven: keyring != nil)
+                {
+                    throw problem
                 }
                 throw error
             }
