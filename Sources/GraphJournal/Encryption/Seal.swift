@@ -15,7 +15,7 @@ internal import Synchronization
 /// 18+k    16 bytes  the writer run's salt: random for each writer (an open, a compaction)
 /// 34+k    u64       check: bytes 32..<40 of the derived key material
 /// 42+k    u64       counter: 1, 2, 3… for the records one writer run seals
-/// 50+k    units     the stored bytes cut in units of 1 MiB (at least one unit, the last shorter):
+/// 50+k    units     the stored bytes cut in units of 64 KiB (at least one unit, the last shorter):
 ///                   each unit's ciphertext followed by its 16-byte tag
 /// ```
 ///
@@ -33,8 +33,12 @@ internal import Synchronization
 enum SealFormat {
     static let version: UInt8 = 1
     static let maxKeyIDLength = 64
-    /// The stored bytes each unit seals (the last one fewer): units are opened in parallel.
-    static let unitSize = 1 << 20
+    /// The stored bytes each unit seals (the last one fewer): units are opened in parallel, and
+    /// the buffers the cipher allocates for each unit stay below the allocator's mmap threshold
+    /// (128 KiB), so that they are reused: with 1 MiB units each was fresh pages, and the cold
+    /// open of a 1M-object store took 3,500 page faults more than without encryption (1,700
+    /// with 64 KiB units).
+    static let unitSize = 1 << 16
     static let tagSize = 16
     /// The header's bytes besides the key identifier.
     static let fixedHeaderSize = 50
