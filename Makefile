@@ -217,7 +217,8 @@ bench-mapping: deps
 REALJOB_ARGS ?=
 # Encryption at rest against none: the people workload's 1M bulk upsert and durable save, then
 # the cold open, each in a fresh process, the two configurations alternating (ENCRYPTION_ARGS,
-# default 7 rounds). Writes Tools/Benchmarks/Results/encryption.md; macros as for make demo.
+# default 25 rounds: a cold open of 70 ms varies by tens of percent from run to run here).
+# Writes Tools/Benchmarks/Results/encryption.md; macros as for make demo. About a minute.
 .PHONY: bench-encryption
 bench-encryption: deps
 	$(SWIFT) build --product ObjectGraphMacros

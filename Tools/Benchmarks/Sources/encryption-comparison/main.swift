@@ -4,7 +4,7 @@
 //     region) and one durable save (`.always`), into an empty store;
 //  2. cold open: open that store in a fresh process, replaying its journal into a ready context.
 //
-//     swift run -c release encryption-comparison [--rounds 7] [--count 1000000] [--out Results]
+//     swift run -c release encryption-comparison [--rounds 25] [--count 1000000] [--out Results]
 //
 // (`make bench-encryption` from the repository root.) Every measured run is a fresh child process
 // of this binary (`--child bulk|cold plain|sealed DIR`); the two configurations alternate, their
@@ -78,7 +78,7 @@ if arguments.first == "--child", arguments.count == 4 {
 
 // MARK: Driver
 
-let rounds = max(1, Int(option("--rounds") ?? "7") ?? 7)
+let rounds = max(1, Int(option("--rounds") ?? "25") ?? 25)
 let count = Int(option("--count") ?? "") ?? People.count
 let outDirectory = URL(fileURLWithPath: option("--out") ?? "Results", isDirectory: true)
 
