@@ -39,8 +39,8 @@ struct FollowCommand: ParsableCommand {
 
             An encrypted writer's records ship sealed: give the replica the same keys with \
             --key-file or --key-env. The replica's journal is opened with them (and a standby, \
-            once promoted, seals with the current one). The replication library does not yet \
-            look up an encrypted stream's schema with keys: on one, follow says so (exit 1).
+            once promoted, seals with the current one). Without them, or with another key, \
+            follow fails (exit 1) naming the key the stream needs.
 
             \(ToolExit.helpText)
             """

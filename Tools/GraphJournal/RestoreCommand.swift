@@ -70,8 +70,8 @@ struct RestoreCommand: ParsableCommand {
             An encrypted writer's records ship sealed and are restored as they came, still \
             sealed: the restored store needs the writer's keys. Given --key-file or --key-env, \
             restore checks that every restored record opens with them and fails (exit 1, naming \
-            the key) when one does not. The replication library does not yet read an encrypted \
-            stream with keys: on one, restore says so (exit 1) and writes nothing.
+            the key) when one does not. Without keys, or with another key, restore fails (exit \
+            1) naming the key the stream needs, and writes nothing.
 
             \(ToolExit.helpText)
             """
