@@ -1,7 +1,8 @@
 public import ObjectGraph
 
-/// One people record as an import source: a plain struct, as decoded from an API.
-public struct PersonSource: Sendable {
+/// One people record as an import source: a plain struct, as decoded from an API (`Encodable`,
+/// its keys the attributes of ``UniquePerson``, for `batchUpsert`).
+public struct PersonSource: Sendable, Encodable {
     public var id: Int64
     public var name: String
     public var email: String

@@ -33,6 +33,20 @@ enum ObjectGraphWorker {
         report("disk_bytes", Double(Stores.bytesOnDisk(directory)))
     }
 
+    /// (a) as ``bulk(count:directory:)``, but through `batchUpsert` (the values written into the
+    /// table by `id`, no instance made): what a caller who keeps no objects writes. Not part of
+    /// the report; `peer-comparison worker objectgraph bulk-values <N> <dir>`.
+    static func bulkValues(count: Int, directory: URL) throws {
+        let store = try Stores.open(directory, durability: .always, schema: Importing.schema())
+        let start = ContinuousClock.now
+        let sources = Importing.sources(0..<count)
+        _ = try store.context.batchUpsert(sources, into: UniquePerson.self)
+        try store.context.save()
+        report("bulk_s", seconds(since: start))
+        try store.close()
+        report("disk_bytes", Double(Stores.bytesOnDisk(directory)))
+    }
+
     /// (a) as ``bulk(count:directory:)``, but the sources built and imported `batch` at a time
     /// (`importUniqueObjects` per batch, all in one transaction and one save), as a caller
     /// streaming its records from a file or an API would: the peak resident memory without the
@@ -267,6 +281,8 @@ func runWorker(_ args: [String]) -> Never {
         switch (args[0], args[1]) {
         case ("objectgraph", "bulk"):
             try ObjectGraphWorker.bulk(count: Int(args[2])!, directory: URL(fileURLWithPath: args[3]))
+        case ("objectgraph", "bulk-values"):
+            try ObjectGraphWorker.bulkValues(count: Int(args[2]) ?? 0, directory: URL(fileURLWithPath: args[3]))
         case ("objectgraph", "bulk-batched"):
             guard args.count == 5, let count = Int(args[2]), let batch = Int(args[3]), batch > 0 else {
                 throw RedisError("worker: expected objectgraph bulk-batched <count> <batch> <directory>")
