@@ -93,6 +93,37 @@ struct BatchUpsertTests {
         #expect(throws: (any Error).self) { try context.save() }  // the unique codes collide
     }
 
+    /// A value that fails to encode, after one that fails to be written: the values are
+    /// encoded one ahead of the one written, but the first failure in their order is thrown,
+    /// and nothing of the call stays.
+    @Test func theFirstFailingValueInTheirOrderIsTheOneReported() throws {
+        struct Item: Encodable {
+            var code: Int64?
+            var fails = false
+            func encode(to encoder: any Encoder) throws {
+                if fails {
+                    throw EncodingError.invalidValue(code as Any, .init(codingPath: [], debugDescription: "no"))
+                }
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                if let code { try container.encode(code, forKey: .code) }
+                try container.encode("item", forKey: .title)
+            }
+            enum CodingKeys: String, CodingKey { case code, title }
+        }
+        let context = ModelContext(schema: schema)
+        let values = [Item(code: 1), Item(code: nil), Item(code: 3, fails: true), Item(code: 4)]
+        let error = #expect(throws: MappingError.self) { try context.batchUpsert(values, into: BatchItem.self) }
+        #expect(error?.code == .invalidIdentification, "\(String(describing: error))")
+        #expect(error?.sourceIndex == 1)
+        #expect(try context.count(of: BatchItem.self) == 0)
+        // The encoding failure alone is reported at its own value.
+        let encoding = #expect(throws: (any Error).self) {
+            try context.batchUpsert([Item(code: 1), Item(code: 2, fails: true)], into: BatchItem.self)
+        }
+        #expect((encoding as? MappingError)?.sourceIndex ?? 1 == 1, "\(String(describing: encoding))")
+        #expect(try context.count(of: BatchItem.self) == 0)
+    }
+
     @Test func aMappedListOfStringsIsCheckedElementByElement() throws {
         let context = ModelContext(schema: schema)
         var mapping = EntityMapping(BatchItem.self)

@@ -377,24 +377,48 @@ extension ModelContext {
         let table = try valueMappingTable(for: type)
         let writer = try SlotValueWriter(table: table, identifiedBy: identity)
         writer.awakesInserts = false
-        let encoder = AttributeEncoder(entity: table.entity)
-        defer { encoder.finish() }
+        // Two encoders, one value apart: the value after the one being written is encoded first,
+        // and the index bucket its key hashes to is prefetched, so that the lookup of each value
+        // finds its bucket cached (in a table past the CPU's caches each lookup is otherwise a
+        // miss of about 150 ns, paid before anything else of the value can proceed).
+        var current = AttributeEncoder(entity: table.entity)
+        var ahead = AttributeEncoder(entity: table.entity)
+        defer {
+            current.finish()
+            ahead.finish()
+        }
         return try _withImportSavepoint {
             table.prepareForInserts(count: values.underestimatedCount)
             var result = BatchUpsertResult()
             if returningIDs { result.objectIDs.reserveCapacity(values.underestimatedCount) }
+            var iterator = values.makeIterator()
+            guard let first = iterator.next() else { return result }
+            try current.encode(first, sourceIndex: 0)
             var i = 0
-            for value in values {
-                try encoder.encode(value, sourceIndex: i)
-                let row = try writer.write(encoder.slots, sourceIndex: i)
+            while true {
+                // The next value's encoding may fail: the values before it are written first,
+                // so that the first error in the order of the values is the one thrown.
+                var next: Result<Void, any Error>?
+                if let value = iterator.next() {
+                    do {
+                        try ahead.encode(value, sourceIndex: i + 1)
+                        writer.prefetchIdentification(of: ahead.slots)
+                        next = .success(())
+                    } catch {
+                        next = .failure(error)
+                    }
+                }
+                let row = try writer.write(current.slots, sourceIndex: i)
                 if writer.lastWriteInserted { result.inserted += 1 } else { result.updated += 1 }
                 if returningIDs {
                     result.objectIDs.append(
                         ObjectID(entityName: table.entity.name, serial: table.identity.serialOfRow[row]))
                 }
+                guard let next else { return result }
+                try next.get()
+                swap(&current, &ahead)
                 i += 1
             }
-            return result
         }
     }
 
@@ -674,6 +698,14 @@ final class SlotValueWriter {
     }
 
     // MARK: Lookup
+
+    /// Prefetches the index bucket where the lookup of `values` (a value to be written soon)
+    /// starts, when one attribute identifies objects through a unique index; a hint only.
+    @inline(__always)
+    func prefetchIdentification(of values: AttributeSlots) {
+        guard let unique, identification.count == 1, let v = values.value(identification[0]) else { return }
+        unique.prefetchHome(v.withCell { unique.hash(cell: $0) })
+    }
 
     /// The visible row whose identifying attributes hold the values' ones, if any.
     private func existingRow(_ values: AttributeSlots, sourceIndex: Int?) throws(MappingError) -> Int? {
