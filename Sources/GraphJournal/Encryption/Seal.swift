@@ -135,20 +135,24 @@ enum UnsealFailure: Error, Sendable {
 
     /// The error of record `record` of `file`.
     func error(of record: ScannedRecord, file: String) -> JournalError {
+        error(sequence: record.sequence, file: file, offset: Int64(record.offset))
+    }
+
+    /// The error of the record numbered `sequence`, at `offset` of `file` when it is in one.
+    func error(sequence: UInt64, file: String? = nil, offset: Int64? = nil) -> JournalError {
         switch self {
         case .keyUnavailable(let id, let why):
             JournalError(
-                .keyUnavailable(keyID: id), "record \(record.sequence) is sealed with key \(id): \(why)", file: file,
-                offset: Int64(record.offset), sequence: record.sequence)
+                .keyUnavailable(keyID: id), "record \(sequence) is sealed with key \(id): \(why)", file: file,
+                offset: offset, sequence: sequence)
         case .wrongKey(let id):
             JournalError(
-                .wrongKey(keyID: id),
-                "record \(record.sequence) is sealed with another key than the one given as \(id)", file: file,
-                offset: Int64(record.offset), sequence: record.sequence)
+                .wrongKey(keyID: id), "record \(sequence) is sealed with another key than the one given as \(id)",
+                file: file, offset: offset, sequence: sequence)
         case .damage(let what):
             JournalError(
-                .corrupt, "record \(record.sequence) passes its checksum but its seal does not open: \(what)",
-                file: file, offset: Int64(record.offset), sequence: record.sequence)
+                .corrupt, "record \(sequence) passes its checksum but its seal does not open: \(what)", file: file,
+                offset: offset, sequence: sequence)
         }
     }
 }
@@ -273,7 +277,7 @@ struct Sealer: Sendable {
         var failed = false
         let key = self.key.key
         units.withUnsafeMutableBufferPointer { slots in
-            let shared = SealShared((slots, inner))
+            let shared = Unchecked((slots, inner))
             let outcomes = Mutex(true)
             DispatchQueue.concurrentPerform(iterations: n) { i in
                 let (slots, inner) = shared.value
@@ -334,7 +338,7 @@ struct Sealer: Sendable {
             if n == 1 {
                 problem = openUnit(0, stored, header: header, count: count, context: context, key: key, into: buffer)
             } else {
-                let shared = SealShared((buffer, stored))
+                let shared = Unchecked((buffer, stored))
                 let problems = Mutex<String?>(nil)
                 DispatchQueue.concurrentPerform(iterations: n) { i in
                     let (buffer, stored) = shared.value
@@ -410,13 +414,6 @@ private struct UnitContext: Sendable {
         aad.appendLittleEndian(UInt32(i))
         return aad
     }
-}
-
-/// Hands buffer pointers to `concurrentPerform`'s iterations, each of which touches only its
-/// own unit of them.
-private struct SealShared<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }
 
 /// The keys of an encrypted journal's readers and writers: asks the key provider for each

@@ -88,8 +88,8 @@ enum ChunkedPayload {
 }
 
 /// Hands values that are not `Sendable` (buffer pointers) to `concurrentPerform`'s iterations,
-/// each of which touches only its own chunk of them.
-private struct Unchecked<Value>: @unchecked Sendable {
+/// each of which touches only its own part of them (a chunk, a sealed unit).
+struct Unchecked<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }

@@ -32,27 +32,40 @@ final class PayloadLender {
         to body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
     ) throws -> Bool {
         guard let kind = JournalRecord.Kind(recordType: record.type) else { return false }
-        if record.sealed {
-            // Opened into a buffer of its own, then lent as the record inside it is.
-            let opened = RecordCodec.withUnsealed(record, in: bytes, at: 0, keyring: keyring, file: path) {
-                inner, bytes, base -> Result<Result<Void, any Error>, JournalError> in
-                do {
-                    _ = try lendOpened(inner, in: bytes, at: base, path: path, kind: kind, to: body)
-                    return .success(.success(()))
-                } catch {
-                    return .success(.failure(error))
-                }
-            }
-            switch opened {
-            case .success(.success): return true
-            case .success(.failure(let error)): throw error
-            case .failure(var error):
-                error.sequence = record.sequence
-                throw error
-            }
+        guard record.sealed else {
+            try lendPayload(of: record, in: bytes, at: 0, path: path, kind: kind, payload: payload, to: body)
+            return true
         }
+        // Opened into a buffer of its own, then lent as the record inside it is.
+        var thrown: (any Error)?
+        let opened = RecordCodec.withUnsealed(record, in: bytes, at: 0, keyring: keyring, file: path) {
+            inner, innerBytes, base -> Result<Void, JournalError> in
+            do {
+                try lendPayload(
+                    of: inner, in: innerBytes, at: base, path: path, kind: kind,
+                    payload: { RecordCodec.payload(of: inner, in: innerBytes, file: path, base: base) }, to: body)
+            } catch {
+                thrown = error
+            }
+            return .success(())
+        }
+        if case .failure(var error) = opened {
+            error.sequence = record.sequence
+            throw error
+        }
+        if let thrown { throw thrown }
+        return true
+    }
+
+    /// Lends the payload of `record` (its stored bytes in `bytes`, which start at file offset
+    /// `base`): a chunked one chunk by chunk, any other whole as `payload` returns it.
+    private func lendPayload(
+        of record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int, path: String,
+        kind: JournalRecord.Kind, payload: () -> Result<[UInt8], JournalError>,
+        to body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
+    ) throws {
         if record.chunked {
-            let chunks = lent.lendChunks(of: record, in: bytes, at: 0, file: path, slots: slots) { payload in
+            let chunks = lent.lendChunks(of: record, in: bytes, at: base, file: path, slots: slots) { payload in
                 try body(record.sequence, kind, payload)
             }
             // The chunk's problem first: what `body` did with the record is then void.
@@ -61,7 +74,7 @@ final class PayloadLender {
                 throw problem
             }
             if let thrown = chunks.thrown { throw thrown }
-            return true
+            return
         }
         switch payload() {
         case .success(let whole):
@@ -70,38 +83,6 @@ final class PayloadLender {
                 lent.reset(buffer)
                 try body(record.sequence, kind, lent)
             }
-            return true
-        case .failure(var error):
-            error.sequence = record.sequence
-            throw error
-        }
-    }
-
-    /// Lends the record a seal held (`bytes` from file offset `base` on hold its stored bytes).
-    private func lendOpened(
-        _ record: ScannedRecord, in bytes: UnsafeRawBufferPointer, at base: Int, path: String,
-        kind: JournalRecord.Kind,
-        to body: (_ sequence: UInt64, _ kind: JournalRecord.Kind, _ payload: JournalPayload) throws -> Void
-    ) throws -> Bool {
-        if record.chunked {
-            let chunks = lent.lendChunks(of: record, in: bytes, at: base, file: path, slots: slots) { payload in
-                try body(record.sequence, kind, payload)
-            }
-            if var problem = chunks.problem {
-                problem.sequence = record.sequence
-                throw problem
-            }
-            if let thrown = chunks.thrown { throw thrown }
-            return true
-        }
-        switch RecordCodec.payload(of: record, in: bytes, file: path, base: base) {
-        case .success(let whole):
-            defer { lent.reset(pieces: []) }
-            try whole.withUnsafeBytes { buffer in
-                lent.reset(buffer)
-                try body(record.sequence, kind, lent)
-            }
-            return true
         case .failure(var error):
             error.sequence = record.sequence
             throw error

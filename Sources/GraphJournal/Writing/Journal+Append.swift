@@ -371,15 +371,7 @@ extension Journal {
                 "shipped record \(record.sequence) is sealed with key \(header.keyID), and this journal was opened without encryption",
                 sequence: record.sequence)
         }
-        if case .failure(let failure) = keyring.sealKey(for: header) {
-            var error = failure.error(
-                of: ScannedRecord(
-                    offset: 0, sequence: record.sequence, type: 0, compressed: false, storedLength: 0, rawLength: 0),
-                file: "shipped record")
-            error.file = nil
-            error.offset = nil
-            throw error
-        }
+        if case .failure(let failure) = keyring.sealKey(for: header) { throw failure.error(sequence: record.sequence) }
         if header.journalID != sealer.journalID {
             guard !s.holdsSealedRecords else {
                 throw JournalError(
