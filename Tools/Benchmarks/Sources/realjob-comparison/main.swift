@@ -470,6 +470,19 @@ if let kind = option("--child") {
     exit(0)
 }
 
+// `--write-documents DIR`: writes the two documents a round syncs (main.json and overlay.json) to
+// DIR and prints each one's `--expect` argument, so that one phase can be run alone under a
+// profiler: `--child og-first --dir STORE --doc DIR/main.json --expect …`.
+if let out = option("--write-documents") {
+    let dir = URL(fileURLWithPath: out, isDirectory: true)
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    for (name, document) in [("main", realDocument(packageCount)), ("overlay", overlaidDocument(packageCount))] {
+        try document.json.write(to: dir.appendingPathComponent("\(name).json"))
+        print("\(name).json --expect \(Expected(document).argument)")
+    }
+    exit(0)
+}
+
 // MARK: Parent
 
 /// Runs one phase in a new process of this binary and reads its figures back.
