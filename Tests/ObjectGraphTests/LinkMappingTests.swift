@@ -527,6 +527,62 @@ struct LinkMappingTests {
         #expect(!context.hasChanges)
     }
 
+    /// A first sync connects into a link table that holds nothing, and sets every object's
+    /// list at once; the result, the save and a rollback must be those of the one-by-one path,
+    /// which a table holding one link already takes.
+    @Test func aFirstConnectIntoAnEmptyTableLinksAsTheOneByOnePathDoes() throws {
+        var units = EntityMapping(LMUnit.self)
+        try units.map("name")
+        try units.map(["depends": "dependsNames"])
+        try units.identify(by: "name")
+        try units.connect("depends", by: ["dependsNames": "name"])
+        // 400 units, each naming up to six others (a repeat, and a name nothing has, now and
+        // then): about 1,000 links.
+        var generator = LZ4Tests.SeededGenerator(state: 41)
+        var records: [String] = []
+        for i in 0..<400 {
+            var names = (0..<Int(generator.next() % 7)).map { _ in "\"u\(generator.next() % 400)\"" }
+            if i % 9 == 0, let first = names.first { names.append(first) }
+            if i % 13 == 0 { names.append("\"virtual-\(i)\"") }
+            records.append(#"{"name": "u\#(i)", "depends": [\#(names.joined(separator: ", "))]}"#)
+        }
+        let document = json("[" + records.joined(separator: ",\n") + "]")
+        func links(_ context: ModelContext) throws -> [String: [String]] {
+            var result: [String: [String]] = [:]
+            for unit in try context.fetch(FetchDescriptor<LMUnit>()) where unit.name.hasPrefix("u") {
+                result[unit.name] = unit.depends.map(\.name).sorted() + ["|"] + unit.dependents.map(\.name).sorted()
+            }
+            return result
+        }
+
+        let dir = temporaryStoreDirectory()
+        let store = try ObjectStore.open(at: dir, schema: try linkMappingSchema)
+        let fresh = try store.context.map(document, with: units)
+        // The one-by-one path: a table that holds a link already.
+        let other = ModelContext(schema: try linkMappingSchema)
+        try other.map(json(#"[{"name": "x1", "depends": ["x2"]}, {"name": "x2", "depends": []}]"#), with: units)
+        try other.save()
+        let oneByOne = try other.map(document, with: units)
+        #expect(fresh.counts.inserted == oneByOne.counts.inserted)
+        #expect(fresh.counts.connections == oneByOne.counts.connections)
+        let expected = try links(other)
+        #expect(expected.values.reduce(0) { $0 + $1.count } > 1_500, "the document links enough to take the bulk path")
+        #expect(try links(store.context) == expected)
+
+        // Undone, then done again and saved: the journal holds what the one-by-one path holds.
+        store.context.rollback()
+        #expect(try store.context.count(of: LMUnit.self) == 0)
+        try store.context.map(document, with: units)
+        try store.context.save()
+        #expect(try links(store.context) == expected)
+        try store.close()
+        let reopened = try ObjectStore.open(at: dir, schema: try linkMappingSchema)
+        #expect(try links(reopened.context) == expected)
+        let again = try reopened.context.map(document, with: units)
+        #expect(again.counts.updated == 0 && !reopened.context.hasChanges, "\(again.counts)")
+        try reopened.close()
+    }
+
     // MARK: Runs that fail, tombstones and syncs
 
     @Test func aRunThatFailsLeavesTheLinksAsTheyWere() throws {

@@ -524,6 +524,12 @@ struct MappingRun<Source: MappingSource> {
         for c in plan.connections {
             var lookup: [IdentityKey: [Int32]]?
             var counts = ConnectionCounts()
+            // Into a link table that holds nothing yet (a first sync), the lists are gathered
+            // and set at once, at the end.
+            let freshLinks =
+                c.relationship.isToMany && c.relationship.isLinked
+                ? context.links[c.relationship.link].acceptsFreshLists : false
+            var fresh = LinkRuns()
             for r in plan.mappedRows {
                 let row = Int(r)
                 guard table.isVisible(row: row) else { continue }
@@ -576,6 +582,9 @@ struct MappingRun<Source: MappingSource> {
                 // A connection that changes an object's relationship counts it as updated.
                 if targets.isEmpty {
                     if clear(c, row: row, table) { noteRelationshipChanged(row, plan) }
+                } else if freshLinks {
+                    for t in targets { fresh.append(Int32(row), Int32(t)) }
+                    noteRelationshipChanged(row, plan)
                 } else if c.relationship.isToMany {
                     if !table.toManyHolds(row: row, c.relationship, exactly: targets) {
                         table.setToMany(row: row, c.relationship, to: targets)
@@ -586,6 +595,7 @@ struct MappingRun<Source: MappingSource> {
                     noteRelationshipChanged(row, plan)
                 }
             }
+            if freshLinks { context.links[c.relationship.link].linkFresh(side: c.relationship.linkSide, fresh) }
             plan.counts.unresolvedConnections += counts.unresolved
             plan.counts.connections[c.relationship.name] =
                 (plan.counts.connections[c.relationship.name] ?? ConnectionCounts()) + counts

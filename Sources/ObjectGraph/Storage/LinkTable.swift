@@ -358,6 +358,95 @@ final class LinkTable {
         return nil
     }
 
+    /// Whether ``linkFresh(side:_:)`` can fill this table: it holds no link and has no pending
+    /// change, and neither side is a to-one (a to-one member named by two owners must move,
+    /// which only the one-by-one path does).
+    var acceptsFreshLists: Bool {
+        count == 0 && log.isEmpty && !link.toOne[0] && !link.toOne[1]
+            && heads[0].allSatisfy({ $0.count == 0 }) && heads[1].allSatisfy({ $0.count == 0 })
+    }
+
+    /// Sets the lists of many objects of `side` at once in a table that holds no link
+    /// (``acceptsFreshLists``), logged as the pending transaction's links exactly as calling
+    /// ``setMembers(_:_:to:)`` for each run in turn would log them: the same pairs, in the same
+    /// order, at the same positions. Each run's owner must appear once and its members be
+    /// distinct rows of the other side; otherwise, or when the table is not empty, the runs
+    /// are set one by one.
+    ///
+    /// A first sync's connection (a package's dependencies, by name) links each object once
+    /// into an empty table: one by one, every member's list becomes a list of its own, grown
+    /// one member at a time. Here the lists go straight into the flat arrays, as a replay's do.
+    func linkFresh(side: Int, _ runs: LinkRuns) {
+        guard acceptsFreshLists, runs.members.count >= 256, let built = freshFlat(side: side, runs) else {
+            var start = 0
+            for (owner, end) in zip(runs.rows, runs.ends) {
+                setMembers(side, Int(owner), to: runs.members[start..<Int(end)].map(Int.init))
+                start = Int(end)
+            }
+            return
+        }
+        heads = built.heads
+        flat = built.flat
+        owned = [[], []]
+        freeOwned = [[], []]
+        flatGarbage = [0, 0]
+        count = runs.members.count
+        if tracking { log = built.log }
+    }
+
+    /// The heads, flat arrays and log of ``linkFresh(side:_:)``; nil when an owner repeats or a
+    /// run repeats a member.
+    private func freshFlat(side: Int, _ runs: LinkRuns) -> (heads: [[LinkHead]], flat: [[Int32]], log: [LinkChange])? {
+        let other = 1 - side
+        var hOwners = [LinkHead](repeating: LinkHead(), count: table(side).rowCount)
+        var hMembers = [LinkHead](repeating: LinkHead(), count: table(other).rowCount)
+        var start = Int32(0)
+        for (owner, end) in zip(runs.rows, runs.ends) {
+            guard Int(owner) < hOwners.count, hOwners[Int(owner)].count == 0 else { return nil }
+            hOwners[Int(owner)] = LinkHead(start: start, count: end - start)
+            start = end
+        }
+        for m in runs.members {
+            guard m >= 0, Int(m) < hMembers.count else { return nil }
+            hMembers[Int(m)].count += 1
+        }
+        var next = Int32(0)
+        for r in hMembers.indices where hMembers[r].count > 0 {
+            let n = hMembers[r].count
+            hMembers[r] = LinkHead(start: next, count: 0)
+            next += n
+        }
+        var memberFlat = [Int32](repeating: 0, count: runs.members.count)
+        var log: [LinkChange] = []
+        if tracking { log.reserveCapacity(runs.members.count) }
+        var first = 0
+        for (owner, end) in zip(runs.rows, runs.ends) {
+            for i in first..<Int(end) {
+                let m = Int(runs.members[i])
+                let h = hMembers[m]
+                // Members are placed owner by owner: a member whose list ends with this owner
+                // was named twice in its run.
+                if h.count > 0, memberFlat[Int(h.start + h.count) - 1] == owner { return nil }
+                memberFlat[Int(h.start + h.count)] = owner
+                hMembers[m].count += 1
+                guard tracking else { continue }
+                let ownerPosition = Int32(i - first)
+                log.append(
+                    side == 0
+                        ? LinkChange(kind: .link, a: owner, b: Int32(m), posA: ownerPosition, posB: h.count)
+                        : LinkChange(kind: .link, a: Int32(m), b: owner, posA: h.count, posB: ownerPosition))
+            }
+            first = Int(end)
+        }
+        var heads: [[LinkHead]] = [[], []]
+        var flat: [[Int32]] = [[], []]
+        heads[side] = hOwners
+        heads[other] = hMembers
+        flat[side] = runs.members
+        flat[other] = memberFlat
+        return (heads, flat, log)
+    }
+
     /// Applies a journal's order edit to `row`'s ordered list on `side`: takes the `placing`
     /// members out, then puts each back at its index, in the given (ascending) order. Not
     /// logged. Returns `false`, changing nothing, when a member is not in the list or an index
