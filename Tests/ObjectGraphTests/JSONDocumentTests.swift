@@ -66,6 +66,33 @@ import Testing
     // MARK: Values of every kind
 
     /// Every scalar kind reads back with its value, Int64 limits and negative zero included.
+    /// A kept parser gives its working buffers' pages back after each parse (they read as
+    /// zeros afterwards): documents larger, smaller and larger again than the last, and one that
+    /// fails, parse into it as into a fresh parser.
+    @Test func aKeptParserParsesEveryDocumentAfterGivingBackItsWorkingPages() throws {
+        let parser = try #require(JSONParser())
+        func document(_ count: Int, tag: String) -> Data {
+            Data(
+                ("[" + (0..<count).map { #"{"id": \#($0), "name": "\#(tag)-\#($0)"}"# }.joined(separator: ",") + "]")
+                    .utf8)
+        }
+        for (count, tag) in [(40_000, "large"), (3, "small"), (0, "empty"), (60_000, "larger"), (40_000, "again")] {
+            let data = document(count, tag: tag)
+            let kept = try JSONDocument(parsing: data, reusing: parser)
+            let fresh = try JSONDocument(parsing: data)
+            let keptNames = Self.elements(kept, kept.root).map { kept.string(kept.field($0, named: "name") ?? 0) }
+            let freshNames = Self.elements(fresh, fresh.root).map { fresh.string(fresh.field($0, named: "name") ?? 0) }
+            #expect(keptNames.count == count)
+            #expect(keptNames == freshNames, "\(tag)")
+            #expect(keptNames.last == (count > 0 ? "\(tag)-\(count - 1)" : nil))
+        }
+        #expect(throws: MappingError.self) {
+            try JSONDocument(parsing: Data(#"[{"id": 1, "name": "#.utf8), reusing: parser)
+        }
+        let after = try JSONDocument(parsing: Data(#"[{"id": 1, "name": "last"}]"#.utf8), reusing: parser)
+        #expect(Self.elements(after, after.root).map { after.string(after.field($0, named: "name") ?? 0) } == ["last"])
+    }
+
     @Test func scalarsOfEveryKindReadBackFromTheTape() throws {
         let document = try Self.parse(
             #"[null, true, false, 0, -5, 9223372036854775807, -9223372036854775808, 1.5, -0.0, 1e300, 2.5E-3, "text"]"#)
