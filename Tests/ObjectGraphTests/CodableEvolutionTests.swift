@@ -405,19 +405,20 @@ struct CodableCollectionTests {
             try store.context.save()
             try store.close()
         }
-        // The same type: its values are its own JSON, not decoded again, and they read back.
+        // The same type: its values (a native string list) read back.
         do {
             let store = try ObjectStore.open(at: dir, schema: try Schema(TaggedV1.Tagged.self))
             #expect(try store.context.objects(of: TaggedV1.Tagged.self).map(\.tags) == [["a", "b"]])
             try store.close()
         }
-        // [String] → [Int]: the schema record names the old type, so the values are decoded,
-        // and the open refuses the one that does not decode.
+        // [String] → [Int]: both are native lists (stringList, intList), and a list of strings
+        // cannot become a list of integers: the open refuses the change, naming the attribute.
         let error = try #require(throws: StoreError.self) {
             try ObjectStore.open(at: dir, schema: try Schema(TaggedV2.Tagged.self))
         }
         #expect(error.code == .incompatibleSchema)
-        #expect(error.message.contains("Tagged.tags of Tagged/1"), "\(error.message)")
+        #expect(
+            error.message.contains("Tagged.tags was stored as stringList and is now tags: intList"), "\(error.message)")
     }
 
     @Test func listAttributesDecodeAsJSONDecoderDecodesThem() throws {

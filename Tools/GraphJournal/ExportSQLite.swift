@@ -140,13 +140,15 @@ struct SQLiteLayout {
     }
 
     /// The declared type of the column of `attribute`: a `Codable` attribute's JSON is TEXT
-    /// (SQLite's JSON functions read it), other data BLOB.
+    /// (SQLite's JSON functions read it), as is a native list, written as a JSON array; other
+    /// data BLOB.
     static func columnType(_ attribute: AttributeDescription) -> String {
         switch attribute.type {
         case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64: "INTEGER"
         case .double, .float: "REAL"
         case .string, .date, .uuid, .url: "TEXT"
         case .data: attribute.valueKind == .codable ? "TEXT" : "BLOB"
+        case .stringList, .intList: "TEXT"
         }
     }
 
@@ -348,7 +350,8 @@ private func insertLinks(
 /// Binds an attribute value as its column stores it: integers and booleans as INTEGER,
 /// doubles and floats as REAL (a float by its shortest decimal form, so that 0.1 stays 0.1),
 /// strings, UUIDs and URLs as TEXT, dates as ISO 8601 TEXT in UTC (as `dump` writes them),
-/// data as BLOB, except the JSON of a `Codable` attribute (`isJSON`): TEXT, when it is UTF-8.
+/// data as BLOB, except the JSON of a `Codable` attribute (`isJSON`): TEXT, when it is UTF-8;
+/// a native list as the TEXT of a JSON array (as `dump` writes it).
 private func bind(
     _ value: AttributeValue?, at index: Int32, of statement: SQLiteStatement, isJSON: Bool,
     counts: inout SQLiteValueNotes
@@ -392,6 +395,10 @@ private func bind(
         }
     case .uuid(let v): try statement.bind(text: v.uuidString, index)
     case .url(let v): try statement.bind(text: v.absoluteString, index)
+    case .stringList, .intList:
+        var text = JSONWriter(capacity: 64)
+        text.value(value)
+        try statement.bind(text: String(decoding: text.bytes, as: UTF8.self), index)
     case .object(let id): try statement.bind(Int64(bitPattern: id.serial), index)
     case .objects: try statement.bindNull(index)
     }

@@ -107,7 +107,8 @@ struct JSONWriter {
     }
 
     /// Appends an attribute value as a JSON native: strings, numbers, booleans, `null`;
-    /// data as base64, dates as ISO 8601 (UTC), UUIDs and URLs as strings.
+    /// data as base64, dates as ISO 8601 (UTC), UUIDs and URLs as strings, a native list as an
+    /// array of strings or integers.
     mutating func value(_ value: AttributeValue?) {
         guard let value else { raw("null"); return }
         switch value {
@@ -121,6 +122,20 @@ struct JSONWriter {
         case .date(let v): date(v)
         case .uuid(let v): string(v.uuidString)
         case .url(let v): string(v.absoluteString)
+        case .stringList(let list):
+            raw("[")
+            for (i, s) in list.enumerated() {
+                if i > 0 { raw(",") }
+                string(s)
+            }
+            raw("]")
+        case .intList(let list):
+            raw("[")
+            for (i, v) in list.enumerated() {
+                if i > 0 { raw(",") }
+                int(v)
+            }
+            raw("]")
         case .object(let id): object(id)
         case .objects(let ids):
             raw("[")

@@ -82,7 +82,7 @@ struct PredicateTranslator<T: Entity> {
             let utf8 = Array(k.utf8)
             condition = .string(
                 slot: s, op, .init(string: k, utf8: utf8, isASCII: utf8.allSatisfy { $0 < 0x80 }), optional: o)
-        case .data, .uuid, .url, .object, .objects:
+        case .data, .uuid, .url, .stringList, .intList, .object, .objects:
             return nil
         }
         return StorageTranslation(condition: condition, exact: true)

@@ -47,7 +47,8 @@ final class MappingPlan {
         let destinationSlots: [Int]
         /// The destination's unique index on exactly `destinationSlots`, in its slot order.
         let index: UniqueIndex?
-        /// Whether this object's one connection attribute holds a collection (a `Codable` array,
+        /// Whether this object's one connection attribute holds a collection (a native list,
+        /// ``AttributeType/stringList`` or ``AttributeType/intList``, or a `Codable` array
         /// stored as JSON) whose elements each name a destination (RestKit's connection by a
         /// collection attribute): a to-many takes every match, in the array's order.
         var isCollection = false
@@ -267,8 +268,11 @@ final class MappingPlan {
             var connection = Connection(
                 relationship: rel, mySlots: mine, destination: destination, destinationSlots: theirs, index: index)
             connection.isCollection =
-                rel.isToMany && mine.count == 1 && table.entity.attributes[mine[0]].valueKind == .codable
+                rel.isToMany && mine.count == 1
+                && (table.entity.attributes[mine[0]].valueKind == .codable
+                    || table.entity.attributes[mine[0]].type.isList)
                 && destination.entity.attributes[theirs[0]].valueKind != .codable
+                && !destination.entity.attributes[theirs[0]].type.isList
             connections.append(connection)
         }
         return connections

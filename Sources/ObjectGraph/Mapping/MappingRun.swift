@@ -288,6 +288,7 @@ struct MappingRun<Source: MappingSource> {
     private func transform(
         _ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String
     ) throws(MappingError) -> Transformed {
+        if step.type.isList { return try transformList(node, step, plan, prefix) }
         if step.isCodable {
             if source.kind(node) == .null { return .null }
             guard let data = source.json(node) else { throw untransformable(node, step, plan, prefix) }
@@ -318,6 +319,70 @@ struct MappingRun<Source: MappingSource> {
                 attribute: name)
         }
         return t
+    }
+
+    /// The native list (``AttributeType/stringList``, ``AttributeType/intList``) a JSON array
+    /// maps to: every element a string, or every element an integer within `Int64`'s range
+    /// (a whole number written with a fraction or an exponent, `3.0`, `1e3`, counts). Anything
+    /// else is refused, naming the first element that is not, so that nothing is stored in part.
+    private func transformList(
+        _ node: Source.Node, _ step: MappingPlan.AttributeStep, _ plan: MappingPlan, _ prefix: String
+    ) throws(MappingError) -> Transformed {
+        switch source.kind(node) {
+        case .null: return .null
+        case .array: break
+        default:
+            // A dynamic source may hold the list as a Swift value.
+            if case .native(let v) = source.scalar(node),
+                let list = AttributeValue.coerce(attributeValue: v, to: step.type)
+            {
+                return .value(list)
+            }
+            throw untransformable(node, step, plan, prefix)
+        }
+        let wantsStrings = step.type == .stringList
+        var strings: [String] = []
+        var integers: [Int64] = []
+        var problem: String?
+        var index = 0
+        let count = source.count(node)
+        if wantsStrings { strings.reserveCapacity(count) } else { integers.reserveCapacity(count) }
+        source.forEachElement(node) { element in
+            guard problem == nil else { return }
+            defer { index += 1 }
+            let scalar = source.scalar(element)
+            if wantsStrings {
+                switch scalar {
+                case .utf8(let bytes): strings.append(String(decoding: bytes, as: UTF8.self))
+                case .string(let s): strings.append(s)
+                default: problem = "element \(index) (\(source.text(element))) is not a string"
+                }
+                return
+            }
+            let integer: Int64? =
+                switch scalar {
+                case .int(let v): v
+                case .uint(let v): Int64(exactly: v)
+                case .double(let v): Int64(exactly: v)
+                default: nil
+                }
+            guard let integer else {
+                problem = "element \(index) (\(source.text(element))) is not an integer within Int's range"
+                return
+            }
+            integers.append(integer)
+        }
+        if let problem {
+            let name = step.attribute.name
+            let text = source.text(node)
+            throw MappingError(
+                .untransformableValue,
+                "\(plan.table.entity.name).\(name) holds \(step.attribute.swiftTypeName): \(problem)",
+                sourceIndex: sourceIndex, keyPath: joined(prefix, step.keyPath),
+                value: text.count > 200 ? String(text.prefix(200)) + "…" : text,
+                entity: plan.table.entity.name, attribute: name)
+        }
+        return .value(wantsStrings ? .stringList(strings) : .intList(integers))
     }
 
     /// Whether `node` is an array whose elements are all strings.
@@ -520,7 +585,8 @@ struct MappingRun<Source: MappingSource> {
         guard !plan.connections.isEmpty else { return }
         let table = plan.table
         // One parser for the key lists of every object (its buffers grow to the longest list).
-        let parser = plan.connections.contains(where: \.isCollection) ? JSONParser() : nil
+        let parser =
+            plan.connections.contains { $0.isCollection && !table.types[$0.mySlots[0]].isList } ? JSONParser() : nil
         for c in plan.connections {
             var lookup: [IdentityKey: [Int32]]?
             var counts = ConnectionCounts()
@@ -622,8 +688,12 @@ struct MappingRun<Source: MappingSource> {
         counts: inout ConnectionCounts, parser: JSONParser?
     ) -> [Int]? {
         let slot = c.mySlots[0]
-        guard table.types[slot].isVariableLength, !table.isNull(row: row, slot: slot), let parser else { return nil }
+        guard table.types[slot].isVariableLength, !table.isNull(row: row, slot: slot) else { return nil }
         let type = c.destination.entity.attributes[c.destinationSlots[0]].type
+        if table.types[slot].isList {
+            return nativeCollectionTargets(c, row: row, slot: slot, table: table, lookup: &lookup, counts: &counts)
+        }
+        guard let parser else { return nil }
         return table.arena.withBytes(ArenaRef(table.values[row * table.stride + slot])) { bytes -> [Int]? in
             guard let document = try? JSONDocument(parsing: bytes, reusing: parser) else { return nil }
             let list = document.root
@@ -670,6 +740,61 @@ struct MappingRun<Source: MappingSource> {
                 for t in visible where seen.insert(t).inserted { targets.append(t) }
             }
             return targets
+        }
+    }
+
+    /// ``collectionTargets(_:row:table:lookup:counts:parser:)`` for a native list attribute
+    /// (``AttributeType/stringList``, ``AttributeType/intList``): its elements are read where
+    /// the arena holds them, a string looked up by its bytes, with the same matches, order and
+    /// counts as the JSON array of the same elements.
+    private func nativeCollectionTargets(
+        _ c: MappingPlan.Connection, row: Int, slot: Int, table: EntityTable,
+        lookup: inout [IdentityKey: [Int32]]?, counts: inout ConnectionCounts
+    ) -> [Int]? {
+        let type = c.destination.entity.attributes[c.destinationSlots[0]].type
+        let listType = table.types[slot]
+        return table.arena.withBytes(ArenaRef(table.values[row * table.stride + slot])) { bytes -> [Int]? in
+            var targets: [Int] = []
+            var seen = Set<Int>()
+            var any = false
+            func find(_ cell: RawCell) -> [Int] {
+                if let index = c.index {
+                    return c.destination.owner(ofCell: cell, in: index).map { [$0] } ?? []
+                }
+                if lookup == nil { lookup = destinations(c) }
+                return (lookup?[IdentityKey([cell])] ?? []).map(Int.init)
+            }
+            /// Takes the rows `found` names for an element (`unmatched`: how it is reported).
+            func take(_ found: [Int], unmatched: @autoclosure () -> String) {
+                let visible = found.filter { c.destination.isVisible(row: $0) }
+                if visible.isEmpty { counts.noteUnmatched(unmatched()) }
+                for t in visible where seen.insert(t).inserted { targets.append(t) }
+            }
+            if listType == .stringList {
+                ListCoding.forEachString(bytes) { utf8 in
+                    any = true
+                    if type == .string {
+                        take(find(.bytes(utf8)), unmatched: String(decoding: utf8, as: UTF8.self))
+                        return
+                    }
+                    let s = String(decoding: utf8, as: UTF8.self)
+                    guard let key = AttributeValue.coerce(attributeValue: .string(s), to: type) else {
+                        counts.noteUnmatched(ListCoding.jsonString(s))
+                        return
+                    }
+                    take(key.withCell { find($0) }, unmatched: s)
+                }
+            } else {
+                for i in ListCoding.integers(bytes) {
+                    any = true
+                    guard let key = AttributeValue.coerce(attributeValue: .int(i), to: type) else {
+                        counts.noteUnmatched("\(i)")
+                        continue
+                    }
+                    take(key.withCell { find($0) }, unmatched: "\(i)")
+                }
+            }
+            return any ? targets : nil
         }
     }
 

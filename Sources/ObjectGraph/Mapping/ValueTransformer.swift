@@ -139,6 +139,11 @@ struct ValueTransformer {
             case .native(.data(let d)): return .value(.data(d))
             default: return nil
             }
+        case .stringList, .intList:
+            // A JSON array is mapped by the run (`MappingRun.transform`); a native value here
+            // comes from a dynamic source.
+            guard case .native(let v) = scalar else { return nil }
+            return AttributeValue.coerce(attributeValue: v, to: type).map(Transformed.value)
         }
     }
 

@@ -117,23 +117,33 @@ enum PayloadDecoder {
             }
             let rows = Int(claimed)
             try visitor.insertedSerials(&r, count: rows)
+            let entityName = stored.entities[entity].name
             if rows > 0 {
                 for (j, a) in attributes.enumerated() {
                     let nulls = try r.nullFlag() ? try r.nullBitmap(rows, into: &bitmap) : nil
-                    try visitor.insertedColumn(
-                        &r, attribute: j, encoding: a.type.payloadEncoding, rows: rows, nulls: nulls)
+                    do {
+                        try visitor.insertedColumn(
+                            &r, attribute: j, encoding: a.type.payloadEncoding, rows: rows, nulls: nulls)
+                    } catch {
+                        throw Self.locating(error, entity: entityName, attribute: a.name, serial: nil)
+                    }
                 }
             }
             // Each update takes at least two bytes: its serial and its field count.
             for _ in 0..<(try r.count(limit: r.remaining / 2)) {
                 let start = r.offset
-                try visitor.updatedObject(serial: try r.serial(), at: start)
+                let serial = try r.serial()
+                try visitor.updatedObject(serial: serial, at: start)
                 for _ in 0..<(try r.count(limit: attributes.count)) {
                     let field = try r.varint()
                     let j = Int(field >> 1)
                     guard j < attributes.count else { throw PayloadReader.malformed(r.offset, "attribute \(j)") }
-                    try visitor.updatedField(
-                        &r, attribute: j, encoding: attributes[j].type.payloadEncoding, isNull: field & 1 == 1)
+                    do {
+                        try visitor.updatedField(
+                            &r, attribute: j, encoding: attributes[j].type.payloadEncoding, isNull: field & 1 == 1)
+                    } catch {
+                        throw Self.locating(error, entity: entityName, attribute: attributes[j].name, serial: serial)
+                    }
                 }
             }
             try visitor.deletedSerials(&r)
@@ -147,6 +157,18 @@ enum PayloadDecoder {
         guard r.isAtEnd else {
             throw PayloadReader.malformed(r.offset, "\(r.count - r.offset) bytes after the last block")
         }
+    }
+
+    /// `failure`, naming the entity, attribute and object when it is a list cell that does
+    /// not decode (the reader that found it knows only the bytes).
+    private static func locating(
+        _ failure: PayloadReader.Failure, entity: String, attribute: String, serial: UInt64?
+    ) -> PayloadReader.Failure {
+        guard case .violation(let offset, let v) = failure, v.rule == .malformedList, v.entity == nil else {
+            return failure
+        }
+        return .violation(
+            offset: offset, RecordRules.located(v, entity: entity, attribute: attribute, serial: serial))
     }
 
     /// The link section of a version 3 payload (`runs`: pairs in runs) or a version 2 one.

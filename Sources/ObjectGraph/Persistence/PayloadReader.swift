@@ -502,19 +502,28 @@ extension PayloadReader {
         case .varint: return try varint()
         case .fixed64: return try fixed64()
         case .fixed32: return UInt64(try fixed32())
-        case .bytes, .bytes16: return UInt64(try withBytesValue(encoding) { $0.count })
+        case .bytes, .bytes16, .stringList, .intList: return UInt64(try withBytesValue(encoding) { $0.count })
         }
     }
 
     /// Reads a value of a byte-string encoding and lends its bytes to `body`, checking a
-    /// ``PayloadEncoding/bytes16`` string's length.
+    /// ``PayloadEncoding/bytes16`` string's length and that a list cell decodes
+    /// (``ListCoding/validate(_:_:)``; a violation whose entity and attribute the decoder fills
+    /// in, ``PayloadDecoder``).
     @inline(__always)
     mutating func withBytesValue<T>(
         _ encoding: PayloadEncoding, _ body: (UnsafeRawBufferPointer) throws(Failure) -> T
     ) throws(Failure) -> T {
         let start = offset
         return try withBlob { bytes throws(Failure) in
-            if encoding == .bytes16 && bytes.count != 16 { throw Self.malformed(start, "UUID of \(bytes.count) bytes") }
+            switch encoding {
+            case .bytes16 where bytes.count != 16: throw Self.malformed(start, "UUID of \(bytes.count) bytes")
+            case .stringList, .intList:
+                if let problem = ListCoding.validate(bytes, encoding == .stringList ? .stringList : .intList) {
+                    throw Self.violation(start, RecordRules.malformedList(problem))
+                }
+            default: break
+            }
             return try body(bytes)
         }
     }
@@ -523,7 +532,8 @@ extension PayloadReader {
     mutating func value(_ type: AttributeType) throws(Failure) -> AttributeValue {
         let encoding = type.payloadEncoding
         switch encoding {
-        case .bytes, .bytes16: return try withBytesValue(encoding) { AttributeValue.decode(.bytes($0), as: type) }
+        case .bytes, .bytes16, .stringList, .intList:
+            return try withBytesValue(encoding) { AttributeValue.decode(.bytes($0), as: type) }
         default: return AttributeValue.decode(.fixed(try cell(encoding)), as: type)
         }
     }
@@ -545,6 +555,9 @@ extension PayloadReader {
             try skipBlobs(values)
         case .bytes16:
             try skipBlobs(values, length: 16) { "UUID of \($0) bytes" }
+        case .stringList, .intList:
+            // Each checked: a list cell that does not decode is refused wherever it is read.
+            for _ in 0..<values { try withBytesValue(encoding) { _ in } }
         }
     }
 }

@@ -25,6 +25,10 @@ package struct RecordViolation: Error, Sendable, Hashable, CustomStringConvertib
         /// the record alone: open checks the objects a replay leaves live
         /// (``CodableValueCheck``), a follower the values a shipped record stores.
         case codableNotDecodable
+        /// A list cell (``AttributeType/stringList``, ``AttributeType/intList``) whose bytes do
+        /// not decode (``ListCoding``): a record whose checksum is right but whose contents
+        /// are not.
+        case malformedList
         /// A link, unlink or order edit naming an object that is not live.
         case linkOfMissingObject
         /// An unlink of a pair that is not linked.
@@ -213,6 +217,22 @@ package enum RecordRules {
             CodableValueCheck.message(
                 entity: entity, attribute: attribute, object: ObjectID(entityName: entity, serial: serial), problem),
             entity: entity, key: attribute.name)
+    }
+
+    /// A list cell whose bytes do not decode, as the payload reader finds it (without the
+    /// entity and attribute, which ``located(_:entity:attribute:serial:)`` adds).
+    package static func malformedList(_ problem: ListCoding.Malformed) -> RecordViolation {
+        RecordViolation(.malformedList, "list value does not decode: \(problem)")
+    }
+
+    /// `violation` of a list cell of `entity`.`attribute`, naming them (and the object, when
+    /// known).
+    package static func located(
+        _ violation: RecordViolation, entity: String, attribute: String, serial: UInt64?
+    ) -> RecordViolation {
+        let object = serial.map { " of object \($0)" } ?? ""
+        return RecordViolation(
+            violation.rule, "\(entity).\(attribute)\(object): \(violation.reason)", entity: entity, key: attribute)
     }
 
     // MARK: Links

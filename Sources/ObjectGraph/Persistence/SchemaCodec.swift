@@ -3,9 +3,10 @@
 ///
 /// ```
 /// payload   := u8 version entityCount entity*  [varint linkCount link* if version ≥ 3]
-///              [varint versionCount string* if version 4]
+///              [varint versionCount string* if version ≥ 4]
 ///              version: 1; 2 when a relationship slot is present; 3 when a link is present;
-///              4 when the schema names its versions (``StoredSchema/versions``)
+///              4 when the schema names its versions (``StoredSchema/versions``); 5 when an
+///              attribute is a native list (``AttributeType/stringList``, ``AttributeType/intList``)
 /// entity    := string name  varint attributeCount attribute*
 /// attribute := string name  string type  string valueKind  string swiftType  u8 flags
 ///              [value default if flags & 2]  [string originalName if flags & 4]
@@ -75,6 +76,11 @@ public struct StoredSchema: Sendable, Hashable {
     /// The version written when the schema names its versions: the link list (possibly empty)
     /// then the version identifiers follow the entities.
     static let versionsVersion: UInt8 = 4
+    /// The version written when an attribute is a native list (``AttributeType/stringList``,
+    /// ``AttributeType/intList``): laid out as version 4, except that the version list may be
+    /// empty (an unversioned model). A build that predates list types refuses it by its
+    /// version, before it meets a list cell it would misread as bytes.
+    static let listVersion: UInt8 = 5
 
     init(entities: [Entity], links: [Link] = [], versions: [String] = []) {
         self.entities = entities
@@ -115,10 +121,13 @@ public struct StoredSchema: Sendable, Hashable {
     public func encoded() -> [UInt8] {
         var w = ByteWriter()
         let references = entities.contains { $0.attributes.contains { $0.destinationEntity != nil } }
+        let lists = entities.contains { $0.attributes.contains { $0.type.isList } }
         w.byte(
-            !versions.isEmpty
-                ? Self.versionsVersion
-                : !links.isEmpty ? Self.linkVersion : references ? Self.relationshipVersion : Self.version)
+            lists
+                ? Self.listVersion
+                : !versions.isEmpty
+                    ? Self.versionsVersion
+                    : !links.isEmpty ? Self.linkVersion : references ? Self.relationshipVersion : Self.version)
         w.varint(entities.count)
         for e in entities {
             w.string(e.name)
@@ -136,7 +145,7 @@ public struct StoredSchema: Sendable, Hashable {
                 if let d = a.destinationEntity { w.string(d) }
             }
         }
-        if !links.isEmpty || !versions.isEmpty {
+        if !links.isEmpty || !versions.isEmpty || lists {
             w.varint(links.count)
             for l in links {
                 for side in 0..<2 {
@@ -146,7 +155,7 @@ public struct StoredSchema: Sendable, Hashable {
                 }
             }
         }
-        if !versions.isEmpty {
+        if !versions.isEmpty || lists {
             w.varint(versions.count)
             for v in versions { w.string(v) }
         }
@@ -160,10 +169,10 @@ public struct StoredSchema: Sendable, Hashable {
         do throws(PayloadReader.Failure) {
             return try PayloadReader.read(bytes) { r throws(PayloadReader.Failure) -> StoredSchema in
                 let version = try r.byte()
-                guard version >= Self.version && version <= Self.versionsVersion else {
+                guard version >= Self.version && version <= Self.listVersion else {
                     throw PayloadReader.malformed(
                         0,
-                        "schema payload version \(version) is not supported (this build reads \(Self.version) to \(Self.versionsVersion))"
+                        "schema payload version \(version) is not supported (this build reads \(Self.version) to \(Self.listVersion))"
                     )
                 }
                 var entities: [Entity] = []
@@ -175,6 +184,10 @@ public struct StoredSchema: Sendable, Hashable {
                         let typeOffset = r.offset
                         guard let type = AttributeType(rawValue: try r.string()) else {
                             throw PayloadReader.malformed(typeOffset, "unknown attribute type")
+                        }
+                        guard !type.isList || version >= Self.listVersion else {
+                            throw PayloadReader.malformed(
+                                typeOffset, "list attribute '\(aName)' in a version \(version) schema (lists need 5)")
                         }
                         let kind = AttributeValueKind(rawValue: try r.string()) ?? .primitive
                         let swiftType = try r.string()
@@ -230,7 +243,7 @@ public struct StoredSchema: Sendable, Hashable {
                 if version >= Self.versionsVersion {
                     let offset = r.offset
                     let count = try r.count(limit: 1 << 16)
-                    guard count > 0 else {
+                    guard count > 0 || version >= Self.listVersion else {
                         throw PayloadReader.malformed(offset, "a version 4 schema names no version")
                     }
                     for _ in 0..<count { versions.append(try r.string()) }
@@ -267,6 +280,11 @@ struct SchemaMapping {
     /// entity, so that an inserted block's columns write each cell and null bit of its rows and
     /// replay need not write the defaults first.
     var feedsEverySlot: [Bool] = []
+    /// Per stored entity, per stored attribute: the native list type (``AttributeType/stringList``,
+    /// ``AttributeType/intList``) a `Codable` attribute's stored JSON is converted to, when the
+    /// model now declares it as that list (`[String]`, `[Int]` written before lists were stored
+    /// natively); nil for every other attribute.
+    var listConversions: [[AttributeType?]] = []
 
     /// Matches entities by name and attributes by name or declared original name.
     ///
@@ -279,17 +297,21 @@ struct SchemaMapping {
     init(stored: StoredSchema, current: Schema, permissive: Bool = false) throws(StoreError) {
         var entity: [Int?] = []
         var slots: [[Int]] = []
+        var conversions: [[AttributeType?]] = []
         var problems: [String] = []
         for e in stored.entities {
             guard let index = current.indexByName[e.name] else {
                 entity.append(nil)
                 slots.append(Array(repeating: -1, count: e.attributes.count))
+                conversions.append(Array(repeating: nil, count: e.attributes.count))
                 continue
             }
             let d = current.entities[index]
             entity.append(index)
             var map: [Int] = []
+            var converted: [AttributeType?] = []
             for a in e.attributes {
+                converted.append(nil)
                 let slot =
                     d.slot(forKey: a.name)
                     ?? d.attributes.firstIndex { $0.originalName == a.name && d.slot(forKey: a.name) == nil }
@@ -298,6 +320,13 @@ struct SchemaMapping {
                     continue
                 }
                 let now = d.attributes[slot]
+                // JSON of a list now stored natively: converted as it is replayed, a lightweight
+                // change (a value that is not such a list is refused then).
+                if a.type == .data && a.valueKind == .codable && now.type.isList {
+                    converted[converted.count - 1] = now.type
+                    map.append(slot)
+                    continue
+                }
                 // For a custom stage, a value whose Swift type changed (an enum or a Codable
                 // type, stored as its raw value or JSON) starts at its default too.
                 let retyped =
@@ -315,6 +344,7 @@ struct SchemaMapping {
                 map.append(slot)
             }
             slots.append(map)
+            conversions.append(converted)
         }
         // Relationships stored as links: matched by their two (entity, name) sides.
         func currentLink(_ entityName: String, _ name: String) -> (link: Int, side: Int)? {
@@ -359,6 +389,7 @@ struct SchemaMapping {
         self.slots = slots
         self.links = links
         self.slotLinks = slotLinks
+        self.listConversions = conversions
         feedsEverySlot = zip(entity, slots).map { index, map in
             guard let index else { return false }
             var fed = [Bool](repeating: false, count: current.entities[index].attributes.count)

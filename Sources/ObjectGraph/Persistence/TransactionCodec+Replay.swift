@@ -1,3 +1,4 @@
+import Foundation
 internal import GraphJournal
 
 extension TransactionCodec {
@@ -70,6 +71,9 @@ struct ReplayVisitor: PayloadVisitor {
     private var entity = 0
     /// The block's current slot for each stored attribute (-1: dropped).
     private var slots: [Int] = []
+    /// The block's attributes whose stored JSON becomes a native list, by stored attribute
+    /// (``SchemaMapping/listConversions``).
+    private var listConversions: [AttributeType?] = []
     /// The rows of the block's inserted objects, in payload order, when they are not
     /// `appendedRows`.
     private var rows: [Int] = []
@@ -258,6 +262,7 @@ struct ReplayVisitor: PayloadVisitor {
         }
         self.entity = entity
         slots = mapping.slots[entity]
+        listConversions = mapping.listConversions.indices.contains(entity) ? mapping.listConversions[entity] : []
         slotLinks = mapping.slotLinks.indices.contains(entity) ? mapping.slotLinks[entity] : []
         table = mapping.entity[entity].map { tables[$0] }
         if let t = table, nextSerial > t.identity.nextSerial { t.identity.nextSerial = nextSerial }
@@ -344,8 +349,23 @@ struct ReplayVisitor: PayloadVisitor {
         // its values with the reader's inlined fast path instead of a call that switches per
         // value.
         try t.update { columns throws(PayloadReader.Failure) in
+            if listConversions.indices.contains(attribute), let list = listConversions[attribute] {
+                var arena = t.arena
+                defer { t.arena = arena }
+                try forEachRow { i, row throws(PayloadReader.Failure) in
+                    if let nulls, nulls.isNull(i) {
+                        columns.setNull(row: row, slot: slot, true)
+                        return
+                    }
+                    let cell = try Self.convertedList(
+                        &r, to: list, t, slot: slot, serial: t.identity.serialOfRow[row], into: &arena)
+                    columns.setCell(row: row, slot: slot, cell)
+                    columns.setNull(row: row, slot: slot, false)
+                }
+                return
+            }
             switch encoding {
-            case .bytes, .bytes16:
+            case .bytes, .bytes16, .stringList, .intList:
                 // The arena's storage is a reference: a local copy appends to the same memory,
                 // and its count goes back to the table when the column is done.
                 var arena = t.arena
@@ -491,14 +511,53 @@ struct ReplayVisitor: PayloadVisitor {
             return
         }
         let valueOffset = r.offset
+        if listConversions.indices.contains(attribute), let list = listConversions[attribute] {
+            var arena = t.arena
+            defer { t.arena = arena }
+            t.values[cell] = try Self.convertedList(
+                &r, to: list, t, slot: slot, serial: t.identity.serialOfRow[row], into: &arena)
+            t.nulls[row * t.maskWords + slot / 64] &= ~(1 << UInt64(slot % 64))
+            return
+        }
         switch encoding {
-        case .bytes, .bytes16:
+        case .bytes, .bytes16, .stringList, .intList:
             t.values[cell] = try r.withBytesValue(encoding) { t.arena.append($0) }
         default:
             t.values[cell] = try r.cell(encoding)
         }
         t.nulls[row * t.maskWords + slot / 64] &= ~(1 << UInt64(slot % 64))
         if let check = t.rawValueChecks[slot] { checkRawValue(t, row: row, slot: slot, check, at: valueOffset) }
+    }
+
+    /// Reads a stored `Codable` value (its JSON) of `t`'s `slot`, now a native list of type
+    /// `list`, and appends its native encoding to `arena`; returns the cell. JSON that does not
+    /// decode as the list is refused (`incompatibleSchema`), naming the object: the open fails
+    /// and nothing on disk changes.
+    private static func convertedList(
+        _ r: inout PayloadReader, to list: AttributeType, _ t: EntityTable, slot: Int, serial: UInt64,
+        into arena: inout ByteArena
+    ) throws(PayloadReader.Failure) -> UInt64 {
+        let start = r.offset
+        return try r.withBytesValue(.bytes) { json throws(PayloadReader.Failure) in
+            let native: [UInt8]
+            do {
+                let data = Data(json)
+                native =
+                    list == .stringList
+                    ? ListCoding.encode(strings: try CodableAttributeCoder.decode([String].self, from: data))
+                    : ListCoding.encode(integers: try CodableAttributeCoder.decode([Int].self, from: data))
+            } catch {
+                let a = t.entity.attributes[slot]
+                let text = String(decoding: json.prefix(80), as: UTF8.self) + (json.count > 80 ? "…" : "")
+                throw PayloadReader.violation(
+                    start,
+                    RecordViolation(
+                        .codableNotDecodable,
+                        "\(t.entity.name).\(a.name) of object \(serial): the stored JSON \(text) does not decode as \(a.swiftTypeName), which the model now stores as \(list.rawValue); it cannot be converted: \(error)",
+                        entity: t.entity.name, key: a.name))
+            }
+            return native.withUnsafeBytes { arena.append($0) }
+        }
     }
 
     mutating func deletedSerials(_ r: inout PayloadReader) throws(PayloadReader.Failure) {

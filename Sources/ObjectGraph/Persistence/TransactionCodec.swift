@@ -236,7 +236,7 @@ enum TransactionCodec {
                 }
                 return o
             }
-        case .bytes, .bytes16:
+        case .bytes, .bytes16, .stringList, .intList:
             t.arena.read { arena in
                 var total = 0
                 for i in range where !isNull(i) { total += arena.count(ArenaRef(cells[i])) + ByteWriter.maxVarintCount }
@@ -252,7 +252,7 @@ enum TransactionCodec {
     @inline(__always)
     static func writeCell(_ bits: UInt64, type: AttributeType, table: EntityTable, into w: inout ByteWriter) {
         switch type.payloadEncoding {
-        case .bytes, .bytes16: table.arena.withBytes(ArenaRef(bits)) { w.blob($0) }
+        case .bytes, .bytes16, .stringList, .intList: table.arena.withBytes(ArenaRef(bits)) { w.blob($0) }
         case let encoding: writeFixed(bits, encoding, into: &w)
         }
     }
@@ -266,7 +266,7 @@ enum TransactionCodec {
         case .varint: w.varint(bits)
         case .fixed64: w.fixed64(bits)
         case .fixed32: w.fixed32(UInt32(truncatingIfNeeded: bits))
-        case .bytes, .bytes16: w.varint(0)
+        case .bytes, .bytes16, .stringList, .intList: w.varint(0)
         }
     }
 

@@ -20,7 +20,7 @@ enum IndexKeyKind: Sendable {
         case .double, .date: self = .double
         case .float: self = .float
         case .bool: self = .bool
-        case .string, .data, .uuid, .url: self = .string
+        case .string, .data, .uuid, .url, .stringList, .intList: self = .string
         }
     }
 }

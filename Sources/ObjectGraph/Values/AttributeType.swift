@@ -3,20 +3,31 @@ public import Foundation
 /// The storage type of an attribute, as recorded in an entity description and the journal.
 ///
 /// Every Swift type an entity can declare maps to one of these: `Int` is ``int64``, a
-/// `RawRepresentable` enum is its raw value's type, and any other `Codable` value is ``data``
-/// holding its JSON encoding.
+/// `RawRepresentable` enum is its raw value's type, `[String]` is ``stringList`` and `[Int]`
+/// is ``intList``, and any other `Codable` value is ``data`` holding its JSON encoding.
 public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     case bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64
     case double, float, string, data, date, uuid, url
+    /// A list of strings (`[String]`), held in the byte arena in a compact binary encoding: a
+    /// LEB128 count, then each string's LEB128 byte length and UTF-8 bytes
+    /// (`Docs/JournalFormat.md`, "List cells"). A journal whose schema has one is read only by
+    /// builds that know list types (schema record version 5).
+    case stringList
+    /// A list of 64-bit integers (`[Int]`), held in the byte arena as a LEB128 count, then each
+    /// integer in 8 bytes, little-endian (`Docs/JournalFormat.md`, "List cells").
+    case intList
 
     /// Whether values of this type live in the per-entity byte arena (variable length)
     /// rather than in a fixed 64-bit cell.
     public var isVariableLength: Bool {
         switch self {
-        case .string, .data, .uuid, .url: true
+        case .string, .data, .uuid, .url, .stringList, .intList: true
         default: false
         }
     }
+
+    /// Whether this is a native list type (``stringList`` or ``intList``).
+    public var isList: Bool { self == .stringList || self == .intList }
 }
 
 /// How a Swift property type is mapped onto its ``AttributeType``.
@@ -26,6 +37,8 @@ public enum AttributeValueKind: String, Sendable, Hashable, Codable {
     /// A `RawRepresentable` type stored as its raw value.
     case rawRepresentable
     /// A `Codable` type stored as its JSON encoding in a ``AttributeType/data`` attribute.
+    /// (`[String]` and `[Int]` are not: they are ``primitive``, stored as
+    /// ``AttributeType/stringList`` and ``AttributeType/intList``.)
     case codable
 }
 
@@ -48,6 +61,11 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
     case date(Date)
     case uuid(UUID)
     case url(URL)
+    /// The value of a ``AttributeType/stringList`` attribute (`[String]`).
+    case stringList([String])
+    /// The value of an ``AttributeType/intList`` attribute (`[Int]`), each element widened to
+    /// `Int64` as ``int(_:)`` holds an `Int`.
+    case intList([Int64])
     /// A to-one relationship's destination, as ``Entity/changedValues()`` and
     /// ``Entity/committedValues(forKeys:)`` report it (stored as the destination's serial).
     case object(ObjectID)
@@ -68,6 +86,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         case .date(let v): v
         case .uuid(let v): v
         case .url(let v): v
+        case .stringList(let v): v
+        case .intList(let v): v
         case .object(let v): v
         case .objects(let v): v
         }
@@ -85,6 +105,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         case .date(let v): v.formatted(.iso8601)
         case .uuid(let v): v.uuidString
         case .url(let v): v.absoluteString
+        case .stringList(let v): "[" + v.map { String(reflecting: $0) }.joined(separator: ", ") + "]"
+        case .intList(let v): "[" + v.map { "\($0)" }.joined(separator: ", ") + "]"
         case .object(let v): "\(v)"
         case .objects(let v): "[" + v.map { "\($0)" }.joined(separator: ", ") + "]"
         }
@@ -129,6 +151,31 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
             return (value as? UUID).map(AttributeValue.uuid)
         case .url:
             return (value as? URL).map(AttributeValue.url)
+        case .stringList:
+            if let list = value as? [String] { return .stringList(list) }
+            if let list = value as? [Any] {
+                var strings: [String] = []
+                strings.reserveCapacity(list.count)
+                for element in list {
+                    guard let s = element as? String else { return nil }
+                    strings.append(s)
+                }
+                return .stringList(strings)
+            }
+            return nil
+        case .intList:
+            if let list = value as? [Int] { return .intList(list.map { Int64($0) }) }
+            if let list = value as? [Int64] { return .intList(list) }
+            if let list = value as? [Any] {
+                var integers: [Int64] = []
+                integers.reserveCapacity(list.count)
+                for element in list {
+                    guard let i = integerValue(element)?.int64 else { return nil }
+                    integers.append(i)
+                }
+                return .intList(integers)
+            }
+            return nil
         }
     }
 
@@ -145,6 +192,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         case .date(let d): return coerce(d, to: type)
         case .uuid(let u): return coerce(u, to: type)
         case .url(let u): return coerce(u, to: type)
+        case .stringList: return type == .stringList ? v : nil
+        case .intList: return type == .intList ? v : nil
         case .object(let id): return coerce(id.serial, to: type)  // a to-one slot holds the serial
         case .objects: return nil
         }
@@ -163,6 +212,8 @@ public enum AttributeValue: Sendable, Hashable, CustomStringConvertible {
         case .date: .date
         case .uuid: .uuid
         case .url: .url
+        case .stringList: .stringList
+        case .intList: .intList
         case .object: .uint64
         case .objects: .data
         }
@@ -249,6 +300,19 @@ enum PayloadEncoding: Sendable {
     case bytes
     /// As ``bytes``, but exactly 16 bytes long.
     case bytes16
+    /// As ``bytes``, holding a ``AttributeType/stringList`` cell (``ListCoding``), which the
+    /// reader checks as it reads it.
+    case stringList
+    /// As ``bytes``, holding an ``AttributeType/intList`` cell, checked as it is read.
+    case intList
+
+    /// Whether values of this encoding are a length, then that many bytes.
+    var isByteString: Bool {
+        switch self {
+        case .bytes, .bytes16, .stringList, .intList: true
+        default: false
+        }
+    }
 
     /// The bytes one value takes when its width does not depend on the value.
     var fixedWidth: Int? {
@@ -284,6 +348,8 @@ extension AttributeType {
         case .float: .fixed32
         case .string, .data, .url: .bytes
         case .uuid: .bytes16
+        case .stringList: .stringList
+        case .intList: .intList
         }
     }
 
@@ -291,7 +357,7 @@ extension AttributeType {
     /// whose predicates fetches evaluate on storage.
     var isIndexable: Bool {
         switch self {
-        case .data, .uuid, .url: false
+        case .data, .uuid, .url, .stringList, .intList: false
         default: true
         }
     }
@@ -304,7 +370,7 @@ extension AttributeType {
         case .uint8, .uint16, .uint32, .uint64: .unsigned
         case .double, .date: .double
         case .float: .float
-        case .bool, .string, .data, .uuid, .url: nil
+        case .bool, .string, .data, .uuid, .url, .stringList, .intList: nil
         }
     }
 
@@ -323,6 +389,9 @@ extension AttributeType {
         case (.bytes, .string(let v)): return ByteWriter.varintSize(UInt64(v.utf8.count)) + v.utf8.count
         case (.bytes, .data(let v)): return ByteWriter.varintSize(UInt64(v.count)) + v.count
         case (.bytes16, .uuid): return 17
+        case (.stringList, .stringList), (.intList, .intList):
+            guard let n = ListCoding.encode(value)?.count else { return nil }
+            return ByteWriter.varintSize(UInt64(n)) + n
         default: break
         }
         guard let v = AttributeValue.coerce(attributeValue: value, to: self) else { return nil }
@@ -335,7 +404,7 @@ extension AttributeType {
                     ByteWriter.varintSize(
                         UInt64(bitPattern: (Int64(bitPattern: bits) << 1) ^ (Int64(bitPattern: bits) >> 63)))
                 case .varint: ByteWriter.varintSize(bits)
-                case .bytes, .bytes16: 1
+                case .bytes, .bytes16, .stringList, .intList: 1
                 }
             case .bytes(let buffer): ByteWriter.varintSize(UInt64(buffer.count)) + buffer.count
             }

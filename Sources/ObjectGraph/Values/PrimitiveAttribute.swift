@@ -340,6 +340,8 @@ extension AttributeValue {
         case .date(let v): try v._withCell(body)
         case .uuid(let v): try v._withCell(body)
         case .url(let v): try v._withCell(body)
+        case .stringList(let v): try ListCoding.encode(strings: v).withUnsafeBytes { try body(.bytes($0)) }
+        case .intList(let v): try ListCoding.encode(integers: v).withUnsafeBytes { try body(.bytes($0)) }
         case .object(let id): try id.serial._withCell(body)
         case .objects(let ids): try ids.map(\.serial).withUnsafeBytes { try body(.bytes($0)) }
         }
@@ -358,6 +360,9 @@ extension AttributeValue {
         case .date: .date(Date._decode(cell))
         case .uuid: .uuid(UUID._decode(cell))
         case .url: .url(URL._decode(cell))
+        case .stringList: .stringList([String]._decode(cell))
+        case .intList:
+            if case .bytes(let buffer) = cell { .intList(ListCoding.integers(buffer)) } else { .intList([]) }
         }
     }
 }
