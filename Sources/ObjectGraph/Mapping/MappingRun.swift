@@ -753,6 +753,9 @@ struct MappingRun<Source: MappingSource> {
     ) -> [Int]? {
         let type = c.destination.entity.attributes[c.destinationSlots[0]].type
         let listType = table.types[slot]
+        if let index = c.index, listType == .stringList, type == .string {
+            return stringListTargets(c, index: index, row: row, slot: slot, table: table, counts: &counts)
+        }
         return table.arena.withBytes(ArenaRef(table.values[row * table.stride + slot])) { bytes -> [Int]? in
             var targets: [Int] = []
             var seen = Set<Int>()
@@ -795,6 +798,37 @@ struct MappingRun<Source: MappingSource> {
                 }
             }
             return any ? targets : nil
+        }
+    }
+
+    /// ``nativeCollectionTargets(_:row:slot:table:lookup:counts:)`` for the common case, names
+    /// looked up in the destination's unique index of one string attribute (a package's
+    /// dependencies by name). Every name's bucket is prefetched before the first lookup, so
+    /// the list's misses overlap instead of following each other, and nothing is allocated
+    /// but the result.
+    private func stringListTargets(
+        _ c: MappingPlan.Connection, index: UniqueIndex, row: Int, slot: Int, table: EntityTable,
+        counts: inout ConnectionCounts
+    ) -> [Int]? {
+        let destination = c.destination
+        return table.arena.withBytes(ArenaRef(table.values[row * table.stride + slot])) { bytes -> [Int]? in
+            var names = 0
+            ListCoding.forEachString(bytes) { utf8 in
+                index.prefetchHome(index.hash(cell: .bytes(utf8)))
+                names += 1
+            }
+            guard names > 0 else { return nil }
+            var targets: [Int] = []
+            targets.reserveCapacity(names)
+            ListCoding.forEachString(bytes) { utf8 in
+                guard let t = destination.owner(ofCell: .bytes(utf8), in: index), destination.isVisible(row: t) else {
+                    counts.noteUnmatched(String(decoding: utf8, as: UTF8.self))
+                    return
+                }
+                // A list names a few destinations: a search beats a set.
+                if !targets.contains(t) { targets.append(t) }
+            }
+            return targets
         }
     }
 
