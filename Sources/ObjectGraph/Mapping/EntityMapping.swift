@@ -12,6 +12,7 @@ internal import Synchronization
 /// try articles.identify(by: "id")                          // find existing objects by id
 /// try articles.useModificationAttribute("publishedAt")      // skip records not newer
 /// try articles.map("author", to: "author", with: authors)  // a nested object
+/// try articles.map(to: "editor", with: editors)            // one from the article's own fields
 /// articles.deletionPredicate = #Predicate { $0.isRetracted } // tombstones
 /// let result = try context.map(json, with: articles)
 /// ```
@@ -239,7 +240,8 @@ public struct EntityMapping<T: Entity>: Sendable {
     /// Skips an existing object whose `attribute` shows it is already up to date: for strings,
     /// when the source's value equals the stored one; for numbers and dates, unless the
     /// source's value is greater. A skipped object's source is not read further (its nested
-    /// relationships included) and the object is not dirtied, but its connections
+    /// relationships included, except those mapped from its own fields with
+    /// ``map(to:with:)``) and the object is not dirtied, but its connections
     /// (``connect(_:by:)-(String,String)``) are resolved again: a destination can appear, or come
     /// back after a sweep, while the object itself does not change. New objects are always mapped.
     public mutating func useModificationAttribute(_ attribute: String) throws(MappingError) {
