@@ -313,4 +313,44 @@ struct OwnFieldsMappingTests {
             #expect(p1.count == 300 && n1.count == 25)
         }
     }
+
+    @Test func oneSyncMarksAndSweepsAsTwoRunsDo() throws {
+        // Three generations synced with a modification attribute, as a mirror does: the second
+        // drops a sixth of the packages and moves a tenth to another maintainer (with a new
+        // version), so that maintainer 24 is named by nobody; the third is the second again.
+        func generation(_ g: Int) -> Data {
+            document(
+                (0..<300).compactMap { i in
+                    if g > 0 && i % 6 == 1 { return nil }
+                    let moved = g > 0 && i % 10 == 0
+                    var m = (i * 7 + (moved ? 3 : 0)) % 25
+                    if g > 0 && m == 24 { m = 23 }
+                    let version = moved || m == 23 ? "\(min(g, 1))" : "0"
+                    return record("p\(i)", version, email: "m\(m)@debian.org", maintainer: "Maintainer \(m)")
+                })
+        }
+        let one = try ownContext()
+        let two = try ownContext()
+        var (maintainers, packages) = try twoPassMappings()
+        try packages.useModificationAttribute("version")
+        let entities: [any Entity.Type] = [OwnPackage.self, OwnMaintainer.self]
+        for g in 0..<3 {
+            let r1 = try one.sync(entities, sweepLimit: .unlimited) {
+                try $0.map(generation(g), with: try onePassMapping(modification: true))
+            }
+            let r2 = try two.sync(entities, sweepLimit: .unlimited) { sync in
+                try sync.map(generation(g), with: maintainers)
+                try sync.map(generation(g), with: packages)
+            }
+            let (c1, c2) = (r1.counts["OwnPackage"] ?? SyncCounts(), r2.counts["OwnPackage"] ?? SyncCounts())
+            #expect(
+                c1.inserted == c2.inserted && c1.updated == c2.updated && c1.unchanged == c2.unchanged
+                    && c1.swept == c2.swept, "generation \(g): \(c1) against \(c2)")
+            #expect(r1.counts["OwnMaintainer"]?.swept == r2.counts["OwnMaintainer"]?.swept)
+            let (p1, n1, o1) = try graph(one)
+            let (p2, n2, o2) = try graph(two)
+            #expect(p1 == p2 && n1 == n2 && o1 == o2, "generation \(g)")
+            #expect(n1["m24@debian.org"] == (g == 0 ? "Maintainer 24" : nil))
+        }
+    }
 }
