@@ -12,6 +12,7 @@ internal import Synchronization
 /// try articles.identify(by: "id")                          // find existing objects by id
 /// try articles.useModificationAttribute("publishedAt")      // skip records not newer
 /// try articles.map("author", to: "author", with: authors)  // a nested object
+/// try articles.map(to: "editor", with: editors)            // one from the article's own fields
 /// articles.deletionPredicate = #Predicate { $0.isRetracted } // tombstones
 /// let result = try context.map(json, with: articles)
 /// ```
@@ -74,6 +75,48 @@ public struct EntityMapping<T: Entity>: Sendable {
     ///   relationship of the entity whose destination is `U`.
     public mutating func map<U: Entity>(
         _ sourceKeyPath: String, to relationship: String, with mapping: EntityMapping<U>
+    ) throws(MappingError) {
+        try mapRelationship(from: sourceKeyPath, to: relationship, with: mapping)
+    }
+
+    /// Maps the source object itself with `mapping`, and sets `relationship` to the result:
+    /// RestKit's relationship mapping from a `nil` key path. The destination's attributes come
+    /// from this object's own fields, so one record (a package with `maintainerName` and
+    /// `maintainerEmail`) maps two entities in one run:
+    ///
+    /// ```swift
+    /// var maintainers = EntityMapping(Maintainer.self)
+    /// try maintainers.map(["maintainerEmail": "email", "maintainerName": "name"])
+    /// try maintainers.identify(by: "email")
+    /// try packages.map(to: "maintainedBy", with: maintainers)
+    /// ```
+    ///
+    /// The destination is identified like any nested object, so the packages of one maintainer
+    /// share one object. When every identifying field is present and not `null`, the
+    /// destination is mapped; when one is `null`, the relationship is cleared; when one is
+    /// missing (and none is `null`), the relationship is left as it is, as a missing key leaves
+    /// a nested object's. A to-many gets the one destination. Unlike other nested mappings, it
+    /// is mapped for an object skipped as unmodified too (``useModificationAttribute(_:)``): the
+    /// destination is an object of its own, whose fields can change while this object's
+    /// modification attribute does not, and a sync must see it to keep it.
+    ///
+    /// - Throws: ``MappingError`` with code `unknownAttribute` when `relationship` is not a
+    ///   relationship of the entity whose destination is `U`, or `invalidIdentification` when
+    ///   `mapping` has no identification attributes (each run would insert a new destination
+    ///   per source).
+    public mutating func map<U: Entity>(to relationship: String, with mapping: EntityMapping<U>) throws(MappingError) {
+        guard !mapping.identificationAttributes.isEmpty else {
+            throw MappingError(
+                .invalidIdentification,
+                "\(U.entityDescription.name), mapped from \(entity.name)'s own fields into '\(relationship)', has no identification attributes; identify it (each run would insert a new \(U.entityDescription.name) per source)",
+                entity: U.entityDescription.name, attribute: relationship)
+        }
+        try mapRelationship(from: nil, to: relationship, with: mapping)
+    }
+
+    /// Adds a nested mapping; a `nil` key path maps the source object itself.
+    private mutating func mapRelationship<U: Entity>(
+        from sourceKeyPath: String?, to relationship: String, with mapping: EntityMapping<U>
     ) throws(MappingError) {
         guard let r = entity.relationships.first(where: { $0.name == relationship }),
             ObjectIdentifier(r.destinationType) == ObjectIdentifier(U.self)
@@ -197,7 +240,8 @@ public struct EntityMapping<T: Entity>: Sendable {
     /// Skips an existing object whose `attribute` shows it is already up to date: for strings,
     /// when the source's value equals the stored one; for numbers and dates, unless the
     /// source's value is greater. A skipped object's source is not read further (its nested
-    /// relationships included) and the object is not dirtied, but its connections
+    /// relationships included, except those mapped from its own fields with
+    /// ``map(to:with:)``) and the object is not dirtied, but its connections
     /// (``connect(_:by:)-(String,String)``) are resolved again: a destination can appear, or come
     /// back after a sweep, while the object itself does not change. New objects are always mapped.
     public mutating func useModificationAttribute(_ attribute: String) throws(MappingError) {
@@ -282,7 +326,8 @@ struct MappingDefinition: Sendable {
         let attribute: String
     }
     struct Relationship: Sendable {
-        let sourceKeyPath: String
+        /// `nil`: the source object itself (``EntityMapping/map(to:with:)``).
+        let sourceKeyPath: String?
         let relationship: String
         let mapping: MappingDefinition
     }

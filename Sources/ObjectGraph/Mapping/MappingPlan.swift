@@ -39,6 +39,9 @@ final class MappingPlan {
         let relationship: ResolvedRelationship
         let plan: MappingPlan
         let hintBase: Int
+        /// Whether the nested mapping maps the source object itself (a `nil` key path):
+        /// `keys` is then empty.
+        var isFromOwnFields = false
     }
     struct Connection {
         let relationship: ResolvedRelationship
@@ -58,6 +61,9 @@ final class MappingPlan {
     let table: EntityTable
     let attributes: [AttributeStep]
     private(set) var relationships: [RelationshipStep] = []
+    /// Whether a relationship step maps the source object itself: those are mapped for an
+    /// object skipped as unmodified too.
+    private(set) var mapsFromOwnFields = false
     private(set) var connections: [Connection] = []
     /// Positions in `attributes` of the identification attributes, in the index's slot order
     /// when `index` is set.
@@ -131,6 +137,7 @@ final class MappingPlan {
         plans.append(self)
         relationships = try Self.relationshipSteps(
             definition, table: table, context: context, plans: &plans, hintCount: &hintCount)
+        mapsFromOwnFields = relationships.contains(where: \.isFromOwnFields)
         connections = try Self.connections(definition, table: table, context: context)
         hints = [Int](repeating: 0, count: hintCount)
     }
@@ -222,12 +229,24 @@ final class MappingPlan {
         var steps: [RelationshipStep] = []
         for r in definition.relationships {
             let rel = try relationship(named: r.relationship, of: definition, table: table, context: context)
-            let keys = r.sourceKeyPath.split(separator: ".", omittingEmptySubsequences: false).map {
-                MappingKey(String($0))
-            }
+            let keys =
+                r.sourceKeyPath?.split(separator: ".", omittingEmptySubsequences: false).map {
+                    MappingKey(String($0))
+                } ?? []
             let nested = try MappingPlan(r.mapping, context: context, plans: &plans)
-            steps.append(
-                .init(keys: keys, keyPath: r.sourceKeyPath, relationship: rel, plan: nested, hintBase: hintCount))
+            if r.sourceKeyPath == nil && nested.identification.isEmpty {
+                // Checked when the mapping was built too, unless identification was inferred
+                // then and inference has been turned off since.
+                let name = nested.table.entity.name
+                throw MappingError(
+                    .invalidIdentification,
+                    "\(name), mapped from \(definition.entity.name)'s own fields into '\(r.relationship)', has no identification attributes; identify it (each run would insert a new \(name) per source)",
+                    entity: name, attribute: r.relationship)
+            }
+            var step = RelationshipStep(
+                keys: keys, keyPath: r.sourceKeyPath ?? "", relationship: rel, plan: nested, hintBase: hintCount)
+            step.isFromOwnFields = r.sourceKeyPath == nil
+            steps.append(step)
             hintCount += keys.count
         }
         return steps

@@ -150,7 +150,24 @@ struct MappingRun<Source: MappingSource> {
             if let m = plan.modification, let n = nodes[m],
                 try isUpToDate(n, step: plan.attributes[m], row: existing, plan, prefix)
             {
-                plan.note(existing, .skipped)
+                // The destinations mapped from the object's own fields are objects of their own,
+                // which the modification attribute does not vouch for: they are mapped (found,
+                // compared, and so marked in a sync) as for a mapped object.
+                var relationshipChanged = false
+                if plan.mapsFromOwnFields {
+                    depth += 1
+                    defer { depth -= 1 }
+                    for step in plan.relationships where step.isFromOwnFields {
+                        relationshipChanged =
+                            try mapRelationship(node, step, row: existing, plan, prefix) || relationshipChanged
+                    }
+                }
+                if relationshipChanged {
+                    plan.relationshipUpdates.append(Int32(existing))
+                    plan.note(existing, .updated)
+                } else {
+                    plan.note(existing, .skipped)
+                }
                 return existing
             }
             resolveLateSteps(node, plan, &nodes)
@@ -517,12 +534,35 @@ struct MappingRun<Source: MappingSource> {
     private mutating func mapRelationship(
         _ node: Source.Node, _ step: MappingPlan.RelationshipStep, row: Int, _ plan: MappingPlan, _ prefix: String
     ) throws -> Bool {
-        guard let value = source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase) else {
-            return false
+        let value: Source.Node
+        let path: String
+        if step.isFromOwnFields {
+            // The object itself, when it names its destination: every identifying field present
+            // and not null. A null one says there is none (cleared, as a null nested object); a
+            // missing one says nothing (left, as a missing nested object).
+            var isNull = false
+            var isMissing = false
+            for p in step.plan.identification {
+                let a = step.plan.attributes[p]
+                guard let n = source.node(node, at: a.keys, hints: &step.plan.hints, base: a.hintBase) else {
+                    isMissing = true
+                    continue
+                }
+                if source.kind(n) == .null { isNull = true }
+            }
+            if isNull { return clear(step.relationship, row: row, plan.table) }
+            if isMissing { return false }
+            value = node
+            path = prefix
+        } else {
+            guard let found = source.node(node, at: step.keys, hints: &plan.hints, base: step.hintBase) else {
+                return false
+            }
+            value = found
+            path = joined(prefix, step.keyPath)
         }
         let table = plan.table
         let r = step.relationship
-        let path = joined(prefix, step.keyPath)
         if r.isToMany {
             var targets: [Int] = []
             switch source.kind(value) {
@@ -834,13 +874,18 @@ struct MappingRun<Source: MappingSource> {
 
     /// Empties the connection's relationship of `row`; returns whether it held anything.
     private func clear(_ c: MappingPlan.Connection, row: Int, _ table: EntityTable) -> Bool {
-        if c.relationship.isToMany {
-            guard !table.toManyDestinations(row: row, c.relationship).isEmpty else { return false }
-            table.setToMany(row: row, c.relationship, to: [])
+        clear(c.relationship, row: row, table)
+    }
+
+    /// Empties `relationship` of `row`; returns whether it held anything.
+    private func clear(_ relationship: ResolvedRelationship, row: Int, _ table: EntityTable) -> Bool {
+        if relationship.isToMany {
+            guard !table.toManyDestinations(row: row, relationship).isEmpty else { return false }
+            table.setToMany(row: row, relationship, to: [])
             return true
         }
-        guard !table.toOneIsEmpty(row: row, c.relationship) else { return false }
-        table.setToOne(row: row, c.relationship, to: nil)
+        guard !table.toOneIsEmpty(row: row, relationship) else { return false }
+        table.setToOne(row: row, relationship, to: nil)
         return true
     }
 

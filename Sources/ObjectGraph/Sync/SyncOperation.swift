@@ -14,6 +14,10 @@ public import Foundation
 /// }
 /// print(result.counts["Package"]?.swept ?? 0)   // the packages the API no longer lists
 /// ```
+///
+/// When the package records carry their maintainer's fields, one document and one run do: the
+/// packages' mapping maps the maintainer from each record (``EntityMapping/map(to:with:)``), and
+/// the sync marks both.
 public final class SyncOperation {
     /// The context the sync works on.
     public let context: ModelContext
