@@ -97,6 +97,29 @@ enum ListedObject {
         #expect(error.message.contains("list attribute"), "\(error.message)")
     }
 
+    /// The ASCII check that spares most strings a full UTF-8 validation sees a high byte at
+    /// every position, in the eight-byte words and in the tail; a string with one still goes
+    /// through the full validation.
+    @Test func theASCIICheckSeesAHighByteAnywhere() {
+        for length in 0..<20 {
+            let ascii = [UInt8](repeating: 0x61, count: length)
+            #expect(ascii.withUnsafeBytes { ListCoding.isASCII($0) }, "\(length)")
+            for position in 0..<length {
+                var bytes = ascii
+                bytes[position] = 0xC3
+                #expect(!bytes.withUnsafeBytes { ListCoding.isASCII($0) }, "\(length) at \(position)")
+                // A lone lead byte is invalid UTF-8 wherever it sits.
+                let cell = [0x01, UInt8(length)] + bytes
+                #expect(
+                    cell.withUnsafeBytes { ListCoding.validate($0, .stringList)?.reason }
+                        == "string 0 is not valid UTF-8",
+                    "\(length) at \(position)")
+            }
+        }
+        let accented = [0x01, 0x02, 0xC3, 0xA9] as [UInt8]
+        #expect(accented.withUnsafeBytes { ListCoding.validate($0, .stringList) } == nil, "é is valid UTF-8")
+    }
+
     @Test func malformedCellsAreRefusedNamingTheProblem() {
         func problem(_ bytes: [UInt8], _ type: AttributeType) -> String? {
             bytes.withUnsafeBytes { ListCoding.validate($0, type)?.reason }

@@ -131,8 +131,8 @@ package enum ListCoding {
                         offset: start, reason: "string \(index) of \(length) bytes runs past the end of the list")
                 }
                 let end = offset + Int(length)
-                guard String(validating: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), as: UTF8.self) != nil
-                else {
+                let element = UnsafeRawBufferPointer(rebasing: bytes[offset..<end])
+                guard isASCII(element) || String(validating: element, as: UTF8.self) != nil else {
                     return Malformed(offset: offset, reason: "string \(index) is not valid UTF-8")
                 }
                 offset = end
@@ -144,6 +144,23 @@ package enum ListCoding {
         default:
             return Malformed(offset: 0, reason: "\(type.rawValue) is not a list type")
         }
+    }
+
+    /// Whether every byte of `bytes` is ASCII (and so the bytes are valid UTF-8), eight at a
+    /// time. Names, tags and identifiers usually are: an open validates every string of every
+    /// list it replays, and `String(validating:as:)` made each one a `String`.
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        var high: UInt64 = 0
+        while i + 8 <= bytes.count {
+            high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        while i < bytes.count {
+            high |= UInt64(bytes[i])
+            i += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     /// The strings of a well-formed ``AttributeType/stringList`` cell. A cell that is not
