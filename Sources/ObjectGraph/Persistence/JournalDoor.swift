@@ -315,12 +315,23 @@ final class JournalDoor: PersistenceDoor {
                     journalError: error)
             }
         }
-        let changes: ChangeSet
+        var changes: ChangeSet
         do {
             changes = try stored.decodeTransaction(payload)
         } catch {
             throw StoreError(
                 error.code, "shipped record \(record.sequence): \(error.message)", sequence: record.sequence)
+        }
+        // A writer that still stores `[String]`/`[Int]` as JSON (a release before native lists,
+        // during a rolling upgrade): its values become this model's lists as open's replay
+        // converts them. One that is not such a list is refused before anything is written.
+        do throws(RecordViolation) {
+            changes = try changes.convertingJSONLists(stored: stored, to: context.schema)
+        } catch {
+            throw StoreError(
+                error.storeErrorCode,
+                "shipped record \(record.sequence) does not apply here (\(error.reason)): its writer stores \(error.entity ?? "the entity").\(error.key ?? "the attribute") as JSON that this model, which declares it a native list, cannot convert; nothing was written and the replica stays at the record before it: correct the value on the writer (a JSON array of the list's elements), or follow with a model that declares the attribute as the writer does until the writer is upgraded",
+                sequence: record.sequence)
         }
         do {
             try journal.append(shipped: record, schema: schema, origin: origin)

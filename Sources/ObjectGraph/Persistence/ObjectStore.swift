@@ -376,6 +376,11 @@ public final class ObjectStore {
     /// applies it to ``context`` as committed state, as a replay does. A replica's only way
     /// in; open it with ``StoreOptions/readOnly`` so that nothing else writes.
     ///
+    /// A record whose writer stores a `[String]` or `[Int]` attribute as JSON (a `Codable`
+    /// value, as releases before native lists did) applies to a model that declares it a native
+    /// list: each value is converted as open's replay converts it (`Docs/Replication.md`,
+    /// "Upgrading a writer and its followers").
+    ///
     /// The record is durable (per the durability policy) before the context changes. No
     /// lifecycle hook runs; snapshots and observers of an ``AsyncStore`` see the record as one
     /// transaction. A sealed record (its source encrypts its journal) opens with this store's
@@ -393,8 +398,8 @@ public final class ObjectStore {
     ///   changed), or decodes but does not apply (the replica diverged: the store is closed, and
     ///   reopening it reports the record); `incompatibleSchema` when it stores an enum raw value
     ///   that is not a case of this model's enum, or `Codable` JSON that does not decode as
-    ///   this model's type (the store is closed likewise), or for its
-    ///   schema; `journal`
+    ///   this model's type (the store is closed likewise), or JSON that is not the native list
+    ///   this model declares (nothing changed), or for its schema; `journal`
     ///   when the append fails (nothing changed), or when the record is sealed with a key this
     ///   store lacks (journal code `keyUnavailable`) or does not match (`wrongKey`), or is not
     ///   sealed and this store is encrypted (`notEncrypted`), nothing changed; `readOnly` when

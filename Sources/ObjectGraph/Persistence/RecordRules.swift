@@ -219,6 +219,20 @@ package enum RecordRules {
             entity: entity, key: attribute.name)
     }
 
+    /// A stored `Codable` value's JSON that does not decode as the native list `list` the model
+    /// now declares (``ListCoding/cell(convertingJSON:to:)`` threw `error`): it cannot be
+    /// converted. Open's replay and an applied shipped record refuse it in these words.
+    package static func listNotConvertible(
+        _ entity: String, attribute: AttributeDescription, serial: UInt64, json: UnsafeRawBufferPointer,
+        to list: AttributeType, _ error: any Error
+    ) -> RecordViolation {
+        let text = String(decoding: json.prefix(80), as: UTF8.self) + (json.count > 80 ? "…" : "")
+        return RecordViolation(
+            .codableNotDecodable,
+            "\(entity).\(attribute.name) of object \(serial): the stored JSON \(text) does not decode as \(attribute.swiftTypeName), which the model now stores as \(list.rawValue); it cannot be converted: \(error)",
+            entity: entity, key: attribute.name)
+    }
+
     /// A list cell whose bytes do not decode, as the payload reader finds it (without the
     /// entity and attribute, which ``located(_:entity:attribute:serial:)`` adds).
     package static func malformedList(_ problem: ListCoding.Malformed) -> RecordViolation {

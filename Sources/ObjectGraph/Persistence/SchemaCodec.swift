@@ -322,8 +322,8 @@ struct SchemaMapping {
                 let now = d.attributes[slot]
                 // JSON of a list now stored natively: converted as it is replayed, a lightweight
                 // change (a value that is not such a list is refused then).
-                if a.type == .data && a.valueKind == .codable && now.type.isList {
-                    converted[converted.count - 1] = now.type
+                if let list = ListCoding.conversion(from: a, to: now) {
+                    converted[converted.count - 1] = list
                     map.append(slot)
                     continue
                 }

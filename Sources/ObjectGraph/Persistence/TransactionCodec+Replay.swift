@@ -541,20 +541,13 @@ struct ReplayVisitor: PayloadVisitor {
         return try r.withBytesValue(.bytes) { json throws(PayloadReader.Failure) in
             let native: [UInt8]
             do {
-                let data = Data(json)
-                native =
-                    list == .stringList
-                    ? ListCoding.encode(strings: try CodableAttributeCoder.decode([String].self, from: data))
-                    : ListCoding.encode(integers: try CodableAttributeCoder.decode([Int].self, from: data))
+                native = try ListCoding.cell(convertingJSON: json, to: list)
             } catch {
-                let a = t.entity.attributes[slot]
-                let text = String(decoding: json.prefix(80), as: UTF8.self) + (json.count > 80 ? "…" : "")
                 throw PayloadReader.violation(
                     start,
-                    RecordViolation(
-                        .codableNotDecodable,
-                        "\(t.entity.name).\(a.name) of object \(serial): the stored JSON \(text) does not decode as \(a.swiftTypeName), which the model now stores as \(list.rawValue); it cannot be converted: \(error)",
-                        entity: t.entity.name, key: a.name))
+                    RecordRules.listNotConvertible(
+                        t.entity.name, attribute: t.entity.attributes[slot], serial: serial, json: json, to: list,
+                        error))
             }
             return native.withUnsafeBytes { arena.append($0) }
         }

@@ -247,6 +247,33 @@ package enum ListCoding {
     }
 }
 
+// MARK: JSON lists written before lists were native
+
+extension ListCoding {
+    /// The native list type a stored attribute's values are converted to when the model now
+    /// declares it as `[String]` or `[Int]`: the JSON of a `Codable` value (type `data`), as
+    /// such lists were stored before they were native. Nil for every other pair (no conversion).
+    ///
+    /// Every applier of stored records asks this one question (open's replay through
+    /// ``SchemaMapping/listConversions``, an applied shipped record in ``JSONLists``), so they
+    /// convert the same attributes.
+    static func conversion(from stored: AttributeDescription, to current: AttributeDescription) -> AttributeType? {
+        stored.type == .data && stored.valueKind == .codable && current.type.isList ? current.type : nil
+    }
+
+    /// The native cell of a list stored as the JSON of a `Codable` value: what the attribute
+    /// holds once its type is `list` (``AttributeType/stringList`` or ``AttributeType/intList``).
+    ///
+    /// - Throws: what `JSONDecoder` throws when the JSON is not a list of that element type
+    ///   (``RecordRules/listNotConvertible(_:attribute:serial:json:to:_:)`` words it).
+    static func cell(convertingJSON json: UnsafeRawBufferPointer, to list: AttributeType) throws -> [UInt8] {
+        let data = Data(json)
+        return list == .stringList
+            ? encode(strings: try CodableAttributeCoder.decode([String].self, from: data))
+            : encode(integers: try CodableAttributeCoder.decode([Int].self, from: data))
+    }
+}
+
 /// The element type of a natively stored list attribute: `String` (``AttributeType/stringList``)
 /// and `Int` (``AttributeType/intList``). `[String]`, `[Int]` and their optionals are stored in
 /// a compact binary encoding (`Docs/JournalFormat.md`, "List cells"), not as JSON.

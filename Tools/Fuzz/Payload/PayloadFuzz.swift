@@ -29,6 +29,10 @@ enum FuzzMood: Int {
     var title: String = ""
     var mood: FuzzMood = .calm
     var size: Int = 0
+    /// Native lists: every payload of the store holds list cells (schema record version 5), so
+    /// their decoding is fuzzed with the rest.
+    var words: [String] = []
+    var counts: [Int]?
     @Relationship(inverse: "notes") var tags: [FuzzTag]
     @Relationship(inverse: "pages") var folder: FuzzFolder?
 }
@@ -97,6 +101,8 @@ enum PayloadFuzz {
             let notes = try (0..<4).map { i in
                 try c.insert(FuzzNote.self) { n in
                     n.title = "n\(i)"; n.mood = i % 2 == 0 ? .calm : .busy; n.size = i * 1000
+                    n.words = Array(["é", "w\(i)", ""].prefix(i))
+                    n.counts = i % 2 == 0 ? [i, -i, Int.max] : nil
                 }
             }
             try c.save()
@@ -104,6 +110,8 @@ enum PayloadFuzz {
             notes[1].tags = [tags[0]]
             f.pages = notes
             notes[2].title = "changed"
+            notes[2].words = ["changed", "日本"]
+            notes[1].counts = [7]
             try c.save()
             try c.move(in: "pages", of: f, from: 3, to: 0)
             notes[1].tags = []
@@ -162,7 +170,7 @@ enum PayloadFuzz {
 
     static func notes(_ context: ModelContext) -> [String] {
         ((try? context.objects(of: FuzzNote.self)) ?? []).map {
-            "\($0.title)/\($0.mood.rawValue)/\($0.size)/\($0.tags.count)/\($0.folder == nil)"
+            "\($0.title)/\($0.mood.rawValue)/\($0.size)/\($0.words)/\(String(describing: $0.counts))/\($0.tags.count)/\($0.folder == nil)"
         }.sorted()
     }
 
