@@ -636,7 +636,9 @@ struct MappingRun<Source: MappingSource> {
                 c.relationship.isToMany && c.relationship.isLinked
                 ? context.links[c.relationship.link].acceptsFreshLists : false
             var fresh = LinkRuns()
-            for r in plan.mappedRows {
+            var lookahead = ConnectionLookahead(c, source: table, rows: plan.mappedRows)
+            for (position, r) in plan.mappedRows.enumerated() {
+                lookahead?.advance(to: position)
                 let row = Int(r)
                 guard table.isVisible(row: row) else { continue }
                 if c.mySlots.contains(where: { table.isNull(row: row, slot: $0) }) {
@@ -843,24 +845,18 @@ struct MappingRun<Source: MappingSource> {
 
     /// ``nativeCollectionTargets(_:row:slot:table:lookup:counts:)`` for the common case, names
     /// looked up in the destination's unique index of one string attribute (a package's
-    /// dependencies by name). Every name's bucket is prefetched before the first lookup, so
-    /// the list's misses overlap instead of following each other, and nothing is allocated
-    /// but the result.
+    /// dependencies by name), with nothing allocated but the result. The connection's
+    /// ``ConnectionLookahead`` prefetched what the lookups read.
     private func stringListTargets(
         _ c: MappingPlan.Connection, index: UniqueIndex, row: Int, slot: Int, table: EntityTable,
         counts: inout ConnectionCounts
     ) -> [Int]? {
         let destination = c.destination
         return table.arena.withBytes(ArenaRef(table.values[row * table.stride + slot])) { bytes -> [Int]? in
-            var names = 0
-            ListCoding.forEachString(bytes) { utf8 in
-                index.prefetchHome(index.hash(cell: .bytes(utf8)))
-                names += 1
-            }
-            guard names > 0 else { return nil }
             var targets: [Int] = []
-            targets.reserveCapacity(names)
+            var any = false
             ListCoding.forEachString(bytes) { utf8 in
+                any = true
                 guard let t = destination.owner(ofCell: .bytes(utf8), in: index), destination.isVisible(row: t) else {
                     counts.noteUnmatched(String(decoding: utf8, as: UTF8.self))
                     return
@@ -868,7 +864,7 @@ struct MappingRun<Source: MappingSource> {
                 // A list names a few destinations: a search beats a set.
                 if !targets.contains(t) { targets.append(t) }
             }
-            return targets
+            return any ? targets : nil
         }
     }
 
