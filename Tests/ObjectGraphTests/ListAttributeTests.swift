@@ -120,6 +120,36 @@ enum ListedObject {
         #expect(accented.withUnsafeBytes { ListCoding.validate($0, .stringList) } == nil, "é is valid UTF-8")
     }
 
+    /// `fetch(_:as:)` reads list attributes straight from their cells into a value's arrays,
+    /// optional or not, present or nil, and refuses an `[Int]` read as `[String]`.
+    @Test func listsDecodeIntoValuesAsTheyAreStored() throws {
+        struct Row: Decodable, Equatable {
+            var name: String
+            var tags: [String]
+            var scores: [Int]
+            var aliases: [String]?
+            var ranks: [Int]?
+        }
+        struct Wrong: Decodable { var scores: [String] }
+        let context = ModelContext(schema: try Schema(Listed.self))
+        let a = try context.insert(Listed.self)
+        a.name = "a"
+        a.tags = ["x", "é", ""]
+        a.scores = [Int.min, -1, 0, Int.max]
+        a.aliases = ["alias"]
+        let b = try context.insert(Listed.self)
+        b.name = "b"
+        b.ranks = []
+        let rows = try context.fetch(FetchDescriptor<Listed>(sortBy: [SortDescriptor(\.name)]), as: Row.self)
+        #expect(
+            rows == [
+                Row(
+                    name: "a", tags: ["x", "é", ""], scores: [Int.min, -1, 0, Int.max], aliases: ["alias"], ranks: nil),
+                Row(name: "b", tags: [], scores: [], aliases: nil, ranks: []),
+            ])
+        #expect(throws: DecodingError.self) { try context.fetch(FetchDescriptor<Listed>(), as: Wrong.self) }
+    }
+
     @Test func malformedCellsAreRefusedNamingTheProblem() {
         func problem(_ bytes: [UInt8], _ type: AttributeType) -> String? {
             bytes.withUnsafeBytes { ListCoding.validate($0, type)?.reason }

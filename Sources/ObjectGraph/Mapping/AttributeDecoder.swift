@@ -203,7 +203,29 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decoder.decode(type, forKey: key) }
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decoder.decode(type, forKey: key) }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decoder.decode(type, forKey: key) }
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try decoder.decode(type, forKey: key) }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        // The native lists, read from their cells as they are (through the general path, the
+        // type's conformances are looked up for every value).
+        // `T` is the list type itself there, so the casts change nothing.
+        if T.self == [String].self {
+            return unsafeBitCast(try decoder.direct([String].self, forKey: key, Self.strings), to: T.self)
+        }
+        if T.self == [Int].self {
+            return unsafeBitCast(try decoder.direct([Int].self, forKey: key, Self.integers), to: T.self)
+        }
+        return try decoder.decode(type, forKey: key)
+    }
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard contains(key) else { return nil }
+        if T.self == [String].self {
+            return unsafeBitCast(try decoder.directIfPresent([String].self, forKey: key, Self.strings), to: T?.self)
+        }
+        if T.self == [Int].self {
+            return unsafeBitCast(try decoder.directIfPresent([Int].self, forKey: key, Self.integers), to: T?.self)
+        }
+        guard try !decodeNil(forKey: key) else { return nil }
+        return try decode(type, forKey: key)
+    }
 
     // The optionals synthesized `Decodable` reads, each from one read of the value (the default
     // `decodeIfPresent` reads it once to test for nil, then again to decode it).
@@ -243,6 +265,20 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     private static func double(_ v: AttributeValue) -> Double? {
         if case .double(let d) = v { return d }
         return nil
+    }
+    private static func strings(_ v: AttributeValue) -> [String]? {
+        if case .stringList(let list) = v { return list }
+        return nil
+    }
+    private static func integers(_ v: AttributeValue) -> [Int]? {
+        guard case .intList(let list) = v else { return nil }
+        var result: [Int] = []
+        result.reserveCapacity(list.count)
+        for i in list {
+            guard let value = Int(exactly: i) else { return nil }
+            result.append(value)
+        }
+        return result
     }
     private static func bool(_ v: AttributeValue) -> Bool? {
         if case .bool(let b) = v { return b }
