@@ -278,6 +278,8 @@ struct MappingTests {
 
     @Test func documentsParsedIntoTheKeptBuffersAfterAMalformedOneMapCorrectly() throws {
         let context = try newsContext()
+        #expect(!context.keepsJSONBuffers, "a context keeps only what it must")
+        context.keepsJSONBuffers = true
         let m = try articles()
         try context.map(
             json(#"[{"articleID": 1, "title": "a long title that the next, shorter document must not leave behind"}]"#),

@@ -51,13 +51,17 @@ public final class ModelContext {
     /// (``releaseFreedRows()``).
     var rowsInUse = 0
     /// Whether the context keeps the JSON parser's buffers between mapping runs (default
-    /// `true`): the next document then parses into memory already allocated, its tape and
-    /// strings already paged in (a second 34 MiB document parsed in about 0.04 s instead of
-    /// 0.07–0.11 s), at the cost of keeping that memory (about 1.6 times the largest
-    /// document's size) for the context's life. The parser's working buffers (the padded copy
-    /// of the input and its structural indexes) give their pages back after every parse.
-    /// Setting `false` releases it all.
-    public var keepsJSONBuffers = true {
+    /// `false`, as the context keeps only what it must: Docs/Semantics.md, rule 1).
+    ///
+    /// Kept, the next document parses into memory already allocated, its tape and strings
+    /// already paged in: a second 34 MiB document parsed in about 0.04 s instead of 0.07–0.11 s.
+    /// The cost is that memory, about 1.6 times the largest document's size, held for the
+    /// context's life, and through each sync's save: the real job's first sync peaked at
+    /// 179–182 MiB with the buffers kept and 161–162 MiB without. A daemon that maps large
+    /// documents often and has the memory to spare sets `true`. The parser's working buffers
+    /// (the padded copy of the input and its structural indexes) give their pages back after
+    /// every parse either way. Setting `false` releases what is kept.
+    public var keepsJSONBuffers = false {
         didSet { if !keepsJSONBuffers { jsonParser = nil } }
     }
     /// The parser kept for the next mapping run's JSON.
