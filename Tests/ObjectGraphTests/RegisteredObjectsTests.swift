@@ -55,6 +55,31 @@ struct RegisteredObjectsTests {
         #expect(first.label == "0")
     }
 
+    /// A fetch's instances are all held by its result while it is built, so no sweep runs
+    /// meanwhile; once the application lets the result go, they are let go like any others,
+    /// at the sweep that as many instances again start.
+    @Test func aFetchedResultIsNotSweptWhileItIsBuiltAndIsLetGoAfterwards() throws {
+        let n = 10_000
+        let (context, ids) = try saved(3 * n)
+        let table = try context.table(for: Fetched.self)
+        var descriptor = FetchDescriptor<Fetched>()
+        descriptor.fetchLimit = n
+        var result: [Fetched]? = try context.fetch(descriptor)
+        #expect(result?.count == n)
+        #expect(try instanceCount(context) == n, "every instance of the result is there, none swept")
+        #expect(table.sweepThreshold >= 2 * n, "the next sweep waits for as many instances again")
+        result = nil
+        // The application let the result go: the objects read one by one next make as many
+        // instances again, which start the sweep that lets the fetched ones go too.
+        for id in ids[n...] { _ = (context.object(with: id) as? Fetched)?.label }
+        #expect(try instanceCount(context) <= 2 * EntityTable.minimumSweep + 2)
+        // `objects(of:)` builds its result the same way: every instance there at its end.
+        let all = try context.objects(of: Fetched.self)
+        #expect(all.count == 3 * n)
+        #expect(try instanceCount(context) == 3 * n)
+        withExtendedLifetime(all) {}
+    }
+
     @Test func retainingRegisteredObjectsKeepsEveryInstance() throws {
         let n = 10_000
         let (context, ids) = try saved(n)

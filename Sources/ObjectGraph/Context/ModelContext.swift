@@ -263,12 +263,14 @@ public final class ModelContext {
         let table = try table(for: type)
         // Written in place: this function is generic, and called from another module it runs
         // unspecialized, where each `append` was a call into the generic array code.
-        return [T](unsafeUninitializedCapacity: table.identity.liveCount) { buffer, count in
-            count = 0
-            guard let base = buffer.baseAddress else { return }
-            for row in 0..<table.rowCount where count < buffer.count && table.isVisible(row: row) {
-                (base + count).initialize(to: table.object(row: row, as: T.self))  // `T`'s own table: no cast
-                count += 1
+        return table.buildingResult {
+            [T](unsafeUninitializedCapacity: table.identity.liveCount) { buffer, count in
+                count = 0
+                guard let base = buffer.baseAddress else { return }
+                for row in 0..<table.rowCount where count < buffer.count && table.isVisible(row: row) {
+                    (base + count).initialize(to: table.object(row: row, as: T.self))  // `T`'s own table: no cast
+                    count += 1
+                }
             }
         }
     }

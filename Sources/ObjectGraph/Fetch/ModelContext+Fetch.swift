@@ -28,7 +28,9 @@ extension ModelContext {
         let rows = try fetchedRows(descriptor, in: table)
         var result: [T] = []
         result.reserveCapacity(rows.count)
-        for row in rows { result.append(table.object(row: Int(row), as: T.self)) }
+        table.buildingResult {
+            for row in rows { result.append(table.object(row: Int(row), as: T.self)) }
+        }
         return result
     }
 

@@ -195,7 +195,7 @@ extension EntityTable {
         instances[row] = object
         if !context.retainsRegisteredObjects {
             sweepRows.append(Int32(row))
-            if sweepRows.count >= sweepThreshold { sweepUnheldInstances(keeping: row) }
+            if sweepRows.count >= sweepThreshold && resultsBeingBuilt == 0 { sweepUnheldInstances(keeping: row) }
         }
         if flags[row] & Flags.inserted == 0 && hooks.contains(.awakeFromFetch) {
             context.rowsInUse += 1
@@ -203,6 +203,21 @@ extension EntityTable {
             context.rowsInUse -= 1
         }
         return object
+    }
+
+    /// Runs `body`, which makes instances into a result its caller holds (a fetch's array), with
+    /// no sweep meanwhile: each would find every instance of the result held, and a fetch of a
+    /// million objects made them check about two million. Afterwards the next sweep starts once
+    /// as many instances again were made, as after a sweep that kept them all.
+    func buildingResult<R>(_ body: () throws -> R) rethrows -> R {
+        resultsBeingBuilt += 1
+        defer {
+            resultsBeingBuilt -= 1
+            if resultsBeingBuilt == 0 && sweepRows.count >= sweepThreshold {
+                sweepThreshold = max(Self.minimumSweep, 2 * sweepRows.count)
+            }
+        }
+        return try body()
     }
 
     /// Lets go of the instances of ``sweepRows`` that nothing but this table holds and whose

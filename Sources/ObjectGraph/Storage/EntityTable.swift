@@ -122,6 +122,8 @@ final class EntityTable {
     /// The rows whose instances the next sweep looks at (``sweepUnheldInstances(keeping:)``):
     /// those made by ``makeInstance(row:)`` since the last sweep, and those the last sweep kept.
     var sweepRows: [Int32] = []
+    /// How many results are being built now (``buildingResult(_:)``): no sweep runs meanwhile.
+    var resultsBeingBuilt = 0
     /// The length of ``sweepRows`` that starts the next sweep.
     var sweepThreshold = EntityTable.minimumSweep
     /// The fewest instances made between two sweeps.
