@@ -583,6 +583,28 @@ struct LinkMappingTests {
         try reopened.close()
     }
 
+    /// A list longer than the few names a package has (each name three times, and names of
+    /// nothing among them) connects each destination once, as a short one does.
+    @Test func aLongListOfKeysConnectsEachDestinationOnce() throws {
+        let context = ModelContext(schema: try linkMappingSchema)
+        var units = EntityMapping(LMUnit.self)
+        try units.map("name")
+        try units.map(["depends": "dependsNames"])
+        try units.identify(by: "name")
+        try units.connect("depends", by: ["dependsNames": "name"])
+        let names = (0..<300).map { "\"lib\($0 % 100)\"" } + (0..<5).map { "\"virtual-\($0)\"" }
+        let document = json(
+            "[{\"name\": \"big\", \"depends\": [\(names.joined(separator: ", "))]}, "
+                + (0..<100).map { #"{"name": "lib\#($0)", "depends": []}"# }.joined(separator: ", ") + "]")
+        let r = try context.map(document, with: units)
+        #expect(r.counts.connections["depends"]?.unmatchedKeys == 5)
+        let big = try #require(try context.object(LMUnit.self, where: \.name, equals: "big"))
+        #expect(big.depends.count == 100)
+        #expect(Set(big.depends.map(\.name)) == Set((0..<100).map { "lib\($0)" }))
+        let lib = try #require(try context.object(LMUnit.self, where: \.name, equals: "lib42"))
+        #expect(lib.dependents.map(\.name) == ["big"])
+    }
+
     // MARK: Runs that fail, tombstones and syncs
 
     @Test func aRunThatFailsLeavesTheLinksAsTheyWere() throws {

@@ -843,6 +843,10 @@ struct MappingRun<Source: MappingSource> {
         }
     }
 
+    /// How many targets ``stringListTargets(_:index:row:slot:table:counts:)`` deduplicates by
+    /// searching them before it keeps a set.
+    static var searchedTargets: Int { 32 }
+
     /// ``nativeCollectionTargets(_:row:slot:table:lookup:counts:)`` for the common case, names
     /// looked up in the destination's unique index of one string attribute (a package's
     /// dependencies by name), with nothing allocated but the result. The connection's
@@ -854,6 +858,7 @@ struct MappingRun<Source: MappingSource> {
         let destination = c.destination
         return table.arena.withBytes(ArenaRef(table.values[row * table.stride + slot])) { bytes -> [Int]? in
             var targets: [Int] = []
+            var seen = Set<Int>()
             var any = false
             ListCoding.forEachString(bytes) { utf8 in
                 any = true
@@ -861,8 +866,14 @@ struct MappingRun<Source: MappingSource> {
                     counts.noteUnmatched(String(decoding: utf8, as: UTF8.self))
                     return
                 }
-                // A list names a few destinations: a search beats a set.
-                if !targets.contains(t) { targets.append(t) }
+                // A list names a few destinations, where a search beats a set; a long one (any
+                // length can be stored) gets the set, so that it costs no more than linear time.
+                if targets.count < Self.searchedTargets {
+                    if !targets.contains(t) { targets.append(t) }
+                } else {
+                    if seen.isEmpty { seen = Set(targets) }
+                    if seen.insert(t).inserted { targets.append(t) }
+                }
             }
             return any ? targets : nil
         }
