@@ -14,28 +14,22 @@ import Testing
     var ranks: [Int]?
 }
 
-/// A JSON array of strings as a `Codable` value of its own type: how a `[String]` attribute was
+/// A JSON array as a `Codable` value of its own type: how a `[String]` or `[Int]` attribute was
 /// stored before lists were native (type `data`, value kind `codable`, the array's JSON).
-struct JSONStrings: Codable, Hashable {
-    var values: [String]
-    init(_ values: [String]) { self.values = values }
-    init(from decoder: any Decoder) throws { values = try decoder.singleValueContainer().decode([String].self) }
+struct JSONList<Element: Codable & Hashable>: Codable, Hashable {
+    var values: [Element]
+    init(_ values: [Element]) { self.values = values }
+    init(from decoder: any Decoder) throws { values = try decoder.singleValueContainer().decode([Element].self) }
     func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(values)
     }
 }
 
-/// As ``JSONStrings``, for `[Int]`.
-struct JSONInts: Codable, Hashable {
-    var values: [Int]
-    init(_ values: [Int]) { self.values = values }
-    init(from decoder: any Decoder) throws { values = try decoder.singleValueContainer().decode([Int].self) }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(values)
-    }
-}
+/// A `[String]` attribute as stored before lists were native.
+typealias JSONStrings = JSONList<String>
+/// A `[Int]` attribute as stored before lists were native.
+typealias JSONInts = JSONList<Int>
 
 /// A JSON object: a stored value that is not a list.
 struct JSONPair: Codable, Hashable {

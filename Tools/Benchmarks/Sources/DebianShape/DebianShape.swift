@@ -186,23 +186,3 @@ public func realMapping() throws -> EntityMapping<RealPackage> {
     try packages.connect("depends", by: ["dependsNames": "name"])
     return packages
 }
-
-/// The same job as two runs over the document, the way it was mapped before a relationship
-/// could be mapped from the parent's own fields: maintainers mapped from each package record and
-/// identified by e-mail; then packages identified by name, connected to their maintainer by
-/// e-mail and to their dependencies by the list of names.
-public func realMappings() throws -> (EntityMapping<RealMaintainer>, EntityMapping<RealPackage>) {
-    var maintainers = EntityMapping(RealMaintainer.self)
-    try maintainers.map(["maintainerEmail": "email", "maintainerName": "name"])
-    try maintainers.identify(by: "email")
-    var packages = EntityMapping(RealPackage.self)
-    try packages.map(
-        "name", "version", "architecture", "section", "priority", "installedSize", "size", "maintainerEmail",
-        "homepage", "sha256")
-    try packages.map("description", to: "summary")
-    try packages.map(["depends": "dependsNames"])
-    try packages.identify(by: "name")
-    try packages.connect("maintainedBy", by: ["maintainerEmail": "email"])
-    try packages.connect("depends", by: ["dependsNames": "name"])
-    return (maintainers, packages)
-}
