@@ -42,7 +42,9 @@
 ///     }
 /// }
 /// ```
-@attached(member, names: named(_backing), named(entityDescription), named(init(_backing:)), named(init()))
+@attached(
+    member, names: named(_backing), named(entityDescription), named(init(_backing:)), named(init()),
+    named(hasTransientState))
 @attached(memberAttribute)
 @attached(extension, conformances: Entity)
 public macro Entity() = #externalMacro(module: "ObjectGraphMacros", type: "EntityMacro")

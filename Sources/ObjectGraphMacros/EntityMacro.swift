@@ -37,6 +37,12 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             DeclSyntax(entityDescriptionDecl(className: className, entityName: entityName, members: members)),
             DeclSyntax(backingInitializer()),
         ]
+        // A final class without stored state of its own: a fresh instance is as good as any, so
+        // the context need not keep the instances of its pending objects.
+        let isFinal = classDecl.modifiers.contains { $0.name.tokenKind == .keyword(.final) }
+        if isFinal && !members.hasInstanceState && !members.declaresTransientState {
+            result.append("public static var hasTransientState: Bool { false }")
+        }
         // A class that declares no initializer of its own would lose its implicit `init()` to
         // `init(_backing:)`; give it back, so `Tag()` keeps working as in plain Swift.
         let declaresInit = classDecl.memberBlock.members.contains { $0.decl.is(InitializerDeclSyntax.self) }

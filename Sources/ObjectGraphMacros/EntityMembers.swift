@@ -62,6 +62,10 @@ struct EntityMembers {
     var relationships: [PersistedRelationship] = []
     /// Errors for the members that look like attributes but are not valid ones.
     var diagnostics: [Diagnostic] = []
+    /// Whether an instance stores values of its own: a `@Transient` or `lazy` stored property.
+    var hasInstanceState = false
+    /// Whether the class declares `hasTransientState` itself.
+    var declaresTransientState = false
 
     /// `#Unique<T>([\.a, \.b], onCollision: …)` declarations: key names and the policy argument.
     var uniqueConstraints: [(keys: [String], onCollision: ExprSyntax?)] = []
@@ -138,9 +142,12 @@ struct EntityMembers {
                 continue
             }
             guard let variable = item.decl.as(VariableDeclSyntax.self) else { continue }
+            if variable.bindings.contains(where: { $0.identifierName == "hasTransientState" }) {
+                declaresTransientState = true
+            }
             switch Self.role(of: variable) {
             case .ignored:
-                break
+                if Self.storesInstanceState(variable) { hasInstanceState = true }
             case .persisted(let attribute):
                 attributes.append(attribute)
             case .relationship(let relationship):
@@ -164,6 +171,15 @@ struct EntityMembers {
     /// The number of the relationship called `name`, if there is one.
     func relationshipIndex(of name: String) -> Int? {
         relationships.firstIndex { $0.name == name }
+    }
+
+    /// Whether `variable` is an instance property with storage of its own (`@Transient` or
+    /// `lazy`), which a fresh instance would not have.
+    static func storesInstanceState(_ variable: VariableDeclSyntax) -> Bool {
+        let isStatic = variable.modifiers.contains {
+            $0.name.tokenKind == .keyword(.static) || $0.name.tokenKind == .keyword(.class)
+        }
+        return !isStatic && !variable.bindings.contains(where: \.isComputed)
     }
 
     /// Classifies one property declaration of an entity class.

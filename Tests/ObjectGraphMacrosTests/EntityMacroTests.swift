@@ -39,7 +39,9 @@ private func assertExpansion(
 
 /// The members `@Entity` adds to a class called `name` with the given attribute entries.
 /// A class that declares no initializer also gets `public init() {}` back.
-private func entityMembers(_ name: String, attributes: [String], declaresInit: Bool = false) -> String {
+private func entityMembers(
+    _ name: String, attributes: [String], declaresInit: Bool = false, transientState: Bool = false
+) -> String {
     let list =
         attributes.isEmpty
         ? "[]"
@@ -66,6 +68,15 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                 self._backing = _backing
             }
         """
+            + (transientState
+                ? ""
+                : """
+
+
+                    public static var hasTransientState: Bool {
+                        false
+                    }
+                """)
             + (declaresInit
                 ? ""
                 : """
@@ -152,7 +163,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                     #""email", String.self, optional: true"#,
                     #""kind", Kind.self, default: .a"#,
                     #""nickname", String.self, optional: true, originalName: "nick""#,
-                ], declaresInit: true))
+                ], declaresInit: true, transientState: true))
                 }
 
                 extension Person: ObjectGraph.Entity {
@@ -193,7 +204,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                             _backing.set(1, newValue)
                         }
                     }
-                \(entityMembers("Note", attributes: [#""b", Int.self"#, #""e", Int.self"#]))
+                \(entityMembers("Note", attributes: [#""b", Int.self"#, #""e", Int.self"#], transientState: true))
                 }
 
                 extension Note: ObjectGraph.Entity {
@@ -397,7 +408,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                 final class Doc {
                     var cache: [String] = []
                     let id = 1
-                \(entityMembers("Doc", attributes: []))
+                \(entityMembers("Doc", attributes: [], transientState: true))
                 }
 
                 extension Doc: ObjectGraph.Entity {
@@ -434,7 +445,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                         set { }
                     }
                     func f() {}
-                \(entityMembers("Shape", attributes: []))
+                \(entityMembers("Shape", attributes: [], transientState: true))
                 }
 
                 extension Shape: ObjectGraph.Entity {
@@ -491,6 +502,27 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
         )
     }
 
+    /// A final class with no `@Transient` or `lazy` property gets `hasTransientState` false
+    /// (the tests above); one that answers itself keeps its answer.
+    @Test func aClassThatSaysWhetherItHoldsStateKeepsItsAnswer() {
+        assertExpansion(
+            """
+            @Entity final class Cache {
+                static var hasTransientState: Bool { true }
+            }
+            """,
+            expandedSource: """
+                final class Cache {
+                    static var hasTransientState: Bool { true }
+                \(entityMembers("Cache", attributes: [], transientState: true))
+                }
+
+                extension Cache: ObjectGraph.Entity {
+                }
+                """
+        )
+    }
+
     @Test func nonFinalClassIsAllowed() {
         assertExpansion(
             """
@@ -512,7 +544,7 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                             _backing.set(0, newValue)
                         }
                     }
-                \(entityMembers("Animal", attributes: [#""legs", Int.self, default: 4"#]))
+                \(entityMembers("Animal", attributes: [#""legs", Int.self, default: 4"#], transientState: true))
                 }
 
                 extension Animal: ObjectGraph.Entity {
@@ -736,6 +768,10 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                         self._backing = _backing
                     }
 
+                    public static var hasTransientState: Bool {
+                        false
+                    }
+
                     public init() {
                     }
                 }
@@ -808,6 +844,10 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
                         self._backing = _backing
                     }
 
+                    public static var hasTransientState: Bool {
+                        false
+                    }
+
                     public init() {
                     }
                 }
@@ -843,6 +883,10 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
 
                     public required init(_backing: ObjectGraph.ObjectBacking) {
                         self._backing = _backing
+                    }
+
+                    public static var hasTransientState: Bool {
+                        false
                     }
 
                     public init() {
@@ -886,6 +930,10 @@ private func entityMembers(_ name: String, attributes: [String], declaresInit: B
 
                     public required init(_backing: ObjectGraph.ObjectBacking) {
                         self._backing = _backing
+                    }
+
+                    public static var hasTransientState: Bool {
+                        false
                     }
 
                     public init() {

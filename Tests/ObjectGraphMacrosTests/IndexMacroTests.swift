@@ -55,6 +55,10 @@ private func members(indexes: String?) -> String {
             self._backing = _backing
         }
 
+        public static var hasTransientState: Bool {
+            false
+        }
+
         public init() {
         }
     """

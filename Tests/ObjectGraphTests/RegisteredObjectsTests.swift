@@ -3,6 +3,19 @@ import Testing
 
 @testable import ObjectGraph
 
+/// Final, without state of its own and without hooks, as it declares: a fresh instance of one of
+/// its objects is as good as any, pending changes or not.
+@Entity final class PlainRecord {
+    @Attribute(.unique) var key: Int = 0
+    var label: String = ""
+    static var implementedHooks: EntityHooks { [] }
+}
+
+/// The same without a declaration: its hooks are learned at the first save.
+@Entity final class UndeclaredRecord {
+    var label: String = ""
+}
+
 @Suite("A context keeps only the instances it must")
 struct RegisteredObjectsTests {
     let schema: Schema = {
@@ -78,6 +91,81 @@ struct RegisteredObjectsTests {
         #expect(all.count == 3 * n)
         #expect(try instanceCount(context) == 3 * n)
         withExtendedLifetime(all) {}
+    }
+
+    func instanceCount<T: Entity>(_ context: ModelContext, _ type: T.Type) throws -> Int {
+        let table = try context.table(for: type)
+        return (0..<table.rowCount).filter { table.instances[$0] != nil }.count
+    }
+
+    @Test func theMacroTellsWhichClassesHoldStateOfTheirOwn() {
+        #expect(!PlainRecord.hasTransientState)
+        #expect(!UndeclaredRecord.hasTransientState)
+        #expect(Fetched.hasTransientState, "@Transient properties are state of the instance's own")
+    }
+
+    /// An entity whose instances hold nothing of their own and that has no save hook: the
+    /// instances of its inserted and updated objects are let go like clean ones when nothing
+    /// else holds them; their changes are in the table, and the save writes them all.
+    @Test func pendingInstancesOfAnEntityWithoutStateOrSaveHooksAreLetGo() throws {
+        let n = 20_000
+        let directory = temporaryStoreDirectory()
+        let store = try ObjectStore.open(at: directory, schema: Schema(PlainRecord.self))
+        let context = store.context
+        var held: PlainRecord?
+        for i in 0..<n {
+            let object = try context.insert(PlainRecord.self)
+            object.key = i
+            object.label = "inserted \(i)"
+            if i == 7 { held = object }
+        }
+        #expect(try instanceCount(context, PlainRecord.self) <= 2 * EntityTable.minimumSweep + 2)
+        let seven = try #require(try context.object(PlainRecord.self, where: \.key, equals: 7))
+        #expect(seven === held, "an instance the application holds is kept")
+        let five = try #require(try context.object(PlainRecord.self, where: \.key, equals: 5))
+        #expect(five.label == "inserted 5" && five.isInserted)
+        try context.save()
+        #expect(try context.count(of: PlainRecord.self) == n)
+        // Updated objects too; a deleted one keeps its instance until the save.
+        context.delete(try #require(try context.object(PlainRecord.self, where: \.key, equals: 9)))
+        for i in 0..<n where i != 9 {
+            try #require(try context.object(PlainRecord.self, where: \.key, equals: i)).label = "updated \(i)"
+        }
+        #expect(try instanceCount(context, PlainRecord.self) <= 2 * EntityTable.minimumSweep + 2)
+        #expect(context.updatedObjects.count == n - 1)
+        let table = try context.table(for: PlainRecord.self)
+        let deletedRow = try #require((0..<table.rowCount).first { table.isDeleted(row: $0) })
+        #expect(table.instances[deletedRow] != nil, "a deleted object's instance is kept until the save")
+        try context.save()
+        try store.close()
+        let reopened = try ObjectStore.open(at: directory, schema: Schema(PlainRecord.self))
+        let all = try reopened.context.objects(of: PlainRecord.self)
+        #expect(all.count == n - 1)
+        #expect(all.allSatisfy { $0.label == "updated \($0.key)" })
+        #expect(!all.contains { $0.key == 9 })
+        #expect(held?.label == "updated 7")
+        try reopened.close()
+    }
+
+    /// While a save hook may run, or an instance holds state of its own, a pending object's
+    /// instance is the one the hook or that state needs: the context keeps it.
+    @Test func pendingInstancesAreKeptWhileASaveHookMayRunOrTheyHoldState() throws {
+        let n = 10_000
+        let stateful = ModelContext(schema: schema)
+        for i in 0..<n { try stateful.insert(Fetched.self).label = "\(i)" }
+        #expect(try instanceCount(stateful, Fetched.self) == n, "@Transient state: every pending instance kept")
+        #expect(stateful.insertedObjects.allSatisfy { ($0 as? Fetched)?.insertCount == 1 })
+
+        let undeclared = ModelContext(schema: try Schema(UndeclaredRecord.self))
+        for i in 0..<n { try undeclared.insert(UndeclaredRecord.self).label = "\(i)" }
+        #expect(try instanceCount(undeclared, UndeclaredRecord.self) == n, "willSave may still run: kept")
+        // The save learns that the class implements no save hook; from then on its pending
+        // instances are let go like the others.
+        try undeclared.save()
+        for i in 0..<n { try undeclared.insert(UndeclaredRecord.self).label = "more \(i)" }
+        #expect(try instanceCount(undeclared, UndeclaredRecord.self) <= 2 * EntityTable.minimumSweep + 2)
+        try undeclared.save()
+        #expect(try undeclared.count(of: UndeclaredRecord.self) == 2 * n)
     }
 
     @Test func retainingRegisteredObjectsKeepsEveryInstance() throws {

@@ -160,7 +160,7 @@ public final class ModelContext {
         let table = try table(for: type)
         let row = table.insertRow()
         let object = T(_backing: ObjectBacking(table: table, row: Int32(row)))
-        table.instances[row] = object
+        table.register(object, row: row)
         if table.hooks.contains(.awakeFromInsert) { object.awakeFromInsert() }
         return object
     }
@@ -212,7 +212,7 @@ public final class ModelContext {
                 }
             }
             object._backing = ObjectBacking(table: table, row: Int32(row))
-            table.instances[row] = object
+            table.register(object, row: row)
             if case .standalone(let s) = storage, !s.relations.isEmpty {
                 applyRelations(s.relations, to: table, row: row)
             }
@@ -327,6 +327,8 @@ public final class ModelContext {
         rollback()
         for t in tables {
             for row in 0..<t.rowCount where t.instances[row] != nil { t.detachInstance(row: row) }
+            t.sweepRows = []
+            t.sweepThreshold = EntityTable.minimumSweep
         }
     }
 

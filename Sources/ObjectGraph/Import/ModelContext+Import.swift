@@ -24,11 +24,20 @@ extension ModelContext {
     public func importObjects<T: ImportableObject, S: Sequence>(
         _ type: T.Type, sourceArray: S, progress: ProgressHandler? = nil
     ) throws -> [T] where S.Element == T.ImportSource {
-        _ = try table(for: type)
+        let table = try table(for: type)
         // Counted only where that is O(1) and calls no closure of the caller's (a lazy filter's).
         var reporter = _WorkReporter(
             progress, .import, unit: .objects, total: (sourceArray as? any RandomAccessCollection)?.count)
-        return try _withImportSavepoint {
+        // The result holds every object it gets: no sweep looks at them while it is built.
+        return try table.buildingResult {
+            try _importObjects(type, sourceArray: sourceArray, reporter: &reporter)
+        }
+    }
+
+    private func _importObjects<T: ImportableObject, S: Sequence>(
+        _ type: T.Type, sourceArray: S, reporter: inout _WorkReporter
+    ) throws -> [T] where S.Element == T.ImportSource {
+        try _withImportSavepoint {
             try reporter.begin()
             var result: [T] = []
             var count = 0
@@ -135,48 +144,53 @@ extension ModelContext {
         // 2. Update or insert, atomically. Into an empty entity every (distinct) ID is new.
         let mayExist = importer.hasObjects
         reporter.total = ids.count
-        return try _withImportSavepoint {
-            try reporter.begin()
-            importer.prepare(count: ids.count, empty: !mayExist)
-            var result: [T] = []
-            result.reserveCapacity(ids.count)
-            for (k, id) in ids.enumerated() {
-                try reporter.advance(to: k)
-                // Ask for the cache lines of the IDs ahead (EntityTable+Prefetch.swift): into a
-                // large store each lookup would otherwise wait for several memory loads in turn.
-                if mayExist {
-                    // Each ID hashed once, 12 places ahead; the stages reuse the hash.
-                    if k == 0 { for j in 0..<min(12, ids.count) { ids[j]._withCell { importer.remember($0, as: j) } } }
-                    if k + 12 < ids.count { ids[k + 12]._withCell { importer.remember($0, as: k + 12) } }
-                    importer.prefetchStages(at: k, of: ids.count)
-                } else if k + 8 < ids.count {
-                    ids[k + 8]._withCell { importer.prefetchBucket($0) }
-                }
-                let index = distinct.last(k)
-                let source: T.ImportSource
-                if let mapping {
-                    guard let mapped = mapping[id] else { continue }
-                    source = mapped
-                } else {
-                    source = sources[index]
-                }
-                if mayExist, let existing = importer.existing(id, as: T.self) {
-                    guard T.shouldUpdate(from: source, in: self) else { continue }
-                    do { try existing.update(from: source, in: self) } catch {
-                        throw ImportError(sourceIndex: index, underlying: error)
+        // The result holds every object it gets: no sweep looks at them while it is built.
+        return try importer.buildingResult {
+            try _withImportSavepoint {
+                try reporter.begin()
+                importer.prepare(count: ids.count, empty: !mayExist)
+                var result: [T] = []
+                result.reserveCapacity(ids.count)
+                for (k, id) in ids.enumerated() {
+                    try reporter.advance(to: k)
+                    // Ask for the cache lines of the IDs ahead (EntityTable+Prefetch.swift): into a
+                    // large store each lookup would otherwise wait for several memory loads in turn.
+                    if mayExist {
+                        // Each ID hashed once, 12 places ahead; the stages reuse the hash.
+                        if k == 0 {
+                            for j in 0..<min(12, ids.count) { ids[j]._withCell { importer.remember($0, as: j) } }
+                        }
+                        if k + 12 < ids.count { ids[k + 12]._withCell { importer.remember($0, as: k + 12) } }
+                        importer.prefetchStages(at: k, of: ids.count)
+                    } else if k + 8 < ids.count {
+                        ids[k + 8]._withCell { importer.prefetchBucket($0) }
                     }
-                    result.append(existing)
-                } else {
-                    guard T.shouldInsert(from: source, in: self) else { continue }
-                    let object = importer.insert(id, as: T.self)
-                    do { try object.didInsert(from: source, in: self) } catch {
-                        throw ImportError(sourceIndex: index, underlying: error)
+                    let index = distinct.last(k)
+                    let source: T.ImportSource
+                    if let mapping {
+                        guard let mapped = mapping[id] else { continue }
+                        source = mapped
+                    } else {
+                        source = sources[index]
                     }
-                    result.append(object)
+                    if mayExist, let existing = importer.existing(id, as: T.self) {
+                        guard T.shouldUpdate(from: source, in: self) else { continue }
+                        do { try existing.update(from: source, in: self) } catch {
+                            throw ImportError(sourceIndex: index, underlying: error)
+                        }
+                        result.append(existing)
+                    } else {
+                        guard T.shouldInsert(from: source, in: self) else { continue }
+                        let object = importer.insert(id, as: T.self)
+                        do { try object.didInsert(from: source, in: self) } catch {
+                            throw ImportError(sourceIndex: index, underlying: error)
+                        }
+                        result.append(object)
+                    }
                 }
+                reporter.finish(ids.count)
+                return result
             }
-            reporter.finish(ids.count)
-            return result
         }
     }
 
@@ -355,6 +369,10 @@ final class _UniqueImporter {
         self.index = index
     }
 
+    /// Runs `body`, which builds the import's result, as ``EntityTable/buildingResult(_:)``.
+    @usableFromInline
+    func buildingResult<R>(_ body: () throws -> R) throws -> R { try table.buildingResult(body) }
+
     /// Whether the entity has any object, pending inserts included.
     @usableFromInline
     var hasObjects: Bool { table.identity.liveCount > 0 }
@@ -468,7 +486,7 @@ final class _UniqueImporter {
     @usableFromInline
     func _object<T: Entity>(row: Int, as type: T.Type) -> T {
         let object = T(_backing: ObjectBacking(table: table, row: Int32(row)))
-        table.instances[row] = object
+        table.register(object, row: row)
         if table.hooks.contains(.awakeFromInsert) { object.awakeFromInsert() }
         return object
     }

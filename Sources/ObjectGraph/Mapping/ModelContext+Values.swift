@@ -482,7 +482,7 @@ extension ModelContext {
     func valueMappingObject<T: Entity>(row: Int, in table: EntityTable, as type: T.Type) throws(MappingError) -> T {
         if table.instances[row] == nil && table.isInserted(row: row) {
             let object = T(_backing: ObjectBacking(table: table, row: Int32(row)))
-            table.instances[row] = object
+            table.register(object, row: row)
             return object
         }
         guard let object = table.instance(row: row) as? T else {

@@ -192,11 +192,7 @@ extension EntityTable {
     /// runs on it unless the row was inserted in this transaction.
     func makeInstance(row: Int) -> any Entity {
         let object = entity.type.init(_backing: ObjectBacking(table: self, row: Int32(row)))
-        instances[row] = object
-        if !context.retainsRegisteredObjects {
-            sweepRows.append(Int32(row))
-            if sweepRows.count >= sweepThreshold && resultsBeingBuilt == 0 { sweepUnheldInstances(keeping: row) }
-        }
+        register(object, row: row)
         if flags[row] & Flags.inserted == 0 && hooks.contains(.awakeFromFetch) {
             context.rowsInUse += 1
             object.awakeFromFetch()
@@ -210,6 +206,11 @@ extension EntityTable {
     /// million objects made them check about two million. Afterwards the next sweep starts once
     /// as many instances again were made, as after a sweep that kept them all.
     func buildingResult<R>(_ body: () throws -> R) rethrows -> R {
+        // The instances made before are let go first if a sweep is due: none is held by this
+        // result, and none would be swept while it is built.
+        if resultsBeingBuilt == 0 && sweepRows.count >= sweepThreshold && !context.retainsRegisteredObjects {
+            sweepUnheldInstances(keeping: -1)
+        }
         resultsBeingBuilt += 1
         defer {
             resultsBeingBuilt -= 1
@@ -220,11 +221,37 @@ extension EntityTable {
         return try body()
     }
 
-    /// Lets go of the instances of ``sweepRows`` that nothing but this table holds and whose
-    /// objects have no pending change, except `row`'s; keeps the rest for the next sweep, which
-    /// starts once as many instances again were made (at least ``minimumSweep``).
+    /// Makes `object` the instance of `row`, and has the sweeps look at it unless the context
+    /// retains every instance; runs a sweep when one is due (never while a result is built).
+    func register(_ object: AnyObject, row: Int) {
+        instances[row] = object
+        guard !context.retainsRegisteredObjects else { return }
+        sweepRows.append(Int32(row))
+        if sweepRows.count >= sweepThreshold && resultsBeingBuilt == 0 { sweepUnheldInstances(keeping: row) }
+    }
+
+    /// The save hooks a context calls on the instances of inserted objects, and of updated
+    /// ones: while it still calls one of them, it keeps those instances.
+    static let insertSaveHooks: EntityHooks = [.willSave, .didSave, .validateForInsert]
+    static let updateSaveHooks: EntityHooks = [.willSave, .didSave, .validateForUpdate]
+
+    /// The flags of the rows whose instances a sweep keeps however unheld: deleted objects
+    /// always, and inserted or updated ones unless a fresh instance serves as well, that is
+    /// when the entity's instances hold no state of their own and the context calls none of
+    /// the save hooks such an object gets (Docs/Semantics.md, rule 1).
+    var flagsKeepingInstances: UInt8 {
+        var kept = Flags.deleted | Flags.vanished
+        if instancesHoldState || !hooks.isDisjoint(with: Self.insertSaveHooks) { kept |= Flags.inserted }
+        if instancesHoldState || !hooks.isDisjoint(with: Self.updateSaveHooks) { kept |= Flags.dirty }
+        return kept
+    }
+
+    /// Lets go of the instances of ``sweepRows`` that nothing but this table holds, except
+    /// `row`'s, and whose objects have no pending change, or only an insert or update that
+    /// needs no instance (``flagsKeepingInstances``); keeps the rest for the next sweep,
+    /// which starts once as many instances again were made (at least ``minimumSweep``).
     func sweepUnheldInstances(keeping row: Int) {
-        let pending = Flags.inserted | Flags.deleted | Flags.dirty | Flags.vanished
+        let pending = flagsKeepingInstances
         var kept: [Int32] = []
         for r in sweepRows {
             let candidate = Int(r)

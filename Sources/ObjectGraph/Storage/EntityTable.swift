@@ -120,8 +120,10 @@ final class EntityTable {
     /// The link tables this entity is a side of (relationships stored as links), with its side.
     var linkSides: [(LinkTable, Int)] = []
     /// The rows whose instances the next sweep looks at (``sweepUnheldInstances(keeping:)``):
-    /// those made by ``makeInstance(row:)`` since the last sweep, and those the last sweep kept.
+    /// those made since the last sweep (``register(_:row:)``), and those the last sweep kept.
     var sweepRows: [Int32] = []
+    /// Whether the entity's instances hold state of their own (`Entity.hasTransientState`).
+    let instancesHoldState: Bool
     /// How many results are being built now (``buildingResult(_:)``): no sweep runs meanwhile.
     var resultsBeingBuilt = 0
     /// The length of ``sweepRows`` that starts the next sweep.
@@ -144,6 +146,7 @@ final class EntityTable {
         self.context = context
         asEntity = Self.caster(entity.type)
         hooks = entity.type.implementedHooks
+        instancesHoldState = entity.type.hasTransientState
         stride = entity.attributes.count
         maskWords = max(1, (stride + 63) / 64)
         types = entity.attributes.map(\.type)
