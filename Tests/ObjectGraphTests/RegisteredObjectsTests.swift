@@ -11,6 +11,27 @@ import Testing
     static var implementedHooks: EntityHooks { [] }
 }
 
+extension PlainRecord: ImportableUniqueObject {
+    typealias ImportSource = Int
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<PlainRecord, Int> { \.key }
+    static func uniqueID(from source: Int, in context: ModelContext) throws -> Int? { source }
+    func update(from source: Int, in context: ModelContext) throws { label = "imported \(source)" }
+}
+
+/// With an optional attribute: its null bits live in null words that an import in batches grows
+/// onto zero pages.
+@Entity final class OptionalRecord {
+    @Attribute(.unique) var key: Int = 0
+    var note: String?
+}
+
+extension OptionalRecord: ImportableUniqueObject {
+    typealias ImportSource = Int
+    static var uniqueIDKeyPath: ReferenceWritableKeyPath<OptionalRecord, Int> { \.key }
+    static func uniqueID(from source: Int, in context: ModelContext) throws -> Int? { source }
+    func update(from source: Int, in context: ModelContext) throws { note = source % 3 == 0 ? nil : "note \(source)" }
+}
+
 /// The same without a declaration: its hooks are learned at the first save.
 @Entity final class UndeclaredRecord {
     var label: String = ""
@@ -144,6 +165,54 @@ struct RegisteredObjectsTests {
         #expect(all.allSatisfy { $0.label == "updated \($0.key)" })
         #expect(!all.contains { $0.key == 9 })
         #expect(held?.label == "updated 7")
+        try reopened.close()
+    }
+
+    /// An import in batches whose results the caller lets go: each batch's instances are let
+    /// go at the start of a later batch, so at most a few batches' instances are alive however
+    /// many objects the transaction inserts.
+    @Test func anImportInBatchesKeepsAFewBatchesOfInstances() throws {
+        let batch = 5_000
+        let context = ModelContext(schema: try Schema(PlainRecord.self))
+        var most = 0
+        for lower in stride(from: 0, to: 20 * batch, by: batch) {
+            let imported = try context.importUniqueObjects(PlainRecord.self, sourceArray: Array(lower..<lower + batch))
+            #expect(imported.count == batch)
+            most = max(most, try instanceCount(context, PlainRecord.self))
+        }
+        #expect(most <= 3 * batch + EntityTable.minimumSweep, "most instances alive at once: \(most)")
+        try context.save()
+        #expect(try context.count(of: PlainRecord.self) == 20 * batch)
+        #expect(try context.object(PlainRecord.self, where: \.key, equals: 12_345)?.label == "imported 12345")
+    }
+
+    /// Null words grown ahead of the rows, onto zero pages, in an import in batches: every nil
+    /// and every value is where it was set, in the context, after a rollback of a later batch,
+    /// and after reopening.
+    @Test func nullBitsSurviveNullWordsGrownAheadOfTheRows() throws {
+        let batch = 10_000
+        let directory = temporaryStoreDirectory()
+        let store = try ObjectStore.open(at: directory, schema: Schema(OptionalRecord.self))
+        let context = store.context
+        for lower in stride(from: 0, to: 5 * batch, by: batch) {
+            _ = try context.importUniqueObjects(OptionalRecord.self, sourceArray: Array(lower..<lower + batch))
+        }
+        try context.save()
+        // A batch that is rolled back leaves rows past the last one with its values; the next
+        // rows written there get their own.
+        _ = try context.importUniqueObjects(OptionalRecord.self, sourceArray: Array(5 * batch..<6 * batch))
+        context.rollback()
+        _ = try context.importUniqueObjects(OptionalRecord.self, sourceArray: (5 * batch..<6 * batch).map { $0 + 1 })
+        func check(_ context: ModelContext) throws {
+            let all = try context.objects(of: OptionalRecord.self)
+            #expect(all.count == 6 * batch)
+            #expect(all.allSatisfy { $0.note == ($0.key % 3 == 0 ? nil : "note \($0.key)") })
+        }
+        try check(context)
+        try context.save()
+        try store.close()
+        let reopened = try ObjectStore.open(at: directory, schema: Schema(OptionalRecord.self))
+        try check(reopened.context)
         try reopened.close()
     }
 

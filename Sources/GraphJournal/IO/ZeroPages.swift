@@ -20,6 +20,18 @@ package enum ZeroPages {
         }
     }
 
+    /// `count` elements: those of `old` (at most `count`), then zeros. Only the elements of
+    /// `old` that are not zero are written; the rest stay on zero pages.
+    package static func zeros<Element: FixedWidthInteger>(count: Int, keepingNonzeroOf old: [Element]) -> [Element] {
+        var grown: [Element] = zeros(count: count, capacity: count)
+        grown.withUnsafeMutableBufferPointer { new in
+            old.withUnsafeBufferPointer { old in
+                for i in 0..<min(old.count, new.count) where old[i] != 0 { new[i] = old[i] }
+            }
+        }
+        return grown
+    }
+
     /// Makes `buffer` all zeros, giving its whole pages back instead of writing them.
     package static func zero<Element: FixedWidthInteger>(_ buffer: UnsafeMutableBufferPointer<Element>) {
         guard let base = buffer.baseAddress else { return }

@@ -151,12 +151,13 @@ struct ColumnsHandle {
         nulls[maskIndex(row, slot)] & (1 &<< UInt64(slot & 63)) != 0
     }
 
-    /// Sets or clears the null bit of `slot` in `row`.
+    /// Sets or clears the null bit of `slot` in `row`. A bit already clear is not written: null
+    /// words that only ever hold zeros stay on zero pages, without memory (``ZeroPages``).
     @inline(__always)
     func setNull(row: Int, slot: Int, _ isNull: Bool) {
         assertMutable()
         let i = maskIndex(row, slot), bit = UInt64(1) &<< UInt64(slot & 63)
-        if isNull { nulls[i] |= bit } else { nulls[i] &= ~bit }
+        if isNull { nulls[i] |= bit } else if nulls[i] & bit != 0 { nulls[i] &= ~bit }
     }
 
     /// Writes every cell and null word of `row`: the cells from `template`, the null words from
@@ -166,8 +167,10 @@ struct ColumnsHandle {
         assertMutable()
         assert((row + 1) * stride <= valueCount && (row + 1) * maskWords <= nullCount && defaults.count == maskWords)
         (values + row &* stride).update(from: template.base, count: stride)
-        _ = UnsafeMutableBufferPointer(start: nulls + row &* maskWords, count: maskWords).update(
-            fromContentsOf: defaults)
+        // Only words that differ: zero words on zero pages stay unwritten.
+        for w in 0..<maskWords where nulls[row &* maskWords &+ w] != defaults[w] {
+            nulls[row &* maskWords &+ w] = defaults[w]
+        }
     }
 
     /// Writes `cells` and `nulls` (a new row's defaults) into every row of `rows`.
@@ -177,7 +180,9 @@ struct ColumnsHandle {
         assert(cells.count == stride && defaults.count == maskWords)
         for row in rows {
             for slot in 0..<stride { values[row * stride + slot] = cells[slot] }
-            for w in 0..<maskWords { nulls[row * maskWords + w] = defaults[w] }
+            for w in 0..<maskWords where nulls[row * maskWords + w] != defaults[w] {
+                nulls[row * maskWords + w] = defaults[w]
+            }
         }
     }
 
@@ -400,11 +405,19 @@ extension EntityTable {
 
 extension EntityTable {
     /// Appends one row of default cells and null words to the columns (a new row past the
-    /// room ``reserveRows(_:)`` made). Through buffer pointers: a `memcpy` instead of the
-    /// generic array append (callgrind).
+    /// room ``reserveRows(_:)`` made for its cells; its null words may have room, which
+    /// ``reserveRows(_:)`` makes further ahead, and are then written in place). Through buffer
+    /// pointers: a `memcpy` instead of the generic array append (callgrind).
     func appendDefaultCells() {
+        let row = values.count / stride
         defaultValues.withUnsafeBufferPointer { values.append(contentsOf: $0) }
-        defaultNulls.withUnsafeBufferPointer { nulls.append(contentsOf: $0) }
+        if nulls.count >= (row + 1) * maskWords {
+            for w in 0..<maskWords where nulls[row * maskWords + w] != defaultNulls[w] {
+                nulls[row * maskWords + w] = defaultNulls[w]
+            }
+        } else {
+            defaultNulls.withUnsafeBufferPointer { nulls.append(contentsOf: $0) }
+        }
     }
 
     /// Sets `rowOfSerial` for `serials`, the i-th of them to row `first + i`. The map must

@@ -94,7 +94,10 @@ extension EntityTable {
         guard needed > flags.capacity else { return }
         let rows = max(needed, flags.capacity * 2)
         values.reserveCapacity(rows * stride)
-        nulls.reserveCapacity(rows * maskWords)
+        // Large null words grow in `extendCells`, onto zero pages: a copy here would write them.
+        if rows * maskWords * MemoryLayout<UInt64>.stride < ZeroPages.minimumBytes {
+            nulls.reserveCapacity(rows * maskWords)
+        }
         flags.reserveCapacity(rows)
         identity.serialOfRow.reserveCapacity(rows)
         identity.rowOfSerial.reserveCapacity(max(identity.rowOfSerial.capacity * 2, identity.rowOfSerial.count + count))
@@ -108,7 +111,7 @@ extension EntityTable {
     /// row, and a row allocated there gets its defaults written as any new row does.
     func reserveRows(_ count: Int) {
         reserve(count)
-        extendCells(toRows: flags.count + count)
+        extendCells(toRows: flags.count + count, nullsAhead: true)
     }
 
     /// Whether the cells and null words end at the last row: no room ``reserveRows(_:)`` made
@@ -119,14 +122,21 @@ extension EntityTable {
     ///
     /// The first null words of a table come as zero pages (``nullsStartAsZeroPages(rows:)``):
     /// they cost no memory until a nil is written, and an entity whose values are never nil
-    /// never writes them (8 MB for a million rows of up to 64 attributes).
-    private func extendCells(toRows rows: Int) {
+    /// never writes them (8 MB for a million rows of up to 64 attributes). With `nullsAhead`
+    /// (the room of ``reserveRows(_:)``), null words that grow past ``ZeroPages/minimumBytes``
+    /// grow to twice their rows at once, onto zero pages, copying only the words that are not
+    /// zero: appending zeros within an array's capacity would write them, so an import in
+    /// batches keeps them unwritten too.
+    private func extendCells(toRows rows: Int, nullsAhead: Bool = false) {
         if values.count < rows * stride {
             values.append(contentsOf: repeatElement(0, count: rows * stride - values.count))
         }
         if nulls.count < rows * maskWords {
+            let words = rows * maskWords
             if nullsStartAsZeroPages(rows: rows) {
-                nulls = ZeroPages.zeros(count: rows * maskWords, capacity: nulls.capacity)
+                nulls = ZeroPages.zeros(count: words, capacity: nulls.capacity)
+            } else if nullsAhead && words * MemoryLayout<UInt64>.stride >= ZeroPages.minimumBytes {
+                nulls = ZeroPages.zeros(count: max(words, 2 * nulls.count), keepingNonzeroOf: nulls)
             } else {
                 nulls.append(contentsOf: repeatElement(0, count: rows * maskWords - nulls.count))
             }
@@ -164,7 +174,8 @@ extension EntityTable {
         case .fixed(let bits): values[row * stride + slot] = bits
         case .bytes(let buffer): values[row * stride + slot] = arena.append(buffer)
         }
-        nulls[row * maskWords + slot / 64] &= ~(1 << UInt64(slot % 64))
+        let bit = UInt64(1) << UInt64(slot % 64)
+        if nulls[row * maskWords + slot / 64] & bit != 0 { nulls[row * maskWords + slot / 64] &= ~bit }
         if !indexes.referenceSlots.isEmpty && indexes.referenceIndexOfSlot[slot] != nil { invalidateReferenceIndexes() }
         touchIndexes(row: row, slot: slot)
     }
@@ -204,18 +215,21 @@ extension EntityTable {
     /// Runs `body`, which makes instances into a result its caller holds (a fetch's array), with
     /// no sweep meanwhile: each would find every instance of the result held, and a fetch of a
     /// million objects made them check about two million. Afterwards the next sweep starts once
-    /// as many instances again were made, as after a sweep that kept them all.
+    /// as many instances again as the result's were made, as after a sweep that kept them all;
+    /// a sweep due when a result starts runs first, so that results built one after another
+    /// (an import in batches, each batch's objects let go by the caller) keep a bounded number.
     func buildingResult<R>(_ body: () throws -> R) rethrows -> R {
         // The instances made before are let go first if a sweep is due: none is held by this
         // result, and none would be swept while it is built.
         if resultsBeingBuilt == 0 && sweepRows.count >= sweepThreshold && !context.retainsRegisteredObjects {
             sweepUnheldInstances(keeping: -1)
         }
+        let before = sweepRows.count
         resultsBeingBuilt += 1
         defer {
             resultsBeingBuilt -= 1
             if resultsBeingBuilt == 0 && sweepRows.count >= sweepThreshold {
-                sweepThreshold = max(Self.minimumSweep, 2 * sweepRows.count)
+                sweepThreshold = max(Self.minimumSweep, 2 * (sweepRows.count - before))
             }
         }
         return try body()
