@@ -162,7 +162,10 @@ final class SnapshotPublisher {
         var changed = false
         for (i, (t, p)) in zip(context.tables, pending).enumerated() where !p.isEmpty {
             changed = true
-            for row in p.inserts { tables[i].upsert(t.serial(ofRow: row), from: t, row: row, generation: generation) }
+            for r in p.inserts {
+                let row = Int(r)
+                tables[i].upsert(t.serial(ofRow: row), from: t, row: row, generation: generation)
+            }
             for row in p.updates { tables[i].upsert(t.serial(ofRow: row), from: t, row: row, generation: generation) }
             for row in p.deletes { tables[i].remove(t.serial(ofRow: row), generation: generation) }
         }

@@ -434,7 +434,7 @@ public final class ModelContext {
     /// transaction's inserted, updated and deleted objects.
     func changedRows(_ pending: [PendingRows]) -> [(EntityTable, [Int])] {
         zip(tables, pending).compactMap { t, p in
-            t.hooks.contains(.didSave) ? (t, p.inserts + p.updates + p.deletes) : nil
+            t.hooks.contains(.didSave) ? (t, p.inserts.map { Int($0) } + p.updates + p.deletes) : nil
         }
     }
 
@@ -534,7 +534,7 @@ public final class ModelContext {
                     }
                 }
             }
-            for row in p.inserts { check(row) }
+            for row in p.inserts { check(Int(row)) }
             for row in p.updates { check(row) }
         }
         failures += validatorFailures(pending)
@@ -555,7 +555,7 @@ public final class ModelContext {
         var failures: [ValidationError.Failure] = []
         for (t, p) in zip(tables, pending) {
             guard !t.validatedSlots.isEmpty else { continue }
-            for row in p.inserts + p.updates {
+            for row in p.inserts.map({ Int($0) }) + p.updates {
                 for slot in t.validatedSlots {
                     guard let value = t.value(row: row, slot: slot) else { continue }
                     for validator in t.entity.attributes[slot].validators {
@@ -589,7 +589,8 @@ public final class ModelContext {
         }
         for (t, p) in zip(tables, pending) {
             for row in p.inserts {
-                guard t.hooks.contains(.validateForInsert) else { break }; check(t, row) { try $0.validateForInsert() }
+                guard t.hooks.contains(.validateForInsert) else { break }
+                check(t, Int(row)) { try $0.validateForInsert() }
             }
             for row in p.updates {
                 guard t.hooks.contains(.validateForUpdate) else { break }; check(t, row) { try $0.validateForUpdate() }
@@ -611,7 +612,8 @@ public final class ModelContext {
         var result = ChangeSet()
         for (t, p) in zip(tables, pending) {
             var c = EntityChanges(entityName: t.entity.name, attributeNames: t.entity.attributes.map(\.name))
-            for row in p.inserts {
+            for r in p.inserts {
+                let row = Int(r)
                 c.insertedSerials.append(t.serial(ofRow: row))
                 for slot in 0..<t.stride { c.insertedValues.append(t.value(row: row, slot: slot)) }
             }

@@ -926,7 +926,7 @@ struct MappingRun<Source: MappingSource> {
             }
         }
         var pending = context.tables.map { _ in PendingRows(inserts: [], updates: [], deletes: []) }
-        pending[table.entityIndex].inserts = rows.map { Int($0.row) }
+        pending[table.entityIndex].inserts = rows.map { Int32($0.row) }
         for f in context.validatorFailures(pending) + context.hookFailures(pending) {
             guard let row = table.row(ofSerial: f.objectID.serial) else { continue }
             reasons[row, default: []].append(

@@ -67,7 +67,7 @@ extension ContextChanges {
         var deleted: [ObjectID] = []
         for (t, p) in zip(tables, pending) {
             let name = t.entity.name
-            inserted += p.inserts.map { ObjectID(entityName: name, serial: t.serial(ofRow: $0)) }
+            inserted += p.inserts.map { ObjectID(entityName: name, serial: t.serial(ofRow: Int($0))) }
             for row in p.updates {
                 var keys: Set<String> = []
                 // saved, not reported (Docs/Semantics.md, rule 3)
@@ -97,7 +97,7 @@ extension ContextChanges {
                     else { return }
                     extra[ObjectID(entityName: d.entity.name, serial: serial), default: []].insert(key)
                 }
-                for row in p.inserts { touch(t.value(row: row, slot: r.slot)) }
+                for row in p.inserts { touch(t.value(row: Int(row), slot: r.slot)) }
                 for row in p.deletes { touch(t.committedValue(row: row, slot: r.slot)) }
                 for row in p.updates where t.slotDiffers(row: row, slot: r.slot) {
                     if r.slot < 64, (t.changes.primitiveOnly[Int32(row)] ?? 0) & (1 << UInt64(r.slot)) != 0 { continue }

@@ -27,7 +27,7 @@ enum TransactionCodec {
     /// Streamed: once the payload is large, its chunks are compressed on another core while
     /// the rest is encoded, and the raw payload is never held whole (``PayloadStream``).
     static func encodePending(_ context: ModelContext, _ pending: [PendingRows]) -> PayloadStream {
-        var blocks: [(EntityTable, [Int], [Int], [Int])] = []
+        var blocks: [(EntityTable, [Int32], [Int], [Int])] = []
         // Sized up front: growing by doubling from a small buffer copied and faulted in about
         // twice the payload (64 MB for a save of 1M objects). An estimate, not a bound: cells
         // take at most 10 bytes as varints (most far fewer), and the variable-length bytes are
@@ -84,15 +84,15 @@ enum TransactionCodec {
         for t in context.tables {
             w.varint(t.entityIndex)
             w.varint(t.identity.nextSerial)
-            var rows: [Int] = []
+            var rows: [Int32] = []
             rows.reserveCapacity(t.identity.liveCount)
             for row in 0..<t.rowCount
             where t.flags[row] & (EntityTable.Flags.live | EntityTable.Flags.inserted | EntityTable.Flags.vanished)
                 == EntityTable.Flags.live
             {
-                rows.append(row)
+                rows.append(Int32(row))
             }
-            rows.sort { t.identity.serialOfRow[$0] < t.identity.serialOfRow[$1] }
+            rows.sort { t.identity.serialOfRow[Int($0)] < t.identity.serialOfRow[Int($1)] }
             try writeInserts(t, rows: rows, committed: true, into: &w) { try afterColumn(t, rows.count, $0) }
             w.varint(0)  // updates
             w.varint(0)  // deletes
@@ -142,11 +142,11 @@ enum TransactionCodec {
     /// most of the cost of a save of many inserted objects). So no whole column is gathered at
     /// once (8 bytes a row: 8 MB for a save of 1M objects).
     private static func writeInserts(
-        _ t: EntityTable, rows: [Int], committed: Bool = false, into w: inout ByteWriter,
+        _ t: EntityTable, rows: [Int32], committed: Bool = false, into w: inout ByteWriter,
         afterColumn: (_ columns: Int) throws -> Void
     ) rethrows {
         let serialOfRow = t.identity.serialOfRow
-        writeSerials(count: rows.count, into: &w) { serialOfRow[rows[$0]] }
+        writeSerials(count: rows.count, into: &w) { serialOfRow[Int(rows[$0])] }
         guard !rows.isEmpty else { return }
         var bitmap = [UInt8](repeating: 0, count: (rows.count + 7) / 8)
         var cells = [UInt64](repeating: 0, count: min(rows.count, batchRows))
@@ -157,7 +157,7 @@ enum TransactionCodec {
                     bitmap.update(repeating: 0)
                     var nullCount = 0
                     // The same cell the gather below reads: the before-image's when `committed`.
-                    for (i, row) in rows.enumerated()
+                    for (i, row) in rows.lazy.map({ Int($0) }).enumerated()
                     where columns.cell(row: row, slot: slot, committed: committed).isNull {
                         bitmap[i / 8] |= 1 << UInt8(i % 8)
                         nullCount += 1
@@ -171,7 +171,7 @@ enum TransactionCodec {
                 var lower = 0
                 while lower < rows.count {
                     let upper = min(lower + batchRows, rows.count)
-                    let batch = Array(rows[lower..<upper])
+                    let batch = rows[lower..<upper].map { Int($0) }
                     _ = t.read {
                         $0.gather(slot: slot, rows: batch, committed: committed, into: &cells, nulls: &batchNulls)
                     }

@@ -33,7 +33,18 @@ extension EntityTable {
     /// The pending inserts, updates and deletes, listed once: a save lists them after
     /// `willSave` settled and hands the lists to every later step.
     var pendingRows: PendingRows {
-        PendingRows(inserts: pendingInserts, updates: pendingUpdates, deletes: pendingDeletes)
+        PendingRows(inserts: pendingInsertRows, updates: pendingUpdates, deletes: pendingDeletes)
+    }
+
+    /// ``pendingInserts`` as 32-bit rows: the list of inserted rows itself (shared, not copied)
+    /// when none of them was deleted again.
+    var pendingInsertRows: [Int32] {
+        let list = changes.insertedRows
+        guard let first = list.firstIndex(where: { !isInserted(row: Int($0)) }) else { return list }
+        var rows = Array(list[..<first])
+        rows.reserveCapacity(list.count)
+        for r in list[first...] where isInserted(row: Int(r)) { rows.append(r) }
+        return rows
     }
 
     /// Whether a row is an object that lookups see: live, not deleted, not vanished.
