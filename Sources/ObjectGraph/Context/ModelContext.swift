@@ -68,7 +68,8 @@ public final class ModelContext {
     var jsonParser: JSONParser?
     /// Whether the context keeps every instance it created for as long as it lives (Core
     /// Data's `retainsRegisteredObjects`). Default `false`: the context holds strongly only the
-    /// instances of objects with pending changes; an instance of a clean object that nothing
+    /// instances of objects with pending changes that still need them (a save hook, or state
+    /// of their own: Docs/Semantics.md, rule 1); an instance of any other object that nothing
     /// else holds is let go, and the next access to that object creates a fresh instance,
     /// awoken by `awakeFromFetch`, its `@Transient` properties at their initial values
     /// (Docs/Semantics.md, rule 1). An instance the application holds is never let go, so the
@@ -78,7 +79,9 @@ public final class ModelContext {
     /// since the last sweep as that sweep kept (at least 4,096): reading every object of a
     /// large store one at a time holds a bounded number of instances, at an amortized constant
     /// cost per instance. Set `true` to keep every instance, as before.
-    public var retainsRegisteredObjects = false
+    public var retainsRegisteredObjects = false {
+        didSet { for t in tables { t.retainsInstances = retainsRegisteredObjects } }
+    }
     /// The `Codable` attributes (``codableSlotKey(table:slot:)``) that a schema record replayed
     /// into this context declared with another Swift type than the model does: their stored
     /// values may be of that other type, so opening decodes them whatever the type

@@ -221,7 +221,7 @@ extension EntityTable {
     func buildingResult<R>(_ body: () throws -> R) rethrows -> R {
         // The instances made before are let go first if a sweep is due: none is held by this
         // result, and none would be swept while it is built.
-        if resultsBeingBuilt == 0 && sweepRows.count >= sweepThreshold && !context.retainsRegisteredObjects {
+        if resultsBeingBuilt == 0 && sweepRows.count >= sweepThreshold && !retainsInstances {
             sweepUnheldInstances(keeping: -1)
         }
         let before = sweepRows.count
@@ -237,9 +237,10 @@ extension EntityTable {
 
     /// Makes `object` the instance of `row`, and has the sweeps look at it unless the context
     /// retains every instance; runs a sweep when one is due (never while a result is built).
+    @inline(__always)
     func register(_ object: AnyObject, row: Int) {
         instances[row] = object
-        guard !context.retainsRegisteredObjects else { return }
+        guard !retainsInstances else { return }
         sweepRows.append(Int32(row))
         if sweepRows.count >= sweepThreshold && resultsBeingBuilt == 0 { sweepUnheldInstances(keeping: row) }
     }

@@ -121,7 +121,10 @@ final class EntityTable {
     var linkSides: [(LinkTable, Int)] = []
     /// The rows whose instances the next sweep looks at (``sweepUnheldInstances(keeping:)``):
     /// those made since the last sweep (``register(_:row:)``), and those the last sweep kept.
-    var sweepRows: [Int32] = []
+    @exclusivity(unchecked) var sweepRows: [Int32] = []
+    /// The context's ``ModelContext/retainsRegisteredObjects``, copied here: read for every
+    /// instance made, and the context is an unowned reference (a retain and release a read).
+    var retainsInstances = false
     /// Whether the entity's instances hold state of their own (`Entity.hasTransientState`).
     let instancesHoldState: Bool
     /// How many results are being built now (``buildingResult(_:)``): no sweep runs meanwhile.
