@@ -30,6 +30,9 @@ public final class UniquePerson {
     public var age: Int = 0
     public var city: String = ""
     public var score: Double = 0
+    /// No lifecycle hook: said up front, so that a context lets go of the instances of the
+    /// objects an import inserts before their first save (Docs/Semantics.md, rule 1).
+    public static var implementedHooks: EntityHooks { [] }
 }
 
 extension UniquePerson: ImportableUniqueObject {

@@ -88,7 +88,10 @@ func makeMarkdown(totalSeconds: Double) -> String {
         **Configurations**
 
         - **ObjectGraph** (library \(library), commit \(commit)): `ObjectStore` with automatic
-          compaction off; entity `UniquePerson` with `@Attribute(.unique) id`. (a) a fresh store,
+          compaction off; entity `UniquePerson` (a `final` class without `@Transient`
+          properties) with `@Attribute(.unique) id`, declaring `implementedHooks` `[]` (it has
+          no lifecycle hook), so that the context need not keep the instances of the objects an
+          import inserts before the first save teaches it that (Semantics rule 1). (a) a fresh store,
           `durability: .always`; N source structs built, then `importUniqueObjects` (an upsert by
           the unique id, CoreStore's rules) and one `context.save()` (one LZ4 journal record,
           fdatasync). (c) two rows, each its own process:
