@@ -331,7 +331,7 @@ public final class ModelContext {
         for t in tables {
             for row in 0..<t.rowCount where t.instances[row] != nil { t.detachInstance(row: row) }
             t.sweepRows = []
-            t.sweepThreshold = EntityTable.minimumSweep
+            t.sweepThreshold = t.sweepFloor
         }
     }
 

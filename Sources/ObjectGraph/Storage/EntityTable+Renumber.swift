@@ -151,6 +151,6 @@ extension EntityTable {
         }
         // The rows moved: the next sweep looks at the instances kept, at their new rows.
         sweepRows = (0..<instances.stored.count).filter { instances[$0] != nil }.map { Int32($0) }
-        sweepThreshold = max(Self.minimumSweep, 2 * sweepRows.count)
+        sweepThreshold = max(sweepFloor, 2 * sweepRows.count)
     }
 }

@@ -229,7 +229,7 @@ extension EntityTable {
         defer {
             resultsBeingBuilt -= 1
             if resultsBeingBuilt == 0 && sweepRows.count >= sweepThreshold {
-                sweepThreshold = max(Self.minimumSweep, 2 * (sweepRows.count - before))
+                sweepThreshold = max(sweepFloor, 2 * (sweepRows.count - before))
             }
         }
         return try body()
@@ -278,7 +278,7 @@ extension EntityTable {
             }
         }
         sweepRows = kept
-        sweepThreshold = max(Self.minimumSweep, 2 * kept.count)
+        sweepThreshold = max(sweepFloor, 2 * kept.count)
     }
 
     /// Turns the row's instance, if any, into a standalone object holding the row's current

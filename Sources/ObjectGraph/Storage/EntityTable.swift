@@ -131,6 +131,9 @@ final class EntityTable {
     var resultsBeingBuilt = 0
     /// The length of ``sweepRows`` that starts the next sweep.
     var sweepThreshold = EntityTable.minimumSweep
+    /// The fewest instances made between two sweeps of this table: ``minimumSweep``, smaller
+    /// in tests that have every few instances swept.
+    var sweepFloor = EntityTable.minimumSweep
     /// The fewest instances made between two sweeps.
     static let minimumSweep = 4096
 
