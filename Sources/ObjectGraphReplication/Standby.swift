@@ -262,19 +262,7 @@ public final class Standby: Sendable {
     }
 
     /// The epoch of the stream's last message (0 when it has none).
-    private func lastEpoch() throws(ReplicationError) -> UInt64 {
-        do {
-            let state = try client.streamState(target.stream)
-            guard state.lastSequence > 0,
-                let last = try client.message(stream: target.stream, sequence: state.lastSequence)
-            else {
-                return 0
-            }
-            return last.headers[Header.epoch].flatMap(UInt64.init) ?? 0
-        } catch {
-            throw ReplicationError(error, while: "reading stream \(target.stream)")
-        }
-    }
+    private func lastEpoch() throws(ReplicationError) -> UInt64 { try keeper.streamEpoch() ?? 0 }
 
     /// With the lease held: waits until the follower applied every complete batch of the
     /// stream, stops it, renumbers the replica's journal after the highest record the stream

@@ -42,7 +42,7 @@ public struct WriterLease: Sendable, Hashable {
     }
 
     /// The bucket key of `stream`'s lease (characters a key may not hold become `_`).
-    static func key(_ stream: String) -> String {
+    package static func key(_ stream: String) -> String {
         String(stream.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "_" })
     }
 }
@@ -75,6 +75,8 @@ final class LeaseKeeper: @unchecked Sendable {
     // Every var is read and written with `condition` locked.
     private let condition = NSCondition()
     private let kv: JetStreamKeyValue
+    /// The servers' client, to read the epoch of the stream's last message.
+    private let client: JetStreamClient
     private let key: String
     let lease: WriterLease
     let stream: String
@@ -112,6 +114,7 @@ final class LeaseKeeper: @unchecked Sendable {
         } catch {
             throw ReplicationError(error, while: "opening the lease bucket \(lease.bucket)")
         }
+        self.client = client
         self.lease = lease
         self.stream = target.stream
         self.key = WriterLease.key(target.stream)
@@ -127,6 +130,18 @@ final class LeaseKeeper: @unchecked Sendable {
             return nil
         }
         return value
+    }
+
+    /// The epoch of the stream's last message (nil when it has none, or none with an epoch).
+    func streamEpoch() throws(ReplicationError) -> UInt64? {
+        do {
+            let state = try client.streamState(stream)
+            guard state.lastSequence > 0, let last = try client.message(stream: stream, sequence: state.lastSequence)
+            else { return nil }
+            return last.headers[Header.epoch].flatMap(UInt64.init)
+        } catch {
+            throw ReplicationError(error, while: "reading stream \(stream)")
+        }
     }
 
     /// Takes the lease if no one else holds it; returns the new epoch, which is above
@@ -264,6 +279,12 @@ final class LeaseKeeper: @unchecked Sendable {
                         if current.holder != lease.holder || current.epoch != epoch {
                             lostTo = "\(current.holder) (epoch \(current.epoch))"
                         }
+                    } else if let newer = try streamEpoch(), newer > epoch {
+                        // It lapsed, but a writer of a newer epoch wrote to the stream meanwhile
+                        // (a standby took it over, then lost it in turn, say while its server was
+                        // cut off): that writer's history is the stream's, and taking the lease
+                        // again would only fence it too. Lost, as to a live holder.
+                        lostTo = "the writer of epoch \(newer), which wrote to the stream since"
                     } else {
                         // It lapsed (the servers were away longer than its time to live) and no
                         // one took it: taken again under a new epoch. The stream's fence still

@@ -115,6 +115,49 @@ struct FailoverTests {
         try writer.close()
     }
 
+    /// The standby takes over, then its own lease lapses with no one taking it (as when its
+    /// server is cut off for longer than the lease): the old writer, back, finds the lease free
+    /// but the stream written under a newer epoch. It is fenced, and leaves the lease alone; the
+    /// new writer, back too, takes its lease again and goes on. Taking the lapsed lease, the old
+    /// writer fenced the new one, and the stream was left with no writer at all.
+    @Test func aWriterBackAfterANewerEpochWroteDoesNotTakeTheLapsedLeaseBack() async throws {
+        let server = try NATSServer.start()
+        let target = leasedTarget([server.url], ttl: .seconds(1))
+        let old = try ReplicatedStore.open(
+            at: replicationDirectory(), schema: pkgSchema, target: asHolder(target, "old"))
+        for round in 0..<3 { try syncRound(old.context, round: round) }
+        let standby = try await ObjectStore.standby(
+            at: replicationDirectory(), schema: pkgSchema, source: asHolder(target, "standby"))
+        old.shipper.suspendLeaseRenewals(true)
+        let writer = try await standby.promoted()
+        guard case .promoted(let epoch) = standby.status.phase else {
+            Issue.record("standby is \(standby.status.phase)")
+            return
+        }
+        try syncRound(writer.context, round: 3)
+
+        // The new writer stops renewing in turn; its lease lapses and no one takes it.
+        writer.shipper.suspendLeaseRenewals(true)
+        let lease = try #require(target.lease)
+        let client = try JetStreamClient(servers: [server.url])
+        let kv = try client.keyValue(bucket: lease.bucket, ttl: lease.ttl, replicas: 1)
+        let key = WriterLease.key(target.stream)
+        try await eventually("the new writer's lease to lapse") { try kv.get(key).map { $0.isDeleted } ?? true }
+
+        old.shipper.suspendLeaseRenewals(false)
+        try await eventually("the old writer to find the stream taken over") { old.shipper.status.fenced != nil }
+        #expect(old.shipper.status.fenced?.contains("epoch \(epoch)") == true, "\(old.shipper.status.fenced ?? "")")
+        #expect(try kv.get(key).map { $0.isDeleted } ?? true, "the old writer left the lapsed lease alone")
+
+        writer.shipper.suspendLeaseRenewals(false)
+        try syncRound(writer.context, round: 4)
+        #expect(writer.shipper.status.fenced == nil)
+        #expect(writer.shipper.status.epoch > epoch, "taken again under a new epoch")
+        _ = try? old.close()
+        try writer.close()
+        withExtendedLifetime(client) {}
+    }
+
     @Test func aWriterThatClosesHandsTheStreamOverAtOnce() async throws {
         let server = try NATSServer.start()
         // A lease far longer than the test may wait: only the release can hand it over.
