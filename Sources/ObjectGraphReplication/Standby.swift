@@ -277,7 +277,11 @@ public final class Standby: Sendable {
             if let failed = follower.status.failed {
                 throw ReplicationError(.unavailable, "the standby's follower stopped: \(failed)")
             }
-            let (last, record, caughtUp) = try position(follower)
+            guard let found = try positionWhileServersAnswer(follower) else {
+                try await Task.sleep(for: .milliseconds(50))
+                continue
+            }
+            let (last, record, caughtUp) = found
             if caughtUp {
                 streamLast = last
                 highest = record
@@ -321,6 +325,18 @@ public final class Standby: Sendable {
             } catch  where error.code == .notAcknowledged {
                 if let lost = keeper.lost { throw ReplicationError(.fenced, lost) }
             }
+        }
+    }
+
+    /// ``position(_:)``, or nil while the servers are away or the cluster elects a leader:
+    /// waited out for as long as the lease is held, as the base's shipping is (failing there
+    /// ended the standby for good over a moment's election).
+    private func positionWhileServersAnswer(_ follower: Follower) throws(ReplicationError) -> (UInt64, UInt64, Bool)? {
+        do {
+            return try position(follower)
+        } catch  where error.code == .server || error.code == .tooFewReplicas {
+            if let lost = keeper.lost { throw ReplicationError(.fenced, lost) }
+            return nil
         }
     }
 
