@@ -251,6 +251,23 @@ public final class Standby: Sendable {
                     return false
                 }
                 if box.locked({ $0.stopping }) { return false }
+            } catch let error as ReplicationError where error.code == .server || error.code == .tooFewReplicas {
+                // The servers went away, or the cluster is electing a leader, in the middle of the
+                // promotion (connecting the shipper, creating the stream): the lease goes back and
+                // this standby follows again, to take the stream over once the lease is free and
+                // the servers answer. Stopping here left the stream with no one to take it over.
+                keeper.stop(release: true)
+                box.locked { b in
+                    b.status.abandonedPromotions += 1
+                    b.status.lastError = error.message
+                }
+                if box.locked({ $0.follower == nil }) {
+                    let follower = try await Self.follow(
+                        directory, schema: schema, source: target, options: followerOptions)
+                    box.locked { $0.follower = follower }
+                }
+                box.locked { $0.status.phase = .following }
+                return false
             } catch {
                 // The replica could not become the writer (its store would not open, say): the
                 // lease goes back, for another standby to take, and this one stops.
