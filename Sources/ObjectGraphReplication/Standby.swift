@@ -219,8 +219,7 @@ public final class Standby: Sendable {
     /// start over, the lease still held: the standby applies those records too, then tries
     /// again.
     private func takeOver() async throws -> Bool {
-        let streamEpoch = try lastEpoch()
-        let epoch = try keeper.acquire(minimumEpoch: streamEpoch)
+        let epoch = try keeper.acquire(minimumEpoch: keeper.streamEpoch() ?? 0)
         keeper.startRenewing()
         box.locked { $0.status.phase = .promoting(epoch: epoch) }
         while true {
@@ -235,15 +234,7 @@ public final class Standby: Sendable {
                 }
                 return true
             } catch let error as ReplicationError where error.code == .diverged || error.code == .fenced {
-                box.locked { b in
-                    b.status.abandonedPromotions += 1
-                    b.status.lastError = error.message
-                }
-                if box.locked({ $0.follower == nil }) {
-                    let follower = try await Self.follow(
-                        directory, schema: schema, source: target, options: followerOptions)
-                    box.locked { $0.follower = follower }
-                }
+                try await abandonPromotion(error)
                 if error.code == .fenced || keeper.lost != nil {
                     // A writer of a newer epoch has the stream: follow it.
                     keeper.stop(release: false)
@@ -257,15 +248,7 @@ public final class Standby: Sendable {
                 // this standby follows again, to take the stream over once the lease is free and
                 // the servers answer. Stopping here left the stream with no one to take it over.
                 keeper.stop(release: true)
-                box.locked { b in
-                    b.status.abandonedPromotions += 1
-                    b.status.lastError = error.message
-                }
-                if box.locked({ $0.follower == nil }) {
-                    let follower = try await Self.follow(
-                        directory, schema: schema, source: target, options: followerOptions)
-                    box.locked { $0.follower = follower }
-                }
+                try await abandonPromotion(error)
                 box.locked { $0.status.phase = .following }
                 return false
             } catch {
@@ -278,8 +261,18 @@ public final class Standby: Sendable {
         }
     }
 
-    /// The epoch of the stream's last message (0 when it has none).
-    private func lastEpoch() throws(ReplicationError) -> UInt64 { try keeper.streamEpoch() ?? 0 }
+    /// Counts a promotion given up for `error` and has a follower again (the promotion stops
+    /// the one it had once caught up).
+    private func abandonPromotion(_ error: ReplicationError) async throws {
+        box.locked { b in
+            b.status.abandonedPromotions += 1
+            b.status.lastError = error.message
+        }
+        if box.locked({ $0.follower == nil }) {
+            let follower = try await Self.follow(directory, schema: schema, source: target, options: followerOptions)
+            box.locked { $0.follower = follower }
+        }
+    }
 
     /// With the lease held: waits until the follower applied every complete batch of the
     /// stream, stops it, renumbers the replica's journal after the highest record the stream

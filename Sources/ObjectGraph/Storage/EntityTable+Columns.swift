@@ -167,9 +167,15 @@ struct ColumnsHandle {
         assertMutable()
         assert((row + 1) * stride <= valueCount && (row + 1) * maskWords <= nullCount && defaults.count == maskWords)
         (values + row &* stride).update(from: template.base, count: stride)
-        // Only words that differ: zero words on zero pages stay unwritten.
-        for w in 0..<maskWords where nulls[row &* maskWords &+ w] != defaults[w] {
-            nulls[row &* maskWords &+ w] = defaults[w]
+        setNullWords(row: row, to: defaults)
+    }
+
+    /// Makes `row`'s null words `words`, writing only those that differ: zero words on zero
+    /// pages stay unwritten (``ZeroPages``).
+    @inline(__always)
+    func setNullWords(row: Int, to words: [UInt64]) {
+        for w in 0..<maskWords where nulls[row &* maskWords &+ w] != words[w] {
+            nulls[row &* maskWords &+ w] = words[w]
         }
     }
 
@@ -180,9 +186,7 @@ struct ColumnsHandle {
         assert(cells.count == stride && defaults.count == maskWords)
         for row in rows {
             for slot in 0..<stride { values[row * stride + slot] = cells[slot] }
-            for w in 0..<maskWords where nulls[row * maskWords + w] != defaults[w] {
-                nulls[row * maskWords + w] = defaults[w]
-            }
+            setNullWords(row: row, to: defaults)
         }
     }
 
@@ -412,9 +416,7 @@ extension EntityTable {
         let row = values.count / stride
         defaultValues.withUnsafeBufferPointer { values.append(contentsOf: $0) }
         if nulls.count >= (row + 1) * maskWords {
-            for w in 0..<maskWords where nulls[row * maskWords + w] != defaultNulls[w] {
-                nulls[row * maskWords + w] = defaultNulls[w]
-            }
+            update { $0.setNullWords(row: row, to: defaultNulls) }
         } else {
             defaultNulls.withUnsafeBufferPointer { nulls.append(contentsOf: $0) }
         }

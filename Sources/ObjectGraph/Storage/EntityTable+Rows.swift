@@ -264,7 +264,7 @@ extension EntityTable {
     /// Lets go of the instances of ``sweepRows`` that nothing but this table holds, except
     /// `row`'s, and whose objects have no pending change, or only an insert or update that
     /// needs no instance (``flagsKeepingInstances``); keeps the rest for the next sweep,
-    /// which starts once as many instances again were made (at least ``minimumSweep``).
+    /// which starts once as many instances again were made (at least ``sweepFloor``).
     func sweepUnheldInstances(keeping row: Int) {
         let pending = flagsKeepingInstances
         var kept: [Int32] = []
