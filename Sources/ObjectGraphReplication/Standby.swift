@@ -184,13 +184,33 @@ public final class Standby: Sendable {
                 fail(ReplicationError(.unavailable, "the standby's follower stopped: \(failed)"))
                 return
             }
+            if box.locked({ $0.follower == nil }) {
+                // A promotion given up stopped the follower, and the servers did not let it start
+                // again then (a cluster electing a leader): started again once they answer.
+                do {
+                    let follower = try await Self.follow(
+                        directory, schema: schema, source: target, options: followerOptions)
+                    box.locked { $0.follower = follower }
+                } catch let error as ReplicationError where Self.serversAway(error) {
+                    box.locked { $0.status.lastError = "\(error)" }
+                    try? await Task.sleep(for: interval)
+                    continue
+                } catch {
+                    fail(error)
+                    return
+                }
+            }
             do {
                 if try keeper.currentHolder() == nil, try await takeOver() { return }
             } catch let error as ReplicationError where error.code == .leaseHeld {
                 // Another standby was faster.
             } catch {
                 box.locked { $0.status.lastError = "\(error)" }
-                if box.locked({ $0.follower == nil }) {
+                if box.locked({ $0.follower == nil }), let error = error as? ReplicationError, Self.serversAway(error) {
+                    // The follower could not be started again after a promotion was given up:
+                    // the lease goes back, and the loop starts the follower once the servers answer.
+                    keeper.stop(release: true)
+                } else if box.locked({ $0.follower == nil }) {
                     // No replica left to follow with (it could not be started again).
                     keeper.stop(release: true)
                     fail(error)
@@ -242,7 +262,7 @@ public final class Standby: Sendable {
                     return false
                 }
                 if box.locked({ $0.stopping }) { return false }
-            } catch let error as ReplicationError where error.code == .server || error.code == .tooFewReplicas {
+            } catch let error as ReplicationError where Self.serversAway(error) {
                 // The servers went away, or the cluster is electing a leader, in the middle of the
                 // promotion (connecting the shipper, creating the stream): the lease goes back and
                 // this standby follows again, to take the stream over once the lease is free and
@@ -259,6 +279,12 @@ public final class Standby: Sendable {
                 return true
             }
         }
+    }
+
+    /// Whether `error` says only that the servers did not answer or could not serve (away, or
+    /// a cluster electing a leader): waited out, where any other error stops the standby.
+    private static func serversAway(_ error: ReplicationError) -> Bool {
+        error.code == .server || error.code == .tooFewReplicas
     }
 
     /// Counts a promotion given up for `error` and has a follower again (the promotion stops
@@ -344,7 +370,7 @@ public final class Standby: Sendable {
     private func positionWhileServersAnswer(_ follower: Follower) throws(ReplicationError) -> (UInt64, UInt64, Bool)? {
         do {
             return try position(follower)
-        } catch  where error.code == .server || error.code == .tooFewReplicas {
+        } catch  where Self.serversAway(error) {
             if let lost = keeper.lost { throw ReplicationError(.fenced, lost) }
             return nil
         }
