@@ -113,7 +113,9 @@ struct StreamReplicasTests {
     @Test func aWriterOpenedAfterAFollowerCreatedTheStreamGetsItsReplicas() async throws {
         let cluster = try NATSCluster.start(size: 3)
         let stream = freshStream()
-        let readerTarget = ReplicationTarget(servers: cluster.urls, stream: stream)
+        // A generous bound for the stream's creation: a cluster just started may still be
+        // electing its meta leader, longer than the default 2 s on a busy machine.
+        let readerTarget = ReplicationTarget(servers: cluster.urls, stream: stream, timeout: .seconds(30))
         let follower = try await ObjectStore.follow(at: replicationDirectory(), schema: pkgSchema, source: readerTarget)
         let client = try JetStreamClient(servers: cluster.urls, timeout: .seconds(5))
         defer { client.close() }
