@@ -93,6 +93,57 @@ import Testing
         #expect(Self.elements(after, after.root).map { after.string(after.field($0, named: "name") ?? 0) } == ["last"])
     }
 
+    /// A large document (4 MiB and more) is read where it lies when simdjson's padding past its
+    /// end is on its last page, and copied first otherwise; either way, and whatever the bytes
+    /// after it hold, it parses as the same document, fresh or into a kept parser, and a damaged
+    /// one fails at the same byte. The page after the document's is unreadable, so that a read
+    /// past the end the check should have prevented crashes the test.
+    @Test func aLargeDocumentParsesTheSameWhereverItEndsOnItsPage() throws {
+        let names = (0..<120_000).map { "package-\($0)-\(String(repeating: "x", count: $0 % 7))" }
+        let text = "[" + names.map { #"{"name": "\#($0)", "size": \#($0.utf8.count)}"# }.joined(separator: ",") + "]"
+        let document = Array(text.utf8)
+        #expect(document.count >= 4 << 20)
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let parser = try #require(JSONParser())
+        let guarded = (document.count + 2 * page - 1) / page * page
+        let mapping = try #require(
+            mmap(nil, guarded + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            "mmap")
+        #expect(mapping != MAP_FAILED)
+        defer { munmap(mapping, guarded + page) }
+        #expect(mprotect(mapping + guarded, page, PROT_NONE) == 0)
+        let memory = UnsafeMutableRawBufferPointer(start: mapping, count: guarded)
+        // How many bytes of its last page follow the document: none, fewer than, exactly and
+        // more than simdjson's 64 bytes of padding.
+        for gap in [0, 1, 63, 64, 65, 1000] {
+            // What follows the document could be read as JSON if simdjson trusted it.
+            memory.initializeMemory(as: UInt8.self, repeating: UInt8(ascii: "7"))
+            for i in stride(from: guarded - page, to: guarded, by: 3) { memory[i] = UInt8(ascii: "\"") }
+            let start = guarded - gap - document.count
+            UnsafeMutableRawBufferPointer(rebasing: memory[start..<(start + document.count)]).copyBytes(from: document)
+            let bytes = UnsafeRawBufferPointer(rebasing: memory[start..<(start + document.count)])
+            for parsed in [try JSONDocument(parsing: bytes), try JSONDocument(parsing: bytes, reusing: parser)] {
+                let elements = Self.elements(parsed, parsed.root)
+                #expect(elements.count == names.count, "gap \(gap)")
+                #expect(
+                    elements.last.flatMap { parsed.field($0, named: "name") }.map { parsed.string($0) } == names.last)
+            }
+            // The last closing bracket missing: the error names the end of the input.
+            let damaged = UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 1)])
+            for attempt in [
+                Result { () throws(MappingError) in try JSONDocument(parsing: damaged) },
+                Result { () throws(MappingError) in try JSONDocument(parsing: damaged, reusing: parser) },
+            ] {
+                guard case .failure(let error) = attempt else {
+                    Issue.record("gap \(gap): a truncated document parsed")
+                    continue
+                }
+                #expect(error.code == .malformedJSON)
+                #expect(error.byteOffset == damaged.count, "gap \(gap): \(error.message)")
+            }
+        }
+    }
+
     @Test func scalarsOfEveryKindReadBackFromTheTape() throws {
         let document = try Self.parse(
             #"[null, true, false, 0, -5, 9223372036854775807, -9223372036854775808, 1.5, -0.0, 1e300, 2.5E-3, "text"]"#)

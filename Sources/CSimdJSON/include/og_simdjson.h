@@ -38,17 +38,21 @@ enum {
     OG_JSON_MEMALLOC = 2,
 };
 
-/// Parses `length` bytes at `bytes` (copied into padded memory first, so any buffer will do).
-/// Returns the document, or NULL with simdjson's error code in `*error_code`. Never throws.
-og_json_doc *og_json_parse(const void *bytes, size_t length, int *error_code);
+/// Parses `length` bytes at `bytes`. Any buffer will do: a large one (4 MiB or more) is read in
+/// place when the padding simdjson reads past the end lies on its last page, and copied into
+/// padded memory otherwise, as a small one always is. A large one's buffers are marked for
+/// transparent huge pages of `huge_page_size` bytes (0: left as they come). Returns the
+/// document, or NULL with simdjson's error code in `*error_code`. Never throws.
+og_json_doc *og_json_parse(const void *bytes, size_t length, size_t huge_page_size, int *error_code);
 
 /// An empty document with its own parser, for og_json_parse_into: parsing into the same
 /// document again reuses its buffers (allocated and paged in once). NULL when out of memory.
 og_json_doc *og_json_new(void);
 
 /// Parses `length` bytes at `bytes` into `document`, replacing what it held, and returns
-/// simdjson's error code (OG_JSON_SUCCESS when the tape is ready). Never throws.
-int og_json_parse_into(og_json_doc *document, const void *bytes, size_t length);
+/// simdjson's error code (OG_JSON_SUCCESS when the tape is ready). Large inputs are read and
+/// their buffers marked as og_json_parse does. Never throws.
+int og_json_parse_into(og_json_doc *document, const void *bytes, size_t length, size_t huge_page_size);
 
 /// simdjson's message for `code` (a static string).
 const char *og_json_error_message(int code);

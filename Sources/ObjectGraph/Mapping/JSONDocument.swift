@@ -1,6 +1,7 @@
 internal import CPrefetch
 internal import CSimdJSON
 import Foundation
+internal import GraphJournal
 
 /// A simdjson parser and document kept between parses: parsing into it again reuses buffers
 /// that are already allocated, and the document's tape and strings stay paged in. A large
@@ -77,7 +78,9 @@ final class JSONDocument {
     /// document; the parser is busy until this document is released.
     convenience init(parsing data: Data, reusing parser: JSONParser) throws(MappingError) {
         parser.inUse = true
-        let code = data.withUnsafeBytes { og_json_parse_into(parser.handle, $0.baseAddress, $0.count) }
+        let code = data.withUnsafeBytes {
+            og_json_parse_into(parser.handle, $0.baseAddress, $0.count, Self.hugePageSize)
+        }
         guard code == Int32(OG_JSON_SUCCESS) else {
             parser.inUse = false
             throw data.withUnsafeBytes { Self.malformedJSONError(in: $0, simdjsonCode: code) }
@@ -88,7 +91,7 @@ final class JSONDocument {
     /// Parses `bytes` into `parser`'s buffers, as ``init(parsing:reusing:)-(Data,_)`` does.
     convenience init(parsing bytes: UnsafeRawBufferPointer, reusing parser: JSONParser) throws(MappingError) {
         parser.inUse = true
-        let code = og_json_parse_into(parser.handle, bytes.baseAddress, bytes.count)
+        let code = og_json_parse_into(parser.handle, bytes.baseAddress, bytes.count, Self.hugePageSize)
         guard code == Int32(OG_JSON_SUCCESS) else {
             parser.inUse = false
             throw Self.malformedJSONError(in: bytes, simdjsonCode: code)
@@ -143,10 +146,14 @@ final class JSONDocument {
         }
     }
 
+    /// The transparent huge page size a large document's parse buffers are marked for (0: none):
+    /// the journal's choice (`HugePages`), so that `OBJECTGRAPH_HUGE_PAGES=off` turns both off.
+    static let hugePageSize = HugePages.size ?? 0
+
     /// Runs simdjson over `bytes`; on failure, locates the first bad byte for the error.
     private static func parse(_ bytes: UnsafeRawBufferPointer) throws(MappingError) -> OpaquePointer {
         var code: Int32 = 0
-        if let handle = og_json_parse(bytes.baseAddress, bytes.count, &code) {
+        if let handle = og_json_parse(bytes.baseAddress, bytes.count, Self.hugePageSize, &code) {
             return handle
         }
         throw malformedJSONError(in: bytes, simdjsonCode: code)

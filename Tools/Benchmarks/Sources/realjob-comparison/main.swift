@@ -230,6 +230,16 @@ func objectGraphChild(_ kind: String, dir: URL, doc: String?, expected e: Expect
         try checkObjectGraph(store, e, full: true)
         try store.close()
         return f
+    case "og-resync-loop":
+        // For a profiler: the no-op resync `OBJECTGRAPH_RESYNCS` times (default 20) in this one
+        // process, so that the syncs outweigh the open. Prints the median sync's figures.
+        guard let doc else { throw BenchError("\(kind) needs --doc") }
+        let store = try openObjectGraph(dir)
+        let times = Int(ProcessInfo.processInfo.environment["OBJECTGRAPH_RESYNCS"] ?? "") ?? 20
+        var runs: [Figures] = []
+        for _ in 0..<max(1, times) { runs.append(try objectGraphSync(store, doc, full: true).0) }
+        try store.close()
+        return runs.sorted { ($0["total"] ?? 0) < ($1["total"] ?? 0) }[runs.count / 2]
     case "og-read":
         // As an application does: open, fetch the packages, read each property.
         let t0 = now()
