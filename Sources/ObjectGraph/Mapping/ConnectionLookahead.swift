@@ -24,8 +24,11 @@ struct ConnectionLookahead {
     private let destinationSlot: Int
     private let index: UniqueIndex
     private let rows: [Int32]
-    /// Per ring position: the hashes of that object's names.
-    private var hashes: [[Int]]
+    /// Per ring position, `namesPerObject` hashes of that object's names; flat, so that the
+    /// stages read it without retaining an inner array.
+    private var hashes: [Int]
+    /// Per ring position, how many of its hashes are set.
+    private var hashCounts: [Int]
 
     /// A lookahead over `rows` (the order the connection goes through them) for connection `c`,
     /// or nil when `c` is not a list of strings looked up in a unique index of one string
@@ -41,7 +44,8 @@ struct ConnectionLookahead {
         self.destinationSlot = c.destinationSlots[0]
         self.index = index
         self.rows = rows
-        self.hashes = Array(repeating: [], count: Self.distance + 1)
+        self.hashes = Array(repeating: 0, count: (Self.distance + 1) * Self.namesPerObject)
+        self.hashCounts = Array(repeating: 0, count: Self.distance + 1)
     }
 
     /// Prefetches for the objects after position `i` of the rows, before position `i` is
@@ -61,49 +65,71 @@ struct ConnectionLookahead {
 
     /// Hashes the names of the object at `position` and prefetches their buckets.
     private mutating func prefetchBuckets(at position: Int) {
-        let slot = position % hashes.count
-        hashes[slot].removeAll(keepingCapacity: true)
+        let ring = position % hashCounts.count
+        hashCounts[ring] = 0
         guard position < rows.count else { return }
         let row = Int(rows[position])
         guard row < source.rowCount, !source.isNull(row: row, slot: sourceSlot) else { return }
         let index = self.index
-        var found: [Int] = hashes[slot]
-        hashes[slot] = []
-        source.arena.withBytes(ArenaRef(source.values[row * source.stride + sourceSlot])) { bytes in
-            ListCoding.forEachString(bytes) { utf8 in
-                guard found.count < Self.namesPerObject else { return }
-                let hash = index.hash(cell: .bytes(utf8))
-                index.prefetchHome(hash)
-                found.append(hash)
+        let buckets = PrefetchHint(index.buckets)
+        var count = 0
+        hashes.withUnsafeMutableBufferPointer { hashes in
+            let first = ring * Self.namesPerObject
+            source.arena.withBytes(ArenaRef(source.values[row * source.stride + sourceSlot])) { bytes in
+                ListCoding.forEachString(bytes) { utf8 in
+                    guard count < Self.namesPerObject else { return }
+                    let hash = index.hash(cell: .bytes(utf8))
+                    buckets.read(index.home(hash) * MemoryLayout<Int32>.stride)
+                    hashes[first + count] = hash
+                    count += 1
+                }
             }
         }
-        hashes[slot] = found
+        hashCounts[ring] = count
+    }
+
+    /// Calls `body` with the rows in the first two buckets of the chains of the object at
+    /// `position`'s names, `buckets` and the ring read in place.
+    @inline(__always)
+    private func forEachCandidate(at position: Int, _ body: (Int) -> Void) {
+        let ring = position % hashCounts.count
+        let count = hashCounts[ring]
+        guard count > 0 else { return }
+        hashes.withUnsafeBufferPointer { hashes in
+            index.buckets.withUnsafeBufferPointer { buckets in
+                let mask = buckets.count - 1
+                for k in 0..<count {
+                    var b = hashes[ring * Self.namesPerObject + k] & mask
+                    for _ in 0..<2 {
+                        let r = buckets[b]
+                        if r == UniqueIndex.empty { break }
+                        if r >= 0 { body(Int(r)) }
+                        b = (b + 1) & mask
+                    }
+                }
+            }
+        }
     }
 
     /// Prefetches the key cells of the rows in the first buckets of the probes of the object at
     /// `position` (its buckets prefetched one stage before).
     private func prefetchKeyCells(at position: Int) {
         guard position < rows.count else { return }
-        let destination = self.destination, slot = destinationSlot
-        for hash in hashes[position % hashes.count] {
-            UniqueIndex.forEachRow(in: index.buckets, chainOf: hash, limit: 2) { row in
-                destination.prefetchCell(row: row, slot: slot)
-            }
-        }
+        let cells = PrefetchHint(destination.values)
+        let stride = destination.stride, slot = destinationSlot
+        forEachCandidate(at: position) { row in cells.read((row * stride + slot) * MemoryLayout<UInt64>.stride) }
     }
 
     /// Prefetches the key bytes those cells point to, for the object at `position`.
     private func prefetchKeyBytes(at position: Int) {
         guard position < rows.count else { return }
-        let destination = self.destination, slot = destinationSlot
+        let stride = destination.stride, slot = destinationSlot
         let arena = PrefetchHint(destination.arena)
         destination.values.withUnsafeBufferPointer { cells in
-            for hash in hashes[position % hashes.count] {
-                UniqueIndex.forEachRow(in: index.buckets, chainOf: hash, limit: 2) { row in
-                    let i = row * destination.stride + slot
-                    // A null cell's bits are stale or 0: a wasted hint at worst.
-                    if i < cells.count { arena.read(ArenaRef(cells[i]).offset) }
-                }
+            forEachCandidate(at: position) { row in
+                let i = row * stride + slot
+                // A null cell's bits are stale or 0: a wasted hint at worst.
+                if i < cells.count { arena.read(ArenaRef(cells[i]).offset) }
             }
         }
     }

@@ -286,6 +286,11 @@ struct MappingRun<Source: MappingSource> {
         _ node: Source.Node, step: MappingPlan.AttributeStep, row: Int, _ plan: MappingPlan, _ prefix: String
     ) throws -> Bool {
         let t = try transform(node, step, plan, prefix)
+        if step.type == .string {
+            // A string is as new only when it is the same: its bytes compared where they lie,
+            // with no `String` made of either side.
+            return t.withCell { cell in cell.map { plan.table.holds($0, row: row, slot: step.slot) } ?? false }
+        }
         guard let incoming = t.attributeValue(as: step.type),
             let stored = plan.table.value(row: row, slot: step.slot)
         else { return false }

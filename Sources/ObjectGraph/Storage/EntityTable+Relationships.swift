@@ -42,6 +42,11 @@ extension EntityTable {
     /// Whether the to-many `r` of `row` holds exactly `targets` (distinct rows), in that order
     /// when `r` is ordered.
     func toManyHolds(row: Int, _ r: ResolvedRelationship, exactly targets: [Int]) -> Bool {
+        // A few targets are searched for in the list; more get the sorted comparison, so that the
+        // check stays O(n log n).
+        if r.isLinked, targets.count <= 32 {
+            return context.links[r.link].visibleMembersAre(r.linkSide, row, targets, ordered: r.isOrdered)
+        }
         let current = toManyDestinations(row: row, r)
         if r.isOrdered { return current == targets }
         return current.count == targets.count && current.sorted() == targets.sorted()

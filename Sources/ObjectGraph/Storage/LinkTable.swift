@@ -153,6 +153,35 @@ final class LinkTable {
         return result
     }
 
+    /// Whether the visible members of `row`'s list on `side` are exactly `targets` (distinct
+    /// rows), in that order when `ordered`: ``visibleMembers(_:_:)`` compared without building
+    /// it, the list read where it lies. A resync asks this of every object it connects again.
+    func visibleMembersAre(_ side: Int, _ row: Int, _ targets: [Int], ordered: Bool) -> Bool {
+        guard row < heads[side].count else { return targets.isEmpty }
+        let h = heads[side][row]
+        if h.count == 0 { return targets.isEmpty }
+        let other = table(1 - side)
+        func compare(_ list: UnsafeBufferPointer<Int32>) -> Bool {
+            var visible = 0
+            for m in list where other.isVisible(row: Int(m)) {
+                if ordered {
+                    guard visible < targets.count, targets[visible] == Int(m) else { return false }
+                } else if !targets.contains(Int(m)) {
+                    return false
+                }
+                visible += 1
+            }
+            guard visible == targets.count else { return false }
+            // As many visible members as targets, each one a target: the same rows, unless a
+            // member repeats (then some target is missing).
+            return ordered || targets.allSatisfy { t in list.contains { Int($0) == t } }
+        }
+        if h.count < 0 { return members(side, row).withUnsafeBufferPointer(compare) }
+        return flat[side].withUnsafeBufferPointer { all in
+            compare(UnsafeBufferPointer(rebasing: all[Int(h.start)..<Int(h.start + h.count)]))
+        }
+    }
+
     /// The position of `member` in `owner`'s list on `side`, if it is there.
     func position(of member: Int32, side: Int, owner: Int) -> Int? {
         guard owner < heads[side].count else { return nil }
