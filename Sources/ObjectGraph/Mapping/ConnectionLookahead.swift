@@ -112,12 +112,21 @@ struct ConnectionLookahead {
     }
 
     /// Prefetches the key cells of the rows in the first buckets of the probes of the object at
-    /// `position` (its buckets prefetched one stage before).
+    /// `position` (its buckets prefetched one stage before), with the null word a lookup reads
+    /// before the cell and the flags the connection reads after (whether the row is visible):
+    /// three lines whose addresses need only the row.
     private func prefetchKeyCells(at position: Int) {
         guard position < rows.count else { return }
         let cells = PrefetchHint(destination.values)
-        let stride = destination.stride, slot = destinationSlot
-        forEachCandidate(at: position) { row in cells.read((row * stride + slot) * MemoryLayout<UInt64>.stride) }
+        let nulls = PrefetchHint(destination.nulls)
+        let flags = PrefetchHint(destination.flags)
+        let stride = destination.stride, slot = destinationSlot, maskWords = destination.maskWords
+        let word = MemoryLayout<UInt64>.stride
+        forEachCandidate(at: position) { row in
+            cells.read((row * stride + slot) * word)
+            nulls.read((row * maskWords + (slot >> 6)) * word)
+            flags.read(row)  // one byte a row
+        }
     }
 
     /// Prefetches the key bytes those cells point to, for the object at `position`.
