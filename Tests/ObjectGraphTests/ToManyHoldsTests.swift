@@ -32,7 +32,8 @@ import Testing
         let seed = UInt64.random(in: 0...UInt64.max)
         print("ToManyHoldsTests seed \(seed) (ordered: \(ordered))")
         var g = Generator(state: seed)
-        let context = ModelContext(schema: try Schema(LpArticle.self, LpLabel.self, LpAlbum.self, LpSong.self, LpCrate.self))
+        let context = ModelContext(
+            schema: try Schema(LpArticle.self, LpLabel.self, LpAlbum.self, LpSong.self, LpCrate.self))
         var owners: [any Entity] = []
         var members: [[any Entity]] = []
         if ordered {
@@ -47,7 +48,7 @@ import Testing
                 members.append(album.songs)
             }
             try context.save()
-            for s in songs where g.next(6) == 0 { try context.delete(s) }
+            for s in songs where g.next(6) == 0 { context.delete(s) }
         } else {
             let labels = (0..<40).map { i in LpLabel().with { $0.n = i } }
             for l in labels { try context.insert(l) }
@@ -60,7 +61,7 @@ import Testing
                 members.append(article.labels)
             }
             try context.save()
-            for l in labels where g.next(6) == 0 { try context.delete(l) }
+            for l in labels where g.next(6) == 0 { context.delete(l) }
         }
         let (table, relationship) = try #require(owners.first?.relationship(forKey: ordered ? "songs" : "labels"))
         #expect(relationship.isOrdered == ordered)
@@ -70,7 +71,9 @@ import Testing
             let destination = list.first.map { $0._backing.managedTable } ?? nil
             let all = list.map { $0._backing.rowIndex }
             let visible = all.filter { destination?.isVisible(row: $0) ?? false }
-            var candidates: [[Int]] = [visible, visible.reversed(), all, [], Array(visible.dropFirst()), visible + [10_000]]
+            var candidates: [[Int]] = [
+                visible, visible.reversed(), all, [], Array(visible.dropFirst()), visible + [10_000],
+            ]
             if visible.count > 1 { candidates.append(visible.shuffledDeterministically(&g)) }
             for _ in 0..<6 {
                 candidates.append((0..<g.next(8)).map { _ in g.next(45) }.uniqued())
