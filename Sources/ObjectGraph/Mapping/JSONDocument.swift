@@ -6,12 +6,13 @@ internal import GraphJournal
 /// A simdjson parser and document kept between parses: parsing into it again reuses buffers
 /// that are already allocated, and the document's tape and strings stay paged in. A large
 /// document's buffers are several times its size, and their page faults are much of its parse
-/// time. The working buffers (the padded copy of the input and the structural indexes, about
-/// 1.3 times the input) give their pages back after each parse, since nothing reads them
-/// until the next one: for the real job's 34 MiB document, a second parse into a kept parser
-/// took 0.039–0.048 s against 0.014–0.023 s when they stayed paged in and 0.07–0.11 s for a
-/// first parse, and the first sync's peak resident memory fell from 237–243 MiB to 181–183 MiB
-/// (3 alternating runs each, load average 3.6). Buffers under 1 MiB keep their pages.
+/// time. The working buffers (the structural indexes, and the padded copy of the input when
+/// it is not read in place; together about 1.3 times the input) give their pages back after
+/// each parse, since nothing reads them until the next one: for the real job's 34 MiB
+/// document, a second parse into a kept parser took 0.039–0.048 s against 0.014–0.023 s when
+/// they stayed paged in and 0.07–0.11 s for a first parse, and the first sync's peak resident
+/// memory fell from 237–243 MiB to 181–183 MiB (3 alternating runs each, load average 3.6;
+/// measured before large documents were read in place). Buffers under 1 MiB keep their pages.
 final class JSONParser {
     let handle: OpaquePointer
     /// Whether a document is reading this parser's buffers now.
