@@ -107,6 +107,59 @@ struct ValueFetchTests {
         try await store.close()
     }
 
+    /// A cursor over values calls its body with what `fetch(_:as:)` returns, in its order and
+    /// window, creating no instance; it skips an object deleted meanwhile, and stops at the
+    /// first error its body throws.
+    @Test func forEachValueReadsWhatFetchAsValuesReturnsOneAtATime() throws {
+        let dir = temporaryStoreDirectory()
+        try populated(dir).close()
+        let store = try ObjectStore.open(at: dir, schema: storeSchema)
+        defer { try? store.close() }
+        var descriptor = FetchDescriptor<Person>(
+            predicate: #Predicate { $0.score > 10 }, sortBy: [SortDescriptor(\.score, order: .reverse)])
+        descriptor.fetchOffset = 3
+        descriptor.fetchLimit = 50
+        var seen: [PersonRow] = []
+        try store.context.forEach(descriptor, as: PersonRow.self) { seen.append($0) }
+        #expect(try instanceCount(store.context) == 0)
+        #expect(seen.count == 50)
+        #expect(seen == (try store.context.fetch(descriptor, as: PersonRow.self)))
+
+        struct Stop: Error {}
+        var calls = 0
+        #expect(throws: Stop.self) {
+            try store.context.forEach(descriptor, as: PersonRow.self) { _ in
+                calls += 1
+                if calls == 7 { throw Stop() }
+            }
+        }
+        #expect(calls == 7)
+
+        let all = FetchDescriptor<Person>(sortBy: [SortDescriptor(\.id)])
+        let last = try #require(
+            try store.context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.id == 300 })).first)
+        var ids: [Int64] = []
+        try store.context.forEach(all, as: PersonRow.self) { row in
+            ids.append(row.id)
+            if row.id == 1 { store.context.delete(last) }
+        }
+        #expect(ids == Array(1...299))
+    }
+
+    @Test func aSnapshotForEachValueMatchesItsFetch() async throws {
+        let dir = temporaryStoreDirectory()
+        try populated(dir).close()
+        let store = try AsyncStore(at: dir, schema: storeSchema)
+        let snapshot = store.snapshot
+        let descriptor = FetchDescriptor<Person>(
+            predicate: #Predicate { $0.city == "City 3" }, sortBy: [SortDescriptor(\.id)])
+        var rows: [PersonRow] = []
+        try snapshot.forEach(descriptor, as: PersonRow.self) { rows.append($0) }
+        #expect(!rows.isEmpty)
+        #expect(rows == (try snapshot.fetch(descriptor, as: PersonRow.self)))
+        try await store.close()
+    }
+
     /// Reads its keys in an order that depends on the value, and one key only sometimes.
     struct Wandering: Decodable, Equatable {
         var id: Int64

@@ -49,10 +49,27 @@ extension StoreSnapshot {
     /// - Throws: what ``fetch(_:)`` throws, or the `DecodingError` of a value that does not
     ///   decode.
     public func fetch<T: Entity, V: Decodable>(_ descriptor: FetchDescriptor<T>, as type: V.Type) throws -> [V] {
+        var result: [V] = []
+        try forEach(descriptor, as: type) { result.append($0) }
+        return result
+    }
+
+    /// Reads the objects ``fetch(_:as:)`` would return one at a time, calling `body` with each
+    /// value as it is decoded and keeping none (GRDB's cursors): a read that looks at each value
+    /// once holds one at a time.
+    ///
+    /// ```swift
+    /// var bytes = 0
+    /// try snapshot.forEach(FetchDescriptor<Package>(), as: PackageRecord.self) { bytes += $0.name.utf8.count }
+    /// ```
+    ///
+    /// - Throws: What ``fetch(_:as:)`` throws, or what `body` throws; the loop stops at the
+    ///   first error.
+    public func forEach<T: Entity, V: Decodable>(
+        _ descriptor: FetchDescriptor<T>, as type: V.Type, _ body: (V) throws -> Void
+    ) throws {
         let t = try table(for: T.self)
         let serials = try fetchedSerials(descriptor, table: t)
-        var result: [V] = []
-        result.reserveCapacity(serials.count)
         // One decoder, moved from object to object.
         var decoder: AttributeDecoder?
         for serial in serials {
@@ -61,9 +78,8 @@ extension StoreSnapshot {
             let current = decoder ?? AttributeDecoder(backing: backing)
             current.reading(backing)
             decoder = current
-            result.append(try V(from: current))
+            try body(try V(from: current))
         }
-        return result
     }
 
     /// The number of objects ``fetch(_:)`` would return. Sorting is skipped; with a predicate

@@ -53,18 +53,41 @@ extension ModelContext {
     /// - Throws: What ``fetch(_:)-(FetchDescriptor<T>)`` throws, or the `DecodingError` of a
     ///   value that does not decode as `V` (nothing is returned then).
     public func fetch<T: Entity, V: Decodable>(_ descriptor: FetchDescriptor<T>, as type: V.Type) throws -> [V] {
+        var result: [V] = []
+        try forEach(descriptor, as: type) { result.append($0) }
+        return result
+    }
+
+    /// Reads the objects ``fetch(_:as:)`` would return one at a time, calling `body` with each
+    /// value as it is decoded and keeping none: GRDB's cursors, for a read that looks at each
+    /// value once (a sum, an export, a checksum). Nothing is collected, so reading a million
+    /// values holds one at a time, and their strings are freed as the loop goes.
+    ///
+    /// ```swift
+    /// var bytes = 0
+    /// try context.forEach(FetchDescriptor<Package>(), as: PackageRow.self) { row in
+    ///     bytes += row.name.utf8.count + row.dependsNames.count
+    /// }
+    /// ```
+    ///
+    /// The rows are chosen, filtered and sorted before the first call, as ``fetch(_:as:)``
+    /// chooses them. `body` must not insert, delete or save in this context (the loop reads
+    /// rows it chose before); an object deleted meanwhile is skipped.
+    ///
+    /// - Throws: What ``fetch(_:as:)`` throws, or what `body` throws; the loop stops at the
+    ///   first error.
+    public func forEach<T: Entity, V: Decodable>(
+        _ descriptor: FetchDescriptor<T>, as type: V.Type, _ body: (V) throws -> Void
+    ) throws {
         let table = try table(for: T.self)
         let rows = try fetchedRows(descriptor, in: table)
-        var result: [V] = []
-        result.reserveCapacity(rows.count)
-        guard let first = rows.first else { return result }
+        guard let first = rows.first else { return }
         // One decoder, moved from row to row.
         let decoder = AttributeDecoder(backing: ObjectBacking(table: table, row: first))
-        for row in rows {
+        for row in rows where table.isVisible(row: Int(row)) {
             decoder.reading(ObjectBacking(table: table, row: row))
-            result.append(try V(from: decoder))
+            try body(try V(from: decoder))
         }
-        return result
     }
 
     /// The rows ``fetch(_:)-(FetchDescriptor<T>)`` returns the objects of, in its order.
