@@ -116,6 +116,8 @@ struct EncryptedReplicationTests {
         let plain = try ReplicatedStore.open(at: replicationDirectory(), schema: pkgSchema, target: plainTarget)
         try saveMarkers(plain.context, markers)
         try plain.compact()
+        // Shipping runs behind the saves: wait for it before reading the stream.
+        try plain.shipper.waitShipped(through: plain.store.stats.lastSequence, timeout: eventBound)
         #expect(try !markersInStream(plainTarget, markers).isEmpty)
         try plain.close()
     }
