@@ -206,15 +206,15 @@ public final class Standby: Sendable {
                 // Another standby was faster.
             } catch {
                 box.locked { $0.status.lastError = "\(error)" }
-                if box.locked({ $0.follower == nil }), let error = error as? ReplicationError, Self.serversAway(error) {
+                if box.locked({ $0.follower == nil }) {
                     // The follower could not be started again after a promotion was given up:
-                    // the lease goes back, and the loop starts the follower once the servers answer.
+                    // the lease goes back. While the servers are away, the loop starts the
+                    // follower once they answer; any other error leaves no replica to follow with.
                     keeper.stop(release: true)
-                } else if box.locked({ $0.follower == nil }) {
-                    // No replica left to follow with (it could not be started again).
-                    keeper.stop(release: true)
-                    fail(error)
-                    return
+                    if (error as? ReplicationError).map(Self.serversAway) != true {
+                        fail(error)
+                        return
+                    }
                 }
             }
             try? await Task.sleep(for: interval)
