@@ -89,24 +89,16 @@ struct ConnectionLookahead {
     }
 
     /// Calls `body` with the rows in the first two buckets of the chains of the object at
-    /// `position`'s names, `buckets` and the ring read in place.
+    /// `position`'s names, the ring read in place and the buckets taken once.
     @inline(__always)
     private func forEachCandidate(at position: Int, _ body: (Int) -> Void) {
         let ring = position % hashCounts.count
         let count = hashCounts[ring]
         guard count > 0 else { return }
+        let buckets = index.buckets
         hashes.withUnsafeBufferPointer { hashes in
-            index.buckets.withUnsafeBufferPointer { buckets in
-                let mask = buckets.count - 1
-                for k in 0..<count {
-                    var b = hashes[ring * Self.namesPerObject + k] & mask
-                    for _ in 0..<2 {
-                        let r = buckets[b]
-                        if r == UniqueIndex.empty { break }
-                        if r >= 0 { body(Int(r)) }
-                        b = (b + 1) & mask
-                    }
-                }
+            for k in 0..<count {
+                UniqueIndex.forEachRow(in: buckets, chainOf: hashes[ring * Self.namesPerObject + k], limit: 2, body)
             }
         }
     }

@@ -171,10 +171,9 @@ final class LinkTable {
                 }
                 visible += 1
             }
-            guard visible == targets.count else { return false }
-            // As many visible members as targets, each one a target: the same rows, unless a
-            // member repeats (then some target is missing).
-            return ordered || targets.allSatisfy { t in list.contains { Int($0) == t } }
+            // As many visible members as targets, each one a target: the same rows, since a list
+            // holds each member once (a repeated pair is refused wherever links are made).
+            return visible == targets.count
         }
         if h.count < 0 { return members(side, row).withUnsafeBufferPointer(compare) }
         return flat[side].withUnsafeBufferPointer { all in
