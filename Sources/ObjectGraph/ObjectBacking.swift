@@ -141,6 +141,19 @@ public struct ObjectBacking {
         }
     }
 
+    /// The stored cell of `slot`, for a read that decodes it as the attribute's own type; nil
+    /// when the object's values are not held as cells (a standalone or new object). The bytes
+    /// of a variable-length value are valid until the object's storage next changes.
+    func storedCell(_ slot: Int) -> RowCell? {
+        let cell: RawCell?
+        switch storage {
+        case .managed(let t): cell = t.rawCell(row: Int(row), slot: slot)
+        case .snapshot(let o): cell = o.page.rawCell(o.r, slot)
+        case .standalone, .unmanaged: return nil
+        }
+        return cell.map { .stored($0) } ?? .null
+    }
+
     /// Sets `slot` from an already type-checked dynamic value.
     mutating func setDynamic(_ slot: Int, _ value: AttributeValue?, primitive: Bool = false) {
         switch storage {

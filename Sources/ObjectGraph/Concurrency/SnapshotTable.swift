@@ -105,6 +105,17 @@ final class RowPage: TreePage, @unchecked Sendable {
         return T._decode(.fixed(c))
     }
 
+    /// The cell of `slot` in row `r` as a read decodes it (nil when unset); the bytes of a
+    /// variable-length value live as long as the page.
+    func rawCell(_ r: Int, _ slot: Int) -> RawCell? {
+        if isNull(r, slot) { return nil }
+        let c = cell(r, slot)
+        if layout.types[slot].isVariableLength {
+            return .bytes(ByteArena.bytes(ArenaRef(c), base: arena.unretainedBase, count: arena.count))
+        }
+        return .fixed(c)
+    }
+
     /// The value of `slot` in row `r`; nil when unset.
     func value(_ r: Int, _ slot: Int) -> AttributeValue? {
         if isNull(r, slot) { return nil }

@@ -82,6 +82,53 @@ extension StoreSnapshot {
         }
     }
 
+    /// Reads the chosen attributes of the objects ``fetch(_:)`` would return, one
+    /// ``ObjectRow`` at a time, with no instance and no `Decoder` per object: as
+    /// ``ModelContext/forEachRow(_:columns:_:)-(FetchDescriptor<T>,[PartialKeyPath<T>],_)``
+    /// does on a context.
+    ///
+    /// ```swift
+    /// var bytes = 0
+    /// try snapshot.forEachRow(FetchDescriptor<Person>(), columns: [\.name]) { row in
+    ///     bytes += (try row[0] as String).utf8.count
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``ObjectGraphError`` `unknownKey` for a key path that names no stored
+    ///   attribute of `T`, what ``fetch(_:)`` throws, or what `body` throws; the loop stops at
+    ///   the first error.
+    public func forEachRow<T: Entity>(
+        _ descriptor: FetchDescriptor<T>, columns: [PartialKeyPath<T>], _ body: (borrowing ObjectRow) throws -> Void
+    ) throws {
+        let t = try table(for: T.self)
+        try forEachRow(
+            descriptor, try RowColumns(keyPaths: columns, entity: tables[t].layout.entity, probing: nil), table: t, body
+        )
+    }
+
+    /// As ``forEachRow(_:columns:_:)-(FetchDescriptor<T>,[PartialKeyPath<T>],_)``, the
+    /// columns named by their attributes' names.
+    ///
+    /// - Throws: ``ObjectGraphError`` `unknownKey` for a name that is no attribute of `T`, or
+    ///   what the key-path form throws.
+    public func forEachRow<T: Entity>(
+        _ descriptor: FetchDescriptor<T>, columns: [String], _ body: (borrowing ObjectRow) throws -> Void
+    ) throws {
+        let t = try table(for: T.self)
+        try forEachRow(descriptor, try RowColumns(names: columns, entity: tables[t].layout.entity), table: t, body)
+    }
+
+    private func forEachRow<T: Entity>(
+        _ descriptor: FetchDescriptor<T>, _ columns: RowColumns, table t: Int,
+        _ body: (borrowing ObjectRow) throws -> Void
+    ) throws {
+        for serial in try fetchedSerials(descriptor, table: t) {
+            guard let (page, r) = tables[t].locate(serial) else { continue }
+            let object = SnapshotObject(snapshot: self, serial: serial, page: page, row: r)
+            try body(ObjectRow(backing: ObjectBacking(snapshot: object), columns: columns))
+        }
+    }
+
     /// The number of objects ``fetch(_:)`` would return. Sorting is skipped; with a predicate
     /// evaluated on storage, no instance is created.
     ///

@@ -20,6 +20,18 @@ extension EntityTable {
         return T._decode(.fixed(cell))
     }
 
+    /// The cell of `slot` in `row` as a read decodes it (nil when it has no value); the bytes
+    /// of a variable-length value are valid until the arena next grows.
+    @inline(__always)
+    func rawCell(row: Int, slot: Int) -> RawCell? {
+        if isNull(row: row, slot: slot) { return nil }
+        let cell = values[row * stride + slot]
+        if types[slot].isVariableLength {
+            return .bytes(ByteArena.bytes(ArenaRef(cell), base: arena.unretainedBase, count: arena.count))
+        }
+        return .fixed(cell)
+    }
+
     func value(row: Int, slot: Int) -> AttributeValue? {
         if isNull(row: row, slot: slot) { return nil }
         return decode(cell: values[row * stride + slot], slot: slot)
