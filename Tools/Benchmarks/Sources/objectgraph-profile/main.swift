@@ -19,7 +19,9 @@
 // `churn n DIR` / `survivors n DIR` (n inserted, nine in ten deleted, compacted / only the
 // survivors inserted, compacted; the resident set then) and `open-rss DIR` (the resident set
 // after opening and reading either store in a fresh process), `read-all DIR` (open, make
-// every instance, read every attribute: each timed). Each measured loop is its own `measured…` function, so callgrind can
+// every instance, read every attribute: each timed), `read-values DIR` (open, then every
+// person decoded as a value with `forEach(_:as:_:)` into an array) and `read-rows DIR` (open,
+// then every person read with `forEachRow(_:columns:_:)`, into an array and summed). Each measured loop is its own `measured…` function, so callgrind can
 // count only it:
 //
 //     valgrind --tool=callgrind --toggle-collect='*measured*' .build/release/objectgraph-profile update 100000
@@ -417,6 +419,96 @@ func readAllPhase(_ directory: URL) throws {
     withExtendedLifetime(store) {}
 }
 
+/// One person as a plain value, as SQLite's row cursor fills one.
+struct PersonValue: Decodable {
+    var id: Int64
+    var name: String
+    var email: String
+    var age: Int
+    var city: String
+    var score: Double
+}
+
+/// `read-values DIR`: open, then every person read as a `PersonValue` into an array.
+func readValuesPhase(_ directory: URL) throws {
+    let start = ContinuousClock.now
+    let store = try Stores.open(directory, durability: .none, schema: Importing.schema())
+    let opened = seconds(since: start)
+    var reads: [Double] = []
+    var count = 0
+    for _ in 0..<3 {
+        let read = ContinuousClock.now
+        count = try measuredValues(store.context).count
+        reads.append(seconds(since: read))
+    }
+    let ms = { (s: Double) in String(format: "%.1f ms", s * 1e3) }
+    print("open \(ms(opened)), values \(reads.map(ms).joined(separator: " / ")); \(count) values")
+}
+
+@inline(never)
+func measuredValues(_ context: ModelContext) throws -> [PersonValue] {
+    var values: [PersonValue] = []
+    try context.forEach(FetchDescriptor<UniquePerson>(), as: PersonValue.self) { values.append($0) }
+    return values
+}
+
+/// `read-rows DIR`: open, then every person read through a row loop into an array of
+/// `PersonValue`, as SQLite's row cursor fills one.
+func readRowsPhase(_ directory: URL) throws {
+    let start = ContinuousClock.now
+    let store = try Stores.open(directory, durability: .none, schema: Importing.schema())
+    let opened = seconds(since: start)
+    var reads: [Double] = []
+    var count = 0
+    for _ in 0..<3 {
+        let read = ContinuousClock.now
+        count = try measuredRows(store.context).count
+        reads.append(seconds(since: read))
+    }
+    var sums: [Double] = []
+    var checksum = 0.0
+    for _ in 0..<3 {
+        let read = ContinuousClock.now
+        checksum = try measuredRowSums(store.context)
+        sums.append(seconds(since: read))
+    }
+    let ms = { (s: Double) in String(format: "%.1f ms", s * 1e3) }
+    print(
+        "open \(ms(opened)), rows into an array \(reads.map(ms).joined(separator: " / ")), rows summed \(sums.map(ms).joined(separator: " / ")); \(count) values, checksum \(checksum)"
+    )
+}
+
+@inline(never)
+func measuredRows(_ context: ModelContext) throws -> [PersonValue] {
+    var values: [PersonValue] = []
+    try context.forEachRow(
+        FetchDescriptor<UniquePerson>(), columns: [\.id, \.name, \.email, \.age, \.city, \.score]
+    ) { row in
+        values.append(
+            PersonValue(
+                id: try row[0], name: try row[1], email: try row[2], age: try row[3], city: try row[4],
+                score: try row[5]))
+    }
+    return values
+}
+
+/// Every attribute of every person read through a row loop and summed, as ``AttributeSums``
+/// sums instances' attributes.
+@inline(never)
+func measuredRowSums(_ context: ModelContext) throws -> Double {
+    var ids: Int64 = 0, ages = 0, score = 0.0, bytes = 0
+    try context.forEachRow(
+        FetchDescriptor<UniquePerson>(), columns: [\.id, \.name, \.email, \.age, \.city, \.score]
+    ) { row in
+        ids &+= try row[0] as Int64
+        bytes &+= (try row[1] as String).utf8.count &+ (try row[2] as String).utf8.count
+        ages &+= try row[3] as Int
+        bytes &+= (try row[4] as String).utf8.count
+        score += try row[5] as Double
+    }
+    return Double(ids) + Double(ages) + score + Double(bytes)
+}
+
 @inline(never)
 func measuredObjects(_ context: ModelContext) throws -> [UniquePerson] {
     try context.objects(of: UniquePerson.self)
@@ -447,6 +539,10 @@ do {
         try importExistingPhase()
     case "upsert-scaling":
         try upsertScalingPhase()
+    case "read-rows":
+        try readRowsPhase(URL(fileURLWithPath: args[2]))
+    case "read-values":
+        try readValuesPhase(URL(fileURLWithPath: args[2]))
     case "upserts":
         print("upsert: \(String(format: "%.0f", try upsertCost(present: n) * 1e9)) ns with \(n) present")
     case "import-duplicates":

@@ -280,6 +280,29 @@ func objectGraphChild(_ kind: String, dir: URL, doc: String?, expected e: Expect
         f["peakMiB"] = peakResidentMiB()
         try store.close()
         return f
+    case "og-readrows":
+        // The same read as rows (`forEachRow(_:columns:_:)`, GRDB's `Row`): each column read
+        // where it is stored, with no instance and no `Decoder`.
+        let t0 = now()
+        let store = try openObjectGraph(dir)
+        let t1 = now()
+        var sum = 0
+        let columns: [PartialKeyPath<RealPackage>] = [
+            \.name, \.version, \.architecture, \.section, \.priority, \.installedSize, \.size,
+            \.maintainerEmail, \.homepage, \.summary, \.sha256, \.dependsNames,
+        ]
+        try store.context.forEachRow(FetchDescriptor<RealPackage>(), columns: columns) { row in
+            for c in [0, 1, 2, 3, 7, 9, 10] { sum &+= (try row[c] as String).utf8.count }
+            sum &+= (try row[4] as String?)?.utf8.count ?? 0
+            sum &+= Int(try row[5] as Int64? ?? 0) &+ Int(try row[6] as Int64)
+            sum &+= (try row[8] as String?)?.utf8.count ?? 0
+            for d in try row[11] as [String] { sum &+= d.utf8.count }
+        }
+        let t2 = now()
+        var f: Figures = ["total": t2 - t0, "open": t1 - t0, "read": t2 - t1, "checksum": Double(sum)]
+        f["peakMiB"] = peakResidentMiB()
+        try store.close()
+        return f
     default:
         throw BenchError("unknown --child \(kind)")
     }
@@ -566,6 +589,8 @@ for round in 0..<rounds {
         if phase == "read", let dir = dirs["og"] {
             runs["og-readvalues", default: []].append(
                 try runChild("og-readvalues", dir: dir, doc: nil, expected: expected))
+            runs["og-readrows", default: []].append(
+                try runChild("og-readrows", dir: dir, doc: nil, expected: expected))
         }
     }
     for d in dirs.values { try? FileManager.default.removeItem(at: d) }
@@ -621,6 +646,10 @@ let lines = [
     Line(
         title: "same, read as values one at a time (`forEach(_:as:_:)`, no instances; the maintainer's name not read)",
         og: values("og-readvalues"), peer: values("grdb-read"), target: nil, unit: "s"),
+    Line(
+        title:
+            "same, read as rows (`forEachRow(_:columns:_:)`, no instances, no `Decoder`; the maintainer's name not read)",
+        og: values("og-readrows"), peer: values("grdb-read"), target: nil, unit: "s"),
     Line(
         title: "peak resident memory, first sync's process", og: values("og-first", "peakMiB"),
         peer: values("grdb-first", "peakMiB"), target: 1.0, unit: "MiB"),
