@@ -199,7 +199,8 @@ struct RowReadTests {
     }
 
     /// The error reading column `column` of `row` as `V` throws, if any.
-    func failure<V: PrimitiveAttribute>(_ row: borrowing ObjectRow, _ column: Int, as type: V.Type) -> ObjectGraphError? {
+    func failure<V: PrimitiveAttribute>(_ row: borrowing ObjectRow, _ column: Int, as type: V.Type) -> ObjectGraphError?
+    {
         do {
             let _: V = try row[column]
             return nil

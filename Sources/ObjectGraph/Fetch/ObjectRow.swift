@@ -87,9 +87,9 @@ final class RowColumns {
     let types: [AttributeType]
 
     /// The columns `keyPaths` name, each an attribute of `T` (not a relationship).
-    convenience init<T: Entity>(keyPaths: [PartialKeyPath<T>], entity: EntityDescription, probing table: EntityTable?) throws(
-        ObjectGraphError
-    ) {
+    convenience init<T: Entity>(
+        keyPaths: [PartialKeyPath<T>], entity: EntityDescription, probing table: EntityTable?
+    ) throws(ObjectGraphError) {
         var slots: [Int] = []
         for (i, keyPath) in keyPaths.enumerated() {
             let slot =
