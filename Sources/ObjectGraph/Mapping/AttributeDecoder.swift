@@ -36,8 +36,9 @@ extension Entity {
 /// without a value decodes as `nil`. `superDecoder()` hands out the decoder itself, as
 /// ``AttributeEncoder``'s `superEncoder()` does.
 final class AttributeDecoder: Decoder {
-    /// The object's storage handle.
-    private(set) var backing: ObjectBacking
+    /// The object's storage handle. This class's state is unchecked for exclusive access: one
+    /// decoder serves one loop on one thread, and the checks were a twentieth of a read.
+    @exclusivity(unchecked) private(set) var backing: ObjectBacking
     /// The object's entity.
     let entity: EntityDescription
 
@@ -50,6 +51,7 @@ final class AttributeDecoder: Decoder {
     init(backing: ObjectBacking) {
         self.backing = backing
         entity = backing.entity
+        plainTypes = entity.attributes.map { $0.valueKind == .codable ? nil : $0.type }
     }
 
     var codingPath: [any CodingKey] { [] }
@@ -100,9 +102,9 @@ final class AttributeDecoder: Decoder {
     }
 
     /// The keys asked for, in the order first asked, with their slots.
-    private var keySlots: [(name: String, slot: Int?)] = []
+    @exclusivity(unchecked) private var keySlots: [(name: String, slot: Int?)] = []
     /// Where in ``keySlots`` the next key is expected.
-    private var keyCursor = 0
+    @exclusivity(unchecked) private var keyCursor = 0
     /// The most keys kept.
     private static let keptKeys = 64
 
@@ -158,6 +160,34 @@ final class AttributeDecoder: Decoder {
         return try exact(v) ?? decode(type, value: v, slot: s, key: key)
     }
 
+    /// The attribute's value read from its cell when the attribute stores `T` itself (no
+    /// `AttributeValue` made); otherwise as ``decode(_:forKey:)`` reads it.
+    @inline(__always)
+    func stored<T: PrimitiveAttribute>(_ type: T.Type, forKey key: some CodingKey) throws -> T {
+        let s = try requiredSlot(for: key)
+        if storesItself(s, type), let v = backing.getOptional(s, as: T.self, generic: ()) { return v }
+        return try decode(type, value: value(s), slot: s, key: key)
+    }
+
+    /// As ``stored(_:forKey:)``, nil when the attribute has no value.
+    @inline(__always)
+    func storedIfPresent<T: PrimitiveAttribute>(_ type: T.Type, forKey key: some CodingKey) throws -> T? {
+        let s = try requiredSlot(for: key)
+        if storesItself(s, type) { return backing.getOptional(s, as: T.self, generic: ()) }
+        guard let v = value(s) else { return nil }
+        return try decode(type, value: v, slot: s, key: key)
+    }
+
+    /// Whether slot `s` holds `T`'s own stored type as a plain value (not a `Codable`
+    /// attribute's JSON).
+    @inline(__always)
+    private func storesItself<T: PrimitiveAttribute>(_ s: Int, _ type: T.Type) -> Bool {
+        plainTypes[s] == T.attributeType
+    }
+
+    /// Per slot, its stored type, or nil for a `Codable` attribute (stored as JSON).
+    private let plainTypes: [AttributeType?]
+
     /// Moves the decoder to `backing`'s object (a batch of rows read one after the other).
     func reading(_ backing: ObjectBacking) {
         self.backing = backing
@@ -180,23 +210,23 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     func decodeNil(forKey key: Key) throws -> Bool { decoder.value(try decoder.requiredSlot(for: key)) == nil }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        try decoder.direct(type, forKey: key, Self.bool)
+        try decoder.stored(type, forKey: key)
     }
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        try decoder.direct(type, forKey: key, Self.string)
+        try decoder.stored(type, forKey: key)
     }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        try decoder.direct(type, forKey: key, Self.double)
+        try decoder.stored(type, forKey: key)
     }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
-        try decoder.direct(type, forKey: key, Self.int)
+        try decoder.stored(type, forKey: key)
     }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decoder.decode(type, forKey: key) }
     func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
-        try decoder.direct(type, forKey: key, Self.int64)
+        try decoder.stored(type, forKey: key)
     }
     func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decoder.decode(type, forKey: key) }
     func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decoder.decode(type, forKey: key) }
@@ -208,20 +238,21 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
         // type's conformances are looked up for every value).
         // `T` is the list type itself there, so the casts change nothing.
         if T.self == [String].self {
-            return unsafeBitCast(try decoder.direct([String].self, forKey: key, Self.strings), to: T.self)
+            return unsafeBitCast(try decoder.direct([String].self, forKey: key, ExactValue.strings), to: T.self)
         }
         if T.self == [Int].self {
-            return unsafeBitCast(try decoder.direct([Int].self, forKey: key, Self.integers), to: T.self)
+            return unsafeBitCast(try decoder.direct([Int].self, forKey: key, ExactValue.integers), to: T.self)
         }
         return try decoder.decode(type, forKey: key)
     }
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard contains(key) else { return nil }
         if T.self == [String].self {
-            return unsafeBitCast(try decoder.directIfPresent([String].self, forKey: key, Self.strings), to: T?.self)
+            return unsafeBitCast(
+                try decoder.directIfPresent([String].self, forKey: key, ExactValue.strings), to: T?.self)
         }
         if T.self == [Int].self {
-            return unsafeBitCast(try decoder.directIfPresent([Int].self, forKey: key, Self.integers), to: T?.self)
+            return unsafeBitCast(try decoder.directIfPresent([Int].self, forKey: key, ExactValue.integers), to: T?.self)
         }
         guard try !decodeNil(forKey: key) else { return nil }
         return try decode(type, forKey: key)
@@ -231,58 +262,23 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     // `decodeIfPresent` reads it once to test for nil, then again to decode it).
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
         guard contains(key) else { return nil }
-        return try decoder.directIfPresent(type, forKey: key, Self.string)
+        return try decoder.storedIfPresent(type, forKey: key)
     }
     func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
         guard contains(key) else { return nil }
-        return try decoder.directIfPresent(type, forKey: key, Self.int64)
+        return try decoder.storedIfPresent(type, forKey: key)
     }
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
         guard contains(key) else { return nil }
-        return try decoder.directIfPresent(type, forKey: key, Self.int)
+        return try decoder.storedIfPresent(type, forKey: key)
     }
     func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
         guard contains(key) else { return nil }
-        return try decoder.directIfPresent(type, forKey: key, Self.double)
+        return try decoder.storedIfPresent(type, forKey: key)
     }
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
         guard contains(key) else { return nil }
-        return try decoder.directIfPresent(type, forKey: key, Self.bool)
-    }
-
-    private static func string(_ v: AttributeValue) -> String? {
-        if case .string(let s) = v { return s }
-        return nil
-    }
-    private static func int64(_ v: AttributeValue) -> Int64? {
-        if case .int(let i) = v { return i }
-        return nil
-    }
-    private static func int(_ v: AttributeValue) -> Int? {
-        if case .int(let i) = v { return Int(exactly: i) }
-        return nil
-    }
-    private static func double(_ v: AttributeValue) -> Double? {
-        if case .double(let d) = v { return d }
-        return nil
-    }
-    private static func strings(_ v: AttributeValue) -> [String]? {
-        if case .stringList(let list) = v { return list }
-        return nil
-    }
-    private static func integers(_ v: AttributeValue) -> [Int]? {
-        guard case .intList(let list) = v else { return nil }
-        var result: [Int] = []
-        result.reserveCapacity(list.count)
-        for i in list {
-            guard let value = Int(exactly: i) else { return nil }
-            result.append(value)
-        }
-        return result
-    }
-    private static func bool(_ v: AttributeValue) -> Bool? {
-        if case .bool(let b) = v { return b }
-        return nil
+        return try decoder.storedIfPresent(type, forKey: key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(
@@ -303,6 +299,27 @@ struct AttributeDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
             .init(
                 codingPath: [key],
                 debugDescription: "an attribute of \(decoder.entity.name) is one value, not a nested container"))
+    }
+}
+
+/// The native lists as the keyed container reads them without conversion, each `nil` for a
+/// value of another case. Outside the generic container: a static member of
+/// `AttributeDecodingContainer<Key>` made every read look up the container type's metadata, for
+/// the client's `Key`.
+enum ExactValue {
+    static func strings(_ v: AttributeValue) -> [String]? {
+        if case .stringList(let list) = v { return list }
+        return nil
+    }
+    static func integers(_ v: AttributeValue) -> [Int]? {
+        guard case .intList(let list) = v else { return nil }
+        var result: [Int] = []
+        result.reserveCapacity(list.count)
+        for i in list {
+            guard let value = Int(exactly: i) else { return nil }
+            result.append(value)
+        }
+        return result
     }
 }
 
