@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import Testing
 
 @testable import ObjectGraph
@@ -243,5 +244,75 @@ struct RowReadTests {
             try snapshot.forEachRow(descriptor, columns: ["nickname"]) { _ in }
         }
         try await store.close()
+    }
+}
+
+@Suite("Property: row loops against the objects' own reads")
+struct RowReadPropertyTests {
+    /// After random inserts, updates (nil values included), deletes, saves and rollbacks, a row
+    /// loop over every person reads what each person's properties read, in the fetch's order,
+    /// and a sorted, filtered, windowed loop what the same fetch returns.
+    @Test func aRowLoopReadsWhatTheObjectsReadAfterRandomChanges() async {
+        await propertyCheck(count: propertyRuns, input: Gen.int(in: 0...1_000_000).array(of: 1...80)) { codes in
+            do { try run(codes) } catch { Issue.record("unexpected error: \(error)") }
+        }
+    }
+
+    struct Read: Equatable {
+        var id: Int64
+        var name: String
+        var age: Int
+        var city: String?
+        var score: Double
+    }
+
+    private func run(_ codes: [Int]) throws {
+        let context = ModelContext(schema: try Schema(Person.self))
+        var nextID: Int64 = 1
+        for code in codes {
+            let arg = code / 10
+            let people = try context.fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.id)]))
+            switch code % 10 {
+            case 0, 1, 2:
+                try context.insert(Person.self) { p in
+                    p.id = nextID
+                    p.name = String(repeating: "n", count: arg % 40)
+                    p.email = "p\(nextID)@example.com"
+                    p.age = arg % 90
+                    p.city = arg % 3 == 0 ? nil : "City \(arg % 11)"
+                    p.score = Double(arg) / 8
+                }
+                nextID += 1
+            case 3, 4:
+                if !people.isEmpty {
+                    let p = people[arg % people.count]
+                    p.city = arg % 2 == 0 ? nil : "Moved \(arg)"
+                    p.name = "Renamed \(arg % 5)"
+                }
+            case 5:
+                if !people.isEmpty { context.delete(people[arg % people.count]) }
+            case 6, 7:
+                try context.save()
+            default:
+                context.rollback()
+            }
+        }
+        let all = FetchDescriptor<Person>(sortBy: [SortDescriptor(\.id)])
+        var rows: [Read] = []
+        try context.forEachRow(all, columns: [\.id, \.name, \.age, \.city, \.score]) { row in
+            rows.append(Read(id: try row[0], name: try row[1], age: try row[2], city: try row[3], score: try row[4]))
+        }
+        let objects = try context.fetch(all).map {
+            Read(id: $0.id, name: $0.name, age: $0.age, city: $0.city, score: $0.score)
+        }
+        #expect(rows == objects)
+
+        var window = FetchDescriptor<Person>(
+            predicate: #Predicate { $0.age > 20 }, sortBy: [SortDescriptor(\.name), SortDescriptor(\.id)])
+        window.fetchOffset = 1
+        window.fetchLimit = 7
+        var windowed: [Int64] = []
+        try context.forEachRow(window, columns: ["id"]) { row in windowed.append(try row[0]) }
+        #expect(windowed == (try context.fetch(window).map(\.id)))
     }
 }

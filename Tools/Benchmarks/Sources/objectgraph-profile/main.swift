@@ -21,7 +21,9 @@
 // after opening and reading either store in a fresh process), `read-all DIR` (open, make
 // every instance, read every attribute: each timed), `read-values DIR` (open, then every
 // person decoded as a value with `forEach(_:as:_:)` into an array) and `read-rows DIR` (open,
-// then every person read with `forEachRow(_:columns:_:)`, into an array and summed). Each measured loop is its own `measured…` function, so callgrind can
+// then every person read with `forEachRow(_:columns:_:)`, into an array and summed) and
+// `read-snapshot DIR` (the same store as an `AsyncStore`: its snapshot read as rows, values
+// and instances, each summed). Each measured loop is its own `measured…` function, so callgrind can
 // count only it:
 //
 //     valgrind --tool=callgrind --toggle-collect='*measured*' .build/release/objectgraph-profile update 100000
@@ -492,6 +494,56 @@ func measuredRows(_ context: ModelContext) throws -> [PersonValue] {
     return values
 }
 
+/// `read-snapshot DIR`: open as an `AsyncStore`, then every person of its snapshot read with a
+/// row loop and summed, as values summed, and as instances summed.
+func readSnapshotPhase(_ directory: URL) throws {
+    let store = try AsyncStore(at: directory, schema: Importing.schema(), options: Stores.options(.none))
+    let snapshot = store.snapshot
+    var rows: [Double] = [], values: [Double] = [], objects: [Double] = []
+    var checksums: Set<Double> = []
+    for _ in 0..<3 {
+        var t = ContinuousClock.now
+        checksums.insert(try measuredSnapshotRows(snapshot))
+        rows.append(seconds(since: t))
+        t = ContinuousClock.now
+        checksums.insert(try measuredSnapshotValues(snapshot))
+        values.append(seconds(since: t))
+        t = ContinuousClock.now
+        checksums.insert(
+            AttributeSums(readingEveryAttributeOf: try snapshot.fetch(FetchDescriptor<UniquePerson>())).checksum)
+        objects.append(seconds(since: t))
+    }
+    let ms = { (s: [Double]) in s.map { String(format: "%.1f ms", $0 * 1e3) }.joined(separator: " / ") }
+    print("snapshot: rows \(ms(rows)), values \(ms(values)), instances \(ms(objects)); checksums \(checksums.sorted())")
+}
+
+@inline(never)
+func measuredSnapshotRows(_ snapshot: StoreSnapshot) throws -> Double {
+    var ids: Int64 = 0, ages = 0, score = 0.0, bytes = 0
+    try snapshot.forEachRow(
+        FetchDescriptor<UniquePerson>(), columns: [\.id, \.name, \.email, \.age, \.city, \.score]
+    ) { row in
+        ids &+= try row[0] as Int64
+        bytes &+= (try row[1] as String).utf8.count &+ (try row[2] as String).utf8.count
+        ages &+= try row[3] as Int
+        bytes &+= (try row[4] as String).utf8.count
+        score += try row[5] as Double
+    }
+    return Double(ids) + Double(ages) + score + Double(bytes)
+}
+
+@inline(never)
+func measuredSnapshotValues(_ snapshot: StoreSnapshot) throws -> Double {
+    var ids: Int64 = 0, ages = 0, score = 0.0, bytes = 0
+    try snapshot.forEach(FetchDescriptor<UniquePerson>(), as: PersonValue.self) { p in
+        ids &+= p.id
+        bytes &+= p.name.utf8.count &+ p.email.utf8.count &+ p.city.utf8.count
+        ages &+= p.age
+        score += p.score
+    }
+    return Double(ids) + Double(ages) + score + Double(bytes)
+}
+
 /// Every attribute of every person read through a row loop and summed, as ``AttributeSums``
 /// sums instances' attributes.
 @inline(never)
@@ -539,6 +591,8 @@ do {
         try importExistingPhase()
     case "upsert-scaling":
         try upsertScalingPhase()
+    case "read-snapshot":
+        try readSnapshotPhase(URL(fileURLWithPath: args[2]))
     case "read-rows":
         try readRowsPhase(URL(fileURLWithPath: args[2]))
     case "read-values":
