@@ -5,7 +5,7 @@ extension EntityTable {
         guard !isNull(row: row, slot: slot) else { return false }
         switch cell {
         case .fixed(let bits): return values[row * stride + slot] == bits
-        case .bytes(let b): return arena.equal(ArenaRef(values[row * stride + slot]), b)
+        case .bytes(let b): return arenaHolds(values[row * stride + slot], b)
         }
     }
 }

@@ -669,7 +669,7 @@ struct MappingRun<Source: MappingSource> {
                     if let index = c.index {
                         let owner = withRowCells(table, row: row, slots: c.mySlots) { cells in
                             cells.count == 1
-                                ? c.destination.owner(ofCell: cells[0], in: index)
+                                ? c.destination.owner(ofCell: cells[0], in: index, prefetchingRowState: false)
                                 : c.destination.owner(ofCells: cells, in: index)
                         }
                         if let owner, c.destination.isVisible(row: owner) { targets = [owner] }
@@ -749,7 +749,7 @@ struct MappingRun<Source: MappingSource> {
             var seen = Set<Int>()
             func find(_ cell: RawCell) -> [Int] {
                 if let index = c.index {
-                    return c.destination.owner(ofCell: cell, in: index).map { [$0] } ?? []
+                    return c.destination.owner(ofCell: cell, in: index, prefetchingRowState: false).map { [$0] } ?? []
                 }
                 if lookup == nil { lookup = destinations(c) }
                 return (lookup?[IdentityKey([cell])] ?? []).map(Int.init)
@@ -809,7 +809,7 @@ struct MappingRun<Source: MappingSource> {
             var any = false
             func find(_ cell: RawCell) -> [Int] {
                 if let index = c.index {
-                    return c.destination.owner(ofCell: cell, in: index).map { [$0] } ?? []
+                    return c.destination.owner(ofCell: cell, in: index, prefetchingRowState: false).map { [$0] } ?? []
                 }
                 if lookup == nil { lookup = destinations(c) }
                 return (lookup?[IdentityKey([cell])] ?? []).map(Int.init)
@@ -867,7 +867,9 @@ struct MappingRun<Source: MappingSource> {
             var any = false
             ListCoding.forEachString(bytes) { utf8 in
                 any = true
-                guard let t = destination.owner(ofCell: .bytes(utf8), in: index), destination.isVisible(row: t) else {
+                guard let t = destination.owner(ofCell: .bytes(utf8), in: index, prefetchingRowState: false),
+                    destination.isVisible(row: t)
+                else {
                     counts.noteUnmatched(String(decoding: utf8, as: UTF8.self))
                     return
                 }

@@ -170,6 +170,18 @@ struct ByteArena {
         }
     }
 
+    /// Whether the bytes at `ref` equal `other`, in the arena whose ``unretainedBase`` and
+    /// ``count`` are `base` and `count` (for the arena's owner: see ``unretainedBase``).
+    @inline(__always)
+    static func equal(
+        _ ref: ArenaRef, _ other: UnsafeRawBufferPointer, base: UnsafeMutableRawPointer?, count: Int
+    ) -> Bool {
+        let mine = bytes(ref, base: base, count: count)
+        guard mine.count == other.count else { return false }
+        guard let a = mine.baseAddress, let b = other.baseAddress else { return true }  // both empty
+        return memcmp(a, b, mine.count) == 0
+    }
+
     /// Whether the bytes at two references are equal.
     func equal(_ a: ArenaRef, _ b: ArenaRef) -> Bool {
         withBytes(b) { equal(a, $0) }

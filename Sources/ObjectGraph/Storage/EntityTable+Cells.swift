@@ -32,6 +32,14 @@ extension EntityTable {
         return .fixed(cell)
     }
 
+    /// Whether the arena bytes the cell `ref` points to equal `bytes`. Through the arena's stored
+    /// fields, not a method of the arena (see ``ByteArena/unretainedBase``), which would retain
+    /// and release the arena's storage around each comparison.
+    @inline(__always)
+    func arenaHolds(_ ref: UInt64, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        ByteArena.equal(ArenaRef(ref), bytes, base: arena.unretainedBase, count: arena.count)
+    }
+
     func value(row: Int, slot: Int) -> AttributeValue? {
         if isNull(row: row, slot: slot) { return nil }
         return decode(cell: values[row * stride + slot], slot: slot)
@@ -144,7 +152,7 @@ extension EntityTable {
         case .fixed(let bits):
             if !wasNull && values[index] == bits { return }
         case .bytes(let buffer):
-            if !wasNull && arena.equal(ArenaRef(values[index]), buffer) { return }
+            if !wasNull && arenaHolds(values[index], buffer) { return }
         }
         // A row inserted since the innermost savepoint, as an import's `didInsert` writes them:
         // the bookkeeping below would all be no-ops (no before-image, already in

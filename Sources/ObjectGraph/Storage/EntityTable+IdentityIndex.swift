@@ -161,7 +161,7 @@ extension EntityTable {
             let x = values[row * stride + s]
             switch cells[i] {
             case .fixed(let bits): if types[s].isVariableLength || x != bits { return false }
-            case .bytes(let buffer): if !types[s].isVariableLength || !arena.equal(ArenaRef(x), buffer) { return false }
+            case .bytes(let buffer): if !types[s].isVariableLength || !arenaHolds(x, buffer) { return false }
             }
         }
         return true

@@ -98,7 +98,7 @@ extension EntityTable {
             let x = values[row * stride + slot]
             switch cells[i] {
             case .fixed(let bits): if x != bits { return false }
-            case .bytes(let buffer): if !arena.equal(ArenaRef(x), buffer) { return false }
+            case .bytes(let buffer): if !arenaHolds(x, buffer) { return false }
             }
         }
         return true
@@ -129,18 +129,24 @@ extension EntityTable {
     }
 
     /// The row owning the one-attribute key `cell`, if any. O(1), allocation-free.
-    func owner(ofCell cell: RawCell, in index: UniqueIndex) -> Int? {
+    ///
+    /// With `prefetchingRowState` (an object about to be read or changed), each probed row's
+    /// flags, instance slot and before-image index are prefetched with its key; a connection,
+    /// which needs only the row, passes `false`: taking the three arrays' buffers retained and
+    /// released each, four pairs of atomic operations per lookup.
+    func owner(ofCell cell: RawCell, in index: UniqueIndex, prefetchingRowState: Bool = true) -> Int? {
         let slot = index.slots[0]
         var b = index.home(index.hash(cell: cell))
         while true {
             let r = index.buckets[b]
             if r == UniqueIndex.empty { return nil }
-            if r >= 0 { prefetchRowState(Int(r)) }
+            if r >= 0 && prefetchingRowState { prefetchRowState(Int(r)) }
             if r >= 0, !isNull(row: Int(r), slot: slot) {
                 let x = values[Int(r) * stride + slot]
                 switch cell {
                 case .fixed(let bits): if x == bits { return Int(r) }
-                case .bytes(let buffer): if arena.equal(ArenaRef(x), buffer) { return Int(r) }
+                case .bytes(let buffer):
+                    if arenaHolds(x, buffer) { return Int(r) }
                 }
             }
             b = (b + 1) & index.mask
