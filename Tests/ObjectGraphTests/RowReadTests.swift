@@ -42,6 +42,14 @@ struct RowReadTests {
         #expect(rows == (try store.context.fetch(descriptor, as: PersonRow.self)))
         #expect(rows.contains { $0.city == nil })
 
+        // Each row's object ID names the object it was read from.
+        var ids: [(ObjectID, Int64)] = []
+        try store.context.forEachRow(descriptor, columns: [\.id]) { row in ids.append((row.objectID, try row[0])) }
+        #expect(ids.count == 50)
+        for (objectID, id) in ids {
+            #expect((store.context.object(with: objectID) as? Person)?.id == id)
+        }
+
         // The same columns by name.
         var named: [PersonRow] = []
         try store.context.forEachRow(descriptor, columns: ["id", "name", "city", "score"]) { row in
@@ -240,6 +248,11 @@ struct RowReadTests {
         #expect(!rows.isEmpty)
         #expect(rows == (try snapshot.fetch(descriptor, as: PersonRow.self)))
         #expect(named == rows)
+        var ids: [(ObjectID, Int64)] = []
+        try snapshot.forEachRow(descriptor, columns: [\.id]) { row in ids.append((row.objectID, try row[0])) }
+        for (objectID, id) in ids {
+            #expect((snapshot.object(with: objectID) as? Person)?.id == id)
+        }
         #expect(throws: ObjectGraphError.self) {
             try snapshot.forEachRow(descriptor, columns: ["nickname"]) { _ in }
         }

@@ -31,6 +31,13 @@ public struct ObjectRow: ~Copyable {
     /// The number of columns.
     public var count: Int { columns.slots.count }
 
+    /// The ID of the object the row holds: what ``ModelContext/object(with:)`` (or the
+    /// snapshot's) takes to make its instance, for a loop that finds the objects to change.
+    public var objectID: ObjectID {
+        // A row loop hands out rows of a table or of a snapshot's pages, which always have one.
+        backing.objectID ?? ObjectID(entityName: columns.entity.name, serial: 0)
+    }
+
     // The reads are inlined into the caller, where `V` is a concrete type: an unspecialized
     // generic read made the runtime look up the metadata of `V?` on every call, which was
     // half the time of reading every attribute of a million rows (perf). What they call here
