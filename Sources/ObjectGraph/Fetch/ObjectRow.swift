@@ -105,7 +105,7 @@ final class RowColumns {
             guard let slot else {
                 throw ObjectGraphError(
                     .unknownKey,
-                    "column \(i) (\(keyPath)) is no stored attribute of \(entity.name) (a row holds attributes, not relationships)",
+                    "column \(i) (\(keyPath)) is no stored attribute of \(entity.name) (a row holds attributes, not relationships; a hand-written model passes keyPaths: to EntityDescription, or names its columns)",
                     entity: entity.name)
             }
             slots.append(slot)
