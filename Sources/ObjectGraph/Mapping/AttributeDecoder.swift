@@ -37,7 +37,7 @@ extension Entity {
 /// ``AttributeEncoder``'s `superEncoder()` does.
 final class AttributeDecoder: Decoder {
     /// The object's storage handle. This class's state is unchecked for exclusive access: one
-    /// decoder serves one loop on one thread, and the checks were a twentieth of a read.
+    /// decoder serves one loop on one thread, and the checks were a thirtieth of a read (perf).
     @exclusivity(unchecked) private(set) var backing: ObjectBacking
     /// The object's entity.
     let entity: EntityDescription
