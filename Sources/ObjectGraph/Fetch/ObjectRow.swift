@@ -115,15 +115,7 @@ final class RowColumns {
 
     /// The columns `names` name, each an attribute of `entity` (not a relationship).
     convenience init(names: [String], entity: EntityDescription) throws(ObjectGraphError) {
-        var slots: [Int] = []
-        for name in names {
-            guard let slot = entity.slot(forKey: name) else {
-                throw ObjectGraphError(
-                    .unknownKey, "\(entity.name) has no attribute '\(name)'", entity: entity.name, key: name)
-            }
-            slots.append(slot)
-        }
-        try self.init(slots: slots, entity: entity)
+        try self.init(slots: try entity.slots(forKeys: names), entity: entity)
     }
 
     private init(slots: [Int], entity: EntityDescription) throws(ObjectGraphError) {

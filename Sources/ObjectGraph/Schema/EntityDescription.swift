@@ -164,6 +164,20 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     /// The slot of the attribute named `key`, or `nil` when there is none.
     public func slot(forKey key: String) -> Int? { slotByName[key] }
 
+    /// The slots of the attributes named `keys`, in their order; `unknownKey` naming the first
+    /// that names none.
+    func slots(forKeys keys: [String]) throws(ObjectGraphError) -> [Int] {
+        var result: [Int] = []
+        result.reserveCapacity(keys.count)
+        for key in keys {
+            guard let s = slot(forKey: key) else {
+                throw ObjectGraphError(.unknownKey, "\(name) has no attribute '\(key)'", entity: name, key: key)
+            }
+            result.append(s)
+        }
+        return result
+    }
+
     /// The slot of the attribute a key path of the model class names, or `nil` when the
     /// description lists no such key path.
     public func slot(for keyPath: AnyKeyPath) -> Int? {

@@ -62,15 +62,7 @@ extension EntityTable {
 
     func slots(forKeys keys: [String]?) throws(ObjectGraphError) -> [Int] {
         guard let keys else { return Array(0..<stride) }
-        var result: [Int] = []
-        for key in keys {
-            guard let s = entity.slot(forKey: key) else {
-                throw ObjectGraphError(
-                    .unknownKey, "\(entity.name) has no attribute '\(key)'", entity: entity.name, key: key)
-            }
-            result.append(s)
-        }
-        return result
+        return try entity.slots(forKeys: keys)
     }
 
     func changedValues(row: Int) -> [String: AttributeValue?] {
