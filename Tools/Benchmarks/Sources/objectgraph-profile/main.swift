@@ -483,9 +483,7 @@ func readRowsPhase(_ directory: URL) throws {
 @inline(never)
 func measuredRows(_ context: ModelContext) throws -> [PersonValue] {
     var values: [PersonValue] = []
-    try context.forEachRow(
-        FetchDescriptor<UniquePerson>(), columns: [\.id, \.name, \.email, \.age, \.city, \.score]
-    ) { row in
+    try context.forEachRow(FetchDescriptor<UniquePerson>(), columns: RowSums.columns) { row in
         values.append(
             PersonValue(
                 id: try row[0], name: try row[1], email: try row[2], age: try row[3], city: try row[4],
@@ -519,17 +517,9 @@ func readSnapshotPhase(_ directory: URL) throws {
 
 @inline(never)
 func measuredSnapshotRows(_ snapshot: StoreSnapshot) throws -> Double {
-    var ids: Int64 = 0, ages = 0, score = 0.0, bytes = 0
-    try snapshot.forEachRow(
-        FetchDescriptor<UniquePerson>(), columns: [\.id, \.name, \.email, \.age, \.city, \.score]
-    ) { row in
-        ids &+= try row[0] as Int64
-        bytes &+= (try row[1] as String).utf8.count &+ (try row[2] as String).utf8.count
-        ages &+= try row[3] as Int
-        bytes &+= (try row[4] as String).utf8.count
-        score += try row[5] as Double
-    }
-    return Double(ids) + Double(ages) + score + Double(bytes)
+    var sums = RowSums()
+    try snapshot.forEachRow(FetchDescriptor<UniquePerson>(), columns: RowSums.columns) { try sums.add($0) }
+    return sums.checksum
 }
 
 @inline(never)
@@ -544,21 +534,31 @@ func measuredSnapshotValues(_ snapshot: StoreSnapshot) throws -> Double {
     return Double(ids) + Double(ages) + score + Double(bytes)
 }
 
-/// Every attribute of every person read through a row loop and summed, as ``AttributeSums``
-/// sums instances' attributes.
-@inline(never)
-func measuredRowSums(_ context: ModelContext) throws -> Double {
+/// The six attributes of people read from rows and summed, as ``AttributeSums`` sums
+/// instances' attributes.
+struct RowSums {
+    static var columns: [PartialKeyPath<UniquePerson>] { [\.id, \.name, \.email, \.age, \.city, \.score] }
     var ids: Int64 = 0, ages = 0, score = 0.0, bytes = 0
-    try context.forEachRow(
-        FetchDescriptor<UniquePerson>(), columns: [\.id, \.name, \.email, \.age, \.city, \.score]
-    ) { row in
+
+    /// Adds `row`, read with ``columns``.
+    @inline(__always)
+    mutating func add(_ row: borrowing ObjectRow) throws {
         ids &+= try row[0] as Int64
         bytes &+= (try row[1] as String).utf8.count &+ (try row[2] as String).utf8.count
         ages &+= try row[3] as Int
         bytes &+= (try row[4] as String).utf8.count
         score += try row[5] as Double
     }
-    return Double(ids) + Double(ages) + score + Double(bytes)
+
+    var checksum: Double { Double(ids) + Double(ages) + score + Double(bytes) }
+}
+
+/// Every attribute of every person read through a row loop and summed.
+@inline(never)
+func measuredRowSums(_ context: ModelContext) throws -> Double {
+    var sums = RowSums()
+    try context.forEachRow(FetchDescriptor<UniquePerson>(), columns: RowSums.columns) { try sums.add($0) }
+    return sums.checksum
 }
 
 @inline(never)
